@@ -1,0 +1,36 @@
+// Page-aligned memory allocated once (mmap), suitable for O_DIRECT and io_uring fixed buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace ddft::common {
+
+// Owns `size` bytes of page-aligned, zero-filled anonymous memory. Move-only.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  // Throws std::bad_alloc when the memory cannot be mapped. `populate` touches every page now so
+  // that the hot path never takes a page fault.
+  explicit AlignedBuffer(size_t size, bool populate = false);
+  ~AlignedBuffer();
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  AlignedBuffer(AlignedBuffer&& o) noexcept;
+  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::span<uint8_t> span() { return {data_, size_}; }
+  // Locks the pages in RAM (mlock). Returns 0 or an errno value.
+  int lock();
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool locked_ = false;
+};
+
+}  // namespace ddft::common

@@ -1,0 +1,131 @@
+#include "common/hash.hpp"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include <stdexcept>
+
+namespace ddft::common {
+
+uint32_t Digest::key32() const {
+  if (size < 4) return 0;
+  return (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) | (uint32_t{bytes[2]} << 8) |
+         uint32_t{bytes[3]};
+}
+
+std::string Digest::hex() const {
+  std::string out;
+  out.reserve(size * 2);
+  for (size_t i = 0; i < size; ++i) out += fmt::format("{:02x}", bytes[i]);
+  return out;
+}
+
+bool Digest::operator==(const Digest& o) const {
+  return type == o.type && size == o.size &&
+         std::equal(bytes.begin(), bytes.begin() + size, o.bytes.begin());
+}
+
+namespace {
+
+class NoneHasher final : public Hasher {
+ public:
+  void update(std::span<const uint8_t>) override {}
+  Digest finish() override { return Digest{}; }
+  void reset() override {}
+  VerifyType type() const override { return VerifyType::kNone; }
+};
+
+class Xxh3Hasher final : public Hasher {
+ public:
+  Xxh3Hasher() : state_(XXH3_createState()) {
+    if (state_ == nullptr) throw std::runtime_error("cannot allocate an XXH3 state");
+    reset();
+  }
+  ~Xxh3Hasher() override { XXH3_freeState(state_); }
+  Xxh3Hasher(const Xxh3Hasher&) = delete;
+  Xxh3Hasher& operator=(const Xxh3Hasher&) = delete;
+
+  void update(std::span<const uint8_t> data) override {
+    XXH3_128bits_update(state_, data.data(), data.size());
+  }
+  Digest finish() override {
+    const XXH128_hash_t h = XXH3_128bits_digest(state_);
+    XXH128_canonical_t canon;
+    XXH128_canonicalFromHash(&canon, h);
+    Digest d;
+    d.type = VerifyType::kB2B;
+    d.size = sizeof(canon.digest);
+    std::copy(std::begin(canon.digest), std::end(canon.digest), d.bytes.begin());
+    reset();
+    return d;
+  }
+  void reset() override { XXH3_128bits_reset(state_); }
+  VerifyType type() const override { return VerifyType::kB2B; }
+
+ private:
+  XXH3_state_t* state_;
+};
+
+class Sha256Hasher final : public Hasher {
+ public:
+  Sha256Hasher() : ctx_(EVP_MD_CTX_new()), md_(EVP_MD_fetch(nullptr, "SHA256", nullptr)) {
+    if (ctx_ == nullptr || md_ == nullptr) {
+      EVP_MD_free(md_);
+      EVP_MD_CTX_free(ctx_);
+      throw std::runtime_error("OpenSSL cannot provide SHA-256");
+    }
+    reset();
+  }
+  ~Sha256Hasher() override {
+    EVP_MD_free(md_);
+    EVP_MD_CTX_free(ctx_);
+  }
+  Sha256Hasher(const Sha256Hasher&) = delete;
+  Sha256Hasher& operator=(const Sha256Hasher&) = delete;
+
+  void update(std::span<const uint8_t> data) override {
+    EVP_DigestUpdate(ctx_, data.data(), data.size());
+  }
+  Digest finish() override {
+    Digest d;
+    d.type = VerifyType::kSha256;
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx_, d.bytes.data(), &len);
+    d.size = static_cast<uint8_t>(len);
+    reset();
+    return d;
+  }
+  void reset() override {
+    if (EVP_DigestInit_ex(ctx_, md_, nullptr) != 1) {
+      throw std::runtime_error("OpenSSL SHA-256 init failed");
+    }
+  }
+  VerifyType type() const override { return VerifyType::kSha256; }
+
+ private:
+  EVP_MD_CTX* ctx_;
+  EVP_MD* md_;
+};
+
+}  // namespace
+
+std::unique_ptr<Hasher> make_hasher(VerifyType type) {
+  switch (type) {
+    case VerifyType::kB2B:
+      return std::make_unique<Xxh3Hasher>();
+    case VerifyType::kSha256:
+      return std::make_unique<Sha256Hasher>();
+    case VerifyType::kNone:
+      break;
+  }
+  return std::make_unique<NoneHasher>();
+}
+
+Digest hash_buffer(VerifyType type, std::span<const uint8_t> data) {
+  auto h = make_hasher(type);
+  h->update(data);
+  return h->finish();
+}
+
+}  // namespace ddft::common

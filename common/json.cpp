@@ -1,0 +1,63 @@
+#include "common/json.hpp"
+
+#include <fmt/format.h>
+
+namespace ddft::common {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
+size_t utf8_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t len = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (c == '\t') {
+      out += "\\t";
+      ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\u{:04x}", c);
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else if (const size_t len = utf8_length(s, i); len > 0) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      // Not UTF-8: keep the byte's value visible without breaking the JSON.
+      out += fmt::format("\\u{:04x}", c);
+      ++i;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace ddft::common

@@ -1,0 +1,278 @@
+#include "common/protocol.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+namespace ddft::common {
+namespace {
+
+constexpr size_t kChecksumOffset = 28;
+
+uint32_t compute_checksum(const uint8_t* header, const uint8_t* payload, size_t payload_len) {
+  const uint64_t seed = XXH3_64bits(header, kChecksumOffset);
+  return static_cast<uint32_t>(XXH3_64bits_withSeed(payload, payload_len, seed));
+}
+
+void write_header(const Header& h, uint16_t payload_len, uint8_t* p) {
+  store_le32(p, kMagic);
+  p[4] = h.version;
+  p[5] = static_cast<uint8_t>(h.type);
+  store_le16(p + 6, payload_len);
+  store_le64(p + 8, h.session_id);
+  store_le64(p + 16, h.seq);
+  store_le16(p + 24, h.flags);
+  store_le16(p + 26, 0);
+  store_le32(p + kChecksumOffset, compute_checksum(p, p + kHeaderSize, payload_len));
+}
+
+// Writes header + payload of `payload_len` bytes already placed at buf[kHeaderSize...].
+size_t seal(const Header& h, size_t payload_len, std::span<uint8_t> buf) {
+  if (payload_len > 0xFFFF || kHeaderSize + payload_len > buf.size()) return 0;
+  write_header(h, static_cast<uint16_t>(payload_len), buf.data());
+  return kHeaderSize + payload_len;
+}
+
+bool valid_verify(uint8_t v) { return v <= static_cast<uint8_t>(VerifyType::kSha256); }
+
+}  // namespace
+
+std::string_view verify_type_name(VerifyType v) {
+  switch (v) {
+    case VerifyType::kNone:
+      return "NONE";
+    case VerifyType::kB2B:
+      return "B2B";
+    case VerifyType::kSha256:
+      return "SHA256";
+  }
+  return "UNKNOWN";
+}
+
+bool parse_verify_type(std::string_view text, VerifyType* out) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "none") {
+    *out = VerifyType::kNone;
+  } else if (lower == "b2b") {
+    *out = VerifyType::kB2B;
+  } else if (lower == "sha256") {
+    *out = VerifyType::kSha256;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+size_t digest_size(VerifyType v) {
+  switch (v) {
+    case VerifyType::kNone:
+      return 0;
+    case VerifyType::kB2B:
+      return 16;
+    case VerifyType::kSha256:
+      return 32;
+  }
+  return 0;
+}
+
+std::string_view decode_status_name(DecodeStatus s) {
+  switch (s) {
+    case DecodeStatus::kOk:
+      return "ok";
+    case DecodeStatus::kTooShort:
+      return "too short";
+    case DecodeStatus::kBadMagic:
+      return "bad magic";
+    case DecodeStatus::kBadVersion:
+      return "bad version";
+    case DecodeStatus::kBadLength:
+      return "bad length";
+    case DecodeStatus::kBadChecksum:
+      return "bad checksum";
+    case DecodeStatus::kBadType:
+      return "bad type";
+    case DecodeStatus::kBadPayload:
+      return "bad payload";
+  }
+  return "unknown";
+}
+
+DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out) {
+  if (datagram.size() < kHeaderSize) return DecodeStatus::kTooShort;
+  const uint8_t* p = datagram.data();
+  if (load_le32(p) != kMagic) return DecodeStatus::kBadMagic;
+  if (p[4] != kProtocolVersion) return DecodeStatus::kBadVersion;
+  const uint16_t payload_len = load_le16(p + 6);
+  if (kHeaderSize + payload_len != datagram.size()) return DecodeStatus::kBadLength;
+  if (load_le32(p + kChecksumOffset) != compute_checksum(p, p + kHeaderSize, payload_len)) {
+    return DecodeStatus::kBadChecksum;
+  }
+  const uint8_t type = p[5];
+  if (type < static_cast<uint8_t>(PacketType::kAnnounce) ||
+      type > static_cast<uint8_t>(PacketType::kHeartbeat)) {
+    return DecodeStatus::kBadType;
+  }
+  out->header.version = p[4];
+  out->header.type = static_cast<PacketType>(type);
+  out->header.payload_len = payload_len;
+  out->header.session_id = load_le64(p + 8);
+  out->header.seq = load_le64(p + 16);
+  out->header.flags = load_le16(p + 24);
+  out->payload = datagram.subspan(kHeaderSize);
+  return DecodeStatus::kOk;
+}
+
+DecodeStatus decode_announce(std::span<const uint8_t> payload, Announce* out) {
+  if (payload.size() < kAnnounceFixedSize) return DecodeStatus::kBadPayload;
+  const uint8_t* p = payload.data();
+  const uint16_t path_len = load_le16(p + 6);
+  if (path_len == 0 || path_len > kMaxPathSize ||
+      kAnnounceFixedSize + path_len != payload.size() || !valid_verify(p[4])) {
+    return DecodeStatus::kBadPayload;
+  }
+  out->file_id = load_le32(p);
+  out->verify = static_cast<VerifyType>(p[4]);
+  out->pause_s = p[5];
+  out->size = load_le64(p + 8);
+  out->mtime_ns = static_cast<int64_t>(load_le64(p + 16));
+  out->mode = load_le32(p + 24);
+  out->chunk_size = load_le32(p + 28);
+  if (out->chunk_size == 0 || out->chunk_size > kMaxDatagramSize) return DecodeStatus::kBadPayload;
+  out->path = std::string_view(reinterpret_cast<const char*>(p + kAnnounceFixedSize), path_len);
+  return DecodeStatus::kOk;
+}
+
+DecodeStatus decode_data(std::span<const uint8_t> payload, DataHeader* out,
+                         std::span<const uint8_t>* data) {
+  if (payload.size() < kDataHeaderSize) return DecodeStatus::kBadPayload;
+  out->file_id = load_le32(payload.data());
+  out->offset = load_le64(payload.data() + 8);
+  *data = payload.subspan(kDataHeaderSize);
+  return DecodeStatus::kOk;
+}
+
+DecodeStatus decode_end(std::span<const uint8_t> payload, End* out) {
+  if (payload.size() < kEndFixedSize) return DecodeStatus::kBadPayload;
+  const uint8_t* p = payload.data();
+  const uint8_t key_len = p[5];
+  if (!valid_verify(p[4]) || key_len != digest_size(static_cast<VerifyType>(p[4])) ||
+      kEndFixedSize + key_len != payload.size()) {
+    return DecodeStatus::kBadPayload;
+  }
+  out->file_id = load_le32(p);
+  out->verify = static_cast<VerifyType>(p[4]);
+  out->key_len = key_len;
+  out->size = load_le64(p + 8);
+  out->key.fill(0);
+  std::memcpy(out->key.data(), p + kEndFixedSize, key_len);
+  return DecodeStatus::kOk;
+}
+
+DecodeStatus decode_abort(std::span<const uint8_t> payload, Abort* out) {
+  if (payload.size() < kAbortFixedSize) return DecodeStatus::kBadPayload;
+  const uint8_t* p = payload.data();
+  const uint16_t reason_len = load_le16(p + 4);
+  if (reason_len > kMaxAbortReason || kAbortFixedSize + reason_len != payload.size()) {
+    return DecodeStatus::kBadPayload;
+  }
+  out->file_id = load_le32(p);
+  out->reason = std::string_view(reinterpret_cast<const char*>(p + kAbortFixedSize), reason_len);
+  return DecodeStatus::kOk;
+}
+
+DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out) {
+  if (payload.size() != kHeartbeatSize) return DecodeStatus::kBadPayload;
+  const uint8_t* p = payload.data();
+  out->flags = load_le32(p);
+  out->interval_ms = load_le32(p + 4);
+  out->packets_sent = load_le64(p + 8);
+  out->files_announced = load_le32(p + 16);
+  return DecodeStatus::kOk;
+}
+
+size_t encode_announce(const Header& h, const Announce& a, std::span<uint8_t> buf) {
+  if (a.path.empty() || a.path.size() > kMaxPathSize) return 0;
+  const size_t payload_len = kAnnounceFixedSize + a.path.size();
+  if (kHeaderSize + payload_len > buf.size()) return 0;
+  uint8_t* p = buf.data() + kHeaderSize;
+  store_le32(p, a.file_id);
+  p[4] = static_cast<uint8_t>(a.verify);
+  p[5] = a.pause_s;
+  store_le16(p + 6, static_cast<uint16_t>(a.path.size()));
+  store_le64(p + 8, a.size);
+  store_le64(p + 16, static_cast<uint64_t>(a.mtime_ns));
+  store_le32(p + 24, a.mode);
+  store_le32(p + 28, a.chunk_size);
+  std::memcpy(p + kAnnounceFixedSize, a.path.data(), a.path.size());
+  Header hh = h;
+  hh.type = PacketType::kAnnounce;
+  return seal(hh, payload_len, buf);
+}
+
+size_t encode_end(const Header& h, const End& e, std::span<uint8_t> buf) {
+  if (e.key_len > kMaxKeySize) return 0;
+  const size_t payload_len = kEndFixedSize + e.key_len;
+  if (kHeaderSize + payload_len > buf.size()) return 0;
+  uint8_t* p = buf.data() + kHeaderSize;
+  store_le32(p, e.file_id);
+  p[4] = static_cast<uint8_t>(e.verify);
+  p[5] = e.key_len;
+  store_le16(p + 6, 0);
+  store_le64(p + 8, e.size);
+  std::memcpy(p + kEndFixedSize, e.key.data(), e.key_len);
+  Header hh = h;
+  hh.type = PacketType::kEnd;
+  return seal(hh, payload_len, buf);
+}
+
+size_t encode_abort(const Header& h, const Abort& a, std::span<uint8_t> buf) {
+  const size_t reason_len = std::min(a.reason.size(), kMaxAbortReason);
+  const size_t payload_len = kAbortFixedSize + reason_len;
+  if (kHeaderSize + payload_len > buf.size()) return 0;
+  uint8_t* p = buf.data() + kHeaderSize;
+  store_le32(p, a.file_id);
+  store_le16(p + 4, static_cast<uint16_t>(reason_len));
+  store_le16(p + 6, 0);
+  std::memcpy(p + kAbortFixedSize, a.reason.data(), reason_len);
+  Header hh = h;
+  hh.type = PacketType::kAbort;
+  return seal(hh, payload_len, buf);
+}
+
+size_t encode_heartbeat(const Header& h, const Heartbeat& hb, std::span<uint8_t> buf) {
+  if (kHeaderSize + kHeartbeatSize > buf.size()) return 0;
+  uint8_t* p = buf.data() + kHeaderSize;
+  store_le32(p, hb.flags);
+  store_le32(p + 4, hb.interval_ms);
+  store_le64(p + 8, hb.packets_sent);
+  store_le32(p + 16, hb.files_announced);
+  store_le32(p + 20, 0);
+  Header hh = h;
+  hh.type = PacketType::kHeartbeat;
+  return seal(hh, kHeartbeatSize, buf);
+}
+
+size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_len,
+                            std::span<uint8_t> buf) {
+  const size_t payload_len = kDataHeaderSize + data_len;
+  if (kHeaderSize + payload_len > buf.size()) return 0;
+  uint8_t* p = buf.data() + kHeaderSize;
+  store_le32(p, d.file_id);
+  store_le32(p + 4, 0);
+  store_le64(p + 8, d.offset);
+  Header hh = h;
+  hh.type = PacketType::kData;
+  return seal(hh, payload_len, buf);
+}
+
+void reseal(std::span<uint8_t> datagram) {
+  uint8_t* p = datagram.data();
+  const size_t payload_len = datagram.size() - kHeaderSize;
+  store_le32(p + kChecksumOffset, compute_checksum(p, p + kHeaderSize, payload_len));
+}
+
+}  // namespace ddft::common

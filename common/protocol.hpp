@@ -1,0 +1,215 @@
+// The ddft wire format: every datagram that crosses the diode, defined once.
+//
+// All integers are little-endian and written byte by byte (never by casting a struct), so the
+// format does not depend on the host's endianness, alignment or padding.
+//
+// Datagram = header (32 bytes) + payload (payload_len bytes). Nothing follows the payload.
+//
+//   0               1               2               3
+//   0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7
+//  +---------------------------------------------------------------+
+//  |                 magic "DDFT" (0x54464444)                     |  0
+//  +---------------+---------------+-------------------------------+
+//  |    version    |     type      |          payload_len          |  4
+//  +---------------+---------------+-------------------------------+
+//  |                   session_id (u64, random per sender start)   |  8
+//  |                                                               |
+//  +---------------------------------------------------------------+
+//  |              seq (u64, +1 per datagram of the session)        | 16
+//  |                                                               |
+//  +-------------------------------+-------------------------------+
+//  |            flags              |           reserved (0)        | 24
+//  +-------------------------------+-------------------------------+
+//  |   checksum: low 32 bits of XXH3_64(payload, seed=XXH3_64(     | 28
+//  |             header bytes 0..27))                              |
+//  +---------------------------------------------------------------+
+//
+// The checksum covers the header and the payload, so a datagram damaged anywhere is dropped and
+// never written; the file hash (B2B) then still covers the file end to end.
+//
+// Payloads by type (offsets from the start of the payload):
+//
+//  kAnnounce   0 file_id u32 | 4 verify u8 | 5 pause_s u8 | 6 path_len u16 | 8 size u64 |
+//              16 mtime_ns i64 | 24 mode u32 | 28 chunk_size u32 | 32 path (path_len bytes, UTF-8,
+//              '/'-separated, relative; no NUL)
+//  kData       0 file_id u32 | 4 reserved u32 | 8 offset u64 | 16 data (payload_len - 16 bytes)
+//  kEnd        0 file_id u32 | 4 verify u8 | 5 key_len u8 | 6 reserved u16 | 8 size u64 |
+//              16 key (key_len bytes: the full digest)
+//  kAbort      0 file_id u32 | 4 reason_len u16 | 6 reserved u16 | 8 reason (UTF-8)
+//  kHeartbeat  0 flags u32 (bit 0: final, the sender has finished) | 4 interval_ms u32 |
+//              8 packets_sent u64 | 16 files_announced u32 | 20 reserved u32
+//
+// Data packets of a file carry chunk_size bytes each (the last one fewer) at offsets that are
+// multiples of chunk_size, so a receiver can index them with a bitmap.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace ddft::common {
+
+inline constexpr uint32_t kMagic = 0x54464444;  // "DDFT" as bytes in memory order
+inline constexpr uint8_t kProtocolVersion = 1;
+inline constexpr size_t kHeaderSize = 32;
+inline constexpr size_t kAnnounceFixedSize = 32;
+inline constexpr size_t kDataHeaderSize = 16;
+inline constexpr size_t kEndFixedSize = 16;
+inline constexpr size_t kAbortFixedSize = 8;
+inline constexpr size_t kHeartbeatSize = 24;
+inline constexpr size_t kMaxKeySize = 32;        // SHA-256
+inline constexpr size_t kMaxPathSize = 4096;     // PATH_MAX
+inline constexpr size_t kMaxAbortReason = 512;
+// UDP payload limit over IPv4; the device transport uses the same bound.
+inline constexpr size_t kMaxDatagramSize = 65507;
+// Default datagram size: fits one Ethernet frame of a 9000-byte MTU over IPv6 (9000 - 40 - 8)
+// and therefore over IPv4 too.
+inline constexpr size_t kDefaultPacketSize = 8952;
+// Smallest datagram the sender accepts: an announce with a long path must still fit.
+inline constexpr size_t kMinPacketSize = 512;
+inline constexpr uint32_t kHeartbeatFinal = 1u;
+
+enum class PacketType : uint8_t {
+  kAnnounce = 1,
+  kData = 2,
+  kEnd = 3,
+  kAbort = 4,
+  kHeartbeat = 5,
+};
+
+// How a file is verified end to end. Values are on the wire.
+enum class VerifyType : uint8_t {
+  kNone = 0,
+  kB2B = 1,     // XXH3-128 of the whole file
+  kSha256 = 2,  // SHA-256 of the whole file
+};
+
+// Name as printed in the receive log ("B2B Passed") and accepted on the command line (lowercase).
+std::string_view verify_type_name(VerifyType v);
+// Parses "none", "b2b", "sha256" (any case). Returns false when the text names no type.
+bool parse_verify_type(std::string_view text, VerifyType* out);
+// Digest length in bytes of a verification type (0 for kNone).
+size_t digest_size(VerifyType v);
+
+struct Header {
+  uint8_t version = kProtocolVersion;
+  PacketType type = PacketType::kHeartbeat;
+  uint16_t payload_len = 0;
+  uint64_t session_id = 0;
+  uint64_t seq = 0;
+  uint16_t flags = 0;
+};
+
+struct Announce {
+  uint32_t file_id = 0;
+  VerifyType verify = VerifyType::kB2B;
+  uint8_t pause_s = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint32_t mode = 0644;
+  uint32_t chunk_size = 0;
+  std::string_view path;  // points into the datagram (decode) or the caller's string (encode)
+};
+
+struct DataHeader {
+  uint32_t file_id = 0;
+  uint64_t offset = 0;
+};
+
+struct End {
+  uint32_t file_id = 0;
+  VerifyType verify = VerifyType::kB2B;
+  uint64_t size = 0;
+  uint8_t key_len = 0;
+  std::array<uint8_t, kMaxKeySize> key{};
+};
+
+struct Abort {
+  uint32_t file_id = 0;
+  std::string_view reason;
+};
+
+struct Heartbeat {
+  uint32_t flags = 0;
+  uint32_t interval_ms = 0;
+  uint64_t packets_sent = 0;
+  uint32_t files_announced = 0;
+};
+
+// Why a datagram was rejected. kOk means it was accepted.
+enum class DecodeStatus : uint8_t {
+  kOk = 0,
+  kTooShort,     // shorter than a header
+  kBadMagic,
+  kBadVersion,
+  kBadLength,    // payload_len disagrees with the datagram's length
+  kBadChecksum,
+  kBadType,
+  kBadPayload,   // the payload of a known type is malformed
+};
+inline constexpr size_t kDecodeStatusCount = 8;
+std::string_view decode_status_name(DecodeStatus s);
+
+// A checked datagram: header plus the payload bytes, which point into the caller's buffer.
+struct Packet {
+  Header header;
+  std::span<const uint8_t> payload;
+};
+
+// Checks magic, version, length and checksum of `datagram` and splits it. `out->payload` points
+// into `datagram`, which must outlive it. Never reads outside `datagram`.
+DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out);
+
+// Payload decoders: validate sizes and field ranges; string views point into the payload.
+DecodeStatus decode_announce(std::span<const uint8_t> payload, Announce* out);
+DecodeStatus decode_data(std::span<const uint8_t> payload, DataHeader* out,
+                         std::span<const uint8_t>* data);
+DecodeStatus decode_end(std::span<const uint8_t> payload, End* out);
+DecodeStatus decode_abort(std::span<const uint8_t> payload, Abort* out);
+DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out);
+
+// Encoders write one whole datagram (header with checksum, then payload) into `buf` and return its
+// size, or 0 when `buf` is too small. They fill header.payload_len themselves.
+size_t encode_announce(const Header& h, const Announce& a, std::span<uint8_t> buf);
+size_t encode_end(const Header& h, const End& e, std::span<uint8_t> buf);
+size_t encode_abort(const Header& h, const Abort& a, std::span<uint8_t> buf);
+size_t encode_heartbeat(const Header& h, const Heartbeat& hb, std::span<uint8_t> buf);
+// Data is encoded in place: the caller has put `data_len` bytes at buf[kHeaderSize +
+// kDataHeaderSize], which avoids a copy on the hot path. Returns the datagram size, or 0 when it
+// does not fit.
+size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_len,
+                            std::span<uint8_t> buf);
+
+// Recomputes the checksum of an encoded datagram after its header was changed (used by senders
+// that re-stamp seq on repeats). `datagram` must be a whole encoded datagram.
+void reseal(std::span<uint8_t> datagram);
+
+// Little-endian helpers, exposed for the tests and for tools that inspect datagrams.
+inline void store_le16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+}
+inline void store_le32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline void store_le64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline uint16_t load_le16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+inline uint32_t load_le32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+inline uint64_t load_le64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+}  // namespace ddft::common

@@ -1,0 +1,48 @@
+// The link between the programs, seen as a stream of datagrams. UDP (simulator mode) implements it
+// here; the card-driver device transport implements the same interfaces.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace ddft::common {
+
+// Sends datagrams into the link. One thread owns an instance.
+class DatagramSink {
+ public:
+  virtual ~DatagramSink() = default;
+  // Sends `datagrams` in order. On return *sent says how many went out. A full link buffer
+  // (EAGAIN/ENOBUFS) is returned as std::errc::no_buffer_space with *sent < size: the caller
+  // waits (BUFF_FULL_DELAY) and retries the rest; nothing is dropped here.
+  virtual std::error_code send(std::span<const std::span<const uint8_t>> datagrams,
+                               size_t* sent) = 0;
+};
+
+// Receives datagrams from the link. One thread owns an instance.
+class DatagramSource {
+ public:
+  virtual ~DatagramSource() = default;
+  // Waits up to `timeout` for at least one datagram, then receives as many as are ready, up to
+  // bufs.size(), datagram i into bufs[i]. *count says how many; lens[i] is the datagram's real
+  // length, which is larger than bufs[i].size() when it was truncated. A timeout is not an error
+  // (*count = 0).
+  virtual std::error_code receive(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
+                                  size_t* count, std::chrono::milliseconds timeout) = 0;
+};
+
+// "HOST:PORT", "[v6addr]:PORT". Host may be a name.
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+  std::string to_string() const;
+};
+
+// Parses `text` into *out. On failure returns false and sets *error to a one-line reason.
+bool parse_endpoint(std::string_view text, Endpoint* out, std::string* error);
+
+}  // namespace ddft::common

@@ -1,0 +1,184 @@
+#include "common/udp_transport.hpp"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/system/system_error.hpp>
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace ddft::common {
+namespace asio = boost::asio;
+using asio::ip::udp;
+
+namespace {
+
+// Sets a socket buffer size, preferring the FORCE variant that root may use past the sysctl cap.
+SocketBufferReport set_buffer(int fd, int force_opt, int opt, size_t bytes) {
+  SocketBufferReport r;
+  r.requested = bytes;
+  if (bytes > 0) {
+    const int v = static_cast<int>(std::min<size_t>(bytes, 1u << 30));
+    if (::setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof v) == 0) {
+      r.forced = true;
+    } else {
+      ::setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v);
+    }
+  }
+  int got = 0;
+  socklen_t len = sizeof got;
+  ::getsockopt(fd, SOL_SOCKET, opt, &got, &len);
+  r.granted = static_cast<size_t>(got);
+  return r;
+}
+
+udp::endpoint resolve(asio::io_context& io, const Endpoint& ep, bool passive) {
+  boost::system::error_code ec;
+  const auto addr = asio::ip::make_address(ep.host, ec);
+  if (!ec) return udp::endpoint(addr, ep.port);
+  udp::resolver resolver(io);
+  auto results = passive ? resolver.resolve(ep.host, std::to_string(ep.port),
+                                            udp::resolver::passive, ec)
+                         : resolver.resolve(ep.host, std::to_string(ep.port), ec);
+  if (ec || results.empty()) {
+    throw std::runtime_error(
+        fmt::format("cannot resolve '{}': {}", ep.host, ec ? ec.message() : "no address"));
+  }
+  return results.begin()->endpoint();
+}
+
+void prepare_batch(size_t n, std::vector<mmsghdr>& msgs, std::vector<iovec>& iovs) {
+  if (msgs.size() < n) {
+    msgs.resize(n);
+    iovs.resize(n);
+  }
+}
+
+}  // namespace
+
+std::string SocketBufferReport::warning(const char* direction) const {
+  // Linux reports twice the value that was set; anything at or above the request is fine.
+  if (requested == 0 || granted >= requested) return "";
+  const char* sysctl = std::string_view(direction) == "receive" ? "net.core.rmem_max"
+                                                                : "net.core.wmem_max";
+  return fmt::format(
+      "the kernel capped the socket {} buffer at {} bytes (asked for {}); run as root, or raise "
+      "the cap with: sysctl -w {}={}",
+      direction, granted, requested, sysctl, requested);
+}
+
+UdpSink::UdpSink(const Endpoint& dest, size_t sndbuf_bytes) : socket_(io_) {
+  const udp::endpoint target = resolve(io_, dest, false);
+  boost::system::error_code ec;
+  socket_.open(target.protocol(), ec);
+  if (!ec) socket_.connect(target, ec);
+  if (ec) {
+    throw std::runtime_error(
+        fmt::format("cannot send to {}: {}", dest.to_string(), ec.message()));
+  }
+  report_ = set_buffer(socket_.native_handle(), SO_SNDBUFFORCE, SO_SNDBUF, sndbuf_bytes);
+}
+
+std::error_code UdpSink::send(std::span<const std::span<const uint8_t>> datagrams, size_t* sent) {
+  *sent = 0;
+  prepare_batch(datagrams.size(), msgs_, iovs_);
+  for (size_t i = 0; i < datagrams.size(); ++i) {
+    iovs_[i].iov_base = const_cast<uint8_t*>(datagrams[i].data());
+    iovs_[i].iov_len = datagrams[i].size();
+    msgs_[i] = {};
+    msgs_[i].msg_hdr.msg_iov = &iovs_[i];
+    msgs_[i].msg_hdr.msg_iovlen = 1;
+  }
+  const int fd = socket_.native_handle();
+  while (*sent < datagrams.size()) {
+    const int n = ::sendmmsg(fd, msgs_.data() + *sent,
+                             static_cast<unsigned>(datagrams.size() - *sent), 0);
+    if (n > 0) {
+      *sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
+      return std::make_error_code(std::errc::no_buffer_space);
+    }
+    // A connected UDP socket reports an earlier ICMP "port unreachable" as ECONNREFUSED on the
+    // next send. On a diode there is no receiver feedback; the datagram itself was not sent, so
+    // retry it once rather than losing it.
+    if (n < 0 && errno == ECONNREFUSED) continue;
+    return std::error_code(n < 0 ? errno : EIO, std::system_category());
+  }
+  return {};
+}
+
+UdpSource::UdpSource(const Endpoint& listen, size_t rcvbuf_bytes) : socket_(io_) {
+  const udp::endpoint local = resolve(io_, listen, true);
+  boost::system::error_code ec;
+  socket_.open(local.protocol(), ec);
+  if (!ec) socket_.bind(local, ec);
+  if (ec) {
+    throw std::runtime_error(
+        fmt::format("cannot listen on {}: {}", listen.to_string(), ec.message()));
+  }
+  report_ = set_buffer(socket_.native_handle(), SO_RCVBUFFORCE, SO_RCVBUF, rcvbuf_bytes);
+}
+
+uint16_t UdpSource::local_port() const { return socket_.local_endpoint().port(); }
+
+std::error_code UdpSource::receive(std::span<const std::span<uint8_t>> bufs,
+                                   std::span<size_t> lens, size_t* count,
+                                   std::chrono::milliseconds timeout) {
+  *count = 0;
+  const int fd = socket_.native_handle();
+  prepare_batch(bufs.size(), msgs_, iovs_);
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    iovs_[i].iov_base = bufs[i].data();
+    iovs_[i].iov_len = bufs[i].size();
+    msgs_[i] = {};
+    msgs_[i].msg_hdr.msg_iov = &iovs_[i];
+    msgs_[i].msg_hdr.msg_iovlen = 1;
+  }
+  int n = ::recvmmsg(fd, msgs_.data(), static_cast<unsigned>(bufs.size()), MSG_DONTWAIT, nullptr);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    pollfd p{fd, POLLIN, 0};
+    const int pr = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (pr < 0 && errno != EINTR) return {errno, std::system_category()};
+    if (pr <= 0) return {};
+    n = ::recvmmsg(fd, msgs_.data(), static_cast<unsigned>(bufs.size()), MSG_DONTWAIT, nullptr);
+  }
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return {};
+    return {errno, std::system_category()};
+  }
+  for (int i = 0; i < n; ++i) {
+    // MSG_TRUNC in msg_flags: the datagram was longer than the buffer; report it as longer so
+    // the caller counts it as a bad length instead of decoding a cut packet.
+    lens[i] = (msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) ? bufs[i].size() + 1 : msgs_[i].msg_len;
+  }
+  *count = static_cast<size_t>(n);
+  return {};
+}
+
+long UdpSource::kernel_drops() const {
+  struct stat st {};
+  if (::fstat(const_cast<udp::socket&>(socket_).native_handle(), &st) != 0) return -1;
+  const std::string inode = std::to_string(st.st_ino);
+  for (const char* table : {"/proc/net/udp", "/proc/net/udp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::vector<std::string> f;
+      for (std::string w; fields >> w;) f.push_back(w);
+      // sl local rem st tx:rx tr:when retrnsmt uid timeout inode ref pointer drops
+      if (f.size() >= 13 && f[9] == inode) return std::stol(f[12]);
+    }
+  }
+  return -1;
+}
+
+}  // namespace ddft::common

@@ -1,0 +1,832 @@
+#include "receiver/assembler.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "common/json.hpp"
+#include "common/logging.hpp"
+
+namespace ddft::receiver {
+using namespace std::chrono;
+using common::DecodeStatus;
+using common::Packet;
+using common::PacketType;
+
+// ---------------------------------------------------------------------------------------------
+// SeqCounter, IntervalStat
+
+void SeqCounter::reset() { *this = SeqCounter(); }
+
+bool SeqCounter::record(uint64_t seq) {
+  auto bit = [&](uint64_t s) -> uint64_t& { return window_[(s % kWindow) / 64]; };
+  const auto mask = [](uint64_t s) { return uint64_t{1} << (s % 64); };
+  if (!started_) {
+    started_ = true;
+    first_ = max_ = seq;
+    bit(seq) |= mask(seq);
+    received_ = 1;
+    return true;
+  }
+  if (seq > max_) {
+    // Clear the bits of the numbers skipped over (they may be reused by the window).
+    const uint64_t gap = std::min<uint64_t>(seq - max_, kWindow);
+    for (uint64_t s = seq - gap + 1; s <= seq; ++s) bit(s) &= ~mask(s);
+    max_ = seq;
+  } else if (max_ - seq >= kWindow) {
+    ++received_;  // too old to tell a late packet from a duplicate; count it as late
+    return true;
+  } else if (seq < first_) {
+    first_ = seq;
+  }
+  if (bit(seq) & mask(seq)) return false;
+  bit(seq) |= mask(seq);
+  ++received_;
+  return true;
+}
+
+uint64_t SeqCounter::lost() const {
+  if (!started_) return 0;
+  const uint64_t expected = max_ - first_ + 1;
+  return expected > received_ ? expected - received_ : 0;
+}
+
+std::string IntervalStat::format() const {
+  const double avg = count ? static_cast<double>(sum_ns) / static_cast<double>(count) / 1e6 : 0.0;
+  const auto peak = std::max<uint64_t>(1, (max_ns + 999'999) / 1'000'000);
+  return fmt::format("{:.2f}/{}", avg, peak);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files in flight
+
+struct Assembler::File {
+  uint32_t id = 0;
+  std::string path;
+  common::VerifyType verify = common::VerifyType::kNone;
+  uint8_t pause_s = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint32_t mode = 0644;
+  uint64_t chunk_size = 0;
+  uint64_t chunks_total = 0;
+  uint64_t chunks_received = 0;
+  uint64_t bytes_received = 0;
+  std::vector<uint64_t> bitmap;
+  std::map<uint64_t, Block*> blocks;  // resident blocks by block index
+  std::set<uint64_t> evicted;         // block indexes written out early (partial)
+  uint64_t hash_next = 0;             // next block index to hash
+  bool hash_stream = true;            // false: verify by reading the file back
+  std::unique_ptr<common::Hasher> hasher;
+  TempFile tmp;
+  State state = State::kReceiving;
+  int ops_pending = 0;
+  int io_error = 0;
+  std::string fail_reason;
+  bool end_seen = false;
+  common::Clock::time_point end_seen_at{};
+  common::End end;
+  common::Clock::time_point announced{};
+  common::Clock::time_point first_data{};
+  common::Clock::time_point last_packet{};
+  uint64_t next_report = 0;
+
+  bool has_chunk(uint64_t i) const { return (bitmap[i / 64] >> (i % 64)) & 1; }
+  void set_chunk(uint64_t i) { bitmap[i / 64] |= uint64_t{1} << (i % 64); }
+  uint64_t block_count(size_t block_size) const { return (size + block_size - 1) / block_size; }
+};
+
+namespace {
+constexpr uint64_t kSyncTag = 1;  // low bit of a cookie: File* of an fsync; else Block*
+constexpr size_t kMissingRangesInRecord = 1000;
+constexpr size_t kMissingRangesInLog = 5;
+constexpr size_t kSeenIdsKept = 65536;
+// How long a file whose end packet has arrived may wait for reordered data before it fails.
+constexpr auto kEndGrace = std::chrono::milliseconds(500);
+}  // namespace
+
+Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, BlockWriter& writer,
+                     common::AlignedBuffer& block_memory, common::Clock& clock)
+    : cfg_(cfg),
+      out_(out),
+      writer_(writer),
+      clock_(clock),
+      block_size_(cfg.write_block_kb * 1024),
+      readback_(1 << 20) {
+  const size_t count = block_memory.size() / block_size_;
+  blocks_.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    blocks_[i].mem = block_memory.data() + i * block_size_;
+    free_blocks_.push_back(static_cast<int>(count - 1 - i));
+  }
+}
+
+Assembler::Scope::~Scope() {
+  if (--a_.depth_ == 0) a_.graveyard_.clear();
+}
+
+Assembler::~Assembler() {
+  if (!files_.empty() || !backlog_.empty() || writer_.in_flight() > 0) fail_all("receiver stopped");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Datagrams
+
+void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
+  Scope scope(*this);
+  ++counters_.datagrams;
+  Packet p;
+  DecodeStatus st = real_len > data.size() ? DecodeStatus::kBadLength
+                                           : common::decode_packet(data, &p);
+  if (real_len > data.size()) ++counters_.truncated;
+  if (st != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(st)];
+    const auto now = clock_.now();
+    if (now - last_reject_log_ > seconds(1)) {
+      last_reject_log_ = now;
+      spdlog::warn("Warn: dropped a damaged or foreign datagram ({}, {} bytes{})",
+                   common::decode_status_name(st), real_len,
+                   real_len > data.size() ? ", larger than --max-packet-size" : "");
+    }
+    return;
+  }
+  if (!accept_session(p)) return;
+  if (!seq_.record(p.header.seq)) {
+    ++counters_.duplicates;
+    return;
+  }
+  switch (p.header.type) {
+    case PacketType::kAnnounce:
+      handle_announce(p);
+      break;
+    case PacketType::kData:
+      handle_data(p);
+      break;
+    case PacketType::kEnd:
+      handle_end(p);
+      break;
+    case PacketType::kAbort:
+      handle_abort(p);
+      break;
+    case PacketType::kHeartbeat:
+      handle_heartbeat(p);
+      break;
+  }
+}
+
+bool Assembler::accept_session(const Packet& p) {
+  const uint64_t s = p.header.session_id;
+  if (s == session_) return true;
+  const bool opener = p.header.type == PacketType::kAnnounce ||
+                      p.header.type == PacketType::kHeartbeat;
+  if (!opener || retired_sessions_.count(s) != 0) {
+    ++counters_.other_session;
+    return false;
+  }
+  if (session_ != 0) retire_session("sender restarted (new session)");
+  session_ = s;
+  session_final_ = false;
+  seq_.reset();
+  lost_logged_ = 0;
+  seen_ids_.clear();
+  ++counters_.sessions;
+  spdlog::info("Info: sender session {:016x} started", s);
+  return true;
+}
+
+void Assembler::retire_session(const std::string& reason) {
+  std::vector<File*> open;
+  for (auto& [id, f] : files_) open.push_back(f.get());
+  for (File* f : open) fail_file(*f, reason);
+  log_summary();
+  retired_sessions_.insert(session_);
+  if (retired_sessions_.size() > 1024) retired_sessions_.erase(retired_sessions_.begin());
+}
+
+Assembler::File* Assembler::find_file(uint32_t id) {
+  auto it = files_.find(id);
+  return it == files_.end() ? nullptr : it->second.get();
+}
+
+void Assembler::handle_announce(const Packet& p) {
+  common::Announce a;
+  if (common::decode_announce(p.payload, &a) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  if (find_file(a.file_id) != nullptr || seen_ids_.count(a.file_id) != 0) return;  // repeat
+  seen_ids_.insert(a.file_id);  // from now on a repeat of this announce is ignored
+  if (seen_ids_.size() > kSeenIdsKept) seen_ids_.erase(seen_ids_.begin());
+
+  auto f = std::make_unique<File>();
+  f->id = a.file_id;
+  f->path = std::string(a.path);
+  f->verify = a.verify;
+  f->pause_s = a.pause_s;
+  f->size = a.size;
+  f->mtime_ns = a.mtime_ns;
+  f->mode = a.mode;
+  f->chunk_size = a.chunk_size;
+  f->chunks_total = (a.size + a.chunk_size - 1) / a.chunk_size;
+  f->announced = f->last_packet = clock_.now();
+  f->next_report = cfg_.report_mb * 1024 * 1024;
+
+  std::string reason;
+  if (f->chunks_total / 8 > (uint64_t{1} << 34)) {
+    reason = "announced size is too large";
+  } else if (!out_.create_temp(f->path, temp_name(session_, f->id), &f->tmp, &reason)) {
+    // fall through to the refusal below
+  } else {
+    f->bitmap.assign((f->chunks_total + 63) / 64, 0);
+    f->hasher = common::make_hasher(f->verify);
+    spdlog::info("Info: {}, Size: {} (bytes) . . . receiving{}", f->path, common::with_commas(f->size),
+                 f->pause_s ? fmt::format(" (send pausing {} seconds)", f->pause_s) : "");
+    File& ref = *f;
+    files_.emplace(a.file_id, std::move(f));
+    (void)ref;
+    return;
+  }
+  ++counters_.files_refused;
+  FailureRecord rec;
+  rec.rel_path = f->path;
+  rec.session = session_;
+  rec.file_id = f->id;
+  rec.expected_size = f->size;
+  rec.reason = "refused: " + reason;
+  rec.verify = std::string(common::verify_type_name(f->verify));
+  TempFile none;
+  const std::string where = out_.fail(none, rec);
+  spdlog::error("Error: refused file {}: {} (record: {})", common::json_quote(f->path), reason,
+                where.empty() ? "not written" : where);
+}
+
+void Assembler::handle_data(const Packet& p) {
+  common::DataHeader d;
+  std::span<const uint8_t> data;
+  if (common::decode_data(p.payload, &d, &data) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  File* f = find_file(d.file_id);
+  if (f == nullptr || f->state != State::kReceiving) {
+    ++counters_.unknown_file;
+    return;
+  }
+  const uint64_t idx = d.offset / f->chunk_size;
+  const uint64_t expect_len = idx < f->chunks_total
+                                  ? std::min<uint64_t>(f->chunk_size, f->size - d.offset)
+                                  : 0;
+  if (d.offset % f->chunk_size != 0 || idx >= f->chunks_total || data.size() != expect_len) {
+    ++counters_.bad_data;
+    return;
+  }
+  f->last_packet = clock_.now();
+  if (f->has_chunk(idx)) {
+    ++counters_.duplicates;
+    return;
+  }
+  if (f->bytes_received == 0) f->first_data = f->last_packet;
+  // A chunk may straddle two write blocks: copy each piece into its block.
+  uint64_t off = d.offset;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    const uint64_t bidx = off / block_size_;
+    const size_t in_block = static_cast<size_t>(off % block_size_);
+    const size_t take = std::min(data.size() - pos, block_size_ - in_block);
+    Block* b = get_block(*f, bidx);
+    if (b == nullptr) return;  // the file failed while room was being made
+    std::memcpy(b->mem + in_block, data.data() + pos, take);
+    const auto start = static_cast<uint32_t>(in_block);
+    const auto end = static_cast<uint32_t>(in_block + take);
+    // Merge into the block's sorted range list (almost always an append to the last range).
+    auto it = std::lower_bound(b->ranges.begin(), b->ranges.end(), std::make_pair(start, end));
+    it = b->ranges.insert(it, {start, end});
+    if (it != b->ranges.begin() && std::prev(it)->second == it->first) {
+      std::prev(it)->second = it->second;
+      it = b->ranges.erase(it) - 1;
+    }
+    if (std::next(it) != b->ranges.end() && it->second == std::next(it)->first) {
+      it->second = std::next(it)->second;
+      b->ranges.erase(std::next(it));
+    }
+    b->filled += take;
+    pos += take;
+    off += take;
+    if (b->filled == b->size && !f->evicted.count(bidx)) on_block_filled(*f, *b);
+  }
+  f->set_chunk(idx);
+  ++f->chunks_received;
+  f->bytes_received += data.size();
+  report_progress(*f);
+  if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
+}
+
+void Assembler::handle_end(const Packet& p) {
+  common::End e;
+  if (common::decode_end(p.payload, &e) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  File* f = find_file(e.file_id);
+  if (f == nullptr || f->end_seen) return;  // a repeat, or a file already finished
+  f->end_seen = true;
+  f->end = e;
+  f->last_packet = clock_.now();
+  if (f->state != State::kReceiving) return;
+  if (e.size != f->size || e.verify != f->verify) {
+    fail_file(*f, "end packet does not match the announce (size or verification type)");
+    return;
+  }
+  // Missing data may still be in flight behind the end packet (reordering): check_timeouts()
+  // fails the file if it is still incomplete after a short grace.
+  f->end_seen_at = f->last_packet;
+  advance(*f);
+}
+
+void Assembler::handle_abort(const Packet& p) {
+  common::Abort a;
+  if (common::decode_abort(p.payload, &a) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  File* f = find_file(a.file_id);
+  if (f == nullptr || f->state == State::kFailing) return;
+  fail_file(*f, "sender aborted the file: " + std::string(a.reason));
+}
+
+void Assembler::handle_heartbeat(const Packet& p) {
+  common::Heartbeat hb;
+  if (common::decode_heartbeat(p.payload, &hb) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  if ((hb.flags & common::kHeartbeatFinal) && !session_final_) {
+    session_final_ = true;
+    // Whatever is still receiving gets a short grace for reordered packets, then fails.
+    final_deadline_ = clock_.now() + seconds(1);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Blocks
+
+int Assembler::take_free_block() {
+  if (free_blocks_.empty()) return -1;
+  const int i = free_blocks_.back();
+  free_blocks_.pop_back();
+  return i;
+}
+
+Assembler::Block* Assembler::get_block(File& f, uint64_t index) {
+  if (auto it = f.blocks.find(index); it != f.blocks.end()) return it->second;
+  int slot = take_free_block();
+  while (slot < 0) {
+    poll_io(false);
+    if ((slot = take_free_block()) >= 0) break;
+    if (writer_.in_flight() > 0 || !backlog_.empty()) {
+      poll_io(true);
+    } else {
+      evict_one();
+    }
+    slot = take_free_block();
+  }
+  if (f.state != State::kReceiving) {  // completions reaped above may have failed this file
+    free_blocks_.push_back(slot);
+    return nullptr;
+  }
+  Block& b = blocks_[static_cast<size_t>(slot)];
+  b.file = &f;
+  b.index = index;
+  b.size = static_cast<size_t>(std::min<uint64_t>(block_size_, f.size - index * block_size_));
+  b.filled = 0;
+  b.ranges.clear();
+  b.hashed = false;
+  b.submitted = false;
+  b.orphan = false;
+  b.writes_pending = 0;
+  f.blocks.emplace(index, &b);
+  return &b;
+}
+
+// Called when every block is taken and no write is in flight: blocks are held either because an
+// earlier hole keeps them from being hashed, or because they have holes themselves. Give up
+// in-order hashing for one file (it is verified by reading it back) and write its blocks out.
+void Assembler::evict_one() {
+  File* victim = nullptr;
+  for (auto& [id, f] : files_) {
+    if (f->state == State::kReceiving && !f->blocks.empty() &&
+        (victim == nullptr || f->announced < victim->announced)) {
+      victim = f.get();
+    }
+  }
+  if (victim == nullptr) throw std::logic_error("write pool exhausted with no block to evict");
+  spdlog::warn("Warn: {}: data arrived out of order beyond the write buffers; it will be "
+               "verified by reading it back",
+               victim->path);
+  drop_hash_stream(*victim);
+  std::vector<Block*> partial;
+  for (auto& [idx, b] : victim->blocks) {
+    if (!b->submitted) partial.push_back(b);
+  }
+  for (Block* b : partial) {
+    victim->evicted.insert(b->index);
+    victim->blocks.erase(b->index);
+    b->orphan = true;
+    submit_block(*b);
+  }
+}
+
+void Assembler::on_block_filled(File& f, Block& b) {
+  submit_block(b);
+  if (f.hash_stream && b.index == f.hash_next) hash_in_order(f);
+}
+
+void Assembler::hash_in_order(File& f) {
+  while (f.hash_stream) {
+    auto it = f.blocks.find(f.hash_next);
+    if (it == f.blocks.end()) return;
+    Block& b = *it->second;
+    if (b.filled != b.size) return;
+    f.hasher->update({b.mem, b.size});
+    b.hashed = true;
+    ++f.hash_next;
+    maybe_release(b);
+  }
+}
+
+void Assembler::drop_hash_stream(File& f) {
+  if (!f.hash_stream) return;
+  f.hash_stream = false;
+  std::vector<Block*> resident;
+  for (auto& [idx, b] : f.blocks) resident.push_back(b);
+  for (Block* b : resident) maybe_release(*b);
+}
+
+void Assembler::submit_block(Block& b) {
+  b.submitted = true;
+  File& f = *b.file;
+  for (const auto& [start, end] : b.ranges) {
+    PendingOp op;
+    op.fd = f.tmp.fd.get();
+    op.buf = b.mem + start;
+    op.len = end - start;
+    op.offset = b.index * block_size_ + start;
+    op.cookie = reinterpret_cast<uint64_t>(&b);
+    ++b.writes_pending;
+    ++f.ops_pending;
+    submit(op);
+  }
+  if (b.ranges.empty()) maybe_release(b);
+}
+
+// Never waits and never reaps: a full writer queue parks the op in the backlog, which poll()
+// drains. Keeping submission free of nested completions keeps the file state machine simple.
+void Assembler::submit(const PendingOp& op) {
+  if (backlog_.empty()) {
+    const bool ok = op.sync ? writer_.submit_sync(op.fd, op.datasync, op.cookie)
+                            : writer_.submit_write(op.fd, op.buf, op.len, op.offset, op.cookie);
+    if (ok) return;
+  }
+  backlog_.push_back(op);
+}
+
+void Assembler::flush_backlog() {
+  while (!backlog_.empty()) {
+    const PendingOp& op = backlog_.front();
+    const bool ok = op.sync ? writer_.submit_sync(op.fd, op.datasync, op.cookie)
+                            : writer_.submit_write(op.fd, op.buf, op.len, op.offset, op.cookie);
+    if (!ok) return;
+    backlog_.pop_front();
+  }
+}
+
+void Assembler::maybe_release(Block& b) {
+  if (!b.submitted || b.writes_pending > 0) return;
+  File& f = *b.file;
+  if (b.hashed || !f.hash_stream || b.orphan || f.state == State::kFailing) release_block(b);
+}
+
+void Assembler::release_block(Block& b) {
+  File& f = *b.file;
+  if (!b.orphan) {
+    auto it = f.blocks.find(b.index);
+    if (it != f.blocks.end() && it->second == &b) f.blocks.erase(it);
+  }
+  b.file = nullptr;
+  free_blocks_.push_back(static_cast<int>(&b - blocks_.data()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Completions and file life cycle
+
+void Assembler::poll_io(bool wait) {
+  flush_backlog();
+  writer_.reap(wait && writer_.in_flight() > 0,
+               [this](const WriteCompletion& c) { on_completion(c); });
+  flush_backlog();
+}
+
+void Assembler::poll(bool wait) {
+  Scope scope(*this);
+  poll_io(wait);
+  const auto now = clock_.now();
+  if (now - last_timeout_check_ >= milliseconds(100)) {
+    last_timeout_check_ = now;
+    check_timeouts();
+  }
+  const uint64_t lost = seq_.lost();
+  if (lost > lost_logged_ && now - last_loss_log_ >= seconds(1)) {
+    spdlog::warn("Warn: {} packet(s) lost on the link so far in session {:016x} (sequence gaps)",
+                 lost, session_);
+    lost_logged_ = lost;
+    last_loss_log_ = now;
+  }
+}
+
+void Assembler::on_completion(const WriteCompletion& c) {
+  if (c.cookie & kSyncTag) {
+    File& f = *reinterpret_cast<File*>(c.cookie & ~kSyncTag);
+    --f.ops_pending;
+    if (c.error != 0 && f.io_error == 0) f.io_error = c.error;
+    advance(f);
+    return;
+  }
+  Block& b = *reinterpret_cast<Block*>(c.cookie);
+  File& f = *b.file;
+  fw_.add(c.latency_ns);
+  --b.writes_pending;
+  --f.ops_pending;
+  if (c.error != 0 && f.io_error == 0) f.io_error = c.error;
+  maybe_release(b);
+  advance(f);
+}
+
+// Moves a file on once its outstanding I/O allows it.
+void Assembler::advance(File& f) {
+  if (f.state == State::kFailing) {
+    if (f.ops_pending == 0) close_failed(f);
+    return;
+  }
+  if (f.io_error != 0) {
+    fail_file(f, fmt::format("write error: {}", std::strerror(f.io_error)));
+    return;
+  }
+  if (f.state == State::kReceiving) {
+    if (!f.end_seen || f.chunks_received < f.chunks_total) return;
+    f.state = State::kEnding;
+    // Blocks written early (evicted) hold partial data that was not yet written.
+    std::vector<Block*> pending;
+    for (auto& [idx, b] : f.blocks) {
+      if (!b->submitted) pending.push_back(b);
+    }
+    for (Block* b : pending) submit_block(*b);
+  }
+  if (f.state == State::kEnding && f.ops_pending == 0) {
+    verify_and_finish(f);
+    return;
+  }
+  if (f.state == State::kSyncing && f.ops_pending == 0) finish_rename(f);
+}
+
+void Assembler::verify_and_finish(File& f) {
+  common::Digest got;
+  if (f.verify != common::VerifyType::kNone) {
+    if (f.hash_stream && f.hash_next == f.block_count(block_size_)) {
+      got = f.hasher->finish();
+    } else {
+      // Out-of-order data forced blocks out before they could be hashed: read the file back.
+      auto h = common::make_hasher(f.verify);
+      uint64_t off = 0;
+      while (off < f.size) {
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(readback_.size(), f.size - off));
+        const ssize_t n = ::pread(f.tmp.fd.get(), readback_.data(), want, static_cast<off_t>(off));
+        if (n <= 0) {
+          if (n < 0 && errno == EINTR) continue;
+          fail_file(f, fmt::format("cannot read the file back to verify it: {}",
+                                   n < 0 ? std::strerror(errno) : "short file"));
+          return;
+        }
+        h->update({readback_.data(), static_cast<size_t>(n)});
+        off += static_cast<uint64_t>(n);
+      }
+      got = h->finish();
+    }
+    const bool match = got.size == f.end.key_len &&
+                       std::equal(got.bytes.begin(), got.bytes.begin() + got.size,
+                                  f.end.key.begin());
+    if (!match) {
+      common::Digest sent;
+      sent.type = f.verify;
+      sent.size = f.end.key_len;
+      sent.bytes = f.end.key;
+      const auto elapsed = clock_.now() - f.announced;
+      spdlog::info("File: {}, Trans: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), Key: 0x{:08X}, {} "
+                   "Failed",
+                   f.path, common::with_commas(f.bytes_received), common::format_hms_ms(elapsed),
+                   common::mib_per_s(f.bytes_received, elapsed), sent.key32(),
+                   common::verify_type_name(f.verify));
+      fail_file(f, fmt::format("verification failed: sender key {}, received data {}", sent.hex(),
+                               got.hex()));
+      return;
+    }
+  }
+  if (cfg_.write_mode != WriteMode::kBuffered) {
+    f.state = State::kSyncing;
+    ++f.ops_pending;
+    PendingOp op;
+    op.sync = true;
+    op.fd = f.tmp.fd.get();
+    op.datasync = cfg_.write_mode == WriteMode::kDataSync;
+    op.cookie = reinterpret_cast<uint64_t>(&f) | kSyncTag;
+    submit(op);
+    return;
+  }
+  finish_rename(f);
+}
+
+void Assembler::finish_rename(File& f) {
+  std::string moved_old;
+  std::string reason;
+  if (!out_.finalize(f.tmp, f.mode, f.mtime_ns, &moved_old, &reason)) {
+    fail_file(f, reason);
+    return;
+  }
+  if (cfg_.write_mode == WriteMode::kFullSync) out_.sync_dir(f.tmp);
+  if (!moved_old.empty()) {
+    spdlog::info("Info: {}: the existing file of that name was kept as {}", f.path, moved_old);
+  }
+  const auto elapsed = clock_.now() - f.announced;
+  std::string key;
+  if (f.verify == common::VerifyType::kNone) {
+    key = "Key: none, NONE Not verified";
+  } else {
+    common::Digest d;
+    d.size = f.end.key_len;
+    d.bytes = f.end.key;
+    key = fmt::format("Key: 0x{:08X}, {} Passed", d.key32(), common::verify_type_name(f.verify));
+  }
+  spdlog::info("File: {}, Trans: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}", f.path,
+               common::with_commas(f.size), common::format_hms_ms(elapsed),
+               common::mib_per_s(f.size, elapsed), key);
+  ++counters_.files_passed;
+  counters_.bytes_delivered += f.size;
+  destroy(f);
+}
+
+void Assembler::fail_file(File& f, const std::string& reason) {
+  if (f.state == State::kFailing) return;
+  f.state = State::kFailing;
+  f.fail_reason = reason;
+  // Blocks not yet written are of no use now; written-but-held ones can go too.
+  std::vector<Block*> resident;
+  for (auto& [idx, b] : f.blocks) resident.push_back(b);
+  for (Block* b : resident) {
+    if (b->writes_pending == 0) {
+      b->submitted = true;
+      release_block(*b);
+    }
+  }
+  advance(f);
+}
+
+void Assembler::close_failed(File& f) {
+  FailureRecord rec;
+  rec.rel_path = f.path;
+  rec.session = session_;
+  rec.file_id = f.id;
+  rec.expected_size = f.size;
+  rec.bytes_received = f.bytes_received;
+  rec.missing = missing_ranges(f, kMissingRangesInRecord, &rec.missing_ranges_total);
+  rec.reason = f.fail_reason;
+  rec.verify = std::string(common::verify_type_name(f.verify));
+  if (f.end_seen) {
+    common::Digest d;
+    d.size = f.end.key_len;
+    d.bytes = f.end.key;
+    rec.expected_key = d.hex();
+  }
+  std::string ranges;
+  for (size_t i = 0; i < std::min(rec.missing.size(), kMissingRangesInLog); ++i) {
+    ranges += fmt::format("{}{}-{}", i ? ", " : "", rec.missing[i].first, rec.missing[i].second);
+  }
+  if (rec.missing_ranges_total > kMissingRangesInLog) {
+    ranges += fmt::format(" and {} more", rec.missing_ranges_total - kMissingRangesInLog);
+  }
+  const std::string where = out_.fail(f.tmp, rec);
+  spdlog::error("Error: {} FAILED: {}; received {} of {} bytes{}; record: {}", f.path, f.fail_reason,
+                common::with_commas(f.bytes_received), common::with_commas(f.size),
+                ranges.empty() ? "" : "; missing bytes " + ranges,
+                where.empty() ? "could not be written" : where);
+  ++counters_.files_failed;
+  destroy(f);
+}
+
+void Assembler::destroy(File& f) {
+  std::vector<Block*> resident;
+  for (auto& [idx, b] : f.blocks) resident.push_back(b);
+  for (Block* b : resident) release_block(*b);
+  f.state = State::kDone;
+  auto it = files_.find(f.id);
+  if (it != files_.end() && it->second.get() == &f) {
+    graveyard_.push_back(std::move(it->second));
+    files_.erase(it);
+  }
+}
+
+void Assembler::report_progress(File& f) {
+  const uint64_t step = cfg_.report_mb * 1024 * 1024;
+  if (f.bytes_received < f.next_report) return;
+  while (f.next_report <= f.bytes_received) f.next_report += step;
+  const auto dur = clock_.now() - f.first_data;
+  spdlog::info("Rcvd: {} ({:.2f}%) Rate: {:.3f} (MB/s) Dur: {} DR: {} msec FW: {} msec",
+               common::with_commas(f.bytes_received),
+               100.0 * static_cast<double>(f.bytes_received) / static_cast<double>(f.size),
+               common::mib_per_s(f.bytes_received, dur), common::format_hms(dur), dr_.format(),
+               fw_.format());
+  dr_ = {};
+  fw_ = {};
+}
+
+void Assembler::note_read_wait(nanoseconds waited) {
+  dr_.add(static_cast<uint64_t>(std::max<int64_t>(0, waited.count())));
+}
+
+void Assembler::check_timeouts() {
+  const auto now = clock_.now();
+  const auto timeout = duration_cast<nanoseconds>(duration<double>(cfg_.file_timeout_s));
+  std::vector<std::pair<File*, std::string>> expired;
+  for (auto& [id, f] : files_) {
+    if (f->state != State::kReceiving) continue;
+    if (f->end_seen && now - f->end_seen_at >= kEndGrace) {
+      expired.emplace_back(f.get(), fmt::format("incomplete at its end packet: {} of {} bytes "
+                                                "received (packets lost)",
+                                                f->bytes_received, f->size));
+    } else if (now - f->last_packet > timeout + seconds(f->pause_s)) {
+      expired.emplace_back(f.get(), fmt::format("no packet for {:.1f} s: the sender stopped or "
+                                                "the link went down before the file's end",
+                                                cfg_.file_timeout_s));
+    } else if (session_final_ && now >= final_deadline_) {
+      expired.emplace_back(f.get(), "the sender finished without completing the file (end "
+                                    "packet lost?)");
+    }
+  }
+  for (auto& [f, reason] : expired) fail_file(*f, reason);
+}
+
+void Assembler::fail_all(const std::string& reason) {
+  Scope scope(*this);
+  std::vector<File*> open;
+  for (auto& [id, f] : files_) open.push_back(f.get());
+  for (File* f : open) fail_file(*f, reason);
+  while (writer_.in_flight() > 0 || !backlog_.empty()) poll_io(true);
+  // Files still waiting (none should be) are closed as failed now.
+  open.clear();
+  for (auto& [id, f] : files_) open.push_back(f.get());
+  for (File* f : open) close_failed(*f);
+}
+
+bool Assembler::session_finished() const {
+  return session_ != 0 && session_final_ && idle();
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> Assembler::missing_ranges(const File& f, size_t limit,
+                                                                     uint64_t* total) const {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  *total = 0;
+  uint64_t i = 0;
+  while (i < f.chunks_total) {
+    // Skip whole words of received chunks quickly.
+    if (i % 64 == 0 && f.bitmap[i / 64] == ~uint64_t{0}) {
+      i += 64;
+      continue;
+    }
+    if (f.has_chunk(i)) {
+      ++i;
+      continue;
+    }
+    const uint64_t start = i;
+    while (i < f.chunks_total && !f.has_chunk(i)) ++i;
+    ++*total;
+    if (out.size() < limit) {
+      out.emplace_back(start * f.chunk_size, std::min(i * f.chunk_size, f.size));
+    }
+  }
+  return out;
+}
+
+void Assembler::log_summary() const {
+  if (session_ == 0) return;
+  uint64_t rejected = 0;
+  for (size_t i = 1; i < common::kDecodeStatusCount; ++i) rejected += counters_.rejected[i];
+  spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused; packets: {} "
+               "received, {} lost, {} rejected, {} from other sessions",
+               session_, counters_.files_passed, counters_.files_failed, counters_.files_refused,
+               seq_.received(), seq_.lost(), rejected, counters_.other_session);
+}
+
+}  // namespace ddft::receiver

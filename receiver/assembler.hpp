@@ -1,0 +1,206 @@
+// The assembler: the receive side's core. It takes checked datagrams off the ring, follows the
+// sender session, assembles each file's data into write blocks, hashes it in file order, writes
+// it through the BlockWriter, and finishes every file exactly one way: verified and renamed into
+// place, or moved to the failed folder with a record of why. It also prints the DFTS receive log.
+//
+// It owns no thread: the receiver pipeline calls it from the "writer" thread; tests call it
+// directly with datagrams they build, a FakeClock and a real folder.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/aligned_buffer.hpp"
+#include "common/clock.hpp"
+#include "common/hash.hpp"
+#include "common/protocol.hpp"
+#include "receiver/block_writer.hpp"
+#include "receiver/config.hpp"
+#include "receiver/output_dir.hpp"
+
+namespace ddft::receiver {
+
+// Counts packets by sequence number the way a diode's hardware counter does: every number that
+// never arrived is a lost packet. Duplicates within a window of recent numbers are not counted.
+class SeqCounter {
+ public:
+  void reset();
+  // Records `seq`; returns false when it is a duplicate.
+  bool record(uint64_t seq);
+  uint64_t received() const { return received_; }
+  // Numbers between the first and the highest seen that have not arrived.
+  uint64_t lost() const;
+
+ private:
+  static constexpr uint64_t kWindow = 4096;
+  bool started_ = false;
+  uint64_t first_ = 0;
+  uint64_t max_ = 0;
+  uint64_t received_ = 0;
+  std::vector<uint64_t> window_ = std::vector<uint64_t>(kWindow / 64);
+};
+
+// Average and peak of time samples over a reporting interval (DR and FW of the Rcvd: line).
+struct IntervalStat {
+  uint64_t sum_ns = 0;
+  uint64_t max_ns = 0;
+  uint64_t count = 0;
+  void add(uint64_t ns) {
+    sum_ns += ns;
+    count += 1;
+    if (ns > max_ns) max_ns = ns;
+  }
+  // "2.19/880": average ms with two decimals / peak ms rounded up, at least 1.
+  std::string format() const;
+};
+
+struct AssemblerCounters {
+  uint64_t datagrams = 0;
+  uint64_t rejected[common::kDecodeStatusCount] = {};
+  uint64_t truncated = 0;
+  uint64_t other_session = 0;
+  uint64_t unknown_file = 0;    // data/end for a file not (or no longer) in flight
+  uint64_t bad_data = 0;        // offset/length that do not fit the announced file
+  uint64_t duplicates = 0;
+  uint64_t files_passed = 0;
+  uint64_t files_failed = 0;
+  uint64_t files_refused = 0;
+  uint64_t bytes_delivered = 0;
+  uint64_t sessions = 0;
+};
+
+class Assembler {
+ public:
+  // All references must outlive the assembler. `writer` and `out` are used from the calling
+  // thread only.
+  Assembler(const ReceiverConfig& cfg, OutputDir& out, BlockWriter& writer,
+            common::AlignedBuffer& block_memory, common::Clock& clock);
+  ~Assembler();
+  Assembler(const Assembler&) = delete;
+  Assembler& operator=(const Assembler&) = delete;
+
+  // Handles one datagram. `real_len` is its length on the wire (larger than data.size() when it
+  // was truncated). Never throws on bad input: it is counted and dropped.
+  void on_datagram(std::span<const uint8_t> data, size_t real_len);
+  // Reaps write completions, finishes files whose I/O is done and fails files that timed out.
+  // With `wait`, blocks until at least one write completes (when any is in flight).
+  void poll(bool wait = false);
+  // Records how long the writer thread waited for the ring (the DR of the log).
+  void note_read_wait(std::chrono::nanoseconds waited);
+  // Fails every file in flight with `reason` and waits for all I/O. Used at shutdown.
+  void fail_all(const std::string& reason);
+
+  // True once a sender session has said it finished and all of its files are done.
+  bool session_finished() const;
+  // True while writes or syncs are queued or in flight (the caller should poll again soon).
+  bool io_pending() const { return writer_.in_flight() > 0 || !backlog_.empty(); }
+  bool idle() const { return files_.empty() && writer_.in_flight() == 0 && backlog_.empty(); }
+  uint64_t current_session() const { return session_; }
+  const AssemblerCounters& counters() const { return counters_; }
+  const SeqCounter& seq() const { return seq_; }
+  // Logs the session summary line ("Info: session ... : N passed, M failed, ...").
+  void log_summary() const;
+
+ private:
+  struct File;
+  struct Block {
+    File* file = nullptr;
+    uint64_t index = 0;      // block number within the file
+    uint8_t* mem = nullptr;
+    size_t size = 0;         // bytes of the file this block covers
+    size_t filled = 0;       // bytes received in this incarnation
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;  // filled [start, end), merged
+    bool hashed = false;
+    bool submitted = false;  // writes queued
+    bool orphan = false;     // no longer in file->blocks (evicted or file failed)
+    int writes_pending = 0;
+  };
+  enum class State { kReceiving, kEnding, kSyncing, kFailing, kDone };
+  // A write or sync the writer had no room for yet; submitted from poll(), in order.
+  struct PendingOp {
+    bool sync = false;
+    int fd = -1;
+    const uint8_t* buf = nullptr;
+    size_t len = 0;
+    uint64_t offset = 0;
+    uint64_t cookie = 0;
+    bool datasync = false;
+  };
+  // Outermost public call: files destroyed inside it are freed when it returns, so a File* held
+  // up the stack never dangles.
+  struct Scope {
+    explicit Scope(Assembler& a) : a_(a) { ++a_.depth_; }
+    ~Scope();
+    Assembler& a_;
+  };
+
+  File* find_file(uint32_t id);
+  bool accept_session(const common::Packet& p);
+  void handle_announce(const common::Packet& p);
+  void handle_data(const common::Packet& p);
+  void handle_end(const common::Packet& p);
+  void handle_abort(const common::Packet& p);
+  void handle_heartbeat(const common::Packet& p);
+
+  Block* get_block(File& f, uint64_t index);
+  int take_free_block();
+  void evict_one();
+  void on_block_filled(File& f, Block& b);
+  void hash_in_order(File& f);
+  void submit_block(Block& b);
+  void submit(const PendingOp& op);
+  void flush_backlog();
+  void poll_io(bool wait);
+  void maybe_release(Block& b);
+  void release_block(Block& b);
+  void drop_hash_stream(File& f);
+  void on_completion(const WriteCompletion& c);
+  void advance(File& f);
+  void verify_and_finish(File& f);
+  void finish_rename(File& f);
+  void fail_file(File& f, const std::string& reason);
+  void close_failed(File& f);
+  void destroy(File& f);
+  void report_progress(File& f);
+  void check_timeouts();
+  void retire_session(const std::string& reason);
+  std::vector<std::pair<uint64_t, uint64_t>> missing_ranges(const File& f, size_t limit,
+                                                            uint64_t* total) const;
+
+  const ReceiverConfig& cfg_;
+  OutputDir& out_;
+  BlockWriter& writer_;
+  common::Clock& clock_;
+  size_t block_size_;
+  std::vector<Block> blocks_;
+  std::vector<int> free_blocks_;
+  common::AlignedBuffer readback_;
+
+  uint64_t session_ = 0;
+  std::set<uint64_t> retired_sessions_;
+  bool session_final_ = false;
+  common::Clock::time_point final_deadline_{};
+  std::unordered_map<uint32_t, std::unique_ptr<File>> files_;
+  std::set<uint32_t> seen_ids_;       // recent file ids of the session, to ignore late repeats
+  std::vector<std::unique_ptr<File>> graveyard_;  // destroyed files, freed by the outer Scope
+  int depth_ = 0;
+  std::deque<PendingOp> backlog_;
+  SeqCounter seq_;
+  uint64_t lost_logged_ = 0;
+  common::Clock::time_point last_loss_log_{};
+  common::Clock::time_point last_reject_log_{};
+  common::Clock::time_point last_timeout_check_{};
+  IntervalStat dr_;
+  IntervalStat fw_;
+  AssemblerCounters counters_;
+};
+
+}  // namespace ddft::receiver

@@ -1,0 +1,76 @@
+#include "receiver/config.hpp"
+
+#include "common/protocol.hpp"
+
+namespace ddft::receiver {
+
+void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
+  app.set_config("--config", "", "Read options from this file (TOML or INI, option = value)");
+  app.add_option("--listen,-l", cfg.listen_text, "Address to receive on, HOST:PORT")->required();
+  app.add_option("--output,-o", cfg.output, "Folder the files are written to")->required();
+  app.add_option("--failed-dir", cfg.failed_dir,
+                 "Folder for files that could not be completed (default OUTPUT/.failed)");
+  app.add_option("--buffer-mb", cfg.buffer_mb, "Receive ring size in MiB, allocated at start")
+      ->check(CLI::Range(size_t{1}, size_t{65536}))
+      ->capture_default_str();
+  app.add_option("--max-packet-size", cfg.max_packet_size, "Largest datagram accepted, bytes")
+      ->check(CLI::Range(size_t{common::kMinPacketSize}, size_t{common::kMaxDatagramSize}))
+      ->capture_default_str();
+  app.add_option("--report-mb", cfg.report_mb, "A Rcvd: line every this many MB of a file")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--write-mode", cfg.write_mode_text,
+                 "rw: buffered; rwd: data synced before the rename; rws: data and metadata synced")
+      ->check(CLI::IsMember({"rw", "rwd", "rws"}))
+      ->capture_default_str();
+  app.add_option("--on-collision", cfg.on_collision_text,
+                 "Same name exists: rename (keep the old one as name.N.ext), overwrite, reject")
+      ->check(CLI::IsMember({"rename", "overwrite", "reject"}))
+      ->capture_default_str();
+  app.add_option("--file-timeout", cfg.file_timeout_s,
+                 "Seconds without a packet of a file before it fails")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--write-block-kb", cfg.write_block_kb, "Write block size in KiB")
+      ->check(CLI::Range(size_t{64}, size_t{65536}))
+      ->capture_default_str();
+  app.add_option("--write-buffers", cfg.write_buffers, "Write blocks in the pool")
+      ->check(CLI::Range(size_t{4}, size_t{4096}))
+      ->capture_default_str();
+  app.add_option("--queue-depth", cfg.queue_depth, "Writes in flight (io_uring queue depth)")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  app.add_option("--io-engine", cfg.io_engine_text, "auto (io_uring, else pwrite), uring, pwrite")
+      ->check(CLI::IsMember({"auto", "uring", "pwrite"}))
+      ->capture_default_str();
+  app.add_option("--socket-buffer-mb", cfg.socket_buffer_mb, "Socket receive buffer, MiB")
+      ->check(CLI::Range(size_t{0}, size_t{2048}))
+      ->capture_default_str();
+  app.add_option("--batch", cfg.batch, "Datagrams per recvmmsg call")
+      ->check(CLI::Range(size_t{1}, size_t{1024}))
+      ->capture_default_str();
+  app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
+  app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
+  app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
+  app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
+  app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");
+}
+
+void finalize_receiver_config(ReceiverConfig& cfg) {
+  std::string error;
+  if (!common::parse_endpoint(cfg.listen_text, &cfg.listen, &error)) {
+    throw CLI::ValidationError("--listen", error);
+  }
+  if (cfg.failed_dir.empty()) cfg.failed_dir = cfg.output + "/.failed";
+  cfg.write_mode = cfg.write_mode_text == "rwd"   ? WriteMode::kDataSync
+                   : cfg.write_mode_text == "rws" ? WriteMode::kFullSync
+                                                  : WriteMode::kBuffered;
+  cfg.on_collision = cfg.on_collision_text == "overwrite" ? CollisionPolicy::kOverwrite
+                     : cfg.on_collision_text == "reject"  ? CollisionPolicy::kReject
+                                                          : CollisionPolicy::kRename;
+  cfg.io_engine = cfg.io_engine_text == "uring"    ? IoEngine::kUring
+                  : cfg.io_engine_text == "pwrite" ? IoEngine::kPwrite
+                                                   : IoEngine::kAuto;
+}
+
+}  // namespace ddft::receiver

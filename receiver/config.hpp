@@ -1,0 +1,47 @@
+// dd_file_receive settings, and the CLI11 options that fill them (also from a --config file).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <string>
+
+#include "common/logging.hpp"
+#include "common/transport.hpp"
+#include "receiver/block_writer.hpp"
+#include "receiver/output_dir.hpp"
+
+namespace ddft::receiver {
+
+enum class WriteMode { kBuffered, kDataSync, kFullSync };  // rw, rwd, rws
+
+struct ReceiverConfig {
+  common::Endpoint listen;
+  std::string listen_text;
+  std::string output;
+  std::string failed_dir;             // default OUTPUT/.failed
+  size_t buffer_mb = 1024;            // the receive ring
+  size_t max_packet_size = 9216;      // ring slot size; larger datagrams are dropped as bad length
+  size_t report_mb = 100;             // a Rcvd: line every report_mb MB (2^20) of a file
+  WriteMode write_mode = WriteMode::kBuffered;
+  std::string write_mode_text = "rw";
+  CollisionPolicy on_collision = CollisionPolicy::kRename;
+  std::string on_collision_text = "rename";
+  double file_timeout_s = 30;         // no packet of a file for this long: it fails
+  size_t write_block_kb = 1024;       // assembly / write block size
+  size_t write_buffers = 64;          // blocks in the write pool
+  unsigned queue_depth = 32;          // io_uring queue depth
+  IoEngine io_engine = IoEngine::kAuto;
+  std::string io_engine_text = "auto";
+  size_t socket_buffer_mb = 256;      // SO_RCVBUF request
+  size_t batch = 64;                  // datagrams per recvmmsg
+  bool once = false;                  // exit when the first sender session has finished
+  bool lock_memory = false;           // mlock the ring
+  common::LogConfig log;
+};
+
+void add_receiver_options(CLI::App& app, ReceiverConfig& cfg);
+// Checks and derives fields after parsing. Throws CLI::ValidationError with a one-line reason.
+void finalize_receiver_config(ReceiverConfig& cfg);
+
+}  // namespace ddft::receiver

@@ -1,0 +1,69 @@
+#include "receiver/ingest.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace ddft::receiver {
+
+Ingest::Ingest(common::DatagramSource& source, SlotRing& ring, size_t batch)
+    : source_(source), ring_(ring), batch_(batch), scratch_(batch * ring.slot_size()) {}
+
+void Ingest::run(std::stop_token stop) {
+  using namespace std::chrono;
+  std::vector<std::span<uint8_t>> bufs(batch_);
+  std::vector<size_t> lens(batch_);
+  uint64_t drops_logged = 0;
+  auto last_drop_log = steady_clock::now() - seconds(10);
+  auto last_error_log = steady_clock::now() - seconds(10);
+  try {
+    while (!stop.stop_requested()) {
+      const size_t free = ring_.free_slots();
+      const bool full = free == 0;
+      const size_t n = full ? batch_ : std::min(batch_, free);
+      for (size_t i = 0; i < n; ++i) {
+        bufs[i] = full ? std::span<uint8_t>(scratch_.data() + i * ring_.slot_size(),
+                                            ring_.slot_size())
+                       : ring_.free_slot(i);
+      }
+      size_t got = 0;
+      const auto ec = source_.receive(std::span(bufs.data(), n), std::span(lens.data(), n), &got,
+                                      milliseconds(full ? 1 : 50));
+      if (ec) {
+        if (steady_clock::now() - last_error_log > seconds(1)) {
+          spdlog::error("Error: receive failed: {}", ec.message());
+          last_error_log = steady_clock::now();
+        }
+        std::this_thread::sleep_for(milliseconds(1));
+        continue;
+      }
+      if (got == 0) continue;
+      counters_.datagrams.fetch_add(got, std::memory_order_relaxed);
+      uint64_t bytes = 0;
+      for (size_t i = 0; i < got; ++i) bytes += lens[i];
+      counters_.bytes.fetch_add(bytes, std::memory_order_relaxed);
+      if (full) {
+        const uint64_t total = counters_.ring_full_drops.fetch_add(got) + got;
+        if (steady_clock::now() - last_drop_log > seconds(1)) {
+          spdlog::warn("Warn: receive buffer full (the disk is not keeping up): {} packet(s) "
+                       "dropped so far ({} since last report)",
+                       total, total - drops_logged);
+          drops_logged = total;
+          last_drop_log = steady_clock::now();
+        }
+        continue;
+      }
+      for (size_t i = 0; i < got; ++i) ring_.set_length(i, lens[i]);
+      ring_.publish(got);
+      const uint64_t used = ring_.capacity() - ring_.free_slots();
+      if (used > counters_.ring_high_water.load(std::memory_order_relaxed)) {
+        counters_.ring_high_water.store(used, std::memory_order_relaxed);
+      }
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("Error: receive thread stopped: {}", e.what());
+  }
+  ring_.wake();
+}
+
+}  // namespace ddft::receiver

@@ -1,0 +1,38 @@
+// Ingest stage: drains the link into the ring as fast as the link delivers. Never blocks on the
+// disk: when the ring is full, datagrams are received into a scratch area, dropped and counted.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <stop_token>
+#include <vector>
+
+#include "common/transport.hpp"
+#include "receiver/slot_ring.hpp"
+
+namespace ddft::receiver {
+
+struct IngestCounters {
+  std::atomic<uint64_t> datagrams{0};   // received from the link
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> ring_full_drops{0};
+  std::atomic<uint64_t> ring_high_water{0};  // most slots ever in use
+};
+
+class Ingest {
+ public:
+  // `source` and `ring` must outlive run(). `batch` datagrams at most per receive call.
+  Ingest(common::DatagramSource& source, SlotRing& ring, size_t batch);
+  // Runs on the thread "udp_rx" until stopped. Link errors are logged and retried; a stop ends it.
+  void run(std::stop_token stop);
+  const IngestCounters& counters() const { return counters_; }
+
+ private:
+  common::DatagramSource& source_;
+  SlotRing& ring_;
+  size_t batch_;
+  std::vector<uint8_t> scratch_;  // where datagrams go when the ring is full
+  IngestCounters counters_;
+};
+
+}  // namespace ddft::receiver

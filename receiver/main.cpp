@@ -1,0 +1,61 @@
+// dd_file_receive: the receive daemon. Drains the link into a RAM ring and writes verified files.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <thread>
+
+#include "common/logging.hpp"
+#include "common/udp_transport.hpp"
+#include "common/version.hpp"
+#include "receiver/config.hpp"
+#include "receiver/pipeline.hpp"
+
+int main(int argc, char** argv) {
+  using namespace ddft;
+  receiver::ReceiverConfig cfg;
+  CLI::App app{"dd_file_receive: receive files sent one way across a data diode"};
+  app.set_version_flag("--version", std::string("dd_file_receive ") + common::kVersion);
+  receiver::add_receiver_options(app, cfg);
+  try {
+    app.parse(argc, argv);
+    receiver::finalize_receiver_config(cfg);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    common::setup_logging(cfg.log, "dd_file_receive");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dd_file_receive: cannot open log file: %s\n", e.what());
+    return 2;
+  }
+
+  try {
+    common::UdpSource source(cfg.listen, cfg.socket_buffer_mb * 1024 * 1024);
+    if (auto w = source.buffer_report().warning("receive"); !w.empty()) {
+      spdlog::warn("Warn: {}", w);
+    }
+    receiver::Receiver rx(cfg, source, common::SteadyClock::instance());
+
+    std::stop_source stop;
+    boost::asio::io_context io;
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      spdlog::info("Info: signal {} received, stopping", sig);
+      stop.request_stop();
+    });
+    std::jthread signal_thread([&] { io.run(); });
+
+    const receiver::ReceiveTotals t = rx.run(stop.get_token());
+    io.stop();
+    if (cfg.once) return t.files_failed + t.files_refused == 0 ? 0 : 1;
+    return 0;
+  } catch (const std::exception& e) {
+    spdlog::error("Error: {}", e.what());
+    return 1;
+  }
+}

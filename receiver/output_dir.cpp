@@ -1,0 +1,278 @@
+#include "receiver/output_dir.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <stdexcept>
+
+#include "common/json.hpp"
+
+namespace ddft::receiver {
+namespace {
+
+constexpr std::string_view kTempPrefix = ".ddft-";
+constexpr std::string_view kTempSuffix = ".part";
+constexpr size_t kNameMax = 255;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string check_wire_path(std::string_view path) {
+  if (path.empty()) return "empty path";
+  if (path.size() > 4096) return "path longer than 4096 bytes";
+  if (path.front() == '/') return "absolute path";
+  for (unsigned char c : path) {
+    if (c == 0) return "NUL byte in path";
+    if (c < 0x20 || c == 0x7F) return "control character in path";
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view comp = path.substr(start, end - start);
+    if (comp.empty()) return "empty path component";
+    if (comp == "." || comp == "..") return "'.' or '..' in path";
+    if (comp.size() > kNameMax) return "path component longer than 255 bytes";
+    if (is_temp_name(comp)) return "name of a receiver temporary file";
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string collision_name(std::string_view base, unsigned n) {
+  const size_t dot = base.rfind('.');
+  if (dot == std::string_view::npos || dot == 0) return fmt::format("{}.{}", base, n);
+  return fmt::format("{}.{}{}", base.substr(0, dot), n, base.substr(dot));
+}
+
+std::string temp_name(uint64_t session, uint32_t file_id) {
+  return fmt::format("{}{:016x}-{}{}", kTempPrefix, session, file_id, kTempSuffix);
+}
+
+bool is_temp_name(std::string_view name) {
+  return name.size() > kTempPrefix.size() + kTempSuffix.size() && name.starts_with(kTempPrefix) &&
+         name.ends_with(kTempSuffix);
+}
+
+OutputDir::OutputDir(const std::string& root, const std::string& failed_dir,
+                     CollisionPolicy policy)
+    : root_(root), failed_path_(failed_dir), policy_(policy) {
+  root_fd_.reset(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd_) {
+    throw std::runtime_error(
+        fmt::format("output folder '{}' cannot be used: {}", root, errno_text(errno)));
+  }
+  if (::faccessat(root_fd_.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
+    throw std::runtime_error(
+        fmt::format("output folder '{}' is not writable: {}", root, errno_text(errno)));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(failed_dir, ec);
+  failed_fd_.reset(::open(failed_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!failed_fd_ || ::faccessat(failed_fd_.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
+    throw std::runtime_error(fmt::format("failed-files folder '{}' cannot be used: {}", failed_dir,
+                                         ec ? ec.message() : errno_text(errno)));
+  }
+  struct stat rs {}, fst {};
+  ::fstat(root_fd_.get(), &rs);
+  ::fstat(failed_fd_.get(), &fst);
+  if (rs.st_dev != fst.st_dev) {
+    throw std::runtime_error(fmt::format(
+        "failed-files folder '{}' must be on the same file system as the output folder '{}'",
+        failed_dir, root));
+  }
+  failed_dev_ = fst.st_dev;
+  failed_ino_ = fst.st_ino;
+}
+
+bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
+                            std::string* reason) {
+  common::UniqueFd cur(::dup(root_fd_.get()));
+  size_t start = 0;
+  while (true) {
+    const size_t slash = rel_path.find('/', start);
+    if (slash == std::string_view::npos) {
+      *base = std::string(rel_path.substr(start));
+      *dir = std::move(cur);
+      return true;
+    }
+    const std::string comp(rel_path.substr(start, slash - start));
+    int fd = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+      if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) {
+        *reason = fmt::format("cannot create folder '{}': {}", comp, errno_text(errno));
+        return false;
+      }
+      fd = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0) {
+      *reason = (errno == ELOOP || errno == ENOTDIR)
+                    ? fmt::format("'{}' in the output folder is a symlink or not a folder", comp)
+                    : fmt::format("cannot open folder '{}': {}", comp, errno_text(errno));
+      return false;
+    }
+    cur.reset(fd);
+    struct stat st {};
+    if (::fstat(cur.get(), &st) == 0 && st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
+      *reason = "path leads into the failed-files folder";
+      return false;
+    }
+    start = slash + 1;
+  }
+}
+
+bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
+                            std::string* reason) {
+  if (std::string why = check_wire_path(rel_path); !why.empty()) {
+    *reason = why;
+    return false;
+  }
+  common::UniqueFd dir;
+  std::string base;
+  if (!open_parent(rel_path, &dir, &base, reason)) return false;
+  struct stat st {};
+  if (::fstat(dir.get(), &st) == 0 && st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
+    *reason = "path leads into the failed-files folder";
+    return false;
+  }
+  // O_EXCL + O_NOFOLLOW: never reuse or follow whatever may already sit under the temp name.
+  const int fd = ::openat(dir.get(), tmp.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
+    return false;
+  }
+  out->dir = std::move(dir);
+  out->fd.reset(fd);
+  out->tmp_name = tmp;
+  out->base_name = std::move(base);
+  out->rel_path = std::string(rel_path);
+  return true;
+}
+
+bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
+                         std::string* reason) {
+  moved_old->clear();
+  // Only permission bits: set-id and sticky bits from the wire are never applied.
+  ::fchmod(f.fd.get(), static_cast<mode_t>(mode & 0777));
+  const timespec times[2] = {{0, UTIME_OMIT},
+                             {static_cast<time_t>(mtime_ns / 1'000'000'000),
+                              static_cast<long>(mtime_ns % 1'000'000'000)}};
+  if (mtime_ns >= 0) ::futimens(f.fd.get(), times);
+  const int dfd = f.dir.get();
+  const char* tmp = f.tmp_name.c_str();
+  const char* fin = f.base_name.c_str();
+  if (policy_ == CollisionPolicy::kOverwrite) {
+    if (::renameat(dfd, tmp, dfd, fin) != 0) {
+      *reason = fmt::format("cannot rename into place: {}", errno_text(errno));
+      return false;
+    }
+    f.fd.reset();
+    return true;
+  }
+  // Bounded: each pass either succeeds or finds a name taken by someone else meanwhile.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (::renameat2(dfd, tmp, dfd, fin, RENAME_NOREPLACE) == 0) {
+      f.fd.reset();
+      return true;
+    }
+    if (errno != EEXIST) {
+      *reason = fmt::format("cannot rename into place: {}", errno_text(errno));
+      return false;
+    }
+    if (policy_ == CollisionPolicy::kReject) {
+      *reason = "a file of the same name exists (--on-collision reject)";
+      return false;
+    }
+    // Keep the old file under the first free "name.N.ext".
+    bool moved = false;
+    for (unsigned n = 1; n < 100000 && !moved; ++n) {
+      const std::string cand = collision_name(f.base_name, n);
+      if (::renameat2(dfd, fin, dfd, cand.c_str(), RENAME_NOREPLACE) == 0) {
+        *moved_old = cand;
+        moved = true;
+      } else if (errno == ENOENT) {
+        break;  // the old file went away by itself: just retry the rename
+      } else if (errno != EEXIST) {
+        *reason = fmt::format("cannot move the existing file aside: {}", errno_text(errno));
+        return false;
+      }
+    }
+  }
+  *reason = "the final name stayed taken";
+  return false;
+}
+
+int OutputDir::sync_dir(const TempFile& f) { return ::fsync(f.dir.get()) == 0 ? 0 : errno; }
+
+std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
+  // "<time>-<session>-<id>-<base name>", cut to fit NAME_MAX with room for ".json".
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::string base = rec.rel_path.substr(rec.rel_path.rfind('/') == std::string::npos
+                                             ? 0
+                                             : rec.rel_path.rfind('/') + 1);
+  for (char& c : base) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '_';
+  }
+  std::string name = fmt::format("{}-{:016x}-{}-{}", stamp, rec.session, rec.file_id, base);
+  if (name.size() > kNameMax - 5) name.resize(kNameMax - 5);
+
+  std::string data_path;
+  if (f.fd || !f.tmp_name.empty()) {
+    f.fd.reset();
+    if (f.dir && ::renameat(f.dir.get(), f.tmp_name.c_str(), failed_fd_.get(), name.c_str()) == 0) {
+      data_path = failed_path_ + "/" + name;
+    } else if (f.dir) {
+      ::unlinkat(f.dir.get(), f.tmp_name.c_str(), 0);
+    }
+  }
+
+  std::string json = "{\n";
+  json += fmt::format("  \"name\": {},\n", common::json_quote(rec.rel_path));
+  json += fmt::format("  \"session\": \"{:016x}\",\n  \"file_id\": {},\n", rec.session, rec.file_id);
+  json += fmt::format("  \"expected_size\": {},\n  \"bytes_received\": {},\n", rec.expected_size,
+                      rec.bytes_received);
+  json += "  \"missing_ranges\": [";
+  for (size_t i = 0; i < rec.missing.size(); ++i) {
+    json += fmt::format("{}[{}, {}]", i ? ", " : "", rec.missing[i].first, rec.missing[i].second);
+  }
+  json += fmt::format("],\n  \"missing_ranges_total\": {},\n", rec.missing_ranges_total);
+  json += fmt::format("  \"reason\": {},\n", common::json_quote(rec.reason));
+  json += fmt::format("  \"verify\": {},\n", common::json_quote(rec.verify));
+  json += fmt::format("  \"expected_key\": {},\n", common::json_quote(rec.expected_key));
+  json += fmt::format("  \"computed_key\": {},\n", common::json_quote(rec.computed_key));
+  json += fmt::format("  \"data_file\": {},\n",
+                      common::json_quote(data_path.empty() ? "" : name));
+  json += fmt::format("  \"time\": \"{}\"\n}}\n", stamp);
+
+  const std::string json_name = name + ".json";
+  common::UniqueFd jfd(::openat(failed_fd_.get(), json_name.c_str(),
+                                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!jfd || !write_all(jfd.get(), json)) return "";
+  return failed_path_ + "/" + json_name;
+}
+
+}  // namespace ddft::receiver

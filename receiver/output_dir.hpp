@@ -1,0 +1,100 @@
+// The receive side's output folder: where files are created under a temporary name, renamed into
+// place once verified, or moved to the failed folder with a JSON record. Every path from the wire
+// is checked, and folders are walked with openat(O_NOFOLLOW) from the output folder's descriptor,
+// so nothing is ever written outside it, whatever symlinks are planted inside.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/fd.hpp"
+
+namespace ddft::receiver {
+
+enum class CollisionPolicy { kRename, kOverwrite, kReject };
+
+// Returns "" when `path` (relative, from the wire) is acceptable, else a one-line reason. Refused:
+// empty, absolute, longer than 4096 bytes, a NUL or control character, an empty, "." or ".."
+// component, a component over 255 bytes, or a name of the receiver's own temporary files.
+std::string check_wire_path(std::string_view path);
+
+// The name an existing file is moved to under CollisionPolicy::kRename: "name.N.ext" ("a.tar.gz"
+// -> "a.tar.N.gz", ".bashrc" -> ".bashrc.N", "README" -> "README.N").
+std::string collision_name(std::string_view base, unsigned n);
+
+// Temporary name of file `file_id` of session `session`: ".ddft-<session>-<id>.part".
+std::string temp_name(uint64_t session, uint32_t file_id);
+// True for names made by temp_name().
+bool is_temp_name(std::string_view name);
+
+// A file being received: its folder, its descriptor and names.
+struct TempFile {
+  common::UniqueFd dir;   // the folder that will hold the file
+  common::UniqueFd fd;    // the open temporary file
+  std::string tmp_name;   // within dir
+  std::string base_name;  // final name within dir
+  std::string rel_path;   // as announced
+};
+
+struct FailureRecord {
+  std::string rel_path;
+  uint64_t session = 0;
+  uint32_t file_id = 0;
+  uint64_t expected_size = 0;
+  uint64_t bytes_received = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> missing;  // [start, end) byte ranges, maybe cut
+  uint64_t missing_ranges_total = 0;                   // before the cut
+  std::string reason;
+  std::string verify;        // "B2B", "SHA256", "NONE"
+  std::string expected_key;  // hex digest from the sender, "" when unknown
+  std::string computed_key;  // hex digest of what arrived, "" when not computed
+};
+
+// Not thread-safe: the assembler thread owns it.
+class OutputDir {
+ public:
+  // Opens `root` (must exist and be writable) and creates `failed_dir` (may be inside root; must
+  // be on the same file system). Throws std::runtime_error with a one-line reason.
+  OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy);
+
+  // Creates the folders of `rel_path` below root as needed and a new temporary file in the last
+  // one. On failure returns false and sets *reason.
+  bool create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
+                   std::string* reason);
+
+  // Closes the file and renames it to its final name under the collision policy. `mode` and
+  // `mtime_ns` come from the announce. On success sets *moved_old to where an existing file of the
+  // same name went ("" when none). On failure returns false, sets *reason, and the temporary file
+  // is still in place for fail().
+  bool finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
+                std::string* reason);
+
+  // Moves the temporary file (when there is one) to the failed folder and writes the record
+  // beside it. Returns the record's path (for the log), or "" when even that failed.
+  std::string fail(TempFile& f, const FailureRecord& rec);
+
+  // Syncs the folder holding `f` (used after a rename under --write-mode rws).
+  int sync_dir(const TempFile& f);
+
+  const std::string& root() const { return root_; }
+  const std::string& failed_dir() const { return failed_path_; }
+
+ private:
+  bool open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
+                   std::string* reason);
+
+  std::string root_;
+  std::string failed_path_;
+  CollisionPolicy policy_;
+  common::UniqueFd root_fd_;
+  common::UniqueFd failed_fd_;
+  dev_t failed_dev_ = 0;
+  ino_t failed_ino_ = 0;
+};
+
+}  // namespace ddft::receiver

@@ -1,0 +1,106 @@
+#include "receiver/pipeline.hpp"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "receiver/ingest.hpp"
+#include "receiver/slot_ring.hpp"
+
+namespace ddft::receiver {
+
+Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, common::Clock& clock)
+    : cfg_(cfg), source_(source), clock_(clock) {
+  out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision);
+  const size_t slots = std::max<size_t>(cfg.batch * 2, cfg.buffer_mb * 1024 * 1024 /
+                                                           cfg.max_packet_size);
+  ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size);
+  if (cfg.lock_memory) {
+    if (const int err = ring_->memory().lock(); err != 0) {
+      spdlog::warn("Warn: cannot lock the receive buffer in RAM: {} (run as root or raise "
+                   "RLIMIT_MEMLOCK)",
+                   std::strerror(err));
+    }
+  }
+  block_memory_ = common::AlignedBuffer(cfg.write_buffers * cfg.write_block_kb * 1024);
+  std::string note;
+  writer_ = make_block_writer(cfg.io_engine, cfg.queue_depth, block_memory_.span(), &note);
+  if (!note.empty()) spdlog::warn("Warn: {}", note);
+  spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB ({} packets of up "
+               "to {} bytes); writer: {}; write blocks {} x {} KB; mode {}; on collision: {}",
+               cfg.listen.to_string(), cfg.output, cfg.failed_dir, cfg.buffer_mb, slots,
+               cfg.max_packet_size, writer_->describe(), cfg.write_buffers, cfg.write_block_kb,
+               cfg.write_mode_text, cfg.on_collision_text);
+}
+
+Receiver::~Receiver() = default;
+
+ReceiveTotals Receiver::run(std::stop_token stop) {
+  Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
+  Ingest ingest(source_, *ring_, cfg_.batch);
+  std::stop_source ingest_stop;
+  std::jthread rx([&] {
+    pthread_setname_np(pthread_self(), "udp_rx");
+    ingest.run(ingest_stop.get_token());
+  });
+  pthread_setname_np(pthread_self(), "writer");
+
+  auto drain = [&] {
+    size_t n = ring_->available();
+    for (size_t i = 0; i < n; ++i) {
+      size_t real_len = 0;
+      auto data = ring_->filled_slot(i, &real_len);
+      assembler.on_datagram(data, real_len);
+      // Hand slots back in small groups so the ingest thread never waits on a whole batch.
+      if ((i & 63) == 63) {
+        ring_->release(64);
+        n -= 64;
+        i = static_cast<size_t>(-1);
+      }
+    }
+    ring_->release(n);
+  };
+
+  try {
+    while (!stop.stop_requested()) {
+      const auto t0 = clock_.now();
+      // With writes in flight, come back quickly to reap them: a small file's rename should not
+      // wait for the next packet.
+      const auto wait = assembler.io_pending() ? std::chrono::microseconds(200)
+                                               : std::chrono::microseconds(20000);
+      const size_t n = ring_->wait(wait);
+      assembler.note_read_wait(clock_.now() - t0);
+      if (n > 0) drain();
+      assembler.poll(false);
+      if (cfg_.once && assembler.session_finished()) break;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("Error: writer thread stopped: {}", e.what());
+  }
+  ingest_stop.request_stop();
+  rx.join();
+  try {
+    drain();
+    assembler.fail_all("receiver stopped before the file was complete");
+  } catch (const std::exception& e) {
+    spdlog::error("Error: while stopping: {}", e.what());
+  }
+  assembler.log_summary();
+
+  ReceiveTotals t;
+  t.files_passed = assembler.counters().files_passed;
+  t.files_failed = assembler.counters().files_failed;
+  t.files_refused = assembler.counters().files_refused;
+  t.datagrams = ingest.counters().datagrams.load();
+  t.ring_full_drops = ingest.counters().ring_full_drops.load();
+  t.lost = assembler.seq().lost();
+  if (t.ring_full_drops > 0) {
+    spdlog::warn("Warn: {} packet(s) were dropped because the receive buffer was full (ring "
+                 "high-water {} of {} slots)",
+                 t.ring_full_drops, ingest.counters().ring_high_water.load(), ring_->capacity());
+  }
+  return t;
+}
+
+}  // namespace ddft::receiver

@@ -1,0 +1,59 @@
+// The receiver pipeline.
+//
+//   link ──> [thread "udp_rx": Ingest] ──> SlotRing (--buffer-mb, allocated once)
+//            recvmmsg straight into free      never blocks: full ring = drop + count + log
+//            ring slots
+//
+//   SlotRing ──> [thread "writer": Assembler] ──> BlockWriter (io_uring, or pwrite fallback)
+//                decode + checksum, session and     write blocks from a pool registered with
+//                sequence tracking, assembly into   io_uring as fixed buffers
+//                write blocks, in-order hashing
+//                                                ──> OutputDir: temp file -> verify -> sync ->
+//                                                    rename (collision policy), or failed folder
+//                                                    + JSON record
+//
+// Stop: the ingest thread stops first; the writer drains what the ring already holds, then every
+// file still in flight is recorded as failed ("receiver stopped") and all I/O is waited for.
+#pragma once
+
+#include <memory>
+#include <stop_token>
+
+#include "common/clock.hpp"
+#include "common/transport.hpp"
+#include "receiver/assembler.hpp"
+#include "receiver/config.hpp"
+#include "receiver/slot_ring.hpp"
+
+namespace ddft::receiver {
+
+struct ReceiveTotals {
+  uint64_t files_passed = 0;
+  uint64_t files_failed = 0;
+  uint64_t files_refused = 0;
+  uint64_t datagrams = 0;
+  uint64_t ring_full_drops = 0;
+  uint64_t lost = 0;
+};
+
+class Receiver {
+ public:
+  // Opens the output folder and allocates the ring and write pool. Throws std::runtime_error with
+  // a one-line reason (folder missing or not writable, memory). `source` and `clock` must outlive
+  // the receiver.
+  Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, common::Clock& clock);
+  ~Receiver();
+  // Runs until `stop` is requested or, with cfg.once, the first session has finished.
+  ReceiveTotals run(std::stop_token stop);
+
+ private:
+  const ReceiverConfig& cfg_;
+  common::DatagramSource& source_;
+  common::Clock& clock_;
+  std::unique_ptr<OutputDir> out_;
+  std::unique_ptr<SlotRing> ring_;
+  common::AlignedBuffer block_memory_;
+  std::unique_ptr<BlockWriter> writer_;
+};
+
+}  // namespace ddft::receiver

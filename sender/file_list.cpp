@@ -1,0 +1,88 @@
+#include "sender/file_list.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+namespace ddft::sender {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string join_rel(const std::string& prefix, const fs::path& rel) {
+  std::string r = rel.generic_string();
+  if (prefix.empty()) return r;
+  return prefix + "/" + r;
+}
+
+void walk_folder(const fs::path& root, const std::string& prefix, FileList* out) {
+  std::error_code ec;
+  std::vector<SourceFile> found;
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec);
+  if (ec) {
+    out->errors.push_back(fmt::format("cannot read folder '{}': {}", root.string(), ec.message()));
+    return;
+  }
+  for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) {
+      out->errors.push_back(fmt::format("cannot read in '{}': {}", root.string(), ec.message()));
+      ec.clear();
+      continue;
+    }
+    const fs::directory_entry& entry = *it;
+    std::error_code sec;
+    const auto st = entry.status(sec);  // follows symlinks
+    if (sec) {
+      out->errors.push_back(
+          fmt::format("cannot stat '{}': {}", entry.path().string(), sec.message()));
+      continue;
+    }
+    if (fs::is_directory(st)) {
+      if (entry.is_symlink()) it.disable_recursion_pending();  // never follow folder links
+      continue;
+    }
+    if (!fs::is_regular_file(st)) {
+      out->errors.push_back(
+          fmt::format("skipping '{}': not a regular file", entry.path().string()));
+      continue;
+    }
+    found.push_back({entry.path().string(), join_rel(prefix, entry.path().lexically_relative(root))});
+  }
+  std::sort(found.begin(), found.end(),
+            [](const SourceFile& a, const SourceFile& b) { return a.rel_path < b.rel_path; });
+  out->files.insert(out->files.end(), found.begin(), found.end());
+}
+
+}  // namespace
+
+FileList discover_files(const std::vector<std::string>& sources) {
+  FileList out;
+  for (const std::string& src : sources) {
+    std::error_code ec;
+    const fs::path p(src);
+    const auto st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) {
+      out.errors.push_back(fmt::format("cannot send '{}': {}", src,
+                                       ec ? ec.message() : "No such file or directory"));
+      continue;
+    }
+    if (fs::is_directory(st)) {
+      const bool contents_only = !src.empty() && src.back() == '/';
+      std::string prefix;
+      if (!contents_only) {
+        prefix = fs::weakly_canonical(p, ec).filename().string();
+        if (prefix.empty() || prefix == "/") prefix = "";
+      }
+      walk_folder(p, prefix, &out);
+    } else if (fs::is_regular_file(st)) {
+      out.files.push_back({src, p.filename().string()});
+    } else {
+      out.errors.push_back(fmt::format("cannot send '{}': not a regular file or folder", src));
+    }
+  }
+  return out;
+}
+
+}  // namespace ddft::sender

@@ -1,0 +1,27 @@
+// Turns the command line's files and folders into the list of files to send.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ddft::sender {
+
+struct SourceFile {
+  std::string path;      // where to read it
+  std::string rel_path;  // what the receiver calls it: '/'-separated, relative
+};
+
+struct FileList {
+  std::vector<SourceFile> files;
+  std::vector<std::string> errors;  // one line each: a source that cannot be sent
+};
+
+// Expands `sources`: a file is sent under its base name; a folder recursively, under its own name
+// ("photos" -> "photos/a.jpg"), or, written with a trailing slash ("photos/"), its contents only
+// ("a.jpg"), as rsync does. Symlinks to files are followed; symlinked folders are not descended
+// (no loops). Sockets, FIFOs and devices are skipped with an error line. A missing or unreadable
+// source gives an error line and the others are still listed. Files of one folder are in name
+// order.
+FileList discover_files(const std::vector<std::string>& sources);
+
+}  // namespace ddft::sender

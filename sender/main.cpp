@@ -1,0 +1,65 @@
+// dd_file_send: sends files and folders across the diode (simulator mode: UDP).
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <thread>
+
+#include "common/logging.hpp"
+#include "common/udp_transport.hpp"
+#include "common/version.hpp"
+#include "sender/config.hpp"
+#include "sender/file_list.hpp"
+#include "sender/pipeline.hpp"
+
+int main(int argc, char** argv) {
+  using namespace ddft;
+  sender::SenderConfig cfg;
+  CLI::App app{"dd_file_send: send files one way across a data diode"};
+  app.set_version_flag("--version", std::string("dd_file_send ") + common::kVersion);
+  sender::add_sender_options(app, cfg);
+  try {
+    app.parse(argc, argv);
+    sender::finalize_sender_config(cfg);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    common::setup_logging(cfg.log, "dd_file_send");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dd_file_send: cannot open log file: %s\n", e.what());
+    return 2;
+  }
+
+  try {
+    const sender::FileList list = sender::discover_files(cfg.sources);
+    for (const auto& err : list.errors) spdlog::error("Error: {}", err);
+    common::UdpSink sink(cfg.dest, cfg.socket_buffer_mb * 1024 * 1024);
+    if (auto w = sink.buffer_report().warning("send"); !w.empty()) spdlog::warn("Warn: {}", w);
+
+    // Ctrl-C / SIGTERM: stop reading, abort the file in progress on the wire, close the session.
+    std::stop_source stop;
+    boost::asio::io_context io;
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& ec, int) {
+      if (!ec) stop.request_stop();
+    });
+    std::jthread signal_thread([&] { io.run(); });
+
+    sender::Sender s(cfg, sink, common::SteadyClock::instance());
+    const sender::SendTotals t = s.run(list.files, stop.get_token());
+    io.stop();
+
+    const uint64_t failed = t.files_failed + list.errors.size();
+    spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams",
+                 t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams);
+    if (stop.stop_requested()) return 130;
+    return failed == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    spdlog::error("Error: {}", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,78 @@
+#include "sender/pipeline.hpp"
+
+#include <openssl/rand.h>
+#include <spdlog/spdlog.h>
+
+#include <random>
+#include <thread>
+
+#include "common/logging.hpp"
+#include "sender/reader.hpp"
+#include "sender/transmitter.hpp"
+
+namespace ddft::sender {
+
+BufferPool::BufferPool(size_t count, size_t size)
+    : slab_(count * size), size_(size), free_(count) {
+  for (size_t i = 0; i < count; ++i) free_.push(static_cast<int>(i));
+}
+
+int BufferPool::acquire() {
+  auto i = free_.pop();
+  return i ? *i : -1;
+}
+
+void BufferPool::release(int index) { free_.push(int{index}); }
+
+uint64_t new_session_id() {
+  uint64_t id = 0;
+  while (id == 0) {
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(&id), sizeof id) != 1) {
+      std::random_device rd;
+      id = (uint64_t{rd()} << 32) ^ rd();
+    }
+  }
+  return id;
+}
+
+Sender::Sender(const SenderConfig& cfg, common::DatagramSink& sink, common::Clock& clock)
+    : cfg_(cfg), sink_(sink), clock_(clock), session_id_(new_session_id()) {}
+
+SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token stop) {
+  // Reader blocks hold whole chunks so that no data packet spans two blocks.
+  const size_t chunk = cfg_.packet_size - common::kHeaderSize - common::kDataHeaderSize;
+  const size_t block = std::max<size_t>(1, cfg_.read_block_kb * 1024 / chunk) * chunk;
+  BufferPool pool(cfg_.read_buffers, block);
+  common::BoundedQueue<WorkItem> queue(cfg_.read_buffers + 4);
+  Reader reader(files, cfg_.verify, pool, queue);
+  Transmitter tx(cfg_, session_id_, sink_, clock_, pool, queue);
+  spdlog::info("Info: session {:016x}: {} file(s) to {}, packet {} bytes, rate {}, verify {}",
+               session_id_, files.size(), cfg_.dest.to_string(), cfg_.packet_size,
+               cfg_.rate_mb > 0 ? fmt::format("{} MB/s", cfg_.rate_mb) : "unlimited",
+               common::verify_type_name(cfg_.verify));
+
+  std::exception_ptr tx_error;
+  {
+    std::jthread reader_thread([&] {
+      pthread_setname_np(pthread_self(), "reader");
+      reader.run(stop);
+    });
+    std::jthread tx_thread([&] {
+      pthread_setname_np(pthread_self(), "tx");
+      try {
+        tx.run(stop);
+      } catch (...) {
+        tx_error = std::current_exception();
+        // Unblock the reader: nobody will drain its queue or return its buffers any more.
+        queue.close();
+        pool.close();
+      }
+    });
+  }
+  if (tx_error) std::rethrow_exception(tx_error);
+  SendTotals totals = tx.totals();
+  totals.files_failed += reader.open_failures();
+  return totals;
+}
+
+}  // namespace ddft::sender

@@ -1,0 +1,101 @@
+// The sender pipeline.
+//
+//   sources ──> [reader thread "reader"] ──(bounded queue of WorkItem, slot handles)──>
+//               reads blocks into a         blocks when full: back-pressure
+//               recycled buffer pool,
+//               hashes them (B2B/SHA256)
+//
+//   ──> [transmit thread "tx"] ──> DatagramSink (UDP sendmmsg / device)
+//        packetises into a batch arena, paces (token bucket on absolute deadlines),
+//        repeats control packets, sends heartbeats when idle, returns buffers to the pool
+//
+// Every file is: announce x N, data..., end x N (with the digest), or abort x N when the file
+// could not be read to its end. The session closes with a final heartbeat x N.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/aligned_buffer.hpp"
+#include "common/bounded_queue.hpp"
+#include "common/clock.hpp"
+#include "common/hash.hpp"
+#include "common/transport.hpp"
+#include "sender/config.hpp"
+#include "sender/file_list.hpp"
+
+namespace ddft::sender {
+
+struct FileMeta {
+  uint32_t file_id = 0;
+  std::string rel_path;
+  std::string src_path;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint32_t mode = 0644;
+};
+
+// One unit of work from the reader to the transmitter. Blocks refer to a pool buffer by index;
+// the transmitter gives the buffer back once its data is packetised.
+struct WorkItem {
+  enum class Kind { kBegin, kBlock, kEnd, kAbort };
+  Kind kind = Kind::kBegin;
+  std::shared_ptr<const FileMeta> meta;
+  int buffer = -1;
+  uint64_t offset = 0;
+  size_t len = 0;
+  common::Digest digest{};  // kEnd
+  std::string reason{};     // kAbort
+};
+
+// A fixed set of equal, page-aligned buffers allocated once; acquire() blocks while all are out.
+class BufferPool {
+ public:
+  BufferPool(size_t count, size_t size);
+  // Returns a free buffer's index, or -1 once close() was called.
+  int acquire();
+  void release(int index);
+  void close() { free_.close(); }
+  uint8_t* data(int index) { return slab_.data() + static_cast<size_t>(index) * size_; }
+  size_t buffer_size() const { return size_; }
+
+ private:
+  common::AlignedBuffer slab_;
+  size_t size_;
+  common::BoundedQueue<int> free_;
+};
+
+struct SendTotals {
+  uint64_t files_sent = 0;
+  uint64_t files_failed = 0;
+  uint64_t bytes = 0;          // file bytes
+  uint64_t datagrams = 0;
+  uint64_t wire_bytes = 0;
+  uint64_t session_id = 0;
+};
+
+// Runs one sending session over `sink`: every file of `files`, then the final heartbeat.
+// `clock` paces; both must outlive the call. Thread-safe to construct; run() once.
+class Sender {
+ public:
+  Sender(const SenderConfig& cfg, common::DatagramSink& sink, common::Clock& clock);
+  // Sends everything; returns when done or when `stop` is requested (the file in progress is
+  // then aborted on the wire). Files that could not be read are counted in files_failed.
+  SendTotals run(const std::vector<SourceFile>& files, std::stop_token stop);
+  uint64_t session_id() const { return session_id_; }
+
+ private:
+  const SenderConfig& cfg_;
+  common::DatagramSink& sink_;
+  common::Clock& clock_;
+  uint64_t session_id_;
+};
+
+// A random 64-bit session id (never 0).
+uint64_t new_session_id();
+
+}  // namespace ddft::sender

@@ -1,0 +1,96 @@
+#include "sender/reader.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/fd.hpp"
+
+namespace ddft::sender {
+
+Reader::Reader(const std::vector<SourceFile>& files, common::VerifyType verify, BufferPool& pool,
+               common::BoundedQueue<WorkItem>& out)
+    : files_(files), verify_(verify), pool_(pool), out_(out) {}
+
+void Reader::run(std::stop_token stop) {
+  try {
+    uint32_t next_id = 1;
+    for (const SourceFile& src : files_) {
+      if (stop.stop_requested()) break;
+      common::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
+      struct stat st {};
+      if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int err = fd ? (S_ISREG(st.st_mode) ? errno : EINVAL) : errno;
+        spdlog::error("Error: cannot read '{}': {}", src.path, std::strerror(err));
+        ++open_failures_;
+        continue;
+      }
+      ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+      auto meta = std::make_shared<FileMeta>();
+      meta->file_id = next_id++;
+      meta->rel_path = src.rel_path;
+      meta->src_path = src.path;
+      meta->size = static_cast<uint64_t>(st.st_size);
+      meta->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+      meta->mode = st.st_mode & 07777;
+      if (!read_file(fd.get(), meta, stop)) break;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("Error: reader stopped: {}", e.what());
+  }
+  out_.close();
+}
+
+bool Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop) {
+  if (!out_.push(WorkItem{WorkItem::Kind::kBegin, meta})) return false;
+  auto hasher = common::make_hasher(verify_);
+  uint64_t offset = 0;
+  std::string failure;
+  while (offset < meta->size) {
+    if (stop.stop_requested()) {
+      failure = "sender stopped";
+      break;
+    }
+    const int buf = pool_.acquire();
+    if (buf < 0) return false;
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>(pool_.buffer_size(), meta->size - offset));
+    size_t got = 0;
+    while (got < want) {
+      const ssize_t n = ::read(fd, pool_.data(buf) + got, want - got);
+      if (n > 0) {
+        got += static_cast<size_t>(n);
+      } else if (n == 0) {
+        failure = "file shrank while it was being read";
+        break;
+      } else if (errno != EINTR) {
+        failure = std::string("read error: ") + std::strerror(errno);
+        break;
+      }
+    }
+    if (!failure.empty()) {
+      pool_.release(buf);
+      break;
+    }
+    hasher->update({pool_.data(buf), got});
+    WorkItem block{WorkItem::Kind::kBlock, meta, buf, offset, got};
+    if (!out_.push(std::move(block))) {
+      pool_.release(buf);
+      return false;
+    }
+    offset += got;
+  }
+  if (!failure.empty()) {
+    WorkItem abort{WorkItem::Kind::kAbort, meta};
+    abort.reason = failure;
+    return out_.push(std::move(abort)) && !stop.stop_requested();
+  }
+  WorkItem end{WorkItem::Kind::kEnd, meta};
+  end.digest = hasher->finish();
+  return out_.push(std::move(end));
+}
+
+}  // namespace ddft::sender

@@ -1,0 +1,195 @@
+#include "sender/transmitter.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <functional>
+
+#include "common/logging.hpp"
+
+namespace ddft::sender {
+using common::Header;
+
+Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
+                         common::Clock& clock, BufferPool& pool,
+                         common::BoundedQueue<WorkItem>& in)
+    : cfg_(cfg),
+      session_id_(session_id),
+      sink_(sink),
+      clock_(clock),
+      pool_(pool),
+      in_(in),
+      limiter_(clock, cfg.rate_mb * 1024.0 * 1024.0),
+      chunk_size_(cfg.packet_size - common::kHeaderSize - common::kDataHeaderSize),
+      arena_(cfg.batch * cfg.packet_size) {
+  pending_.reserve(cfg.batch);
+  totals_.session_id = session_id;
+}
+
+Header Transmitter::next_header() {
+  Header h;
+  h.session_id = session_id_;
+  h.seq = seq_++;
+  return h;
+}
+
+std::span<uint8_t> Transmitter::next_slot() {
+  if (pending_.size() == cfg_.batch) flush();
+  return {arena_.data() + pending_.size() * cfg_.packet_size, cfg_.packet_size};
+}
+
+void Transmitter::flush() {
+  if (pending_.empty()) return;
+  limiter_.acquire(pending_bytes_);
+  size_t done = 0;
+  while (done < pending_.size()) {
+    size_t sent = 0;
+    const auto ec = sink_.send(std::span(pending_).subspan(done), &sent);
+    done += sent;
+    if (!ec) continue;
+    if (ec == std::errc::no_buffer_space) {
+      // The link's buffer is full: wait and retry the same datagrams, never drop them.
+      clock_.sleep_until(clock_.now() + std::chrono::milliseconds(cfg_.buff_full_delay_ms));
+      continue;
+    }
+    throw std::system_error(ec, "send failed");
+  }
+  totals_.datagrams += pending_.size();
+  totals_.wire_bytes += pending_bytes_;
+  pending_.clear();
+  pending_bytes_ = 0;
+}
+
+void Transmitter::send_control(
+    const std::function<size_t(const Header&, std::span<uint8_t>)>& encode) {
+  for (unsigned i = 0; i < cfg_.control_repeat; ++i) {
+    auto slot = next_slot();
+    const size_t n = encode(next_header(), slot);
+    if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
+    pending_.emplace_back(slot.data(), n);
+    pending_bytes_ += n;
+  }
+}
+
+void Transmitter::send_heartbeat(bool final) {
+  common::Heartbeat hb;
+  hb.flags = final ? common::kHeartbeatFinal : 0;
+  hb.interval_ms = cfg_.heartbeat_ms;
+  hb.files_announced = files_announced_;
+  send_control([&](const Header& h, std::span<uint8_t> buf) {
+    hb.packets_sent = h.seq;
+    return common::encode_heartbeat(h, hb, buf);
+  });
+  flush();
+}
+
+void Transmitter::begin_file(const WorkItem& item) {
+  current_ = {item.meta, clock_.now()};
+  ++files_announced_;
+  common::Announce a;
+  a.file_id = item.meta->file_id;
+  a.verify = cfg_.verify;
+  a.size = item.meta->size;
+  a.mtime_ns = item.meta->mtime_ns;
+  a.mode = item.meta->mode;
+  a.chunk_size = static_cast<uint32_t>(chunk_size_);
+  a.path = item.meta->rel_path;
+  send_control([&](const Header& h, std::span<uint8_t> buf) {
+    return common::encode_announce(h, a, buf);
+  });
+}
+
+void Transmitter::send_block(const WorkItem& item) {
+  // Reader blocks are whole multiples of the chunk size (but for a file's last block), so every
+  // chunk lies inside one block and its offset is a multiple of the chunk size.
+  const uint8_t* src = pool_.data(item.buffer);
+  for (size_t pos = 0; pos < item.len; pos += chunk_size_) {
+    const size_t len = std::min(chunk_size_, item.len - pos);
+    auto slot = next_slot();
+    std::memcpy(slot.data() + common::kHeaderSize + common::kDataHeaderSize, src + pos, len);
+    const size_t n = common::encode_data_in_place(
+        next_header(), {item.meta->file_id, item.offset + pos}, len, slot);
+    if (static_cast<long long>(data_index_++) == cfg_.test_drop_data) {
+      spdlog::warn("Warn: test hook dropped the data packet at offset {} of {}", item.offset + pos,
+                   item.meta->rel_path);
+      continue;
+    }
+    pending_.emplace_back(slot.data(), n);
+    pending_bytes_ += n;
+  }
+  totals_.bytes += item.len;
+}
+
+void Transmitter::end_file(const WorkItem& item) {
+  common::End e;
+  e.file_id = item.meta->file_id;
+  e.verify = cfg_.verify;
+  e.size = item.meta->size;
+  e.key_len = item.digest.size;
+  std::memcpy(e.key.data(), item.digest.bytes.data(), item.digest.size);
+  send_control([&](const Header& h, std::span<uint8_t> buf) {
+    return common::encode_end(h, e, buf);
+  });
+  flush();
+  const auto elapsed = clock_.now() - current_.started;
+  ++totals_.files_sent;
+  const std::string key = cfg_.verify == common::VerifyType::kNone
+                              ? std::string("Key: none, NONE")
+                              : fmt::format("Key: 0x{:08X}, {}", item.digest.key32(),
+                                            common::verify_type_name(cfg_.verify));
+  spdlog::info("Sent: {}, Size: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}", item.meta->rel_path,
+               common::with_commas(item.meta->size), common::format_hms_ms(elapsed),
+               common::mib_per_s(item.meta->size, elapsed), key);
+  current_ = {};
+}
+
+void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
+                             const std::string& reason) {
+  common::Abort a;
+  a.file_id = meta->file_id;
+  a.reason = reason;
+  send_control([&](const Header& h, std::span<uint8_t> buf) {
+    return common::encode_abort(h, a, buf);
+  });
+  flush();
+  ++totals_.files_failed;
+  spdlog::error("Error: {} not sent: {}", meta->rel_path, reason);
+  current_ = {};
+}
+
+void Transmitter::run(std::stop_token stop) {
+  const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
+  while (true) {
+    auto item = in_.pop_for(heartbeat);
+    if (!item) {
+      if (in_.closed()) break;
+      flush();
+      send_heartbeat(false);
+      continue;
+    }
+    switch (item->kind) {
+      case WorkItem::Kind::kBegin:
+        begin_file(*item);
+        break;
+      case WorkItem::Kind::kBlock:
+        if (!stop.stop_requested()) send_block(*item);
+        pool_.release(item->buffer);
+        break;
+      case WorkItem::Kind::kEnd:
+        if (stop.stop_requested()) {
+          abort_file(item->meta, "sender stopped");
+        } else {
+          end_file(*item);
+        }
+        break;
+      case WorkItem::Kind::kAbort:
+        abort_file(item->meta, item->reason);
+        break;
+    }
+  }
+  if (current_.meta) abort_file(current_.meta, "sender stopped");
+  flush();
+  send_heartbeat(true);
+}
+
+}  // namespace ddft::sender
