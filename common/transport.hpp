@@ -33,6 +33,9 @@ class DatagramSource {
   // (*count = 0).
   virtual std::error_code receive(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
                                   size_t* count, std::chrono::milliseconds timeout) = 0;
+  // Datagrams the link layer dropped before they reached this program (a full socket buffer),
+  // or -1 when the transport cannot tell.
+  virtual long link_drops() const { return -1; }
 };
 
 // "HOST:PORT", "[v6addr]:PORT". Host may be a name.

@@ -162,7 +162,7 @@ std::error_code UdpSource::receive(std::span<const std::span<uint8_t>> bufs,
   return {};
 }
 
-long UdpSource::kernel_drops() const {
+long UdpSource::link_drops() const {
   struct stat st {};
   if (::fstat(const_cast<udp::socket&>(socket_).native_handle(), &st) != 0) return -1;
   const std::string inode = std::to_string(st.st_ino);

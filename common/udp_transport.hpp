@@ -52,9 +52,9 @@ class UdpSource final : public DatagramSource {
   const SocketBufferReport& buffer_report() const { return report_; }
   // The bound port (useful when 0 was asked for).
   uint16_t local_port() const;
-  // Datagrams the kernel dropped on this socket since it opened (SO_RXQ_OVFL is not used; this
-  // reads /proc/net/udp drops for the socket's inode). Returns -1 when unknown.
-  long kernel_drops() const;
+  // Datagrams the kernel dropped on this socket since it opened (the "drops" column of
+  // /proc/net/udp{,6} for the socket's inode). Returns -1 when unknown.
+  long link_drops() const override;
 
  private:
   boost::asio::io_context io_;

@@ -156,7 +156,7 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
   }
   // O_EXCL + O_NOFOLLOW: never reuse or follow whatever may already sit under the temp name.
   const int fd = ::openat(dir.get(), tmp.c_str(),
-                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                          O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
     return false;

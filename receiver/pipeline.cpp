@@ -87,6 +87,11 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
     spdlog::error("Error: while stopping: {}", e.what());
   }
   assembler.log_summary();
+  if (const long drops = source_.link_drops(); drops > 0) {
+    spdlog::warn("Warn: the kernel dropped {} datagram(s) on the socket (receive buffer overrun: "
+                 "lower the sender's --rate or raise --socket-buffer-mb)",
+                 drops);
+  }
 
   ReceiveTotals t;
   t.files_passed = assembler.counters().files_passed;

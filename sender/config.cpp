@@ -17,7 +17,8 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
       ->check(CLI::Range(common::kMinPacketSize, common::kMaxDatagramSize))
       ->capture_default_str();
   app.add_option("--rate", cfg.rate_mb,
-                 "Rate limit in MB/s on the wire (1 MB = 1,048,576 bytes); 0 = unlimited")
+                 "Rate limit in MB/s on the wire (1 MB = 1,048,576 bytes); 0 = unlimited, which loses "
+                 "packets whenever the receiver cannot keep up")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--verify", cfg.verify_text, "File verification: b2b (XXH3-128), sha256, none")

@@ -1,0 +1,71 @@
+#include "sender/file_list.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace ddft::sender {
+namespace {
+namespace fs = std::filesystem;
+
+class FileListTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("ddft_fl_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "photos/2024");
+    touch(root_ / "photos/b.jpg");
+    touch(root_ / "photos/a.jpg");
+    touch(root_ / "photos/2024/c.jpg");
+    touch(root_ / "single.txt");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  static void touch(const fs::path& p) { std::ofstream(p) << "x"; }
+  fs::path root_;
+};
+
+std::vector<std::string> rel(const FileList& l) {
+  std::vector<std::string> out;
+  for (const auto& f : l.files) out.push_back(f.rel_path);
+  return out;
+}
+
+TEST_F(FileListTest, FolderKeepsItsNameAndOrder) {
+  const auto l = discover_files({(root_ / "photos").string()});
+  EXPECT_TRUE(l.errors.empty());
+  EXPECT_EQ(rel(l), (std::vector<std::string>{"photos/2024/c.jpg", "photos/a.jpg",
+                                              "photos/b.jpg"}));
+}
+
+TEST_F(FileListTest, TrailingSlashSendsContentsOnly) {
+  const auto l = discover_files({(root_ / "photos").string() + "/"});
+  EXPECT_EQ(rel(l), (std::vector<std::string>{"2024/c.jpg", "a.jpg", "b.jpg"}));
+}
+
+TEST_F(FileListTest, SingleFileUsesBaseName) {
+  const auto l = discover_files({(root_ / "single.txt").string()});
+  EXPECT_EQ(rel(l), (std::vector<std::string>{"single.txt"}));
+}
+
+TEST_F(FileListTest, MissingSourceIsAnErrorAndOthersStillListed) {
+  const auto l = discover_files({(root_ / "nope").string(), (root_ / "single.txt").string()});
+  ASSERT_EQ(l.errors.size(), 1u);
+  EXPECT_NE(l.errors[0].find("No such file"), std::string::npos);
+  EXPECT_EQ(rel(l), (std::vector<std::string>{"single.txt"}));
+}
+
+TEST_F(FileListTest, SymlinkedFolderIsNotDescendedAndFifoIsSkipped) {
+  fs::create_directory_symlink(root_ / "photos", root_ / "photos/2024/loop");
+  ASSERT_EQ(::mkfifo((root_ / "photos/pipe").c_str(), 0600), 0);
+  const auto l = discover_files({(root_ / "photos").string()});
+  EXPECT_EQ(rel(l), (std::vector<std::string>{"photos/2024/c.jpg", "photos/a.jpg",
+                                              "photos/b.jpg"}));
+  ASSERT_EQ(l.errors.size(), 1u);
+  EXPECT_NE(l.errors[0].find("not a regular file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddft::sender
