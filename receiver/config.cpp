@@ -6,6 +6,8 @@ namespace ddft::receiver {
 
 void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.set_config("--config", "", "Read options from this file (TOML or INI, option = value)");
+  // A misspelt setting must stop the program, not be silently ignored.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   app.add_option("--listen,-l", cfg.listen_text, "Address to receive on, HOST:PORT")->required();
   app.add_option("--output,-o", cfg.output, "Folder the files are written to")->required();
   app.add_option("--failed-dir", cfg.failed_dir,

@@ -6,6 +6,8 @@ namespace ddft::sender {
 
 void add_sender_options(CLI::App& app, SenderConfig& cfg) {
   app.set_config("--config", "", "Read options from this file (TOML or INI, option = value)");
+  // A misspelt setting must stop the program, not be silently ignored.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   app.add_option("sources", cfg.sources,
                  "Files and folders to send; a folder is sent recursively under its own name, "
                  "'folder/' sends only its contents")

@@ -1,0 +1,278 @@
+// End to end over loopback: the real dd_file_send and dd_file_receive binaries, byte-for-byte
+// comparison of what arrives, and the receive log's DFTS lines.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+
+#include "process.hpp"
+
+namespace ddft::testing {
+namespace {
+namespace fs = std::filesystem;
+using namespace std::chrono;
+
+constexpr size_t kChunk = 8952 - 48;  // data bytes per packet at the default packet size
+
+void write_pattern(const fs::path& p, uint64_t size, uint32_t seed) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary);
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> block(1 << 17);  // 1 MiB
+  uint64_t left = size;
+  while (left > 0) {
+    for (auto& w : block) w = rng();
+    const uint64_t n = std::min<uint64_t>(left, block.size() * 8);
+    out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(n));
+    left -= n;
+  }
+}
+
+int count_matches(const std::string& text, const std::regex& re) {
+  return static_cast<int>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+std::vector<fs::path> failed_records(const fs::path& out) {
+  std::vector<fs::path> recs;
+  if (!fs::exists(out / ".failed")) return recs;
+  for (const auto& e : fs::directory_iterator(out / ".failed")) {
+    if (e.path().extension() == ".json") recs.push_back(e.path());
+  }
+  return recs;
+}
+
+class EndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("ddft_e2e_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(base_);
+    fs::create_directories(src_ = base_ / "src");
+    fs::create_directories(out_ = base_ / "out");
+    port_ = free_udp_port();
+  }
+  void TearDown() override {
+    receiver_.reset();
+    if (!HasFailure()) fs::remove_all(base_);
+  }
+
+  // Starts the receiver with small buffers; `once` makes it exit when the session ends.
+  void start_receiver(std::vector<std::string> extra = {}, bool once = true) {
+    std::vector<std::string> argv = {DDFT_RECEIVE_BIN, "--listen",
+                                     "127.0.0.1:" + std::to_string(port_), "--output",
+                                     out_.string(), "--buffer-mb", "64", "--write-buffers", "16",
+                                     "--socket-buffer-mb", "32"};
+    if (once) argv.push_back("--once");
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    receiver_ = std::make_unique<Process>(argv, base_ / "receive.log");
+    // The receiver logs its start line once the socket is bound and the ring allocated.
+    ASSERT_TRUE(eventually([&] { return read_file(base_ / "receive.log").find("receiving on") !=
+                                        std::string::npos; },
+                           seconds(10)))
+        << read_file(base_ / "receive.log");
+  }
+  int send(std::vector<std::string> args) {
+    std::vector<std::string> argv = {DDFT_SEND_BIN, "--dest", "127.0.0.1:" + std::to_string(port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, base_ / "send.log");
+  }
+  int finish_receiver() { return receiver_->wait(seconds(60)); }
+  std::string rx_log() { return read_file(base_ / "receive.log"); }
+  std::string tx_log() { return read_file(base_ / "send.log"); }
+
+  fs::path base_, src_, out_;
+  uint16_t port_ = 0;
+  std::unique_ptr<Process> receiver_;
+};
+
+TEST_F(EndToEnd, EdgeSizesArriveByteForByte) {
+  write_pattern(src_ / "empty", 0, 1);
+  write_pattern(src_ / "one", 1, 2);
+  write_pattern(src_ / "exactly3", 3 * kChunk, 3);
+  write_pattern(src_ / "three_plus1", 3 * kChunk + 1, 4);
+  start_receiver();
+  ASSERT_EQ(send({src_.string() + "/"}), 0) << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  for (const char* name : {"empty", "one", "exactly3", "three_plus1"}) {
+    EXPECT_TRUE(same_content(src_ / name, out_ / name)) << name;
+  }
+  EXPECT_EQ(count_matches(rx_log(), std::regex("B2B Passed")), 4) << rx_log();
+  EXPECT_TRUE(failed_records(out_).empty());
+}
+
+TEST_F(EndToEnd, LargeFileHasDftsProgressLines) {
+  const uint64_t size = 250ull * 1024 * 1024;
+  write_pattern(src_ / "big.bin", size, 5);
+  start_receiver();
+  ASSERT_EQ(send({(src_ / "big.bin").string()}), 0) << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_TRUE(same_content(src_ / "big.bin", out_ / "big.bin"));
+  const std::string log = rx_log();
+  const std::regex info(
+      R"(\d\d/\d\d-\d\d:\d\d:\d\d Info: big\.bin, Size: 262,144,000 \(bytes\) \. \. \. receiving\n)");
+  const std::regex rcvd(
+      R"(\d\d/\d\d-\d\d:\d\d:\d\d Rcvd: \d{3},\d{3},\d{3} \(\d+\.\d\d%\) Rate: \d+\.\d{3} \(MB/s\) )"
+      R"(Dur: \d\d:\d\d:\d\d DR: \d+\.\d\d/\d+ msec FW: \d+\.\d\d/\d+ msec\n)");
+  const std::regex file(
+      R"(\d\d/\d\d-\d\d:\d\d:\d\d File: big\.bin, Trans: 262,144,000 \(bytes\), )"
+      R"(Time: \d\d:\d\d:\d\d\.\d{3}, Rate: \d+\.\d{3} \(MB/s\), Key: 0x[0-9A-F]{8}, B2B Passed\n)");
+  EXPECT_EQ(count_matches(log, info), 1) << log;
+  EXPECT_EQ(count_matches(log, rcvd), 2) << log;
+  EXPECT_EQ(count_matches(log, file), 1) << log;
+  // The key the sender printed is the key the receiver verified.
+  std::smatch m;
+  const std::string tx = tx_log();
+  ASSERT_TRUE(std::regex_search(tx, m, std::regex("Key: (0x[0-9A-F]{8})")));
+  EXPECT_NE(log.find("Key: " + m[1].str() + ", B2B Passed"), std::string::npos);
+}
+
+TEST_F(EndToEnd, NestedFolderOf200SmallFiles) {
+  std::mt19937 rng(9);
+  for (int i = 0; i < 200; ++i) {
+    const fs::path p = src_ / "tree" / ("d" + std::to_string(i % 7)) /
+                       ("s" + std::to_string(i % 3)) / ("f" + std::to_string(i) + ".dat");
+    write_pattern(p, rng() % 20000, static_cast<uint32_t>(i));
+  }
+  start_receiver();
+  ASSERT_EQ(send({(src_ / "tree").string(), "--verify", "sha256"}), 0) << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  int compared = 0;
+  for (const auto& e : fs::recursive_directory_iterator(src_ / "tree")) {
+    if (!e.is_regular_file()) continue;
+    const fs::path rel = fs::relative(e.path(), src_);
+    EXPECT_TRUE(same_content(e.path(), out_ / rel)) << rel;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 200);
+  EXPECT_EQ(count_matches(rx_log(), std::regex("SHA256 Passed")), 200);
+}
+
+TEST_F(EndToEnd, SameNameKeepsTheOldFile) {
+  fs::create_directories(out_ / "dir");
+  std::ofstream(out_ / "dir/same.txt") << "old";
+  fs::create_directories(src_ / "dir");
+  std::ofstream(src_ / "dir/same.txt") << "new";
+  start_receiver();
+  ASSERT_EQ(send({(src_ / "dir").string()}), 0) << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_EQ(read_file(out_ / "dir/same.txt"), "new");
+  EXPECT_EQ(read_file(out_ / "dir/same.1.txt"), "old");
+  EXPECT_NE(rx_log().find("kept as same.1.txt"), std::string::npos) << rx_log();
+}
+
+TEST_F(EndToEnd, SenderKilledMidFileLeavesNoFinalFile) {
+  write_pattern(src_ / "victim.bin", 64ull * 1024 * 1024, 6);
+  start_receiver({"--file-timeout", "1"}, /*once=*/false);
+  Process sender({DDFT_SEND_BIN, (src_ / "victim.bin").string(), "--dest",
+                  "127.0.0.1:" + std::to_string(port_), "--rate", "16"},
+                 base_ / "send.log");
+  ASSERT_TRUE(eventually([&] { return rx_log().find("Info: victim.bin") != std::string::npos; },
+                         seconds(10)));
+  sender.signal(SIGKILL);
+  EXPECT_EQ(sender.wait(seconds(10)), 128 + SIGKILL);
+  ASSERT_TRUE(eventually([&] { return !failed_records(out_).empty(); }, seconds(15))) << rx_log();
+  receiver_->signal(SIGTERM);
+  EXPECT_EQ(finish_receiver(), 0);  // SIGTERM is a clean stop
+  EXPECT_FALSE(fs::exists(out_ / "victim.bin"));
+  const auto recs = failed_records(out_);
+  ASSERT_EQ(recs.size(), 1u);
+  const std::string rec = read_file(recs[0]);
+  EXPECT_NE(rec.find("\"name\": \"victim.bin\""), std::string::npos) << rec;
+  EXPECT_NE(rec.find("no packet for"), std::string::npos) << rec;
+  EXPECT_NE(rx_log().find("victim.bin FAILED"), std::string::npos);
+}
+
+TEST_F(EndToEnd, DroppedDataPacketNamesTheMissingRange) {
+  write_pattern(src_ / "holed.bin", 1 << 20, 7);
+  write_pattern(src_ / "after.bin", 5000, 8);
+  start_receiver();
+  ASSERT_EQ(send({(src_ / "holed.bin").string(), (src_ / "after.bin").string(),
+                  "--test-drop-data", "5"}),
+            0)
+      << tx_log();
+  EXPECT_EQ(finish_receiver(), 1) << rx_log();  // a failed file: --once exits 1
+  EXPECT_FALSE(fs::exists(out_ / "holed.bin"));
+  EXPECT_TRUE(same_content(src_ / "after.bin", out_ / "after.bin"));  // the daemon carried on
+  const auto recs = failed_records(out_);
+  ASSERT_EQ(recs.size(), 1u);
+  const std::string rec = read_file(recs[0]);
+  const std::string range = "[[" + std::to_string(5 * kChunk) + ", " + std::to_string(6 * kChunk) +
+                            "]]";
+  EXPECT_NE(rec.find("\"missing_ranges\": " + range), std::string::npos) << rec;
+  EXPECT_NE(rx_log().find("1 lost"), std::string::npos) << rx_log();
+}
+
+TEST_F(EndToEnd, MissingSourceIsReportedAndTheRestIsSent) {
+  write_pattern(src_ / "good.bin", 10000, 9);
+  start_receiver();
+  EXPECT_EQ(send({(src_ / "missing.bin").string(), (src_ / "good.bin").string()}), 1);
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_TRUE(same_content(src_ / "good.bin", out_ / "good.bin"));
+  EXPECT_NE(tx_log().find("cannot send '" + (src_ / "missing.bin").string() +
+                          "': No such file or directory"),
+            std::string::npos)
+      << tx_log();
+}
+
+TEST_F(EndToEnd, PortInUseRefusesToStart) {
+  const int s = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port_);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int rc = run({DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
+                      "--output", out_.string(), "--buffer-mb", "8"},
+                     base_ / "receive.log", seconds(10));
+  ::close(s);
+  EXPECT_EQ(rc, 1);
+  const std::string log = rx_log();
+  EXPECT_NE(log.find("cannot listen on 127.0.0.1:" + std::to_string(port_) +
+                     ": Address already in use"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;  // one clear line
+}
+
+TEST_F(EndToEnd, OutputThatIsNotAFolderRefusesToStart) {
+  std::ofstream(base_ / "file") << "x";
+  const int rc = run({DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
+                      "--output", (base_ / "file").string(), "--buffer-mb", "8"},
+                     base_ / "receive.log", seconds(10));
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(rx_log().find("cannot be used: Not a directory"), std::string::npos) << rx_log();
+}
+
+TEST_F(EndToEnd, GarbageOnThePortDoesNotDisturbATransfer) {
+  write_pattern(src_ / "clean.bin", 2 << 20, 10);
+  start_receiver();
+  const int s = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port_);
+  std::mt19937 rng(1);
+  for (int i = 0; i < 500; ++i) {
+    std::vector<uint8_t> junk(rng() % 9000 + 1);
+    for (auto& c : junk) c = static_cast<uint8_t>(rng());
+    if (i % 2 && junk.size() >= 4) std::memcpy(junk.data(), "DDFT", 4);
+    ::sendto(s, junk.data(), junk.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  }
+  ::close(s);
+  ASSERT_EQ(send({(src_ / "clean.bin").string()}), 0) << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_TRUE(same_content(src_ / "clean.bin", out_ / "clean.bin"));
+  EXPECT_NE(rx_log().find("500 rejected"), std::string::npos) << rx_log();
+}
+
+}  // namespace
+}  // namespace ddft::testing
