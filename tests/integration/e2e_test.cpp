@@ -252,6 +252,23 @@ TEST_F(EndToEnd, OutputThatIsNotAFolderRefusesToStart) {
   EXPECT_NE(rx_log().find("cannot be used: Not a directory"), std::string::npos) << rx_log();
 }
 
+TEST_F(EndToEnd, ReadOnlyOutputRefusesToStart) {
+  // As root, permission bits cannot make a folder unwritable; a read-only mount can.
+  fs::create_directories(base_ / "ro");
+  if (::geteuid() != 0 ||
+      run({"/bin/mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", (base_ / "ro").string()},
+          base_ / "mount.log", seconds(10)) != 0) {
+    GTEST_SKIP() << "cannot mount a read-only tmpfs here";
+  }
+  const int rc = run({DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
+                      "--output", (base_ / "ro").string(), "--buffer-mb", "8"},
+                     base_ / "receive.log", seconds(10));
+  run({"/bin/umount", (base_ / "ro").string()}, base_ / "mount.log", seconds(10));
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(rx_log().find("is not writable: Read-only file system"), std::string::npos)
+      << rx_log();
+}
+
 TEST_F(EndToEnd, GarbageOnThePortDoesNotDisturbATransfer) {
   write_pattern(src_ / "clean.bin", 2 << 20, 10);
   start_receiver();
