@@ -2,12 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <cstdio>
-#include <thread>
 
 #include "common/logging.hpp"
+#include "common/signals.hpp"
 #include "common/udp_transport.hpp"
 #include "common/version.hpp"
 #include "receiver/config.hpp"
@@ -40,18 +38,11 @@ int main(int argc, char** argv) {
     }
     receiver::Receiver rx(cfg, source, common::SteadyClock::instance());
 
+    // SIGTERM / Ctrl-C: finish what the ring holds, record files in flight as failed, exit 0.
     std::stop_source stop;
-    boost::asio::io_context io;
-    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
-      spdlog::info("Info: signal {} received, stopping", sig);
-      stop.request_stop();
-    });
-    std::jthread signal_thread([&] { io.run(); });
+    common::StopOnSignals on_signal(stop);
 
     const receiver::ReceiveTotals t = rx.run(stop.get_token());
-    io.stop();
     if (cfg.once) return t.files_failed + t.files_refused == 0 ? 0 : 1;
     return 0;
   } catch (const std::exception& e) {

@@ -2,12 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <cstdio>
-#include <thread>
 
 #include "common/logging.hpp"
+#include "common/signals.hpp"
 #include "common/udp_transport.hpp"
 #include "common/version.hpp"
 #include "sender/config.hpp"
@@ -42,16 +40,10 @@ int main(int argc, char** argv) {
 
     // Ctrl-C / SIGTERM: stop reading, abort the file in progress on the wire, close the session.
     std::stop_source stop;
-    boost::asio::io_context io;
-    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-    signals.async_wait([&](const boost::system::error_code& ec, int) {
-      if (!ec) stop.request_stop();
-    });
-    std::jthread signal_thread([&] { io.run(); });
+    common::StopOnSignals on_signal(stop);
 
     sender::Sender s(cfg, sink, common::SteadyClock::instance());
     const sender::SendTotals t = s.run(list.files, stop.get_token());
-    io.stop();
 
     const uint64_t failed = t.files_failed + list.errors.size();
     spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams",

@@ -1,0 +1,24 @@
+#include "common/signals.hpp"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+namespace ddft::common {
+
+StopOnSignals::StopOnSignals(std::stop_source stop) : signals_(io_, SIGINT, SIGTERM) {
+  signals_.async_wait([stop](const boost::system::error_code& ec, int sig) mutable {
+    if (ec) return;
+    spdlog::info("Info: signal {} received, stopping", sig);
+    stop.request_stop();
+  });
+  thread_ = std::jthread([this] {
+    pthread_setname_np(pthread_self(), "signals");
+    io_.run();
+  });
+}
+
+StopOnSignals::~StopOnSignals() { io_.stop(); }
+
+}  // namespace ddft::common
