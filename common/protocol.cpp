@@ -141,7 +141,9 @@ DecodeStatus decode_announce(std::span<const uint8_t> payload, Announce* out) {
   out->mtime_ns = static_cast<int64_t>(load_le64(p + 16));
   out->mode = load_le32(p + 24);
   out->chunk_size = load_le32(p + 28);
-  if (out->chunk_size == 0 || out->chunk_size > kMaxDatagramSize) return DecodeStatus::kBadPayload;
+  if (out->chunk_size < kMinChunkSize || out->chunk_size > kMaxDatagramSize) {
+    return DecodeStatus::kBadPayload;
+  }
   out->path = std::string_view(reinterpret_cast<const char*>(p + kAnnounceFixedSize), path_len);
   return DecodeStatus::kOk;
 }

@@ -70,6 +70,9 @@ inline constexpr size_t kMaxDatagramSize = 65507;
 inline constexpr size_t kDefaultPacketSize = 8952;
 // Smallest datagram the sender accepts: an announce with a long path must still fit.
 inline constexpr size_t kMinPacketSize = 512;
+// Smallest chunk (data bytes per data packet) an announce may declare: what the smallest packet
+// carries. Bounds the receiver's per-file chunk bitmap.
+inline constexpr size_t kMinChunkSize = kMinPacketSize - kHeaderSize - kDataHeaderSize;
 inline constexpr uint32_t kHeartbeatFinal = 1u;
 
 enum class PacketType : uint8_t {

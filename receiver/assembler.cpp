@@ -35,8 +35,9 @@ bool SeqCounter::record(uint64_t seq) {
   }
   if (seq > max_) {
     // Clear the bits of the numbers skipped over (they may be reused by the window).
+    // Counting down from seq by k never wraps, even for seq = UINT64_MAX.
     const uint64_t gap = std::min<uint64_t>(seq - max_, kWindow);
-    for (uint64_t s = seq - gap + 1; s <= seq; ++s) bit(s) &= ~mask(s);
+    for (uint64_t k = 0; k < gap; ++k) bit(seq - k) &= ~mask(seq - k);
     max_ = seq;
   } else if (max_ - seq >= kWindow) {
     ++received_;  // too old to tell a late packet from a duplicate; count it as late
@@ -66,6 +67,7 @@ std::string IntervalStat::format() const {
 // Files in flight
 
 struct Assembler::File {
+  uint64_t session = 0;
   uint32_t id = 0;
   std::string path;
   common::VerifyType verify = common::VerifyType::kNone;
@@ -98,7 +100,9 @@ struct Assembler::File {
 
   bool has_chunk(uint64_t i) const { return (bitmap[i / 64] >> (i % 64)) & 1; }
   void set_chunk(uint64_t i) { bitmap[i / 64] |= uint64_t{1} << (i % 64); }
-  uint64_t block_count(size_t block_size) const { return (size + block_size - 1) / block_size; }
+  uint64_t block_count(size_t block_size) const {
+    return size / block_size + (size % block_size != 0);
+  }
 };
 
 namespace {
@@ -106,6 +110,10 @@ constexpr uint64_t kSyncTag = 1;  // low bit of a cookie: File* of an fsync; els
 constexpr size_t kMissingRangesInRecord = 1000;
 constexpr size_t kMissingRangesInLog = 5;
 constexpr size_t kSeenIdsKept = 65536;
+// Bounds on what one announce may make the receiver hold: 2^60 bytes, and a chunk bitmap of
+// 16 MiB (1.2 TB at the smallest chunk, 1.1 PB at the default one).
+constexpr uint64_t kMaxFileSize = uint64_t{1} << 60;
+constexpr uint64_t kMaxBitmapWords = (uint64_t{16} << 20) / 8;
 // How long a file whose end packet has arrived may wait for reordered data before it fails.
 constexpr auto kEndGrace = std::chrono::milliseconds(500);
 }  // namespace
@@ -160,22 +168,30 @@ void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
     ++counters_.duplicates;
     return;
   }
-  switch (p.header.type) {
-    case PacketType::kAnnounce:
-      handle_announce(p);
-      break;
-    case PacketType::kData:
-      handle_data(p);
-      break;
-    case PacketType::kEnd:
-      handle_end(p);
-      break;
-    case PacketType::kAbort:
-      handle_abort(p);
-      break;
-    case PacketType::kHeartbeat:
-      handle_heartbeat(p);
-      break;
+  // Nothing a datagram does may stop the receiver: a failure to handle one (memory, the disk)
+  // is logged and the daemon goes on with the next.
+  try {
+    switch (p.header.type) {
+      case PacketType::kAnnounce:
+        handle_announce(p);
+        break;
+      case PacketType::kData:
+        handle_data(p);
+        break;
+      case PacketType::kEnd:
+        handle_end(p);
+        break;
+      case PacketType::kAbort:
+        handle_abort(p);
+        break;
+      case PacketType::kHeartbeat:
+        handle_heartbeat(p);
+        break;
+    }
+  } catch (const std::exception& e) {
+    ++counters_.handling_errors;
+    spdlog::error("Error: a {} packet could not be handled: {}",
+                  static_cast<int>(p.header.type), e.what());
   }
 }
 
@@ -201,7 +217,7 @@ bool Assembler::accept_session(const Packet& p) {
 
 void Assembler::retire_session(const std::string& reason) {
   std::vector<File*> open;
-  for (auto& [id, f] : files_) open.push_back(f.get());
+  for (auto& [key, f] : files_) open.push_back(f.get());
   for (File* f : open) fail_file(*f, reason);
   log_summary();
   retired_sessions_.insert(session_);
@@ -209,7 +225,7 @@ void Assembler::retire_session(const std::string& reason) {
 }
 
 Assembler::File* Assembler::find_file(uint32_t id) {
-  auto it = files_.find(id);
+  auto it = files_.find({session_, id});
   return it == files_.end() ? nullptr : it->second.get();
 }
 
@@ -224,6 +240,7 @@ void Assembler::handle_announce(const Packet& p) {
   if (seen_ids_.size() > kSeenIdsKept) seen_ids_.erase(seen_ids_.begin());
 
   auto f = std::make_unique<File>();
+  f->session = session_;
   f->id = a.file_id;
   f->path = std::string(a.path);
   f->verify = a.verify;
@@ -232,22 +249,24 @@ void Assembler::handle_announce(const Packet& p) {
   f->mtime_ns = a.mtime_ns;
   f->mode = a.mode;
   f->chunk_size = a.chunk_size;
-  f->chunks_total = (a.size + a.chunk_size - 1) / a.chunk_size;
+  // No "+ chunk - 1": a hostile size near 2^64 must not wrap to zero chunks.
+  f->chunks_total = a.size / a.chunk_size + (a.size % a.chunk_size != 0);
   f->announced = f->last_packet = clock_.now();
   f->next_report = cfg_.report_mb * 1024 * 1024;
 
   std::string reason;
-  if (f->chunks_total / 8 > (uint64_t{1} << 34)) {
-    reason = "announced size is too large";
-  } else if (!out_.create_temp(f->path, temp_name(session_, f->id), &f->tmp, &reason)) {
-    // fall through to the refusal below
+  const uint64_t bitmap_words = f->chunks_total / 64 + 1;
+  if (a.size > kMaxFileSize || bitmap_words > kMaxBitmapWords) {
+    reason = fmt::format("announced size {} is larger than this receiver accepts", a.size);
+  } else if (f->bitmap.assign(bitmap_words, 0),
+             !out_.create_temp(f->path, temp_name(session_, f->id), &f->tmp, &reason)) {
+    // refused below
   } else {
-    f->bitmap.assign((f->chunks_total + 63) / 64, 0);
     f->hasher = common::make_hasher(f->verify);
     spdlog::info("Info: {}, Size: {} (bytes) . . . receiving{}", f->path, common::with_commas(f->size),
                  f->pause_s ? fmt::format(" (send pausing {} seconds)", f->pause_s) : "");
     File& ref = *f;
-    files_.emplace(a.file_id, std::move(f));
+    files_.emplace(std::make_pair(session_, a.file_id), std::move(f));
     (void)ref;
     return;
   }
@@ -418,7 +437,7 @@ Assembler::Block* Assembler::get_block(File& f, uint64_t index) {
 // in-order hashing for one file (it is verified by reading it back) and write its blocks out.
 void Assembler::evict_one() {
   File* victim = nullptr;
-  for (auto& [id, f] : files_) {
+  for (auto& [key, f] : files_) {
     if (f->state == State::kReceiving && !f->blocks.empty() &&
         (victim == nullptr || f->announced < victim->announced)) {
       victim = f.get();
@@ -682,13 +701,16 @@ void Assembler::fail_file(File& f, const std::string& reason) {
   if (f.state == State::kFailing) return;
   f.state = State::kFailing;
   f.fail_reason = reason;
-  // Blocks not yet written are of no use now; written-but-held ones can go too.
+  // Everything received goes into the kept partial file, so that it holds exactly what the
+  // record says was received: blocks not written yet are written now, then all are released.
   std::vector<Block*> resident;
   for (auto& [idx, b] : f.blocks) resident.push_back(b);
   for (Block* b : resident) {
-    if (b->writes_pending == 0) {
+    if (!b->submitted && f.tmp.fd) {
+      submit_block(*b);
+    } else {
       b->submitted = true;
-      release_block(*b);
+      maybe_release(*b);
     }
   }
   advance(f);
@@ -697,7 +719,7 @@ void Assembler::fail_file(File& f, const std::string& reason) {
 void Assembler::close_failed(File& f) {
   FailureRecord rec;
   rec.rel_path = f.path;
-  rec.session = session_;
+  rec.session = f.session;
   rec.file_id = f.id;
   rec.expected_size = f.size;
   rec.bytes_received = f.bytes_received;
@@ -731,7 +753,7 @@ void Assembler::destroy(File& f) {
   for (auto& [idx, b] : f.blocks) resident.push_back(b);
   for (Block* b : resident) release_block(*b);
   f.state = State::kDone;
-  auto it = files_.find(f.id);
+  auto it = files_.find({f.session, f.id});
   if (it != files_.end() && it->second.get() == &f) {
     graveyard_.push_back(std::move(it->second));
     files_.erase(it);
@@ -760,7 +782,7 @@ void Assembler::check_timeouts() {
   const auto now = clock_.now();
   const auto timeout = duration_cast<nanoseconds>(duration<double>(cfg_.file_timeout_s));
   std::vector<std::pair<File*, std::string>> expired;
-  for (auto& [id, f] : files_) {
+  for (auto& [key, f] : files_) {
     if (f->state != State::kReceiving) continue;
     if (f->end_seen && now - f->end_seen_at >= kEndGrace) {
       expired.emplace_back(f.get(), fmt::format("incomplete at its end packet: {} of {} bytes "
@@ -781,12 +803,12 @@ void Assembler::check_timeouts() {
 void Assembler::fail_all(const std::string& reason) {
   Scope scope(*this);
   std::vector<File*> open;
-  for (auto& [id, f] : files_) open.push_back(f.get());
+  for (auto& [key, f] : files_) open.push_back(f.get());
   for (File* f : open) fail_file(*f, reason);
   while (writer_.in_flight() > 0 || !backlog_.empty()) poll_io(true);
   // Files still waiting (none should be) are closed as failed now.
   open.clear();
-  for (auto& [id, f] : files_) open.push_back(f.get());
+  for (auto& [key, f] : files_) open.push_back(f.get());
   for (File* f : open) close_failed(*f);
 }
 

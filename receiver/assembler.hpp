@@ -70,6 +70,7 @@ struct AssemblerCounters {
   uint64_t unknown_file = 0;    // data/end for a file not (or no longer) in flight
   uint64_t bad_data = 0;        // offset/length that do not fit the announced file
   uint64_t duplicates = 0;
+  uint64_t handling_errors = 0;  // datagrams whose handling threw (memory, I/O set-up)
   uint64_t files_passed = 0;
   uint64_t files_failed = 0;
   uint64_t files_refused = 0;
@@ -188,7 +189,9 @@ class Assembler {
   std::set<uint64_t> retired_sessions_;
   bool session_final_ = false;
   common::Clock::time_point final_deadline_{};
-  std::unordered_map<uint32_t, std::unique_ptr<File>> files_;
+  // Files in flight by (session, file id): a restarted sender reuses ids while the old session's
+  // failed files may still be finishing their I/O.
+  std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;
   std::set<uint32_t> seen_ids_;       // recent file ids of the session, to ignore late repeats
   std::vector<std::unique_ptr<File>> graveyard_;  // destroyed files, freed by the outer Scope
   int depth_ = 0;

@@ -126,21 +126,20 @@ class UringWriter final : public BlockWriter {
       const int rc = io_uring_wait_cqe(&ring_, &cqe);
       if (rc < 0 && rc != -EINTR) throw std::runtime_error("io_uring_wait_cqe failed");
     }
-    unsigned head;
-    unsigned seen = 0;
-    std::vector<size_t> resubmit;
-    io_uring_for_each_cqe(&ring_, head, cqe) {
-      ++seen;
+    // Each CQE is marked seen before its callback runs, so a callback that throws can never
+    // make the same completion be delivered twice.
+    while (io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
       const size_t idx = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
-      Req& r = reqs_[idx];
       const int res = cqe->res;
-      if (res == -EAGAIN || res == -EINTR) {
-        resubmit.push_back(idx);
-        continue;
-      }
-      if (r.op == Op::kWrite && res > 0 && r.done + static_cast<size_t>(res) < r.len) {
-        r.done += static_cast<size_t>(res);  // short write: the rest goes again
-        resubmit.push_back(idx);
+      io_uring_cqe_seen(&ring_, cqe);
+      Req& r = reqs_[idx];
+      const bool again = res == -EAGAIN || res == -EINTR;
+      const bool short_write =
+          r.op == Op::kWrite && res > 0 && r.done + static_cast<size_t>(res) < r.len;
+      if (again || short_write) {
+        if (short_write) r.done += static_cast<size_t>(res);  // the rest goes again
+        --in_flight_;
+        queue(idx);  // the slot it freed in the ring is reused at once
         continue;
       }
       int error = res < 0 ? -res : 0;
@@ -149,11 +148,6 @@ class UringWriter final : public BlockWriter {
       free_.push_back(idx);
       cb({r.cookie, error, now_ns() - r.submitted_ns});
       ++delivered;
-    }
-    io_uring_cq_advance(&ring_, seen);
-    for (size_t idx : resubmit) {
-      --in_flight_;
-      queue(idx);
     }
     submit_pending();
     return delivered;

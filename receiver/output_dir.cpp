@@ -182,6 +182,11 @@ bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::stri
   const char* tmp = f.tmp_name.c_str();
   const char* fin = f.base_name.c_str();
   if (policy_ == CollisionPolicy::kOverwrite) {
+    struct stat existing {};
+    if (::fstatat(dfd, fin, &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(existing.st_mode)) {
+      *reason = "a folder already has that name";
+      return false;
+    }
     if (::renameat(dfd, tmp, dfd, fin) != 0) {
       *reason = fmt::format("cannot rename into place: {}", errno_text(errno));
       return false;
@@ -201,6 +206,13 @@ bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::stri
     }
     if (policy_ == CollisionPolicy::kReject) {
       *reason = "a file of the same name exists (--on-collision reject)";
+      return false;
+    }
+    // Only a regular file is moved aside: a folder (the failed folder, a received tree) or
+    // anything else of that name stays where it is and the new file fails instead.
+    struct stat existing {};
+    if (::fstatat(dfd, fin, &existing, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(existing.st_mode)) {
+      *reason = "something that is not a regular file (a folder?) already has that name";
       return false;
     }
     // Keep the old file under the first free "name.N.ext".

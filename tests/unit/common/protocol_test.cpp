@@ -187,6 +187,8 @@ TEST(Protocol, RejectsMalformedPayloads) {
   payload.assign(p.payload.begin(), p.payload.end());
   store_le32(&payload[28], 0);
   EXPECT_EQ(decode_announce(payload, &a), DecodeStatus::kBadPayload);
+  store_le32(&payload[28], kMinChunkSize - 1);  // would make the receiver's bitmap huge
+  EXPECT_EQ(decode_announce(payload, &a), DecodeStatus::kBadPayload);
   payload.assign(p.payload.begin(), p.payload.end());
   payload[4] = 9;  // unknown verification type
   EXPECT_EQ(decode_announce(payload, &a), DecodeStatus::kBadPayload);

@@ -418,6 +418,89 @@ TEST_P(AssemblerTest, StopFailsFilesInFlight) {
   EXPECT_NE(read(recs[0]).find("receiver stopped"), std::string::npos);
 }
 
+TEST_P(AssemblerTest, RestartedSenderReusingIdsLosesNothing) {
+  // Session A's file 1 has a write in flight when session B starts and sends its own file 1.
+  FakeSender a(31, 1000);
+  FakeSender b(32, 1000);
+  const std::string old_content = pattern(70'000, 14);  // more than one 64 KiB write block
+  const std::string new_content = pattern(3'000, 15);
+  auto a_data = a.data(1, old_content);
+  a_data.resize(66);
+  feed(a.announce(1, "a.bin", old_content.size()));
+  feed(a_data);
+  feed(b.file(1, "b.bin", new_content));
+  settle();
+  EXPECT_TRUE(read(base_ / "out/b.bin") == new_content);
+  EXPECT_EQ(asm_->counters().files_passed, 1u);
+  auto recs = records();
+  ASSERT_EQ(recs.size(), 1u);
+  const std::string rec = read(recs[0]);
+  EXPECT_NE(rec.find("\"session\": \"000000000000001f\""), std::string::npos) << rec;
+  EXPECT_NE(rec.find("sender restarted"), std::string::npos) << rec;
+}
+
+TEST_P(AssemblerTest, FailedFileKeepsEverythingThatArrived) {
+  FakeSender tx(33, 1000);
+  const std::string content = pattern(200'000, 16);
+  auto data = tx.data(1, content);
+  data.erase(data.begin());  // bytes 0..1000 never arrive, so no block can be hashed in order
+  feed(tx.announce(1, "kept.bin", content.size()));
+  feed(data);
+  feed(tx.end(1, content));
+  settle();
+  clock_.advance(std::chrono::seconds(1));
+  asm_->poll();
+  settle();
+  fs::path kept;
+  for (const auto& e : fs::directory_iterator(base_ / "out/.failed")) {
+    if (e.path().extension() != ".json") kept = e.path();
+  }
+  ASSERT_FALSE(kept.empty());
+  const std::string got = read(kept);
+  ASSERT_EQ(got.size(), content.size());
+  EXPECT_EQ(got.substr(0, 1000), std::string(1000, '\0'));
+  EXPECT_TRUE(got.substr(1000) == content.substr(1000));  // all received bytes are in it
+}
+
+TEST_P(AssemblerTest, HostileSizesAreRefusedNotAllocated) {
+  FakeSender tx(34, 464);
+  // A size near 2^64 must not wrap to "zero chunks" and pass as an empty file.
+  feed(tx.announce(1, "huge", UINT64_MAX, common::VerifyType::kNone));
+  // 2^50 bytes in the smallest chunks would need a 300 GB bitmap.
+  feed(tx.announce(2, "big", uint64_t{1} << 50, common::VerifyType::kNone));
+  settle();
+  EXPECT_EQ(asm_->counters().files_refused, 2u);
+  EXPECT_EQ(asm_->counters().files_passed, 0u);
+  EXPECT_FALSE(fs::exists(base_ / "out/huge"));
+  for (const auto& e : fs::recursive_directory_iterator(base_ / "out")) {
+    EXPECT_FALSE(is_temp_name(e.path().filename().string())) << e.path();
+  }
+}
+
+TEST_P(AssemblerTest, AFileCannotPushAFolderAside) {
+  fs::create_directories(base_ / "out/tree");
+  std::ofstream(base_ / "out/tree/inside.txt") << "keep";
+  FakeSender tx(35, 1000);
+  feed(tx.file(1, ".failed", "x"));
+  feed(tx.file(2, "tree", "y"));
+  settle();
+  EXPECT_TRUE(fs::is_directory(base_ / "out/.failed"));
+  EXPECT_TRUE(fs::is_directory(base_ / "out/tree"));
+  EXPECT_FALSE(fs::exists(base_ / "out/.failed.1"));
+  EXPECT_FALSE(fs::exists(base_ / "out/tree.1"));
+  EXPECT_EQ(read(base_ / "out/tree/inside.txt"), "keep");
+  EXPECT_EQ(asm_->counters().files_failed, 2u);
+  EXPECT_EQ(records().size(), 2u);
+}
+
+TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {
+  SeqCounter c;
+  c.record(5);
+  c.record(UINT64_MAX);  // used to loop forever
+  EXPECT_EQ(c.received(), 2u);
+  EXPECT_FALSE(c.record(UINT64_MAX));
+}
+
 TEST(SeqCounter, CountsGapsAndDuplicates) {
   SeqCounter c;
   for (uint64_t s : {5, 6, 7, 9, 10, 10, 8, 15}) c.record(s);
