@@ -7,7 +7,6 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev liburing-dev
-  python3
 )
 
 missing=()
