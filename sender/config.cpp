@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 namespace ddft::sender {
 
 void add_sender_options(CLI::App& app, SenderConfig& cfg) {
@@ -12,8 +14,13 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
                  "Files and folders to send; a folder is sent recursively under its own name, "
                  "'folder/' sends only its contents")
       ->required();
-  app.add_option("--dest,-d", cfg.dest_text, "Receiver address HOST:PORT (simulator mode, UDP)")
-      ->required();
+  app.add_option("--transport", cfg.transport_text,
+                 "udp (simulator mode, a plain NIC) or device (the diode card driver's node)")
+      ->check(CLI::IsMember({"udp", "device"}))
+      ->capture_default_str();
+  app.add_option("--dest,-d", cfg.dest_text, "Receiver address HOST:PORT (--transport udp)");
+  app.add_option("--device", cfg.device,
+                 "Card driver device node to write packets to (--transport device)");
   app.add_option("--packet-size", cfg.packet_size,
                  "Datagram size in bytes, header included (default fits a 9000-byte MTU)")
       ->check(CLI::Range(common::kMinPacketSize, common::kMaxDatagramSize))
@@ -48,6 +55,49 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--buff-full-delay", cfg.buff_full_delay_ms,
                  "ms to wait when the link buffer is full before retrying (BUFF_FULL_DELAY)")
       ->capture_default_str();
+  auto* dfts = "DFTS pacing (seed 004; the product's recommended way is --rate)";
+  app.add_option("--intra-pkt-interval", cfg.intra_pkt_interval,
+                 "Packets between two sleeps of --intra-pkt-delay ms (INTRA_PKT_INTERVAL); 0 = off")
+      ->group(dfts)
+      ->capture_default_str();
+  app.add_option("--intra-pkt-delay", cfg.intra_pkt_delay_ms,
+                 "ms to sleep after every --intra-pkt-interval packets (INTRA_PKT_DELAY)")
+      ->group(dfts)
+      ->capture_default_str();
+  app.add_option("--fsinterval", cfg.fs_interval_mb,
+                 "MB sent before a forced sleep of --fsdelay ms (-fsinterval); 0 = off")
+      ->group(dfts)
+      ->capture_default_str();
+  app.add_option("--fsdelay", cfg.fs_delay_ms, "ms of forced sleep every --fsinterval MB (-fsdelay)")
+      ->group(dfts)
+      ->capture_default_str();
+  app.add_flag("--sleep-alg,!--no-sleep-alg", cfg.sleep_alg,
+               "Pause 3-20 s before the data of files of 100 MB and more (DFTS sleep algorithm; "
+               "-NOSLEEPALG = --no-sleep-alg)")
+      ->group(dfts);
+  app.add_option("--eof-delay", cfg.eof_delay_ms, "ms to wait after each file (EOF_DELAY)")
+      ->group(dfts)
+      ->capture_default_str();
+  app.add_option("--file-lock", cfg.file_lock_text,
+                 "Y: take a shared lock on each file while it is read, waiting for a writer's "
+                 "lock up to --lock-timeout s (FILE_LOCK)")
+      ->check(CLI::IsMember({"Y", "N"}, CLI::ignore_case))
+      ->group(dfts)
+      ->capture_default_str();
+  app.add_option("--lock-timeout", cfg.lock_timeout_s, "Seconds FILE_LOCK=Y waits for a lock")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->group(dfts)
+      ->capture_default_str();
+  app.add_option("--report", cfg.report_text,
+                 "REPORT_OPTION: S a summary line per file, V also a progress line every "
+                 "--report-mb MB, N errors and the session summary only")
+      ->check(CLI::IsMember({"S", "V", "N"}, CLI::ignore_case))
+      ->group(dfts)
+      ->capture_default_str();
+  app.add_option("--report-mb", cfg.report_mb, "Progress line interval for --report V, MB")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30))
+      ->group(dfts)
+      ->capture_default_str();
   app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
   app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
   app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");
@@ -56,16 +106,50 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
 
 void finalize_sender_config(SenderConfig& cfg) {
   std::string error;
-  if (!common::parse_endpoint(cfg.dest_text, &cfg.dest, &error)) {
-    throw CLI::ValidationError("--dest", error);
+  if (cfg.transport_text == "udp") {
+    if (cfg.dest_text.empty()) throw CLI::RequiredError("--dest");
+    if (!common::parse_endpoint(cfg.dest_text, &cfg.dest, &error)) {
+      throw CLI::ValidationError("--dest", error);
+    }
+    if (cfg.dest.port == 0) throw CLI::ValidationError("--dest", "port 0 is not a destination");
+  } else if (cfg.device.empty()) {
+    throw CLI::ValidationError("--device", "--transport device needs --device PATH");
   }
-  if (cfg.dest.port == 0) throw CLI::ValidationError("--dest", "port 0 is not a destination");
+  cfg.file_lock = cfg.file_lock_text == "Y" || cfg.file_lock_text == "y";
+  const char r = static_cast<char>(std::toupper(static_cast<unsigned char>(cfg.report_text[0])));
+  cfg.report = r == 'V' ? ReportOption::kVerbose : r == 'N' ? ReportOption::kNone
+                                                            : ReportOption::kSummary;
   if (!common::parse_verify_type(cfg.verify_text, &cfg.verify)) {
     throw CLI::ValidationError("--verify", "expected b2b, sha256 or none");
   }
   if (cfg.packet_size < common::kHeaderSize + common::kDataHeaderSize + 1) {
     throw CLI::ValidationError("--packet-size", "too small to carry data");
   }
+}
+
+std::vector<std::string> translate_dfts_args(int argc, const char* const* argv) {
+  std::vector<std::string> out;
+  bool literal = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i == 0 || literal) {
+      out.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      literal = true;
+      out.push_back(a);
+    } else if (a == "-fsinterval" || a == "-fsinternal") {
+      out.push_back("--fsinterval");
+    } else if (a == "-fsdelay") {
+      out.push_back("--fsdelay");
+    } else if (a == "-NOSLEEPALG") {
+      out.push_back("--no-sleep-alg");
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
 }
 
 }  // namespace ddft::sender

@@ -14,8 +14,12 @@
 
 namespace ddft::sender {
 
+enum class ReportOption { kSummary, kVerbose, kNone };  // REPORT_OPTION S, V, N
+
 struct SenderConfig {
   std::vector<std::string> sources;  // files and folders; "dir/" sends the folder's contents only
+  std::string transport_text = "udp";  // udp (simulator mode) or device (card driver node)
+  std::string device;                // --device PATH with --transport device
   common::Endpoint dest;
   std::string dest_text;
   size_t packet_size = common::kDefaultPacketSize;  // whole datagram, header included
@@ -30,7 +34,20 @@ struct SenderConfig {
   size_t socket_buffer_mb = 32;       // SO_SNDBUF request
   size_t batch = 32;                  // datagrams per sendmmsg
   unsigned heartbeat_ms = 1000;       // heartbeat when idle
-  unsigned buff_full_delay_ms = 1;    // wait before retrying when the link buffer is full
+  unsigned buff_full_delay_ms = 1;    // BUFF_FULL_DELAY: wait before retrying a full link buffer
+  // DFTS pacing (seed 004); all off by default for dd_file_send itself.
+  unsigned intra_pkt_interval = 0;    // INTRA_PKT_INTERVAL
+  unsigned intra_pkt_delay_ms = 0;    // INTRA_PKT_DELAY
+  unsigned fs_interval_mb = 0;        // -fsinterval
+  unsigned fs_delay_ms = 0;           // -fsdelay
+  bool sleep_alg = false;             // --sleep-alg on, -NOSLEEPALG off
+  unsigned eof_delay_ms = 0;          // EOF_DELAY
+  bool file_lock = false;             // FILE_LOCK=Y: shared lock on each source while it is read
+  std::string file_lock_text = "N";
+  double lock_timeout_s = 30;         // how long FILE_LOCK waits for a writer's lock
+  ReportOption report = ReportOption::kSummary;
+  std::string report_text = "S";
+  size_t report_mb = 100;             // REPORT_OPTION V: a progress line every this many MB
   common::LogConfig log;
   // Test hook: the data packet with this 0-based index in the session is built and given its
   // sequence number but not sent, as if the link lost it. -1 = off. Hidden from --help.
@@ -42,5 +59,10 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg);
 
 // Checks and derives fields after parsing. Throws CLI::ValidationError with a one-line reason.
 void finalize_sender_config(SenderConfig& cfg);
+
+// Rewrites DFTS's single-dash spellings, as owlDftsSend passes them, into this program's options:
+// "-fsinterval N" (and seed 004's typo "-fsinternal N") -> "--fsinterval N", "-fsdelay N" ->
+// "--fsdelay N", "-NOSLEEPALG" -> "--no-sleep-alg". Everything after "--" is left alone.
+std::vector<std::string> translate_dfts_args(int argc, const char* const* argv);
 
 }  // namespace ddft::sender

@@ -18,8 +18,12 @@ int main(int argc, char** argv) {
   CLI::App app{"dd_file_send: send files one way across a data diode"};
   app.set_version_flag("--version", std::string("dd_file_send ") + common::kVersion);
   sender::add_sender_options(app, cfg);
+  // owlDftsSend passes DFTS's single-dash spellings (-fsinterval 100, -NOSLEEPALG) as written.
+  const std::vector<std::string> args = sender::translate_dfts_args(argc, argv);
+  std::vector<const char*> arg_ptrs;
+  for (const auto& a : args) arg_ptrs.push_back(a.c_str());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
     sender::finalize_sender_config(cfg);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -1,10 +1,18 @@
-// Sender pacing. The rate limit is a token bucket on absolute deadlines, so sleep overshoot never
-// accumulates into a slower average (asio timer3 style: the next deadline is the previous one
-// plus the cost, not "now" plus the cost).
+// Sender pacing. Two families of settings combine here:
+//  - the product's own: --rate, a token bucket on absolute deadlines, so sleep overshoot never
+//    accumulates into a slower average (asio timer3 style: the next deadline is the previous one
+//    plus the cost, not "now" plus the cost);
+//  - Owl DFTS's, honoured exactly as seed 004 describes them: INTRA_PKT_INTERVAL/INTRA_PKT_DELAY
+//    (sleep DELAY ms after every INTERVAL packet writes), -fsinterval/-fsdelay (sleep fsdelay ms
+//    after every fsinterval MB), the sleep algorithm (a pause before a large file's data) and
+//    EOF_DELAY (a wait after each file).
+// Every sleep goes through a Clock, so all of it is tested against a fake clock.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 
 #include "common/clock.hpp"
 
@@ -29,6 +37,54 @@ class RateLimiter {
   std::chrono::nanoseconds burst_;
   common::Clock::time_point next_{};
   bool started_ = false;
+};
+
+struct PacingConfig {
+  double rate_bytes_per_s = 0;     // --rate, 0 = unlimited
+  unsigned intra_pkt_interval = 0;  // INTRA_PKT_INTERVAL: packets between sleeps, 0 = off
+  unsigned intra_pkt_delay_ms = 0;  // INTRA_PKT_DELAY
+  unsigned fs_interval_mb = 0;      // -fsinterval: MB (2^20 bytes) between forced sleeps, 0 = off
+  unsigned fs_delay_ms = 0;         // -fsdelay
+  bool sleep_alg = false;           // pause before the data of a large file
+  unsigned eof_delay_ms = 0;        // EOF_DELAY
+};
+
+// The sleep algorithm's rule: files of at least 100 MiB pause 3 s (as seed 004's log shows for a
+// 104,857,600-byte file), plus 1 s for every full GiB, at most 20 s. Smaller files: 0.
+unsigned sleep_alg_pause_s(uint64_t file_size);
+
+// Applies all pacing to the transmit thread. Not thread-safe; `clock` must outlive it.
+class Pacer {
+ public:
+  Pacer(common::Clock& clock, const PacingConfig& cfg);
+
+  // How many packets may go out before the next intra-packet sleep (for batching).
+  size_t packets_before_sleep() const;
+  // Call before writing `packets` datagrams of `bytes` in all: waits for the rate limit.
+  void before_send(size_t bytes);
+  // Call after they were written: takes the intra-packet and forced sleeps that are now due.
+  void after_send(size_t packets, size_t bytes);
+  // Seconds the sleep algorithm pauses before this file's data (0 when off or small).
+  unsigned pause_for(uint64_t file_size) const;
+  // Sleeps `seconds` (the sleep-algorithm pause, after the announce).
+  void pause(unsigned seconds);
+  // EOF_DELAY after a file's end.
+  void after_file();
+
+  // Totals slept for each reason, for the session summary and the tests.
+  std::chrono::nanoseconds intra_slept() const { return intra_slept_; }
+  std::chrono::nanoseconds forced_slept() const { return forced_slept_; }
+
+ private:
+  void sleep_ms(unsigned ms, std::chrono::nanoseconds* total);
+
+  common::Clock& clock_;
+  PacingConfig cfg_;
+  RateLimiter limiter_;
+  uint64_t packets_since_sleep_ = 0;
+  uint64_t bytes_since_forced_ = 0;
+  std::chrono::nanoseconds intra_slept_{0};
+  std::chrono::nanoseconds forced_slept_{0};
 };
 
 }  // namespace ddft::sender

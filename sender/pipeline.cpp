@@ -44,7 +44,7 @@ SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token sto
   const size_t block = std::max<size_t>(1, cfg_.read_block_kb * 1024 / chunk) * chunk;
   BufferPool pool(cfg_.read_buffers, block);
   common::BoundedQueue<WorkItem> queue(cfg_.read_buffers + 4);
-  Reader reader(files, cfg_.verify, pool, queue);
+  Reader reader(files, cfg_, clock_, pool, queue);
   Transmitter tx(cfg_, session_id_, sink_, clock_, pool, queue);
   spdlog::info("Info: session {:016x}: {} file(s) to {}, packet {} bytes, rate {}, verify {}",
                session_id_, files.size(), cfg_.dest.to_string(), cfg_.packet_size,

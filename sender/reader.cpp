@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -11,9 +12,29 @@
 
 namespace ddft::sender {
 
-Reader::Reader(const std::vector<SourceFile>& files, common::VerifyType verify, BufferPool& pool,
-               common::BoundedQueue<WorkItem>& out)
-    : files_(files), verify_(verify), pool_(pool), out_(out) {}
+Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
+               BufferPool& pool, common::BoundedQueue<WorkItem>& out)
+    : files_(files), cfg_(cfg), clock_(clock), verify_(cfg.verify), pool_(pool), out_(out) {}
+
+bool Reader::lock_shared(int fd, const std::string& path) {
+  const auto deadline =
+      clock_.now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::duration<double>(cfg_.lock_timeout_s));
+  while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      spdlog::error("Error: cannot lock '{}' for reading: {}", path, std::strerror(errno));
+      return false;
+    }
+    if (clock_.now() >= deadline) {
+      spdlog::error("Error: cannot read '{}': a writer held its lock for {} s (FILE_LOCK=Y, "
+                    "--lock-timeout)",
+                    path, cfg_.lock_timeout_s);
+      return false;
+    }
+    clock_.sleep_until(std::min(deadline, clock_.now() + std::chrono::milliseconds(100)));
+  }
+  return true;
+}
 
 void Reader::run(std::stop_token stop) {
   try {
@@ -25,6 +46,10 @@ void Reader::run(std::stop_token stop) {
       if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
         const int err = fd ? (S_ISREG(st.st_mode) ? errno : EINVAL) : errno;
         spdlog::error("Error: cannot read '{}': {}", src.path, std::strerror(err));
+        ++open_failures_;
+        continue;
+      }
+      if (cfg_.file_lock && !lock_shared(fd.get(), src.path)) {
         ++open_failures_;
         continue;
       }

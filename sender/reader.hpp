@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "common/bounded_queue.hpp"
+#include "common/clock.hpp"
+#include "sender/config.hpp"
 #include "sender/pipeline.hpp"
 
 namespace ddft::sender {
@@ -14,8 +16,10 @@ namespace ddft::sender {
 class Reader {
  public:
   // `pool` and `out` must outlive run(). `failed` counts files that could not be opened.
-  Reader(const std::vector<SourceFile>& files, common::VerifyType verify, BufferPool& pool,
-         common::BoundedQueue<WorkItem>& out);
+  // With `cfg.file_lock`, each file is read under a shared flock(), waiting up to
+  // cfg.lock_timeout_s (on `clock`) while a writer holds an exclusive one.
+  Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
+         BufferPool& pool, common::BoundedQueue<WorkItem>& out);
   // Runs on the reader thread. Closes `out` when done (also when stopped or on error).
   void run(std::stop_token stop);
   uint64_t open_failures() const { return open_failures_.load(); }
@@ -24,7 +28,12 @@ class Reader {
   // Reads one opened file; returns false when stopped.
   bool read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop);
 
+  // Takes the FILE_LOCK shared lock; returns false (and logs why) when it cannot.
+  bool lock_shared(int fd, const std::string& path);
+
   const std::vector<SourceFile>& files_;
+  const SenderConfig& cfg_;
+  common::Clock& clock_;
   common::VerifyType verify_;
   BufferPool& pool_;
   common::BoundedQueue<WorkItem>& out_;

@@ -19,7 +19,9 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
       clock_(clock),
       pool_(pool),
       in_(in),
-      limiter_(clock, cfg.rate_mb * 1024.0 * 1024.0),
+      pacer_(clock, PacingConfig{cfg.rate_mb * 1024.0 * 1024.0, cfg.intra_pkt_interval,
+                                 cfg.intra_pkt_delay_ms, cfg.fs_interval_mb, cfg.fs_delay_ms,
+                                 cfg.sleep_alg, cfg.eof_delay_ms}),
       chunk_size_(cfg.packet_size - common::kHeaderSize - common::kDataHeaderSize),
       arena_(cfg.batch * cfg.packet_size) {
   pending_.reserve(cfg.batch);
@@ -38,26 +40,41 @@ std::span<uint8_t> Transmitter::next_slot() {
   return {arena_.data() + pending_.size() * cfg_.packet_size, cfg_.packet_size};
 }
 
+// Sends the pending batch under all pacing rules: never more packets in one go than the
+// intra-packet interval allows, the rate limit before, the DFTS sleeps after.
 void Transmitter::flush() {
-  if (pending_.empty()) return;
-  limiter_.acquire(pending_bytes_);
   size_t done = 0;
   while (done < pending_.size()) {
-    size_t sent = 0;
-    const auto ec = sink_.send(std::span(pending_).subspan(done), &sent);
-    done += sent;
-    if (!ec) continue;
-    if (ec == std::errc::no_buffer_space) {
-      // The link's buffer is full: wait and retry the same datagrams, never drop them.
-      clock_.sleep_until(clock_.now() + std::chrono::milliseconds(cfg_.buff_full_delay_ms));
-      continue;
-    }
-    throw std::system_error(ec, "send failed");
+    const size_t n = std::min(pending_.size() - done, pacer_.packets_before_sleep());
+    const auto part = std::span(pending_).subspan(done, n);
+    size_t bytes = 0;
+    for (const auto& d : part) bytes += d.size();
+    pacer_.before_send(bytes);
+    send_all(part);
+    pacer_.after_send(n, bytes);
+    done += n;
   }
   totals_.datagrams += pending_.size();
   totals_.wire_bytes += pending_bytes_;
   pending_.clear();
   pending_bytes_ = 0;
+}
+
+void Transmitter::send_all(std::span<const std::span<const uint8_t>> datagrams) {
+  size_t done = 0;
+  while (done < datagrams.size()) {
+    size_t sent = 0;
+    const auto ec = sink_.send(datagrams.subspan(done), &sent);
+    done += sent;
+    if (!ec) continue;
+    if (ec == std::errc::no_buffer_space) {
+      // BUFF_FULL_DELAY: the link's buffer is full; wait and retry the same datagrams, never
+      // drop them.
+      clock_.sleep_until(clock_.now() + std::chrono::milliseconds(cfg_.buff_full_delay_ms));
+      continue;
+    }
+    throw std::system_error(ec, "send failed");
+  }
 }
 
 void Transmitter::send_control(
@@ -84,7 +101,7 @@ void Transmitter::send_heartbeat(bool final) {
 }
 
 void Transmitter::begin_file(const WorkItem& item) {
-  current_ = {item.meta, clock_.now()};
+  current_ = {item.meta, clock_.now(), 0, cfg_.report_mb * 1024 * 1024};
   ++files_announced_;
   common::Announce a;
   a.file_id = item.meta->file_id;
@@ -94,9 +111,20 @@ void Transmitter::begin_file(const WorkItem& item) {
   a.mode = item.meta->mode;
   a.chunk_size = static_cast<uint32_t>(chunk_size_);
   a.path = item.meta->rel_path;
+  a.pause_s = static_cast<uint8_t>(pacer_.pause_for(item.meta->size));
   send_control([&](const Header& h, std::span<uint8_t> buf) {
     return common::encode_announce(h, a, buf);
   });
+  if (a.pause_s > 0) {
+    // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
+    flush();
+    if (cfg_.report != ReportOption::kNone) {
+      spdlog::info("Info: {}: pausing {} seconds before the data (sleep algorithm; "
+                   "-NOSLEEPALG turns it off)",
+                   item.meta->rel_path, a.pause_s);
+    }
+    pacer_.pause(a.pause_s);
+  }
 }
 
 void Transmitter::send_block(const WorkItem& item) {
@@ -118,6 +146,16 @@ void Transmitter::send_block(const WorkItem& item) {
     pending_bytes_ += n;
   }
   totals_.bytes += item.len;
+  current_.sent += item.len;
+  if (cfg_.report == ReportOption::kVerbose && current_.sent >= current_.next_report &&
+      current_.sent < item.meta->size) {
+    while (current_.next_report <= current_.sent) current_.next_report += cfg_.report_mb << 20;
+    const auto elapsed = clock_.now() - current_.started;
+    spdlog::info("Progress: {}, Sent: {} ({:.2f}%) Rate: {:.3f} (MB/s)", item.meta->rel_path,
+                 common::with_commas(current_.sent),
+                 100.0 * static_cast<double>(current_.sent) / static_cast<double>(item.meta->size),
+                 common::mib_per_s(current_.sent, elapsed));
+  }
 }
 
 void Transmitter::end_file(const WorkItem& item) {
@@ -137,10 +175,13 @@ void Transmitter::end_file(const WorkItem& item) {
                               ? std::string("Key: none, NONE")
                               : fmt::format("Key: 0x{:08X}, {}", item.digest.key32(),
                                             common::verify_type_name(cfg_.verify));
-  spdlog::info("Sent: {}, Size: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}", item.meta->rel_path,
-               common::with_commas(item.meta->size), common::format_hms_ms(elapsed),
-               common::mib_per_s(item.meta->size, elapsed), key);
+  if (cfg_.report != ReportOption::kNone) {
+    spdlog::info("Sent: {}, Size: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}",
+                 item.meta->rel_path, common::with_commas(item.meta->size),
+                 common::format_hms_ms(elapsed), common::mib_per_s(item.meta->size, elapsed), key);
+  }
   current_ = {};
+  pacer_.after_file();
 }
 
 void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,

@@ -31,10 +31,13 @@ class Transmitter {
   struct FileProgress {
     std::shared_ptr<const FileMeta> meta;
     common::Clock::time_point started{};
+    uint64_t sent = 0;         // file bytes packetised so far
+    uint64_t next_report = 0;  // REPORT_OPTION V
   };
 
   std::span<uint8_t> next_slot();
   void flush();
+  void send_all(std::span<const std::span<const uint8_t>> datagrams);
   common::Header next_header();
   void send_control(const std::function<size_t(const common::Header&, std::span<uint8_t>)>& enc);
   void send_block(const WorkItem& item);
@@ -49,7 +52,7 @@ class Transmitter {
   common::Clock& clock_;
   BufferPool& pool_;
   common::BoundedQueue<WorkItem>& in_;
-  RateLimiter limiter_;
+  Pacer pacer_;
   size_t chunk_size_;  // data bytes per data packet
   common::AlignedBuffer arena_;
   std::vector<std::span<const uint8_t>> pending_;

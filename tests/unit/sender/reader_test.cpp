@@ -1,0 +1,83 @@
+// The reader stage: blocks, digests, and FILE_LOCK against a writer's lock (fake clock).
+#include "sender/reader.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/fd.hpp"
+
+namespace ddft::sender {
+namespace {
+namespace fs = std::filesystem;
+
+class ReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ddft_rd_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "a.txt") << std::string(25000, 'a');
+    files_ = {{(dir_ / "a.txt").string(), "a.txt"}};
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::vector<WorkItem> read_all(Reader& r, BufferPool& pool, common::BoundedQueue<WorkItem>& q) {
+    std::vector<WorkItem> items;
+    std::thread t([&] { r.run(std::stop_token{}); });
+    while (auto item = q.pop()) {
+      if (item->kind == WorkItem::Kind::kBlock) pool.release(item->buffer);
+      items.push_back(std::move(*item));
+    }
+    t.join();
+    return items;
+  }
+  fs::path dir_;
+  std::vector<SourceFile> files_;
+  SenderConfig cfg_;
+  common::FakeClock clock_;
+};
+
+TEST_F(ReaderTest, ReadsBlocksAndDigest) {
+  BufferPool pool(2, 10000);
+  common::BoundedQueue<WorkItem> q(4);
+  Reader r(files_, cfg_, clock_, pool, q);
+  const auto items = read_all(r, pool, q);
+  ASSERT_EQ(items.size(), 5u);  // begin, 3 blocks, end
+  EXPECT_EQ(items[0].kind, WorkItem::Kind::kBegin);
+  EXPECT_EQ(items[3].len, 5000u);
+  EXPECT_EQ(items[4].kind, WorkItem::Kind::kEnd);
+  const std::string content(25000, 'a');
+  EXPECT_EQ(items[4].digest,
+            common::hash_buffer(common::VerifyType::kB2B,
+                                {reinterpret_cast<const uint8_t*>(content.data()), 25000}));
+}
+
+TEST_F(ReaderTest, FileLockWaitsForTheWriterThenGivesUp) {
+  common::UniqueFd writer(::open((dir_ / "a.txt").c_str(), O_RDWR));
+  ASSERT_EQ(::flock(writer.get(), LOCK_EX), 0);
+  cfg_.file_lock = true;
+  cfg_.lock_timeout_s = 2;
+  BufferPool pool(2, 10000);
+  common::BoundedQueue<WorkItem> q(4);
+  Reader r(files_, cfg_, clock_, pool, q);
+  const auto items = read_all(r, pool, q);
+  EXPECT_TRUE(items.empty());  // not sent: the writer kept its lock
+  EXPECT_EQ(r.open_failures(), 1u);
+  EXPECT_GE(clock_.slept(), std::chrono::seconds(2));
+  EXPECT_LE(clock_.slept(), std::chrono::milliseconds(2100));
+}
+
+TEST_F(ReaderTest, FileLockReadsAFileNobodyHolds) {
+  cfg_.file_lock = true;
+  BufferPool pool(2, 10000);
+  common::BoundedQueue<WorkItem> q(4);
+  Reader r(files_, cfg_, clock_, pool, q);
+  EXPECT_EQ(read_all(r, pool, q).size(), 5u);
+  EXPECT_EQ(clock_.sleeps(), 0);
+}
+
+}  // namespace
+}  // namespace ddft::sender
