@@ -1,18 +1,60 @@
 #include "common/logging.hpp"
 
 #include <fmt/format.h>
-#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/details/file_helper.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <mutex>
 #include <vector>
 
 namespace ddft::common {
+namespace {
+
+// An appending file sink that can be reopened under the same name (logrotate). spdlog's own
+// basic_file_sink cannot; its file_helper can.
+class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit ReopenableFileSink(const std::string& path) { file_.open(path, false); }
+  void reopen() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    file_.reopen(false);  // append: a file that was not rotated keeps its lines
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    file_.write(formatted);
+  }
+  void flush_() override { file_.flush(); }
+
+ private:
+  spdlog::details::file_helper file_;
+};
+
+std::mutex g_file_sink_mu;
+std::shared_ptr<ReopenableFileSink> g_file_sink;  // guarded by g_file_sink_mu
+
+}  // namespace
+
+void reopen_log_file() {
+  std::shared_ptr<ReopenableFileSink> sink;
+  {
+    std::lock_guard lock(g_file_sink_mu);
+    sink = g_file_sink;
+  }
+  if (sink) sink->reopen();
+}
 
 std::shared_ptr<spdlog::logger> setup_logging(const LogConfig& cfg, const std::string& name) {
   std::vector<spdlog::sink_ptr> sinks;
   if (!cfg.quiet) sinks.push_back(std::make_shared<spdlog::sinks::stdout_sink_mt>());
   if (!cfg.log_file.empty()) {
-    sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(cfg.log_file, false));
+    auto file = std::make_shared<ReopenableFileSink>(cfg.log_file);
+    sinks.push_back(file);
+    std::lock_guard lock(g_file_sink_mu);
+    g_file_sink = file;
   }
   auto logger = std::make_shared<spdlog::logger>(name, sinks.begin(), sinks.end());
   logger->set_pattern(kDftsPattern, spdlog::pattern_time_type::local);

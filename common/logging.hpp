@@ -25,6 +25,10 @@ inline constexpr const char* kDftsPattern = "%m/%d-%H:%M:%S %v";
 // the log file cannot be opened (startup only). Call once, from main, before any thread starts.
 std::shared_ptr<spdlog::logger> setup_logging(const LogConfig& cfg, const std::string& name);
 
+// Closes and reopens the log file (if any) under its configured name: what SIGHUP does, so that
+// logrotate can move the old file away. Thread-safe; lines are never lost or split.
+void reopen_log_file();
+
 // 104857600 -> "104,857,600".
 std::string with_commas(uint64_t n);
 // Whole seconds as "HH:MM:SS" (rounded to the nearest second).

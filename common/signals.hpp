@@ -1,5 +1,6 @@
-// SIGINT/SIGTERM handling for the programs' main(): a signal requests a stop, which the pipeline
-// stages see through their std::stop_token. Boost.Asio's signal_set does the signal-safe part.
+// Signal handling for the programs' main(): SIGINT/SIGTERM request a stop, which the pipeline
+// stages see through their std::stop_token; SIGHUP reopens the log file (logrotate). Boost.Asio's
+// signal_set does the signal-safe part.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -9,8 +10,9 @@
 
 namespace ddft::common {
 
-// While alive, SIGINT and SIGTERM request a stop on `stop` (and log one line). Construct it in
-// main before starting the pipeline; it owns a small thread that waits for the signal.
+// While alive, SIGINT and SIGTERM request a stop on `stop` (and log one line), and SIGHUP reopens
+// the log file. Construct it in main before starting the pipeline; it owns a small thread that
+// waits for the signals.
 class StopOnSignals {
  public:
   explicit StopOnSignals(std::stop_source stop);
@@ -20,7 +22,10 @@ class StopOnSignals {
 
  private:
   boost::asio::io_context io_;
+  void wait_hup();
+
   boost::asio::signal_set signals_;
+  boost::asio::signal_set hup_;
   std::jthread thread_;
 };
 

@@ -44,7 +44,6 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
     pthread_setname_np(pthread_self(), "udp_rx");
     ingest.run(ingest_stop.get_token());
   });
-  pthread_setname_np(pthread_self(), "writer");
 
   auto drain = [&] {
     size_t n = ring_->available();
@@ -62,6 +61,10 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
     ring_->release(n);
   };
 
+  // The writer loop runs on its own named thread: renaming the main thread would rename the
+  // process, and operators find the daemon by its name (pgrep, systemd, ps).
+  std::jthread writer_thread([&] {
+  pthread_setname_np(pthread_self(), "writer");
   try {
     while (!stop.stop_requested()) {
       const auto t0 = clock_.now();
@@ -86,6 +89,8 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   } catch (const std::exception& e) {
     spdlog::error("Error: while stopping: {}", e.what());
   }
+  });
+  writer_thread.join();
   assembler.log_summary();
   if (const long drops = source_.link_drops(); drops > 0) {
     spdlog::warn("Warn: the kernel dropped {} datagram(s) on the socket (receive buffer overrun: "
