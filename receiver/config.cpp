@@ -8,7 +8,12 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.set_config("--config", "", "Read options from this file (TOML or INI, option = value)");
   // A misspelt setting must stop the program, not be silently ignored.
   app.allow_config_extras(CLI::config_extras_mode::error);
-  app.add_option("--listen,-l", cfg.listen_text, "Address to receive on, HOST:PORT")->required();
+  app.add_option("--transport", cfg.transport_text,
+                 "udp (simulator mode, a plain NIC) or device (the diode card driver's node)")
+      ->check(CLI::IsMember({"udp", "device"}))
+      ->capture_default_str();
+  app.add_option("--listen,-l", cfg.listen_text, "Address to receive on, HOST:PORT (udp)");
+  app.add_option("--device", cfg.device, "Card driver device node to read (--transport device)");
   app.add_option("--output,-o", cfg.output, "Folder the files are written to")->required();
   app.add_option("--failed-dir", cfg.failed_dir,
                  "Folder for files that could not be completed (default OUTPUT/.failed)");
@@ -60,8 +65,13 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
 
 void finalize_receiver_config(ReceiverConfig& cfg) {
   std::string error;
-  if (!common::parse_endpoint(cfg.listen_text, &cfg.listen, &error)) {
-    throw CLI::ValidationError("--listen", error);
+  if (cfg.transport_text == "udp") {
+    if (cfg.listen_text.empty()) throw CLI::RequiredError("--listen");
+    if (!common::parse_endpoint(cfg.listen_text, &cfg.listen, &error)) {
+      throw CLI::ValidationError("--listen", error);
+    }
+  } else if (cfg.device.empty()) {
+    throw CLI::ValidationError("--device", "--transport device needs --device PATH");
   }
   if (cfg.failed_dir.empty()) cfg.failed_dir = cfg.output + "/.failed";
   cfg.write_mode = cfg.write_mode_text == "rwd"   ? WriteMode::kDataSync

@@ -16,6 +16,8 @@ namespace ddft::receiver {
 enum class WriteMode { kBuffered, kDataSync, kFullSync };  // rw, rwd, rws
 
 struct ReceiverConfig {
+  std::string transport_text = "udp";  // udp (simulator mode) or device (card driver node)
+  std::string device;                  // --device PATH with --transport device
   common::Endpoint listen;
   std::string listen_text;
   std::string output;

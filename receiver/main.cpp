@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "common/device_transport.hpp"
 #include "common/logging.hpp"
 #include "common/signals.hpp"
 #include "common/udp_transport.hpp"
@@ -32,11 +33,15 @@ int main(int argc, char** argv) {
   }
 
   try {
-    common::UdpSource source(cfg.listen, cfg.socket_buffer_mb * 1024 * 1024);
-    if (auto w = source.buffer_report().warning("receive"); !w.empty()) {
-      spdlog::warn("Warn: {}", w);
+    std::unique_ptr<common::DatagramSource> source;
+    if (cfg.transport_text == "device") {
+      source = std::make_unique<common::DeviceSource>(cfg.device);
+    } else {
+      auto udp = std::make_unique<common::UdpSource>(cfg.listen, cfg.socket_buffer_mb << 20);
+      if (auto w = udp->buffer_report().warning("receive"); !w.empty()) spdlog::warn("Warn: {}", w);
+      source = std::move(udp);
     }
-    receiver::Receiver rx(cfg, source, common::SteadyClock::instance());
+    receiver::Receiver rx(cfg, *source, common::SteadyClock::instance());
 
     // SIGTERM / Ctrl-C: finish what the ring holds, record files in flight as failed, exit 0.
     std::stop_source stop;

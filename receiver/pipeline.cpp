@@ -29,7 +29,8 @@ Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, co
   if (!note.empty()) spdlog::warn("Warn: {}", note);
   spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB ({} packets of up "
                "to {} bytes); writer: {}; write blocks {} x {} KB; mode {}; on collision: {}",
-               cfg.listen.to_string(), cfg.output, cfg.failed_dir, cfg.buffer_mb, slots,
+               cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string(),
+               cfg.output, cfg.failed_dir, cfg.buffer_mb, slots,
                cfg.max_packet_size, writer_->describe(), cfg.write_buffers, cfg.write_block_kb,
                cfg.write_mode_text, cfg.on_collision_text);
 }
@@ -93,9 +94,15 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   writer_thread.join();
   assembler.log_summary();
   if (const long drops = source_.link_drops(); drops > 0) {
-    spdlog::warn("Warn: the kernel dropped {} datagram(s) on the socket (receive buffer overrun: "
-                 "lower the sender's --rate or raise --socket-buffer-mb)",
-                 drops);
+    if (cfg_.transport_text == "device") {
+      spdlog::warn("Warn: {} byte(s) read from the device did not form valid packets and were "
+                   "skipped",
+                   drops);
+    } else {
+      spdlog::warn("Warn: the kernel dropped {} datagram(s) on the socket (receive buffer "
+                   "overrun: lower the sender's --rate or raise --socket-buffer-mb)",
+                   drops);
+    }
   }
 
   ReceiveTotals t;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "common/device_transport.hpp"
 #include "common/logging.hpp"
 #include "common/signals.hpp"
 #include "common/udp_transport.hpp"
@@ -39,14 +40,20 @@ int main(int argc, char** argv) {
   try {
     const sender::FileList list = sender::discover_files(cfg.sources);
     for (const auto& err : list.errors) spdlog::error("Error: {}", err);
-    common::UdpSink sink(cfg.dest, cfg.socket_buffer_mb * 1024 * 1024);
-    if (auto w = sink.buffer_report().warning("send"); !w.empty()) spdlog::warn("Warn: {}", w);
+    std::unique_ptr<common::DatagramSink> sink;
+    if (cfg.transport_text == "device") {
+      sink = std::make_unique<common::DeviceSink>(cfg.device);
+    } else {
+      auto udp = std::make_unique<common::UdpSink>(cfg.dest, cfg.socket_buffer_mb << 20);
+      if (auto w = udp->buffer_report().warning("send"); !w.empty()) spdlog::warn("Warn: {}", w);
+      sink = std::move(udp);
+    }
 
     // Ctrl-C / SIGTERM: stop reading, abort the file in progress on the wire, close the session.
     std::stop_source stop;
     common::StopOnSignals on_signal(stop);
 
-    sender::Sender s(cfg, sink, common::SteadyClock::instance());
+    sender::Sender s(cfg, *sink, common::SteadyClock::instance());
     const sender::SendTotals t = s.run(list.files, stop.get_token());
 
     const uint64_t failed = t.files_failed + list.errors.size();

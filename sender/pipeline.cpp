@@ -47,7 +47,9 @@ SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token sto
   Reader reader(files, cfg_, clock_, pool, queue);
   Transmitter tx(cfg_, session_id_, sink_, clock_, pool, queue);
   spdlog::info("Info: session {:016x}: {} file(s) to {}, packet {} bytes, rate {}, verify {}",
-               session_id_, files.size(), cfg_.dest.to_string(), cfg_.packet_size,
+               session_id_, files.size(),
+               cfg_.transport_text == "device" ? "device " + cfg_.device : cfg_.dest.to_string(),
+               cfg_.packet_size,
                cfg_.rate_mb > 0 ? fmt::format("{} MB/s", cfg_.rate_mb) : "unlimited",
                common::verify_type_name(cfg_.verify));
 

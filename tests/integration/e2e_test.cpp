@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -250,6 +251,35 @@ TEST_F(EndToEnd, OutputThatIsNotAFolderRefusesToStart) {
                      base_ / "receive.log", seconds(10));
   EXPECT_EQ(rc, 1);
   EXPECT_NE(rx_log().find("cannot be used: Not a directory"), std::string::npos) << rx_log();
+}
+
+TEST_F(EndToEnd, DeviceTransportThroughAFifo) {
+  // A FIFO stands in for the card driver's device node.
+  const fs::path node = base_ / "owl_node";
+  ASSERT_EQ(::mkfifo(node.c_str(), 0600), 0);
+  write_pattern(src_ / "dev/a.bin", 3 << 20, 11);
+  write_pattern(src_ / "dev/sub/b.bin", 12345, 12);
+  // No reader yet: the sender refuses with one line.
+  EXPECT_EQ(run({DDFT_SEND_BIN, "--transport", "device", "--device", node.string(),
+                 (src_ / "dev").string()},
+                base_ / "send.log"),
+            2);
+  EXPECT_NE(tx_log().find("no reader has it open"), std::string::npos) << tx_log();
+  receiver_ = std::make_unique<Process>(
+      std::vector<std::string>{DDFT_RECEIVE_BIN, "--transport", "device", "--device",
+                               node.string(), "--output", out_.string(), "--buffer-mb", "16",
+                               "--once"},
+      base_ / "receive.log");
+  ASSERT_TRUE(eventually([&] { return rx_log().find("receiving on device") != std::string::npos; },
+                         seconds(10)));
+  ASSERT_EQ(run({DDFT_SEND_BIN, "--transport", "device", "--device", node.string(),
+                 (src_ / "dev").string()},
+                base_ / "send.log"),
+            0)
+      << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_TRUE(same_content(src_ / "dev/a.bin", out_ / "dev/a.bin"));
+  EXPECT_TRUE(same_content(src_ / "dev/sub/b.bin", out_ / "dev/sub/b.bin"));
 }
 
 TEST_F(EndToEnd, ReadOnlyOutputRefusesToStart) {

@@ -1,0 +1,129 @@
+// The device transport over a FIFO standing in for the card driver's node: frames survive any
+// read boundaries, garbage between frames is skipped and counted, a full buffer is reported.
+#include "common/device_transport.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/protocol.hpp"
+
+namespace ddft::common {
+namespace {
+namespace fs = std::filesystem;
+
+std::vector<uint8_t> frame(uint64_t seq, size_t data_len) {
+  std::vector<uint8_t> b(kHeaderSize + kDataHeaderSize + data_len);
+  for (size_t i = 0; i < data_len; ++i) b[kHeaderSize + kDataHeaderSize + i] = uint8_t(seq + i);
+  Header h;
+  h.session_id = 5;
+  h.seq = seq;
+  b.resize(encode_data_in_place(h, {1, seq * 1000}, data_len, b));
+  return b;
+}
+
+class DeviceTransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ddft_dev_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    node_ = dir_ / "node";
+    ASSERT_EQ(::mkfifo(node_.c_str(), 0600), 0);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  // Receives until `want` datagrams arrived or nothing more comes.
+  std::vector<std::vector<uint8_t>> receive_all(DeviceSource& src, size_t want) {
+    std::vector<std::vector<uint8_t>> out;
+    std::vector<std::vector<uint8_t>> store(8, std::vector<uint8_t>(9216));
+    std::vector<std::span<uint8_t>> bufs(store.begin(), store.end());
+    std::vector<size_t> lens(8);
+    for (int idle = 0; out.size() < want && idle < 20;) {
+      size_t n = 0;
+      EXPECT_FALSE(src.receive(bufs, lens, &n, std::chrono::milliseconds(20)));
+      if (n == 0) ++idle;
+      for (size_t i = 0; i < n; ++i) out.emplace_back(store[i].begin(), store[i].begin() + lens[i]);
+    }
+    return out;
+  }
+  fs::path dir_, node_;
+};
+
+TEST_F(DeviceTransportTest, FramesSurviveArbitraryReadBoundariesAndGarbage) {
+  DeviceSource src(node_.string());
+  const int raw = ::open(node_.c_str(), O_WRONLY);
+  ASSERT_GE(raw, 0);
+  std::vector<uint8_t> stream;
+  std::vector<std::vector<uint8_t>> frames;
+  for (uint64_t i = 0; i < 20; ++i) {
+    frames.push_back(frame(i, 100 + i * 37));
+    stream.insert(stream.end(), frames.back().begin(), frames.back().end());
+    if (i == 7) stream.insert(stream.end(), {'j', 'u', 'n', 'k', 'D', 'D'});  // garbage
+    if (i == 12) {  // a damaged frame: right magic, bad checksum
+      auto bad = frame(99, 50);
+      bad[kHeaderSize + 3] ^= 0xFF;
+      stream.insert(stream.end(), bad.begin(), bad.end());
+    }
+  }
+  // Write in odd pieces so frames straddle read() boundaries.
+  for (size_t pos = 0; pos < stream.size();) {
+    const size_t n = std::min<size_t>(333, stream.size() - pos);
+    ASSERT_EQ(::write(raw, stream.data() + pos, n), ssize_t(n));
+    pos += n;
+  }
+  const auto got = receive_all(src, frames.size());
+  ::close(raw);
+  ASSERT_EQ(got.size(), frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) EXPECT_EQ(got[i], frames[i]) << i;
+  EXPECT_EQ(src.link_drops(), long(6 + frame(99, 50).size()));
+}
+
+TEST_F(DeviceTransportTest, SinkWritesOneFramePerPacketAndReportsAFullBuffer) {
+  DeviceSource src(node_.string());
+  DeviceSink sink(node_.string());
+  std::vector<std::vector<uint8_t>> frames;
+  for (uint64_t i = 0; i < 200; ++i) frames.push_back(frame(i, 8000));
+  std::vector<std::span<const uint8_t>> views(frames.begin(), frames.end());
+  // 200 x 8 KB is far more than a pipe holds: the sink must stop with "buffer full".
+  size_t sent = 0;
+  const auto ec = sink.send(views, &sent);
+  EXPECT_EQ(ec, std::errc::no_buffer_space);
+  EXPECT_GT(sent, 0u);
+  EXPECT_LT(sent, frames.size());
+  // Drain, then send the rest: every frame arrives whole and in order.
+  auto got = receive_all(src, sent);
+  size_t more = 0;
+  while (sent < frames.size()) {
+    const auto e = sink.send(std::span(views).subspan(sent), &more);
+    sent += more;
+    if (e) {
+      auto part = receive_all(src, 1);
+      got.insert(got.end(), part.begin(), part.end());
+    }
+  }
+  auto rest = receive_all(src, frames.size() - got.size());
+  got.insert(got.end(), rest.begin(), rest.end());
+  ASSERT_EQ(got.size(), frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) EXPECT_EQ(got[i], frames[i]) << i;
+  EXPECT_EQ(src.link_drops(), 0);
+}
+
+TEST_F(DeviceTransportTest, OpeningErrorsAreOneLine) {
+  try {
+    DeviceSink sink(node_.string());  // a FIFO with no reader
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no reader has it open"), std::string::npos);
+  }
+  try {
+    DeviceSource src((dir_ / "missing").string());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace ddft::common
