@@ -282,6 +282,25 @@ TEST_F(EndToEnd, DeviceTransportThroughAFifo) {
   EXPECT_TRUE(same_content(src_ / "dev/sub/b.bin", out_ / "dev/sub/b.bin"));
 }
 
+TEST_F(EndToEnd, ReportOptionVerboseAndNone) {
+  write_pattern(src_ / "r.bin", 3 << 20, 13);
+  start_receiver({}, /*once=*/false);
+  // V: a progress line every --report-mb MB (at 1 and 2 MiB) and the summary line.
+  ASSERT_EQ(send({(src_ / "r.bin").string(), "--report", "V", "--report-mb", "1"}), 0) << tx_log();
+  std::string log = tx_log();
+  EXPECT_EQ(count_matches(log, std::regex(R"(Progress: r\.bin, Sent: [\d,]+ \(\d+\.\d\d%\))")), 2)
+      << log;
+  EXPECT_EQ(count_matches(log, std::regex("Sent: r\\.bin, Size: 3,145,728")), 1) << log;
+  // N: no per-file lines, only the session summary.
+  fs::remove(base_ / "send.log");
+  ASSERT_EQ(send({(src_ / "r.bin").string(), "--report", "N"}), 0) << tx_log();
+  log = tx_log();
+  EXPECT_EQ(log.find("r.bin"), std::string::npos) << log;
+  EXPECT_NE(log.find("1 file(s) sent, 0 failed"), std::string::npos) << log;
+  receiver_->signal(SIGTERM);
+  EXPECT_EQ(finish_receiver(), 0);
+}
+
 TEST_F(EndToEnd, ReadOnlyOutputRefusesToStart) {
   // As root, permission bits cannot make a folder unwritable; a read-only mount can.
   fs::create_directories(base_ / "ro");
