@@ -19,10 +19,38 @@ uint64_t now_ns() {
                                    .count());
 }
 
-// Synchronous fallback: the request is carried out in submit, its completion queued for reap.
-class PwriteWriter final : public BlockWriter {
+// A writer whose requests are over when submit returns; their completions wait in a queue for
+// reap(), so callers see the same asynchronous contract as with io_uring.
+class ImmediateWriter : public BlockWriter {
  public:
-  explicit PwriteWriter(unsigned depth) : depth_(depth) {}
+  explicit ImmediateWriter(unsigned depth) : depth_(depth) {}
+  size_t reap(bool, const Callback& cb) override {
+    size_t n = 0;
+    while (!done_.empty()) {
+      const WriteCompletion c = done_.front();
+      done_.pop_front();
+      cb(c);
+      ++n;
+    }
+    return n;
+  }
+  size_t in_flight() const override { return done_.size(); }
+  size_t capacity() const override { return depth_; }
+
+ protected:
+  void complete(uint64_t cookie, int error, uint64_t latency_ns) {
+    done_.push_back({cookie, error, latency_ns});
+  }
+
+ private:
+  unsigned depth_;
+  std::deque<WriteCompletion> done_;
+};
+
+// Synchronous fallback when the kernel refuses io_uring.
+class PwriteWriter final : public ImmediateWriter {
+ public:
+  using ImmediateWriter::ImmediateWriter;
   bool submit_write(int fd, const uint8_t* buf, size_t len, uint64_t offset,
                     uint64_t cookie) override {
     const uint64_t t0 = now_ns();
@@ -39,32 +67,32 @@ class PwriteWriter final : public BlockWriter {
         break;
       }
     }
-    done_.push_back({cookie, error, now_ns() - t0});
+    complete(cookie, error, now_ns() - t0);
     return true;
   }
   bool submit_sync(int fd, bool datasync, uint64_t cookie) override {
     const uint64_t t0 = now_ns();
     const int rc = datasync ? ::fdatasync(fd) : ::fsync(fd);
-    done_.push_back({cookie, rc == 0 ? 0 : errno, now_ns() - t0});
+    complete(cookie, rc == 0 ? 0 : errno, now_ns() - t0);
     return true;
   }
-  size_t reap(bool, const Callback& cb) override {
-    size_t n = 0;
-    while (!done_.empty()) {
-      const WriteCompletion c = done_.front();
-      done_.pop_front();
-      cb(c);
-      ++n;
-    }
-    return n;
-  }
-  size_t in_flight() const override { return done_.size(); }
-  size_t capacity() const override { return depth_; }
   std::string describe() const override { return "pwrite (synchronous)"; }
+};
 
- private:
-  unsigned depth_;
-  std::deque<WriteCompletion> done_;
+// --sink null: every request completes at once and nothing is written, so that the receive path
+// can be measured without the disk.
+class NullWriter final : public ImmediateWriter {
+ public:
+  using ImmediateWriter::ImmediateWriter;
+  bool submit_write(int, const uint8_t*, size_t, uint64_t, uint64_t cookie) override {
+    complete(cookie, 0, 0);
+    return true;
+  }
+  bool submit_sync(int, bool, uint64_t cookie) override {
+    complete(cookie, 0, 0);
+    return true;
+  }
+  std::string describe() const override { return "null sink (nothing is written)"; }
 };
 
 class UringWriter final : public BlockWriter {
@@ -223,6 +251,7 @@ class UringWriter final : public BlockWriter {
 std::unique_ptr<BlockWriter> make_block_writer(IoEngine engine, unsigned queue_depth,
                                                std::span<uint8_t> fixed, std::string* note) {
   if (engine == IoEngine::kPwrite) return std::make_unique<PwriteWriter>(queue_depth);
+  if (engine == IoEngine::kNull) return std::make_unique<NullWriter>(queue_depth);
   try {
     return std::make_unique<UringWriter>(queue_depth, fixed);
   } catch (const std::exception& e) {

@@ -40,7 +40,8 @@ class BlockWriter {
   virtual std::string describe() const = 0;
 };
 
-enum class IoEngine { kAuto, kUring, kPwrite };
+// kNull completes every request at once without writing: --sink null.
+enum class IoEngine { kAuto, kUring, kPwrite, kNull };
 
 // Builds the writer. kAuto tries io_uring and falls back to pwrite when the kernel refuses it
 // (the reason is put in *note). `fixed` (may be empty) is the memory all write buffers live in;

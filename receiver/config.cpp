@@ -50,6 +50,11 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--io-engine", cfg.io_engine_text, "auto (io_uring, else pwrite), uring, pwrite")
       ->check(CLI::IsMember({"auto", "uring", "pwrite"}))
       ->capture_default_str();
+  app.add_option("--sink", cfg.sink_text,
+                 "disk, or null: do everything but write (verification included), to measure "
+                 "the link and the receiver without the disk")
+      ->check(CLI::IsMember({"disk", "null"}))
+      ->capture_default_str();
   app.add_option("--socket-buffer-mb", cfg.socket_buffer_mb, "Socket receive buffer, MiB")
       ->check(CLI::Range(size_t{0}, size_t{2048}))
       ->capture_default_str();
@@ -83,6 +88,8 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
   cfg.io_engine = cfg.io_engine_text == "uring"    ? IoEngine::kUring
                   : cfg.io_engine_text == "pwrite" ? IoEngine::kPwrite
                                                    : IoEngine::kAuto;
+  cfg.null_sink = cfg.sink_text == "null";
+  if (cfg.null_sink) cfg.io_engine = IoEngine::kNull;
 }
 
 }  // namespace ddft::receiver

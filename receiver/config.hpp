@@ -35,6 +35,8 @@ struct ReceiverConfig {
   unsigned queue_depth = 32;          // io_uring queue depth
   IoEngine io_engine = IoEngine::kAuto;
   std::string io_engine_text = "auto";
+  bool null_sink = false;             // --sink null: everything but the disk write
+  std::string sink_text = "disk";
   size_t socket_buffer_mb = 256;      // SO_RCVBUF request
   size_t batch = 64;                  // datagrams per recvmmsg
   bool once = false;                  // exit when the first sender session has finished

@@ -74,8 +74,8 @@ bool is_temp_name(std::string_view name) {
 }
 
 OutputDir::OutputDir(const std::string& root, const std::string& failed_dir,
-                     CollisionPolicy policy)
-    : root_(root), failed_path_(failed_dir), policy_(policy) {
+                     CollisionPolicy policy, bool null_sink)
+    : root_(root), failed_path_(failed_dir), policy_(policy), null_sink_(null_sink) {
   root_fd_.reset(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root_fd_) {
     throw std::runtime_error(
@@ -146,6 +146,14 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
     *reason = why;
     return false;
   }
+  if (null_sink_) {
+    out->dir.reset(::dup(root_fd_.get()));
+    out->fd.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+    out->tmp_name.clear();
+    out->base_name = std::string(rel_path);
+    out->rel_path = std::string(rel_path);
+    return true;
+  }
   common::UniqueFd dir;
   std::string base;
   if (!open_parent(rel_path, &dir, &base, reason)) return false;
@@ -172,6 +180,10 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
 bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
                          std::string* reason) {
   moved_old->clear();
+  if (null_sink_) {
+    f.fd.reset();
+    return true;
+  }
   // Only permission bits: set-id and sticky bits from the wire are never applied.
   ::fchmod(f.fd.get(), static_cast<mode_t>(mode & 0777));
   const timespec times[2] = {{0, UTIME_OMIT},

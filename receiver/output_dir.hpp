@@ -60,7 +60,10 @@ class OutputDir {
  public:
   // Opens `root` (must exist and be writable) and creates `failed_dir` (may be inside root; must
   // be on the same file system). Throws std::runtime_error with a one-line reason.
-  OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy);
+  // With `null_sink` (--sink null, for measuring) nothing is created or renamed: temporary files
+  // are /dev/null, finalize() only closes, fail() writes the record only.
+  OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy,
+            bool null_sink = false);
 
   // Creates the folders of `rel_path` below root as needed and a new temporary file in the last
   // one. On failure returns false and sets *reason.
@@ -91,6 +94,7 @@ class OutputDir {
   std::string root_;
   std::string failed_path_;
   CollisionPolicy policy_;
+  bool null_sink_;
   common::UniqueFd root_fd_;
   common::UniqueFd failed_fd_;
   dev_t failed_dev_ = 0;

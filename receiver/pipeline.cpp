@@ -12,7 +12,7 @@ namespace ddft::receiver {
 
 Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, common::Clock& clock)
     : cfg_(cfg), source_(source), clock_(clock) {
-  out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision);
+  out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision, cfg.null_sink);
   const size_t slots = std::max<size_t>(cfg.batch * 2, cfg.buffer_mb * 1024 * 1024 /
                                                            cfg.max_packet_size);
   ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size);

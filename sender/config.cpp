@@ -12,7 +12,8 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.add_option("sources", cfg.sources,
                  "Files and folders to send; a folder is sent recursively under its own name, "
-                 "'folder/' sends only its contents")
+                 "'folder/' sends only its contents; synthetic:SIZE sends generated data (e.g. "
+                 "synthetic:2G) without reading a disk")
       ->required();
   app.add_option("--transport", cfg.transport_text,
                  "udp (simulator mode, a plain NIC) or device (the diode card driver's node)")

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <system_error>
 
@@ -57,9 +58,46 @@ void walk_folder(const fs::path& root, const std::string& prefix, FileList* out)
 
 }  // namespace
 
+bool parse_size(std::string_view text, uint64_t* out) {
+  uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr == text.data()) return false;
+  std::string_view unit(ptr, static_cast<size_t>(text.data() + text.size() - ptr));
+  int shift = 0;
+  if (unit == "K" || unit == "k") {
+    shift = 10;
+  } else if (unit == "M" || unit == "m") {
+    shift = 20;
+  } else if (unit == "G" || unit == "g") {
+    shift = 30;
+  } else if (unit == "T" || unit == "t") {
+    shift = 40;
+  } else if (!unit.empty()) {
+    return false;
+  }
+  if (shift > 0 && v > (UINT64_MAX >> shift)) return false;
+  *out = v << shift;
+  return true;
+}
+
 FileList discover_files(const std::vector<std::string>& sources) {
   FileList out;
   for (const std::string& src : sources) {
+    if (src.starts_with("synthetic:")) {
+      uint64_t size = 0;
+      if (!parse_size(std::string_view(src).substr(10), &size)) {
+        out.errors.push_back(fmt::format("cannot send '{}': expected synthetic:SIZE, e.g. "
+                                         "synthetic:2G",
+                                         src));
+        continue;
+      }
+      SourceFile f;
+      f.rel_path = fmt::format("synthetic-{}.bin", size);
+      f.synthetic = true;
+      f.synthetic_size = size;
+      out.files.push_back(std::move(f));
+      continue;
+    }
     std::error_code ec;
     const fs::path p(src);
     const auto st = fs::status(p, ec);

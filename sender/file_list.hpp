@@ -1,7 +1,9 @@
 // Turns the command line's files and folders into the list of files to send.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ddft::sender {
@@ -9,6 +11,10 @@ namespace ddft::sender {
 struct SourceFile {
   std::string path;      // where to read it
   std::string rel_path;  // what the receiver calls it: '/'-separated, relative
+  // "synthetic:SIZE": generated data of this many bytes, read from memory (no disk), for
+  // measuring the other stages alone.
+  bool synthetic = false;
+  uint64_t synthetic_size = 0;
 };
 
 struct FileList {
@@ -21,7 +27,11 @@ struct FileList {
 // ("a.jpg"), as rsync does. Symlinks to files are followed; symlinked folders are not descended
 // (no loops). Sockets, FIFOs and devices are skipped with an error line. A missing or unreadable
 // source gives an error line and the others are still listed. Files of one folder are in name
-// order.
+// order. "synthetic:SIZE" (SIZE in bytes, or with K, M, G or T for powers of 1024) adds a
+// generated file named "synthetic-SIZE.bin" that costs nothing to produce.
 FileList discover_files(const std::vector<std::string>& sources);
+
+// Parses "123", "64K", "2G"... into bytes. Returns false on anything else.
+bool parse_size(std::string_view text, uint64_t* out);
 
 }  // namespace ddft::sender

@@ -60,6 +60,8 @@ class BufferPool {
   int acquire();
   void release(int index);
   void close() { free_.close(); }
+  // Fills every buffer with pseudo-random bytes: the data of synthetic sources. Call before use.
+  void fill_pseudo_random();
   uint8_t* data(int index) { return slab_.data() + static_cast<size_t>(index) * size_; }
   size_t buffer_size() const { return size_; }
 

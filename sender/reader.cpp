@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "common/fd.hpp"
@@ -41,6 +42,18 @@ void Reader::run(std::stop_token stop) {
     uint32_t next_id = 1;
     for (const SourceFile& src : files_) {
       if (stop.stop_requested()) break;
+      if (src.synthetic) {
+        auto meta = std::make_shared<FileMeta>();
+        meta->file_id = next_id++;
+        meta->rel_path = src.rel_path;
+        meta->size = src.synthetic_size;
+        meta->mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+        meta->mode = 0644;
+        if (!read_file(-1, meta, stop)) break;
+        continue;
+      }
       common::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
       struct stat st {};
       if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -83,7 +96,9 @@ bool Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std:
     if (buf < 0) return false;
     const size_t want =
         static_cast<size_t>(std::min<uint64_t>(pool_.buffer_size(), meta->size - offset));
-    size_t got = 0;
+    // A synthetic source (fd < 0) costs nothing: its data is what the pool buffers were filled
+    // with at start, never rewritten.
+    size_t got = fd < 0 ? want : 0;
     while (got < want) {
       const ssize_t n = ::read(fd, pool_.data(buf) + got, want - got);
       if (n > 0) {

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Throughput benchmark: the machine's own ceilings, then every stage pair of the product, in one
+# run, so that figures are ratios measured side by side on this (possibly noisy) machine.
+#
+#   bash scripts/bench.sh [--smoke] [--size SIZE] [--runs N] [--dir DIR] [--rate MB/s]
+#
+#   --size SIZE  data per transfer (default 4G: larger than the page cache can hide once caches
+#                are dropped; K/M/G suffixes)        --runs N   runs per cell (default 3; median)
+#   --dir DIR    work folder on the disk to measure (default bench-work/ in the repository)
+#   --rate R     sender --rate (default 0: unlimited, the product's ceiling; loss is reported)
+#   --smoke      a quick run (256M, 1 run, short iperf3): checks that everything works, asserts no
+#                target (CI runs it so the benchmark cannot rot)
+#
+# Measures: (1) reference ceilings with standard tools: fio sequential direct write and read of
+# the work folder's disk, iperf3 UDP over loopback at the product's packet size; (2) the four
+# pairs memory->memory (dd_file_send synthetic:SIZE -> dd_file_receive --sink null), disk->memory,
+# memory->disk, disk->disk, each with --verify none, b2b and sha256; (3) 10,000 files of 16 KB.
+# Writes to disk use --write-mode rwd (data synced before the rename), so a disk figure is the
+# disk's, not the page cache's; caches are dropped before every run (as root).
+# Prints a table and writes DIR/bench.json with each figure's ratio to the ceiling it is bound by.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+size=4G runs=3 dir="$repo/bench-work" rate=0 smoke=0
+while (($#)); do
+  case "$1" in
+    --smoke) smoke=1 size=256M runs=1 ;;
+    --size) size=$2; shift ;;
+    --runs) runs=$2; shift ;;
+    --dir) dir=$2; shift ;;
+    --rate) rate=$2; shift ;;
+    *) echo "bench.sh: unknown argument '$1' (see the header of the script)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --runs must be a positive number" >&2; exit 2; }
+bytes=$(numfmt --from=iec "$size") || { echo "bench.sh: bad --size '$size'" >&2; exit 2; }
+
+if [[ "${DDFT_BENCH_NO_BUILD:-0}" != 1 ]]; then bash "$repo/scripts/build.sh" > /dev/null; fi
+bin="$repo/build/bin"
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+results="$dir/results.tsv"
+: > "$results"
+port=$((41000 + RANDOM % 20000))
+packet=8952
+
+drop_caches() {
+  sync
+  if [[ -w /proc/sys/vm/drop_caches ]]; then echo 3 > /proc/sys/vm/drop_caches; fi
+}
+
+echo "bench: work folder $dir, $size per transfer, $runs run(s) per cell" >&2
+
+# 1. Ceilings. fio also leaves the source file for the disk pairs.
+fio_bw() {  # fio_bw RW -> MiB/s (direct IO; buffered, with a note, where the file system refuses it)
+  local direct
+  for direct in 1 0; do
+    if fio --name=ceiling --filename="$dir/source.bin" --rw="$1" --bs=1M --size="$bytes" \
+      --direct=$direct --ioengine=io_uring --iodepth=16 --end_fsync=1 --output-format=json \
+      > "$dir/fio.json" 2> "$dir/fio.err"; then
+      ((direct)) || echo "bench: note: $dir refuses O_DIRECT; the $1 ceiling is buffered" >&2
+      python3 -c "import json; j=json.load(open('$dir/fio.json'))['jobs'][0]; \
+print(round(j['$1']['bw_bytes']/1048576, 1))"
+      return
+    fi
+  done
+  echo "bench: fio failed: $(tail -1 "$dir/fio.err")" >&2
+  exit 1
+}
+drop_caches
+write_ceiling=$(fio_bw write)
+drop_caches
+read_ceiling=$(fio_bw read)
+iperf3 -s -1 -p "$port" > /dev/null 2>&1 &
+sleep 0.5
+iperf3 -c 127.0.0.1 -p "$port" -u -b 0 -l "$packet" -t $((smoke ? 2 : 5)) -J > "$dir/iperf.json"
+wait
+udp_ceiling=$(python3 -c "import json; s=json.load(open('$dir/iperf.json'))['end']['sum']; \
+print(round(s['bytes']*(1-s['lost_percent']/100)/s['seconds']/1048576, 1))")
+printf 'ceiling\twrite\t%s\nceiling\tread\t%s\nceiling\tudp\t%s\n' \
+  "$write_ceiling" "$read_ceiling" "$udp_ceiling" >> "$results"
+echo "bench: ceilings: disk write $write_ceiling, disk read $read_ceiling, UDP $udp_ceiling MiB/s" >&2
+
+# 2. One transfer: prints "rate tx_cpu rx_cpu tx_rss_kb rx_rss_kb lost passed" (CPU in s).
+transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
+  local source=$1 sink=$2 verify=$3
+  shift 3
+  rm -rf "$dir/out"
+  mkdir -p "$dir/out"
+  drop_caches
+  local rx_args=(--listen "127.0.0.1:$port" --output "$dir/out" --once --quiet
+    --log-file "$dir/receive.log" --write-mode "${WRITE_MODE:-rwd}")
+  [[ "$sink" == null ]] && rx_args+=(--sink null)
+  rm -f "$dir/receive.log"
+  /usr/bin/time -f '%U %S %M' -o "$dir/rx.time" "$bin/dd_file_receive" "${rx_args[@]}" "$@" &
+  local rx=$!
+  for _ in $(seq 100); do grep -q "receiving on" "$dir/receive.log" 2> /dev/null && break; sleep 0.05; done
+  /usr/bin/time -f '%U %S %M' -o "$dir/tx.time" "$bin/dd_file_send" "$source" \
+    --dest "127.0.0.1:$port" --rate "$rate" --verify "$verify" --quiet \
+    --log-file "$dir/send.log"
+  local rx_rc=0
+  wait $rx || rx_rc=$?
+  python3 - "$dir" "$rx_rc" << 'PY'
+import re, sys
+d, rc = sys.argv[1], int(sys.argv[2])
+log = open(f"{d}/receive.log").read()
+rates = [float(x) for x in re.findall(r"File: .*Rate: ([0-9.]+) \(MB/s\)", log)]
+lost = re.findall(r"packets: \d+ received, (\d+) lost", log)
+def t(name):
+    u, s, m = open(f"{d}/{name}.time").read().split()[-3:]
+    return float(u) + float(s), int(m)
+tx_cpu, tx_rss = t("tx")
+rx_cpu, rx_rss = t("rx")
+passed = len(re.findall(r" Passed| Not verified", log))
+print(rates[0] if rates else 0.0, tx_cpu, rx_cpu, tx_rss, rx_rss, lost[-1] if lost else -1,
+      1 if (passed >= 1 and rc == 0) else 0)
+PY
+}
+
+for pair in mem-mem disk-mem mem-disk disk-disk; do
+  src=synthetic:$bytes
+  [[ $pair == disk-* ]] && src="$dir/source.bin"
+  sink=disk
+  [[ $pair == *-mem ]] && sink=null
+  for verify in none b2b sha256; do
+    for run in $(seq "$runs"); do
+      read -r r txc rxc txm rxm lost ok < <(transfer "$src" "$sink" "$verify")
+      printf 'run\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pair" "$verify" "$run" "$r" \
+        "$txc" "$rxc" "$txm" "$rxm" "$lost" "$ok" >> "$results"
+      echo "bench: $pair $verify run $run: $r MiB/s, lost $lost" >&2
+    done
+  done
+done
+
+# 3. Many small files: 10,000 x 16 KB (1,000 in the smoke run), b2b, disk to disk.
+count=$((smoke ? 1000 : 10000))
+rm -rf "$dir/small"
+mkdir -p "$dir/small"
+python3 -c "
+import os
+blk = os.urandom(16384)
+for i in range($count):
+    d = '$dir/small/d%03d' % (i // 100)
+    os.makedirs(d, exist_ok=True)
+    with open('%s/f%05d.bin' % (d, i), 'wb') as f: f.write(blk[i % 16:] + blk[:i % 16])
+"
+drop_caches
+start=$(date +%s.%N)
+read -r r txc rxc txm rxm lost ok < <(WRITE_MODE=rw transfer "$dir/small" disk b2b)
+elapsed=$(python3 -c "import time; print(round(time.time() - $start, 2))")
+passed=$(grep -c " B2B Passed" "$dir/receive.log" || true)
+printf 'small\t%s\t%s\t%s\t%s\n' "$count" "$elapsed" "$passed" "$lost" >> "$results"
+echo "bench: $count small files: $elapsed s, $passed verified" >&2
+
+python3 "$repo/scripts/bench_report.py" "$results" "$bytes" "$dir/bench.json"
+rm -f "$dir/source.bin"
+rm -rf "$dir/out" "$dir/small"

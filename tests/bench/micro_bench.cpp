@@ -1,0 +1,97 @@
+// Micro-benchmarks of the hot pieces (Google Benchmark): header encode/decode, the receive ring,
+// hashing, and packetising a read block. Speed targets live here and in scripts/bench.sh, never
+// in the unit tests.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <vector>
+
+#include "common/hash.hpp"
+#include "common/protocol.hpp"
+#include "receiver/slot_ring.hpp"
+
+namespace ddft {
+namespace {
+using namespace common;
+
+constexpr size_t kPacket = kDefaultPacketSize;
+constexpr size_t kChunk = kPacket - kHeaderSize - kDataHeaderSize;
+
+void BM_EncodeData(benchmark::State& state) {
+  std::vector<uint8_t> buf(kPacket, 0x5A);
+  Header h;
+  h.session_id = 1;
+  for (auto _ : state) {
+    ++h.seq;
+    benchmark::DoNotOptimize(encode_data_in_place(h, {1, h.seq * kChunk}, kChunk, buf));
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kPacket));
+}
+BENCHMARK(BM_EncodeData);
+
+void BM_DecodePacket(benchmark::State& state) {
+  std::vector<uint8_t> buf(kPacket, 0x5A);
+  Header h;
+  h.session_id = 1;
+  encode_data_in_place(h, {1, 0}, kChunk, buf);
+  Packet p;
+  DataHeader d;
+  std::span<const uint8_t> data;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(decode_packet(buf, &p));
+    benchmark::DoNotOptimize(decode_data(p.payload, &d, &data));
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kPacket));
+}
+BENCHMARK(BM_DecodePacket);
+
+void BM_SlotRingPublishRelease(benchmark::State& state) {
+  const size_t batch = static_cast<size_t>(state.range(0));
+  receiver::SlotRing ring(4096, 9216);
+  for (auto _ : state) {
+    for (size_t i = 0; i < batch; ++i) ring.set_length(i, kPacket);
+    ring.publish(batch);
+    size_t len = 0;
+    for (size_t i = 0; i < batch; ++i) benchmark::DoNotOptimize(ring.filled_slot(i, &len));
+    ring.release(batch);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * batch));
+}
+BENCHMARK(BM_SlotRingPublishRelease)->Arg(1)->Arg(64);
+
+void BM_Hash(benchmark::State& state) {
+  const auto type = static_cast<VerifyType>(state.range(0));
+  std::vector<uint8_t> block(1 << 20, 0xA5);
+  auto h = make_hasher(type);
+  for (auto _ : state) h->update(block);
+  benchmark::DoNotOptimize(h->finish());
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * block.size()));
+  state.SetLabel(std::string(verify_type_name(type)));
+}
+BENCHMARK(BM_Hash)
+    ->Arg(static_cast<int>(VerifyType::kB2B))
+    ->Arg(static_cast<int>(VerifyType::kSha256));
+
+// What the transmit thread does per read block: copy each chunk into a batch slot and seal it.
+void BM_Packetise1MiB(benchmark::State& state) {
+  std::vector<uint8_t> block(kChunk * 117, 0x3C);  // the reader's 1 MiB block, in whole chunks
+  std::vector<uint8_t> arena(32 * kPacket);
+  Header h;
+  h.session_id = 1;
+  for (auto _ : state) {
+    size_t slot = 0;
+    for (size_t pos = 0; pos < block.size(); pos += kChunk) {
+      auto out = std::span(arena).subspan((slot++ % 32) * kPacket, kPacket);
+      std::memcpy(out.data() + kHeaderSize + kDataHeaderSize, block.data() + pos, kChunk);
+      ++h.seq;
+      benchmark::DoNotOptimize(encode_data_in_place(h, {1, pos}, kChunk, out));
+    }
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * block.size()));
+}
+BENCHMARK(BM_Packetise1MiB);
+
+}  // namespace
+}  // namespace ddft
+
+BENCHMARK_MAIN();
