@@ -489,16 +489,29 @@ void Assembler::drop_hash_stream(File& f) {
 void Assembler::submit_block(Block& b) {
   b.submitted = true;
   File& f = *b.file;
-  for (const auto& [start, end] : b.ranges) {
+  // With --direct-io, the 4 KiB-aligned part of a range goes through the O_DIRECT descriptor (the
+  // pool's blocks and their file offsets are aligned); an unaligned rest, the file's tail or a
+  // partial block's pieces, through the buffered one. Both reach the same file.
+  constexpr uint32_t kAlign = 4096;
+  auto queue_write = [&](int fd, uint32_t from, uint32_t to) {
     PendingOp op;
-    op.fd = f.tmp.fd.get();
-    op.buf = b.mem + start;
-    op.len = end - start;
-    op.offset = b.index * block_size_ + start;
+    op.fd = fd;
+    op.buf = b.mem + from;
+    op.len = to - from;
+    op.offset = b.index * block_size_ + from;
     op.cookie = reinterpret_cast<uint64_t>(&b);
     ++b.writes_pending;
     ++f.ops_pending;
     submit(op);
+  };
+  for (const auto& [start, end] : b.ranges) {
+    uint32_t from = start;
+    if (f.tmp.direct_fd && start % kAlign == 0 && end - start >= kAlign) {
+      const uint32_t aligned_end = start + ((end - start) / kAlign) * kAlign;
+      queue_write(f.tmp.direct_fd.get(), start, aligned_end);
+      from = aligned_end;
+    }
+    if (from < end) queue_write(f.tmp.fd.get(), from, end);
   }
   if (b.ranges.empty()) maybe_release(b);
 }

@@ -140,6 +140,15 @@ bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, st
   }
 }
 
+bool OutputDir::enable_direct_io() {
+  if (null_sink_) return false;
+  const int fd = ::openat(root_fd_.get(), ".", O_TMPFILE | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  ::close(fd);
+  direct_io_ = true;
+  return true;
+}
+
 bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
                             std::string* reason) {
   if (std::string why = check_wire_path(rel_path); !why.empty()) {
@@ -169,6 +178,9 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
     *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
     return false;
   }
+  if (direct_io_) {
+    out->direct_fd.reset(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC));
+  }
   out->dir = std::move(dir);
   out->fd.reset(fd);
   out->tmp_name = tmp;
@@ -180,6 +192,7 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
 bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
                          std::string* reason) {
   moved_old->clear();
+  f.direct_fd.reset();
   if (null_sink_) {
     f.fd.reset();
     return true;
@@ -265,6 +278,7 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
   if (name.size() > kNameMax - 5) name.resize(kNameMax - 5);
 
   std::string data_path;
+  f.direct_fd.reset();
   if (f.fd || !f.tmp_name.empty()) {
     f.fd.reset();
     if (f.dir && ::renameat(f.dir.get(), f.tmp_name.c_str(), failed_fd_.get(), name.c_str()) == 0) {

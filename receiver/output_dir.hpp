@@ -36,6 +36,7 @@ bool is_temp_name(std::string_view name);
 struct TempFile {
   common::UniqueFd dir;   // the folder that will hold the file
   common::UniqueFd fd;    // the open temporary file
+  common::UniqueFd direct_fd;  // the same file opened O_DIRECT (--direct-io), or invalid
   std::string tmp_name;   // within dir
   std::string base_name;  // final name within dir
   std::string rel_path;   // as announced
@@ -64,6 +65,10 @@ class OutputDir {
   // are /dev/null, finalize() only closes, fail() writes the record only.
   OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy,
             bool null_sink = false);
+
+  // With direct IO on, create_temp() also opens each file O_DIRECT. Returns false (and direct IO
+  // stays off) when the output folder's file system refuses O_DIRECT (tmpfs, for one).
+  bool enable_direct_io();
 
   // Creates the folders of `rel_path` below root as needed and a new temporary file in the last
   // one. On failure returns false and sets *reason.
@@ -95,6 +100,7 @@ class OutputDir {
   std::string failed_path_;
   CollisionPolicy policy_;
   bool null_sink_;
+  bool direct_io_ = false;
   common::UniqueFd root_fd_;
   common::UniqueFd failed_fd_;
   dev_t failed_dev_ = 0;

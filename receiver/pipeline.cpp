@@ -13,6 +13,11 @@ namespace ddft::receiver {
 Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, common::Clock& clock)
     : cfg_(cfg), source_(source), clock_(clock) {
   out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision, cfg.null_sink);
+  if (cfg.direct_io && !out_->enable_direct_io()) {
+    spdlog::warn("Warn: --direct-io: the file system of '{}' refuses O_DIRECT; writing through the "
+                 "page cache",
+                 cfg.output);
+  }
   const size_t slots = std::max<size_t>(cfg.batch * 2, cfg.buffer_mb * 1024 * 1024 /
                                                            cfg.max_packet_size);
   ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size);
@@ -28,10 +33,11 @@ Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, co
   writer_ = make_block_writer(cfg.io_engine, cfg.queue_depth, block_memory_.span(), &note);
   if (!note.empty()) spdlog::warn("Warn: {}", note);
   spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB ({} packets of up "
-               "to {} bytes); writer: {}; write blocks {} x {} KB; mode {}; on collision: {}",
+               "to {} bytes); writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
                cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string(),
                cfg.output, cfg.failed_dir, cfg.buffer_mb, slots,
-               cfg.max_packet_size, writer_->describe(), cfg.write_buffers, cfg.write_block_kb,
+               cfg.max_packet_size, writer_->describe(), cfg.direct_io ? ", direct IO" : "",
+               cfg.write_buffers, cfg.write_block_kb,
                cfg.write_mode_text, cfg.on_collision_text);
 }
 

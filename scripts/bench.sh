@@ -8,6 +8,7 @@
 #                are dropped; K/M/G suffixes)        --runs N   runs per cell (default 3; median)
 #   --dir DIR    work folder on the disk to measure (default bench-work/ in the repository)
 #   --rate R     sender --rate (default 0: unlimited, the product's ceiling; loss is reported)
+#   --rx-opts S  more dd_file_receive options for every transfer, e.g. "--direct-io"
 #   --smoke      a quick run (256M, 1 run, short iperf3): checks that everything works, asserts no
 #                target (CI runs it so the benchmark cannot rot)
 #
@@ -20,7 +21,7 @@
 # Prints a table and writes DIR/bench.json with each figure's ratio to the ceiling it is bound by.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-size=4G runs=3 dir="$repo/bench-work" rate=0 smoke=0
+size=4G runs=3 dir="$repo/bench-work" rate=0 smoke=0 rx_opts=""
 while (($#)); do
   case "$1" in
     --smoke) smoke=1 size=256M runs=1 ;;
@@ -28,6 +29,7 @@ while (($#)); do
     --runs) runs=$2; shift ;;
     --dir) dir=$2; shift ;;
     --rate) rate=$2; shift ;;
+    --rx-opts) rx_opts=$2; shift ;;
     *) echo "bench.sh: unknown argument '$1' (see the header of the script)" >&2; exit 2 ;;
   esac
   shift
@@ -91,6 +93,9 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   local rx_args=(--listen "127.0.0.1:$port" --output "$dir/out" --once --quiet
     --log-file "$dir/receive.log" --write-mode "${WRITE_MODE:-rwd}")
   [[ "$sink" == null ]] && rx_args+=(--sink null)
+  local extra
+  read -r -a extra <<< "$rx_opts"
+  rx_args+=("${extra[@]}")
   rm -f "$dir/receive.log"
   /usr/bin/time -f '%U %S %M' -o "$dir/rx.time" "$bin/dd_file_receive" "${rx_args[@]}" "$@" &
   local rx=$!

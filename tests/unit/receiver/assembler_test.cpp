@@ -493,6 +493,24 @@ TEST_P(AssemblerTest, AFileCannotPushAFolderAside) {
   EXPECT_EQ(records().size(), 2u);
 }
 
+TEST_P(AssemblerTest, DirectIoWritesAlignedBlocksAndTheTail) {
+  if (!out_->enable_direct_io()) GTEST_SKIP() << "this file system refuses O_DIRECT";
+  FakeSender tx(36, 1000);
+  // Whole 64 KiB blocks go through O_DIRECT, the unaligned tail through the page cache.
+  const std::string content = pattern(3 * 65536 + 4096 + 123, 17);
+  feed(tx.file(1, "direct.bin", content));
+  // A reordered file too: evicted partial blocks are unaligned pieces.
+  auto data = tx.data(2, content);
+  std::shuffle(data.begin(), data.end(), std::mt19937(3));
+  feed(tx.announce(2, "direct2.bin", content.size()));
+  feed(data);
+  feed(tx.end(2, content));
+  settle();
+  EXPECT_TRUE(read(base_ / "out/direct.bin") == content);
+  EXPECT_TRUE(read(base_ / "out/direct2.bin") == content);
+  EXPECT_EQ(asm_->counters().files_passed, 2u);
+}
+
 TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {
   SeqCounter c;
   c.record(5);
