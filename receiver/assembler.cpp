@@ -164,6 +164,7 @@ void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
     return;
   }
   if (!accept_session(p)) return;
+  last_session_packet_ = clock_.now();
   if (!seq_.record(p.header.seq)) {
     ++counters_.duplicates;
     return;
@@ -207,6 +208,7 @@ bool Assembler::accept_session(const Packet& p) {
   if (session_ != 0) retire_session("sender restarted (new session)");
   session_ = s;
   session_final_ = false;
+  silence_logged_ = false;
   seq_.reset();
   lost_logged_ = 0;
   seen_ids_.clear();
@@ -826,7 +828,17 @@ void Assembler::fail_all(const std::string& reason) {
 }
 
 bool Assembler::session_finished() const {
-  return session_ != 0 && session_final_ && idle();
+  if (session_ == 0 || !idle()) return false;
+  if (session_final_) return true;
+  const auto silent = clock_.now() - last_session_packet_;
+  if (silent < duration_cast<nanoseconds>(duration<double>(cfg_.file_timeout_s))) return false;
+  if (!silence_logged_) {
+    silence_logged_ = true;
+    spdlog::warn("Warn: sender session {:016x} silent for {:.1f} s without its final heartbeat "
+                 "(lost?); taking it as finished",
+                 session_, std::chrono::duration<double>(silent).count());
+  }
+  return true;
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> Assembler::missing_ranges(const File& f, size_t limit,

@@ -99,7 +99,8 @@ class Assembler {
   // Fails every file in flight with `reason` and waits for all I/O. Used at shutdown.
   void fail_all(const std::string& reason);
 
-  // True once a sender session has said it finished and all of its files are done.
+  // True once a sender session has said it finished and all of its files are done, or, when its
+  // final heartbeat was lost, once it has been silent for --file-timeout with nothing in flight.
   bool session_finished() const;
   // True while writes or syncs are queued or in flight (the caller should poll again soon).
   bool io_pending() const { return writer_.in_flight() > 0 || !backlog_.empty(); }
@@ -189,6 +190,8 @@ class Assembler {
   std::set<uint64_t> retired_sessions_;
   bool session_final_ = false;
   common::Clock::time_point final_deadline_{};
+  common::Clock::time_point last_session_packet_{};
+  mutable bool silence_logged_ = false;
   // Files in flight by (session, file id): a restarted sender reuses ids while the old session's
   // failed files may still be finishing their I/O.
   std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;

@@ -7,7 +7,9 @@
 #   --size SIZE  data per transfer (default 4G: larger than the page cache can hide once caches
 #                are dropped; K/M/G suffixes)        --runs N   runs per cell (default 3; median)
 #   --dir DIR    work folder on the disk to measure (default bench-work/ in the repository)
-#   --rate R     sender --rate (default 0: unlimited, the product's ceiling; loss is reported)
+#   --rate R     sender --rate in MB/s; "auto" (default) paces each pair at 0.95 x the ceiling
+#                that bounds it, as an operator sets the rate below what the receiving disk and
+#                link sustain; 0 = unlimited (a disk-bound pair then overflows the ring: loss)
 #   --rx-opts S  more dd_file_receive options for every transfer, e.g. "--direct-io"
 #   --smoke      a quick run (256M, 1 run, short iperf3): checks that everything works, asserts no
 #                target (CI runs it so the benchmark cannot rot)
@@ -21,7 +23,7 @@
 # Prints a table and writes DIR/bench.json with each figure's ratio to the ceiling it is bound by.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-size=4G runs=3 dir="$repo/bench-work" rate=0 smoke=0 rx_opts=""
+size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts=""
 while (($#)); do
   case "$1" in
     --smoke) smoke=1 size=256M runs=1 ;;
@@ -101,7 +103,7 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   local rx=$!
   for _ in $(seq 100); do grep -q "receiving on" "$dir/receive.log" 2> /dev/null && break; sleep 0.05; done
   /usr/bin/time -f '%U %S %M' -o "$dir/tx.time" "$bin/dd_file_send" "$source" \
-    --dest "127.0.0.1:$port" --rate "$rate" --verify "$verify" --quiet \
+    --dest "127.0.0.1:$port" --rate "$pair_rate" --verify "$verify" --quiet \
     --log-file "$dir/send.log"
   local rx_rc=0
   wait $rx || rx_rc=$?
@@ -127,6 +129,14 @@ for pair in mem-mem disk-mem mem-disk disk-disk; do
   [[ $pair == disk-* ]] && src="$dir/source.bin"
   sink=disk
   [[ $pair == *-mem ]] && sink=null
+  case $pair in
+    mem-mem) bound=$udp_ceiling ;;
+    disk-mem) bound=$(python3 -c "print(min($read_ceiling, $udp_ceiling))") ;;
+    *) bound=$(python3 -c "print(min($write_ceiling, $udp_ceiling))") ;;
+  esac
+  pair_rate=$rate
+  [[ $rate == auto ]] && pair_rate=$(python3 -c "print(int(0.95 * $bound))")
+  echo "bench: $pair at --rate $pair_rate" >&2
   for verify in none b2b sha256; do
     for run in $(seq "$runs"); do
       read -r r txc rxc txm rxm lost ok < <(transfer "$src" "$sink" "$verify")
@@ -151,6 +161,8 @@ for i in range($count):
 "
 drop_caches
 start=$(date +%s.%N)
+pair_rate=$rate
+[[ $rate == auto ]] && pair_rate=$(python3 -c "print(int(0.95 * min($write_ceiling, $udp_ceiling)))")
 read -r r txc rxc txm rxm lost ok < <(WRITE_MODE=rw transfer "$dir/small" disk b2b)
 elapsed=$(python3 -c "import time; print(round(time.time() - $start, 2))")
 passed=$(grep -c " B2B Passed" "$dir/receive.log" || true)

@@ -404,6 +404,17 @@ TEST_P(AssemblerTest, FinalHeartbeatFinishesTheSession) {
   EXPECT_TRUE(asm_->session_finished());
 }
 
+TEST_P(AssemblerTest, LostFinalHeartbeatStillEndsTheSessionAfterSilence) {
+  FakeSender tx(37);
+  feed(tx.file(1, "a", "abc"));  // no final heartbeat: all its copies were lost
+  settle();
+  EXPECT_FALSE(asm_->session_finished());
+  clock_.advance(std::chrono::seconds(4));
+  EXPECT_FALSE(asm_->session_finished());  // file timeout is 5 s
+  clock_.advance(std::chrono::seconds(2));
+  EXPECT_TRUE(asm_->session_finished());
+}
+
 TEST_P(AssemblerTest, StopFailsFilesInFlight) {
   FakeSender tx(29);
   const std::string content = pattern(20'000, 13);
