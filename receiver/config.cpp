@@ -1,5 +1,7 @@
 #include "receiver/config.hpp"
 
+#include <fmt/format.h>
+
 #include "common/protocol.hpp"
 
 namespace ddft::receiver {
@@ -17,7 +19,9 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--output,-o", cfg.output, "Folder the files are written to")->required();
   app.add_option("--failed-dir", cfg.failed_dir,
                  "Folder for files that could not be completed (default OUTPUT/.failed)");
-  app.add_option("--buffer-mb", cfg.buffer_mb, "Receive ring size in MiB, allocated at start")
+  app.add_option("--buffer-mb", cfg.buffer_mb,
+                 "RAM for receive buffering in MiB, allocated at start: the receive ring plus the "
+                 "write blocks (--write-buffers x --write-block-kb)")
       ->check(CLI::Range(size_t{1}, size_t{65536}))
       ->capture_default_str();
   app.add_option("--max-packet-size", cfg.max_packet_size, "Largest datagram accepted, bytes")
@@ -92,6 +96,13 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
                   : cfg.io_engine_text == "pwrite" ? IoEngine::kPwrite
                                                    : IoEngine::kAuto;
   cfg.null_sink = cfg.sink_text == "null";
+  const size_t pool_mb = cfg.write_buffers * cfg.write_block_kb / 1024;
+  if (cfg.buffer_mb < pool_mb + 8) {
+    throw CLI::ValidationError(
+        "--buffer-mb", fmt::format("{} MiB leaves no room for the receive ring next to the write "
+                                   "blocks ({} MiB); give at least {}",
+                                   cfg.buffer_mb, pool_mb, pool_mb + 8));
+  }
   if (cfg.null_sink) cfg.io_engine = IoEngine::kNull;
 }
 

@@ -18,8 +18,11 @@ Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, co
                  "page cache",
                  cfg.output);
   }
-  const size_t slots = std::max<size_t>(cfg.batch * 2, cfg.buffer_mb * 1024 * 1024 /
-                                                           cfg.max_packet_size);
+  // --buffer-mb is all the receive buffering: the write blocks come out of it, the ring gets the
+  // rest, so the daemon's memory is what the operator asked for.
+  const size_t pool_bytes = cfg.write_buffers * cfg.write_block_kb * 1024;
+  const size_t ring_bytes = cfg.buffer_mb * 1024 * 1024 - pool_bytes;
+  const size_t slots = std::max<size_t>(cfg.batch * 2, ring_bytes / cfg.max_packet_size);
   ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size);
   if (cfg.lock_memory) {
     if (const int err = ring_->memory().lock(); err != 0) {
@@ -32,8 +35,8 @@ Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, co
   std::string note;
   writer_ = make_block_writer(cfg.io_engine, cfg.queue_depth, block_memory_.span(), &note);
   if (!note.empty()) spdlog::warn("Warn: {}", note);
-  spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB ({} packets of up "
-               "to {} bytes); writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
+  spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets "
+               "of up to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
                cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string(),
                cfg.output, cfg.failed_dir, cfg.buffer_mb, slots,
                cfg.max_packet_size, writer_->describe(), cfg.direct_io ? ", direct IO" : "",

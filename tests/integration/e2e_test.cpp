@@ -232,7 +232,7 @@ TEST_F(EndToEnd, PortInUseRefusesToStart) {
   addr.sin_port = htons(port_);
   ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const int rc = run({DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
-                      "--output", out_.string(), "--buffer-mb", "8"},
+                      "--output", out_.string(), "--buffer-mb", "128"},
                      base_ / "receive.log", seconds(10));
   ::close(s);
   EXPECT_EQ(rc, 1);
@@ -247,7 +247,7 @@ TEST_F(EndToEnd, PortInUseRefusesToStart) {
 TEST_F(EndToEnd, OutputThatIsNotAFolderRefusesToStart) {
   std::ofstream(base_ / "file") << "x";
   const int rc = run({DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
-                      "--output", (base_ / "file").string(), "--buffer-mb", "8"},
+                      "--output", (base_ / "file").string(), "--buffer-mb", "128"},
                      base_ / "receive.log", seconds(10));
   EXPECT_EQ(rc, 1);
   EXPECT_NE(rx_log().find("cannot be used: Not a directory"), std::string::npos) << rx_log();
@@ -267,7 +267,7 @@ TEST_F(EndToEnd, DeviceTransportThroughAFifo) {
   EXPECT_NE(tx_log().find("no reader has it open"), std::string::npos) << tx_log();
   receiver_ = std::make_unique<Process>(
       std::vector<std::string>{DDFT_RECEIVE_BIN, "--transport", "device", "--device",
-                               node.string(), "--output", out_.string(), "--buffer-mb", "16",
+                               node.string(), "--output", out_.string(), "--buffer-mb", "128",
                                "--once"},
       base_ / "receive.log");
   ASSERT_TRUE(eventually([&] { return rx_log().find("receiving on device") != std::string::npos; },
@@ -310,7 +310,7 @@ TEST_F(EndToEnd, ReadOnlyOutputRefusesToStart) {
     GTEST_SKIP() << "cannot mount a read-only tmpfs here";
   }
   const int rc = run({DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
-                      "--output", (base_ / "ro").string(), "--buffer-mb", "8"},
+                      "--output", (base_ / "ro").string(), "--buffer-mb", "128"},
                      base_ / "receive.log", seconds(10));
   run({"/bin/umount", (base_ / "ro").string()}, base_ / "mount.log", seconds(10));
   EXPECT_EQ(rc, 1);

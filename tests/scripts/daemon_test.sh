@@ -17,7 +17,7 @@ port=$((40000 + RANDOM % 20000))
 if [[ $(id -u) -eq 0 ]]; then nice_value=-7; else nice_value=5; fi
 DDFT_NICE=$nice_value DDFT_IONICE_CLASS=2 DDFT_IONICE_LEVEL=3 DD_FILE_RECEIVE="$recv_bin" \
   DDFT_RECEIVE_CONF=/nonexistent "$launcher" --listen "127.0.0.1:$port" --output "$work/out" \
-  --buffer-mb 16 --log-file "$work/receive.log" --quiet &
+  --buffer-mb 128 --log-file "$work/receive.log" --quiet &
 rx=$!
 for _ in $(seq 100); do grep -q "receiving on" "$work/receive.log" 2>/dev/null && break; sleep 0.1; done
 grep -q "receiving on" "$work/receive.log" || bad "the daemon did not start"

@@ -107,7 +107,7 @@ mkdir -p "$work/src/sub" "$work/out"
 head -c $((101 * 1048576)) /dev/urandom > "$work/src/big.bin"
 head -c 5000 /dev/urandom > "$work/src/sub/small.txt"
 port=$((40000 + RANDOM % 20000))
-"$recv_bin" --listen "127.0.0.1:$port" --output "$work/out" --once --buffer-mb 64 \
+"$recv_bin" --listen "127.0.0.1:$port" --output "$work/out" --once --buffer-mb 128 \
   > "$work/receive.log" 2>&1 &
 rx=$!
 for _ in $(seq 100); do grep -q "receiving on" "$work/receive.log" && break; sleep 0.1; done
