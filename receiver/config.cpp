@@ -65,9 +65,12 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--batch", cfg.batch, "Datagrams per recvmmsg call")
       ->check(CLI::Range(size_t{1}, size_t{1024}))
       ->capture_default_str();
-  app.add_flag("--direct-io,!--no-direct-io", cfg.direct_io,
-               "Write whole blocks with O_DIRECT (past the page cache; the disk works during the "
-               "transfer, not at the final sync). Off where the file system refuses it.");
+  app.add_option("--direct-io", cfg.direct_io_text,
+                 "Write whole blocks with O_DIRECT, past the page cache, so the disk works during "
+                 "the transfer and not at the final sync: auto (where the file system allows it), "
+                 "on (warn where it does not), off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
   app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
   app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");

@@ -35,7 +35,7 @@ struct ReceiverConfig {
   unsigned queue_depth = 32;          // io_uring queue depth
   IoEngine io_engine = IoEngine::kAuto;
   std::string io_engine_text = "auto";
-  bool direct_io = false;             // --direct-io: whole blocks written with O_DIRECT
+  std::string direct_io_text = "auto";  // --direct-io auto|on|off: whole blocks with O_DIRECT
   bool null_sink = false;             // --sink null: everything but the disk write
   std::string sink_text = "disk";
   size_t socket_buffer_mb = 256;      // SO_RCVBUF request

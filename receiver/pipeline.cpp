@@ -13,10 +13,14 @@ namespace ddft::receiver {
 Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, common::Clock& clock)
     : cfg_(cfg), source_(source), clock_(clock) {
   out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision, cfg.null_sink);
-  if (cfg.direct_io && !out_->enable_direct_io()) {
-    spdlog::warn("Warn: --direct-io: the file system of '{}' refuses O_DIRECT; writing through the "
-                 "page cache",
-                 cfg.output);
+  bool direct = false;
+  if (cfg.direct_io_text != "off" && !cfg.null_sink) {
+    direct = out_->enable_direct_io();
+    if (!direct && cfg.direct_io_text == "on") {
+      spdlog::warn("Warn: --direct-io on: the file system of '{}' refuses O_DIRECT; writing "
+                   "through the page cache",
+                   cfg.output);
+    }
   }
   // --buffer-mb is all the receive buffering: the write blocks come out of it, the ring gets the
   // rest, so the daemon's memory is what the operator asked for.
@@ -39,7 +43,7 @@ Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, co
                "of up to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
                cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string(),
                cfg.output, cfg.failed_dir, cfg.buffer_mb, slots,
-               cfg.max_packet_size, writer_->describe(), cfg.direct_io ? ", direct IO" : "",
+               cfg.max_packet_size, writer_->describe(), direct ? ", direct IO" : "",
                cfg.write_buffers, cfg.write_block_kb,
                cfg.write_mode_text, cfg.on_collision_text);
 }

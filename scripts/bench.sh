@@ -10,7 +10,7 @@
 #   --rate R     sender --rate in MB/s; "auto" (default) paces each pair at 0.95 x the ceiling
 #                that bounds it, as an operator sets the rate below what the receiving disk and
 #                link sustain; 0 = unlimited (a disk-bound pair then overflows the ring: loss)
-#   --rx-opts S  more dd_file_receive options for every transfer, e.g. "--direct-io"
+#   --rx-opts S  more dd_file_receive options for every transfer, e.g. "--direct-io off"
 #   --smoke      a quick run (256M, 1 run, short iperf3): checks that everything works, asserts no
 #                target (CI runs it so the benchmark cannot rot)
 #
