@@ -27,7 +27,7 @@ Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, co
   const size_t pool_bytes = cfg.write_buffers * cfg.write_block_kb * 1024;
   const size_t ring_bytes = cfg.buffer_mb * 1024 * 1024 - pool_bytes;
   const size_t slots = std::max<size_t>(cfg.batch * 2, ring_bytes / cfg.max_packet_size);
-  ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size);
+  ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size, /*populate=*/true);
   if (cfg.lock_memory) {
     if (const int err = ring_->memory().lock(); err != 0) {
       spdlog::warn("Warn: cannot lock the receive buffer in RAM: {} (run as root or raise "
@@ -35,7 +35,7 @@ Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, co
                    std::strerror(err));
     }
   }
-  block_memory_ = common::AlignedBuffer(cfg.write_buffers * cfg.write_block_kb * 1024);
+  block_memory_ = common::AlignedBuffer(cfg.write_buffers * cfg.write_block_kb * 1024, true);
   std::string note;
   writer_ = make_block_writer(cfg.io_engine, cfg.queue_depth, block_memory_.span(), &note);
   if (!note.empty()) spdlog::warn("Warn: {}", note);

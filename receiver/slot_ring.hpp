@@ -18,9 +18,11 @@ namespace ddft::receiver {
 
 class SlotRing {
  public:
-  // Allocates slot_count * slot_size bytes now. Throws std::bad_alloc.
-  SlotRing(size_t slot_count, size_t slot_size)
-      : slot_count_(slot_count), slot_size_(slot_size), mem_(slot_count * slot_size),
+  // Allocates slot_count * slot_size bytes now and, with `populate`, touches every page now too:
+  // otherwise the receive thread takes a page fault per 4 KiB on the ring's first pass, which at
+  // link rate is enough to fall behind and overflow the socket. Throws std::bad_alloc.
+  SlotRing(size_t slot_count, size_t slot_size, bool populate = false)
+      : slot_count_(slot_count), slot_size_(slot_size), mem_(slot_count * slot_size, populate),
         lens_(slot_count) {}
   SlotRing(const SlotRing&) = delete;
   SlotRing& operator=(const SlotRing&) = delete;

@@ -10,6 +10,8 @@
 #   --rate R     sender --rate in MB/s; "auto" (default) paces each pair at 0.95 x the ceiling
 #                that bounds it, as an operator sets the rate below what the receiving disk and
 #                link sustain; 0 = unlimited (a disk-bound pair then overflows the ring: loss)
+#   --pairs "P.." only these pairs (of mem-mem disk-mem mem-disk disk-disk), and no small-files
+#                test: for finding a pair's loss-free rate
 #   --rx-opts S  more dd_file_receive options for every transfer, e.g. "--direct-io off"
 #   --smoke      a quick run (256M, 1 run, short iperf3): checks that everything works, asserts no
 #                target (CI runs it so the benchmark cannot rot)
@@ -23,7 +25,7 @@
 # Prints a table and writes DIR/bench.json with each figure's ratio to the ceiling it is bound by.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts=""
+size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts="" pairs="" 
 while (($#)); do
   case "$1" in
     --smoke) smoke=1 size=256M runs=1 ;;
@@ -32,6 +34,7 @@ while (($#)); do
     --dir) dir=$2; shift ;;
     --rate) rate=$2; shift ;;
     --rx-opts) rx_opts=$2; shift ;;
+    --pairs) pairs=$2; shift ;;
     *) echo "bench.sh: unknown argument '$1' (see the header of the script)" >&2; exit 2 ;;
   esac
   shift
@@ -124,7 +127,7 @@ print(rates[0] if rates else 0.0, tx_cpu, rx_cpu, tx_rss, rx_rss, lost[-1] if lo
 PY
 }
 
-for pair in mem-mem disk-mem mem-disk disk-disk; do
+for pair in ${pairs:-mem-mem disk-mem mem-disk disk-disk}; do
   src=synthetic:$bytes
   [[ $pair == disk-* ]] && src="$dir/source.bin"
   sink=disk
@@ -148,6 +151,10 @@ for pair in mem-mem disk-mem mem-disk disk-disk; do
 done
 
 # 3. Many small files: 10,000 x 16 KB (1,000 in the smoke run), b2b, disk to disk.
+if [[ -n "$pairs" ]]; then
+  python3 "$repo/scripts/bench_report.py" "$results" "$bytes" "$dir/bench.json"
+  exit 0
+fi
 count=$((smoke ? 1000 : 10000))
 rm -rf "$dir/small"
 mkdir -p "$dir/small"

@@ -74,6 +74,8 @@ if mm and not verified(mm):
 elif mm:
     target("memory->memory >= 0.9 x UDP ceiling", mm["ratio_to_ceiling"], 0.9,
            mm["ratio_to_ceiling"] >= 0.9)
+if not cells:
+    sys.exit("bench_report: no transfer results")
 rx_rss = max(c["rx_peak_rss_mib"] for c in cells)
 tx_rss = max(c["tx_peak_rss_mib"] for c in cells)
 target("receiver peak RSS <= --buffer-mb (1024) + 64 MiB", rx_rss, 1088, rx_rss <= 1088)
