@@ -28,6 +28,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts="" pairs="" 
 while (($#)); do
   case "$1" in
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --smoke) smoke=1 size=256M runs=1 ;;
     --size) size=$2; shift ;;
     --runs) runs=$2; shift ;;
