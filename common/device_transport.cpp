@@ -16,6 +16,7 @@ namespace ddft::common {
 namespace {
 constexpr size_t kMaxFrame = kHeaderSize + 0xFFFF;
 constexpr size_t kStreamBuffer = 1 << 20;
+constexpr int kStallPolls = 3;
 }  // namespace
 
 DeviceSink::DeviceSink(const std::string& path) : path_(path) {
@@ -48,9 +49,9 @@ std::error_code DeviceSink::send(std::span<const std::span<const uint8_t>> datag
                                  size_t* sent) {
   *sent = 0;
   for (const auto& d : datagrams) {
-    const ssize_t n = ::write(fd_.get(), d.data(), d.size());
+    ssize_t n = ::write(fd_.get(), d.data(), d.size());
+    while (n < 0 && errno == EINTR) n = ::write(fd_.get(), d.data(), d.size());
     if (n < 0) {
-      if (errno == EINTR) return send(datagrams.subspan(*sent), sent);
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
         return std::make_error_code(std::errc::no_buffer_space);
       }
@@ -92,6 +93,13 @@ size_t DeviceSource::extract(std::span<const std::span<uint8_t>> bufs, std::span
       skipped_bytes_ += skip;
       continue;
     }
+    // A header that cannot be ours (version, type) is not waited for.
+    if (p[4] != kProtocolVersion || p[5] < static_cast<uint8_t>(PacketType::kAnnounce) ||
+        p[5] > static_cast<uint8_t>(PacketType::kHeartbeat)) {
+      begin_ += 1;
+      skipped_bytes_ += 1;
+      continue;
+    }
     const size_t frame = kHeaderSize + load_le16(p + 6);
     if (end_ - begin_ < frame) break;  // the rest has not arrived yet
     Packet pkt;
@@ -121,6 +129,7 @@ std::error_code DeviceSource::receive(std::span<const std::span<uint8_t>> bufs,
     }
     const ssize_t r = ::read(fd_.get(), stream_.data() + end_, stream_.size() - end_);
     if (r > 0) {
+      stalled_polls_ = 0;
       end_ += static_cast<size_t>(r);
       *count += extract(bufs, lens, *count);
       continue;
@@ -137,6 +146,16 @@ std::error_code DeviceSource::receive(std::span<const std::span<uint8_t>> bufs,
     pollfd p{fd_.get(), POLLIN, 0};
     const int pr = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (pr < 0 && errno != EINTR) return {errno, std::system_category()};
+    if (pr == 0 && end_ > begin_ && ++stalled_polls_ >= kStallPolls) {
+      // Several timeouts in a row without a byte while a frame is incomplete: its length field
+      // was damaged (a real frame's bytes follow at once, even from a descheduled sender).
+      // Skip a byte and look for the next magic, so the good frames behind it are not held.
+      stalled_polls_ = 0;
+      ++begin_;
+      ++skipped_bytes_;
+      *count += extract(bufs, lens, *count);
+      break;
+    }
     if (pr <= 0) break;
     waited = true;
   }

@@ -54,6 +54,7 @@ class DeviceSource final : public DatagramSource {
   size_t begin_ = 0;  // first unread byte in stream_
   size_t end_ = 0;    // one past the last byte read
   uint64_t skipped_bytes_ = 0;
+  int stalled_polls_ = 0;  // timeouts in a row with an incomplete frame pending
 };
 
 }  // namespace ddft::common

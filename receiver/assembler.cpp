@@ -508,7 +508,12 @@ void Assembler::submit_block(Block& b) {
   };
   for (const auto& [start, end] : b.ranges) {
     uint32_t from = start;
-    if (f.tmp.direct_fd && start % kAlign == 0 && end - start >= kAlign) {
+    // O_DIRECT needs the file offset, the memory address and the length aligned; the offset and
+    // address depend on the block size, so both are checked, not just the place in the block.
+    const uint64_t file_off = b.index * block_size_ + start;
+    const auto addr = reinterpret_cast<uintptr_t>(b.mem + start);
+    if (f.tmp.direct_fd && file_off % kAlign == 0 && addr % kAlign == 0 &&
+        end - start >= kAlign) {
       const uint32_t aligned_end = start + ((end - start) / kAlign) * kAlign;
       queue_write(f.tmp.direct_fd.get(), start, aligned_end);
       from = aligned_end;

@@ -106,12 +106,16 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   /usr/bin/time -f '%U %S %M' -o "$dir/rx.time" "$bin/dd_file_receive" "${rx_args[@]}" "$@" &
   local rx=$!
   for _ in $(seq 100); do grep -q "receiving on" "$dir/receive.log" 2> /dev/null && break; sleep 0.05; done
+  # A failing sender must not end the benchmark (this runs in a subshell under set -e): its
+  # status is recorded, and the run counts as failed.
+  local tx_rc=0 rx_rc=0
   /usr/bin/time -f '%U %S %M' -o "$dir/tx.time" "$bin/dd_file_send" "$source" \
     --dest "127.0.0.1:$port" --rate "$pair_rate" --verify "$verify" --quiet \
-    --log-file "$dir/send.log"
-  local rx_rc=0
+    --log-file "$dir/send.log" || tx_rc=$?
+  ((tx_rc == 0)) || kill "$rx" 2> /dev/null || true  # no session will ever end it
   wait $rx || rx_rc=$?
-  python3 - "$dir" "$rx_rc" << 'PY'
+  ((tx_rc == 0)) || echo "bench: dd_file_send exited with status $tx_rc: $(tail -1 "$dir/send.log")" >&2
+  python3 - "$dir" "$((rx_rc | tx_rc))" << 'PY'
 import re, sys
 d, rc = sys.argv[1], int(sys.argv[2])
 log = open(f"{d}/receive.log").read()

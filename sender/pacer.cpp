@@ -64,19 +64,26 @@ unsigned Pacer::pause_for(uint64_t file_size) const {
 }
 
 void Pacer::pause(unsigned seconds) {
-  if (seconds > 0) clock_.sleep_until(clock_.now() + std::chrono::seconds(seconds));
+  if (seconds > 0) sleep_until(clock_.now() + std::chrono::seconds(seconds));
 }
 
 void Pacer::after_file() {
-  if (cfg_.eof_delay_ms > 0) {
-    clock_.sleep_until(clock_.now() + std::chrono::milliseconds(cfg_.eof_delay_ms));
-  }
+  if (cfg_.eof_delay_ms > 0) sleep_until(clock_.now() + std::chrono::milliseconds(cfg_.eof_delay_ms));
 }
 
 void Pacer::sleep_ms(unsigned ms, std::chrono::nanoseconds* total) {
   const auto start = clock_.now();
-  clock_.sleep_until(start + std::chrono::milliseconds(ms));
+  sleep_until(start + std::chrono::milliseconds(ms));
   *total += clock_.now() - start;
+}
+
+void Pacer::sleep_until(common::Clock::time_point t) {
+  // In slices, so that a stop request ends a long DFTS sleep within 100 ms.
+  while (!stop_.stop_requested()) {
+    const auto now = clock_.now();
+    if (now >= t) return;
+    clock_.sleep_until(std::min(t, now + std::chrono::milliseconds(100)));
+  }
 }
 
 }  // namespace ddft::sender

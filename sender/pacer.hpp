@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stop_token>
 
 #include "common/clock.hpp"
 
@@ -71,12 +72,17 @@ class Pacer {
   // EOF_DELAY after a file's end.
   void after_file();
 
+  // From now on every sleep ends early (within 100 ms) once `stop` is requested, so Ctrl-C never
+  // waits out a 20 s sleep-algorithm pause or a long forced sleep.
+  void set_stop(std::stop_token stop) { stop_ = std::move(stop); }
+
   // Totals slept for each reason, for the session summary and the tests.
   std::chrono::nanoseconds intra_slept() const { return intra_slept_; }
   std::chrono::nanoseconds forced_slept() const { return forced_slept_; }
 
  private:
   void sleep_ms(unsigned ms, std::chrono::nanoseconds* total);
+  void sleep_until(common::Clock::time_point t);
 
   common::Clock& clock_;
   PacingConfig cfg_;
@@ -85,6 +91,7 @@ class Pacer {
   uint64_t bytes_since_forced_ = 0;
   std::chrono::nanoseconds intra_slept_{0};
   std::chrono::nanoseconds forced_slept_{0};
+  std::stop_token stop_;
 };
 
 }  // namespace ddft::sender

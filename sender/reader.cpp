@@ -17,11 +17,12 @@ Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, co
                BufferPool& pool, common::BoundedQueue<WorkItem>& out)
     : files_(files), cfg_(cfg), clock_(clock), verify_(cfg.verify), pool_(pool), out_(out) {}
 
-bool Reader::lock_shared(int fd, const std::string& path) {
+bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop) {
   const auto deadline =
       clock_.now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::duration<double>(cfg_.lock_timeout_s));
   while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    if (stop.stop_requested()) return false;
     if (errno != EWOULDBLOCK && errno != EINTR) {
       spdlog::error("Error: cannot lock '{}' for reading: {}", path, std::strerror(errno));
       return false;
@@ -55,14 +56,21 @@ void Reader::run(std::stop_token stop) {
         continue;
       }
       common::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
-      struct stat st {};
-      if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        const int err = fd ? (S_ISREG(st.st_mode) ? errno : EINVAL) : errno;
-        spdlog::error("Error: cannot read '{}': {}", src.path, std::strerror(err));
+      if (!fd) {
+        spdlog::error("Error: cannot read '{}': {}", src.path, std::strerror(errno));
         ++open_failures_;
         continue;
       }
-      if (cfg_.file_lock && !lock_shared(fd.get(), src.path)) {
+      // Under FILE_LOCK the size is taken after the lock: a writer that held it may have
+      // changed the file meanwhile.
+      if (cfg_.file_lock && !lock_shared(fd.get(), src.path, stop)) {
+        ++open_failures_;
+        continue;
+      }
+      struct stat st {};
+      if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        spdlog::error("Error: cannot read '{}': {}", src.path,
+                      std::strerror(S_ISREG(st.st_mode) ? errno : EINVAL));
         ++open_failures_;
         continue;
       }

@@ -29,7 +29,7 @@ class Reader {
   bool read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop);
 
   // Takes the FILE_LOCK shared lock; returns false (and logs why) when it cannot.
-  bool lock_shared(int fd, const std::string& path);
+  bool lock_shared(int fd, const std::string& path, std::stop_token& stop);
 
   const std::vector<SourceFile>& files_;
   const SenderConfig& cfg_;

@@ -199,6 +199,7 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
 }
 
 void Transmitter::run(std::stop_token stop) {
+  pacer_.set_stop(stop);
   const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
   while (true) {
     auto item = in_.pop_for(heartbeat);

@@ -80,6 +80,26 @@ TEST_F(DeviceTransportTest, FramesSurviveArbitraryReadBoundariesAndGarbage) {
   EXPECT_EQ(src.link_drops(), long(6 + frame(99, 50).size()));
 }
 
+TEST_F(DeviceTransportTest, DamagedLengthDoesNotHoldBackTheFramesBehindIt) {
+  DeviceSource src(node_.string());
+  const int raw = ::open(node_.c_str(), O_WRONLY);
+  ASSERT_GE(raw, 0);
+  auto bad = frame(0, 200);
+  store_le16(&bad[6], 0xFFFF);  // claims 64 KiB that will never come
+  ASSERT_EQ(::write(raw, bad.data(), bad.size()), ssize_t(bad.size()));
+  std::vector<std::vector<uint8_t>> good;
+  for (uint64_t i = 1; i <= 5; ++i) {
+    good.push_back(frame(i, 1000));
+    ASSERT_EQ(::write(raw, good.back().data(), good.back().size()), ssize_t(good.back().size()));
+  }
+  // Nothing else arrives (the end of a session): the good frames must still come out.
+  const auto got = receive_all(src, good.size());
+  ::close(raw);
+  ASSERT_EQ(got.size(), good.size());
+  for (size_t i = 0; i < good.size(); ++i) EXPECT_EQ(got[i], good[i]);
+  EXPECT_EQ(src.link_drops(), long(bad.size()));
+}
+
 TEST_F(DeviceTransportTest, SinkWritesOneFramePerPacketAndReportsAFullBuffer) {
   DeviceSource src(node_.string());
   DeviceSink sink(node_.string());

@@ -522,6 +522,20 @@ TEST_P(AssemblerTest, DirectIoWritesAlignedBlocksAndTheTail) {
   EXPECT_EQ(asm_->counters().files_passed, 2u);
 }
 
+TEST_P(AssemblerTest, DirectIoWithABlockSizeThatIsNotAMultipleOf4K) {
+  // 65 KiB blocks: block offsets and addresses are not 4 KiB-aligned, so those writes must go
+  // through the buffered descriptor (O_DIRECT would fail with EINVAL on 4K-sector disks).
+  cfg_.write_block_kb = 65;
+  build();
+  if (!out_->enable_direct_io()) GTEST_SKIP() << "this file system refuses O_DIRECT";
+  FakeSender tx(38, 1000);
+  const std::string content = pattern(5 * 66560 + 777, 18);
+  feed(tx.file(1, "odd.bin", content));
+  settle();
+  EXPECT_TRUE(read(base_ / "out/odd.bin") == content);
+  EXPECT_EQ(asm_->counters().files_passed, 1u);
+}
+
 TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {
   SeqCounter c;
   c.record(5);

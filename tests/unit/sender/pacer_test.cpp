@@ -102,10 +102,31 @@ TEST(Pacer, ForcedSleepEveryFsIntervalMegabytes) {
   cfg.fs_delay_ms = 1000;  // DFTS's values when neither is set in owlDftsSend
   Pacer p(clock, cfg);
   const auto start = clock.now();
-  for (int i = 0; i < 100 * 4; ++i) p.after_send(1, 256 * 1024);  // 100 MiB
-  EXPECT_EQ(clock.sleeps(), 3);  // after 32, 64 and 96 MiB
+  std::vector<int> slept_after_mib;  // the MiB count after which time moved
+  for (int q = 1; q <= 100 * 4; ++q) {  // 100 MiB in quarter MiB sends
+    const auto before = clock.now();
+    p.after_send(1, 256 * 1024);
+    if (clock.now() - before == seconds(1)) slept_after_mib.push_back(q / 4);
+  }
+  EXPECT_EQ(slept_after_mib, (std::vector<int>{32, 64, 96}));
   EXPECT_EQ(clock.now() - start, seconds(3));
   EXPECT_EQ(p.forced_slept(), seconds(3));
+}
+
+TEST(Pacer, StopEndsLongSleepsPromptly) {
+  common::FakeClock clock;
+  PacingConfig cfg;
+  cfg.sleep_alg = true;
+  cfg.fs_interval_mb = 1;
+  cfg.fs_delay_ms = 60'000;
+  Pacer p(clock, cfg);
+  std::stop_source stop;
+  p.set_stop(stop.get_token());
+  stop.request_stop();  // Ctrl-C
+  const auto start = clock.now();
+  p.pause(20);
+  p.after_send(1, 1 << 20);  // a forced sleep of a minute is due
+  EXPECT_LT(clock.now() - start, milliseconds(100));
 }
 
 TEST(Pacer, SleepAlgorithmAndEofDelay) {

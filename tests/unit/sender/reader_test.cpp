@@ -70,6 +70,45 @@ TEST_F(ReaderTest, FileLockWaitsForTheWriterThenGivesUp) {
   EXPECT_LE(clock_.slept(), std::chrono::milliseconds(2100));
 }
 
+// A clock whose first sleep lets the "writer" finish: it appends to the file and drops its lock,
+// exactly while the reader waits for the lock.
+class WriterFinishesClock final : public common::Clock {
+ public:
+  WriterFinishesClock(int writer_fd, std::string more) : fd_(writer_fd), more_(std::move(more)) {}
+  time_point now() const override { return fake_.now(); }
+  void sleep_until(time_point t) override {
+    if (!done_) {
+      done_ = true;
+      EXPECT_EQ(::write(fd_, more_.data(), more_.size()), ssize_t(more_.size()));
+      ::flock(fd_, LOCK_UN);
+    }
+    fake_.sleep_until(t);
+  }
+
+ private:
+  common::FakeClock fake_;
+  int fd_;
+  std::string more_;
+  bool done_ = false;
+};
+
+TEST_F(ReaderTest, FileLockSendsWhatTheWriterLeftNotAnOldSize) {
+  common::UniqueFd writer(::open((dir_ / "a.txt").c_str(), O_WRONLY | O_APPEND));
+  ASSERT_EQ(::flock(writer.get(), LOCK_EX), 0);
+  WriterFinishesClock clock(writer.get(), std::string(5000, 'b'));
+  cfg_.file_lock = true;
+  BufferPool pool(2, 10000);
+  common::BoundedQueue<WorkItem> q(4);
+  Reader r(files_, cfg_, clock, pool, q);
+  const auto items = read_all(r, pool, q);
+  ASSERT_FALSE(items.empty());
+  EXPECT_EQ(items[0].meta->size, 30000u);  // 25,000 + the 5,000 written under the lock
+  const std::string content = std::string(25000, 'a') + std::string(5000, 'b');
+  EXPECT_EQ(items.back().digest,
+            common::hash_buffer(common::VerifyType::kB2B,
+                                {reinterpret_cast<const uint8_t*>(content.data()), 30000}));
+}
+
 TEST_F(ReaderTest, FileLockReadsAFileNobodyHolds) {
   cfg_.file_lock = true;
   BufferPool pool(2, 10000);
