@@ -267,9 +267,7 @@ void Assembler::handle_announce(const Packet& p) {
     f->hasher = common::make_hasher(f->verify);
     spdlog::info("Info: {}, Size: {} (bytes) . . . receiving{}", f->path, common::with_commas(f->size),
                  f->pause_s ? fmt::format(" (send pausing {} seconds)", f->pause_s) : "");
-    File& ref = *f;
     files_.emplace(std::make_pair(session_, a.file_id), std::move(f));
-    (void)ref;
     return;
   }
   ++counters_.files_refused;

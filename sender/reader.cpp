@@ -15,7 +15,7 @@ namespace ddft::sender {
 
 Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
                BufferPool& pool, common::BoundedQueue<WorkItem>& out)
-    : files_(files), cfg_(cfg), clock_(clock), verify_(cfg.verify), pool_(pool), out_(out) {}
+    : files_(files), cfg_(cfg), clock_(clock), pool_(pool), out_(out) {}
 
 bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop) {
   const auto deadline =
@@ -92,7 +92,7 @@ void Reader::run(std::stop_token stop) {
 
 bool Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop) {
   if (!out_.push(WorkItem{WorkItem::Kind::kBegin, meta})) return false;
-  auto hasher = common::make_hasher(verify_);
+  auto hasher = common::make_hasher(cfg_.verify);
   uint64_t offset = 0;
   std::string failure;
   while (offset < meta->size) {

@@ -34,7 +34,6 @@ class Reader {
   const std::vector<SourceFile>& files_;
   const SenderConfig& cfg_;
   common::Clock& clock_;
-  common::VerifyType verify_;
   BufferPool& pool_;
   common::BoundedQueue<WorkItem>& out_;
   std::atomic<uint64_t> open_failures_{0};
