@@ -118,7 +118,7 @@ constexpr uint64_t kMaxBitmapWords = (uint64_t{16} << 20) / 8;
 constexpr auto kEndGrace = std::chrono::milliseconds(500);
 }  // namespace
 
-Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, BlockWriter& writer,
+Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo& writer,
                      common::AlignedBuffer& block_memory, common::Clock& clock)
     : cfg_(cfg),
       out_(out),
@@ -564,7 +564,7 @@ void Assembler::release_block(Block& b) {
 void Assembler::poll_io(bool wait) {
   flush_backlog();
   writer_.reap(wait && writer_.in_flight() > 0,
-               [this](const WriteCompletion& c) { on_completion(c); });
+               [this](const common::IoCompletion& c) { on_completion(c); });
   flush_backlog();
 }
 
@@ -585,7 +585,7 @@ void Assembler::poll(bool wait) {
   }
 }
 
-void Assembler::on_completion(const WriteCompletion& c) {
+void Assembler::on_completion(const common::IoCompletion& c) {
   if (c.cookie & kSyncTag) {
     File& f = *reinterpret_cast<File*>(c.cookie & ~kSyncTag);
     --f.ops_pending;

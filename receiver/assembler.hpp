@@ -1,6 +1,6 @@
 // The assembler: the receive side's core. It takes checked datagrams off the ring, follows the
 // sender session, assembles each file's data into write blocks, hashes it in file order, writes
-// it through the BlockWriter, and finishes every file exactly one way: verified and renamed into
+// it through the BlockIo, and finishes every file exactly one way: verified and renamed into
 // place, or moved to the failed folder with a record of why. It also prints the DFTS receive log.
 //
 // It owns no thread: the receiver pipeline calls it from the "writer" thread; tests call it
@@ -22,7 +22,7 @@
 #include "common/clock.hpp"
 #include "common/hash.hpp"
 #include "common/protocol.hpp"
-#include "receiver/block_writer.hpp"
+#include "common/block_io.hpp"
 #include "receiver/config.hpp"
 #include "receiver/output_dir.hpp"
 
@@ -82,7 +82,7 @@ class Assembler {
  public:
   // All references must outlive the assembler. `writer` and `out` are used from the calling
   // thread only.
-  Assembler(const ReceiverConfig& cfg, OutputDir& out, BlockWriter& writer,
+  Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo& writer,
             common::AlignedBuffer& block_memory, common::Clock& clock);
   ~Assembler();
   Assembler(const Assembler&) = delete;
@@ -164,7 +164,7 @@ class Assembler {
   void maybe_release(Block& b);
   void release_block(Block& b);
   void drop_hash_stream(File& f);
-  void on_completion(const WriteCompletion& c);
+  void on_completion(const common::IoCompletion& c);
   void advance(File& f);
   void verify_and_finish(File& f);
   void finish_rename(File& f);
@@ -179,7 +179,7 @@ class Assembler {
 
   const ReceiverConfig& cfg_;
   OutputDir& out_;
-  BlockWriter& writer_;
+  common::BlockIo& writer_;
   common::Clock& clock_;
   size_t block_size_;
   std::vector<Block> blocks_;

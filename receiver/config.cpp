@@ -48,8 +48,14 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--write-buffers", cfg.write_buffers, "Write blocks in the pool")
       ->check(CLI::Range(size_t{4}, size_t{4096}))
       ->capture_default_str();
-  app.add_option("--queue-depth", cfg.queue_depth, "Writes in flight (io_uring queue depth)")
+  app.add_option("--queue-depth", cfg.queue_depth,
+                 "Writes in flight per writer (io_uring queue depth)")
       ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  app.add_option("--writers", cfg.writers,
+                 "Threads writing blocks to disk, each with its own queue; 1 writes from the "
+                 "writer thread itself (dd_iotest --test write finds the best value)")
+      ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
   app.add_option("--io-engine", cfg.io_engine_text, "auto (io_uring, else pwrite), uring, pwrite")
       ->check(CLI::IsMember({"auto", "uring", "pwrite"}))
@@ -95,9 +101,9 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
   cfg.on_collision = cfg.on_collision_text == "overwrite" ? CollisionPolicy::kOverwrite
                      : cfg.on_collision_text == "reject"  ? CollisionPolicy::kReject
                                                           : CollisionPolicy::kRename;
-  cfg.io_engine = cfg.io_engine_text == "uring"    ? IoEngine::kUring
-                  : cfg.io_engine_text == "pwrite" ? IoEngine::kPwrite
-                                                   : IoEngine::kAuto;
+  cfg.io_engine = cfg.io_engine_text == "uring"    ? common::IoEngine::kUring
+                  : cfg.io_engine_text == "pwrite" ? common::IoEngine::kPwrite
+                                                   : common::IoEngine::kAuto;
   cfg.null_sink = cfg.sink_text == "null";
   const size_t pool_mb = cfg.write_buffers * cfg.write_block_kb / 1024;
   if (cfg.buffer_mb < pool_mb + 8) {
@@ -106,7 +112,7 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
                                    "blocks ({} MiB); give at least {}",
                                    cfg.buffer_mb, pool_mb, pool_mb + 8));
   }
-  if (cfg.null_sink) cfg.io_engine = IoEngine::kNull;
+  if (cfg.null_sink) cfg.io_engine = common::IoEngine::kNull;
 }
 
 }  // namespace ddft::receiver

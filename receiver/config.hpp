@@ -8,7 +8,7 @@
 
 #include "common/logging.hpp"
 #include "common/transport.hpp"
-#include "receiver/block_writer.hpp"
+#include "common/block_io.hpp"
 #include "receiver/output_dir.hpp"
 
 namespace ddft::receiver {
@@ -32,8 +32,9 @@ struct ReceiverConfig {
   double file_timeout_s = 30;         // no packet of a file for this long: it fails
   size_t write_block_kb = 1024;       // assembly / write block size
   size_t write_buffers = 64;          // blocks in the write pool
-  unsigned queue_depth = 32;          // io_uring queue depth
-  IoEngine io_engine = IoEngine::kAuto;
+  unsigned queue_depth = common::kDefaultWriteQueueDepth;  // io_uring queue depth, per writer
+  unsigned writers = 1;               // IO threads writing (1: the writer thread itself)
+  common::IoEngine io_engine = common::IoEngine::kAuto;
   std::string io_engine_text = "auto";
   std::string direct_io_text = "auto";  // --direct-io auto|on|off: whole blocks with O_DIRECT
   bool null_sink = false;             // --sink null: everything but the disk write

@@ -37,7 +37,13 @@ Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, co
   }
   block_memory_ = common::AlignedBuffer(cfg.write_buffers * cfg.write_block_kb * 1024, true);
   std::string note;
-  writer_ = make_block_writer(cfg.io_engine, cfg.queue_depth, block_memory_.span(), &note);
+  common::BlockIoOptions io;
+  io.engine = cfg.io_engine;
+  io.threads = cfg.writers;
+  io.queue_depth = cfg.queue_depth;
+  io.fixed = block_memory_.span();
+  io.thread_name = "wio";
+  writer_ = common::make_block_io(io, &note);
   if (!note.empty()) spdlog::warn("Warn: {}", note);
   spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets "
                "of up to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",

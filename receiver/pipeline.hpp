@@ -4,7 +4,8 @@
 //            recvmmsg straight into free      never blocks: full ring = drop + count + log
 //            ring slots
 //
-//   SlotRing ──> [thread "writer": Assembler] ──> BlockWriter (io_uring, or pwrite fallback)
+//   SlotRing ──> [thread "writer": Assembler] ──> BlockIo (io_uring, or pwrite fallback;
+//                                                  --writers N: N IO threads "wio1".."wioN")
 //                decode + checksum, session and     write blocks from a pool registered with
 //                sequence tracking, assembly into   io_uring as fixed buffers
 //                write blocks, in-order hashing
@@ -53,7 +54,7 @@ class Receiver {
   std::unique_ptr<OutputDir> out_;
   std::unique_ptr<SlotRing> ring_;
   common::AlignedBuffer block_memory_;
-  std::unique_ptr<BlockWriter> writer_;
+  std::unique_ptr<common::BlockIo> writer_;
 };
 
 }  // namespace ddft::receiver

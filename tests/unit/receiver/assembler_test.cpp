@@ -102,7 +102,15 @@ std::string pattern(size_t n, uint32_t seed) {
   return s;
 }
 
-class AssemblerTest : public ::testing::TestWithParam<IoEngine> {
+// Each test runs on every engine the receiver can use: pwrite, io_uring from the writer thread,
+// and io_uring spread over three IO threads (--writers 3), where completions arrive out of order.
+struct EngineParam {
+  common::IoEngine engine;
+  unsigned threads;
+  const char* name;
+};
+
+class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
  protected:
   void SetUp() override {
     base_ = fs::temp_directory_path() / ("ddft_as_" + std::to_string(::getpid()));
@@ -128,7 +136,12 @@ class AssemblerTest : public ::testing::TestWithParam<IoEngine> {
     out_ = std::make_unique<OutputDir>(cfg_.output, cfg_.failed_dir, cfg_.on_collision);
     mem_ = common::AlignedBuffer(cfg_.write_buffers * cfg_.write_block_kb * 1024);
     try {
-      writer_ = make_block_writer(GetParam(), cfg_.queue_depth, mem_.span(), nullptr);
+      common::BlockIoOptions io;
+      io.engine = GetParam().engine;
+      io.threads = GetParam().threads;
+      io.queue_depth = cfg_.queue_depth;
+      io.fixed = mem_.span();
+      writer_ = common::make_block_io(io, nullptr);
     } catch (const std::exception& e) {
       GTEST_SKIP() << "io_uring unavailable: " << e.what();
     }
@@ -162,7 +175,7 @@ class AssemblerTest : public ::testing::TestWithParam<IoEngine> {
   common::FakeClock clock_;
   std::unique_ptr<OutputDir> out_;
   common::AlignedBuffer mem_;
-  std::unique_ptr<BlockWriter> writer_;
+  std::unique_ptr<common::BlockIo> writer_;
   std::unique_ptr<Assembler> asm_;
 };
 
@@ -563,10 +576,10 @@ TEST(IntervalStat, FormatsLikeDfts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, AssemblerTest,
-                         ::testing::Values(IoEngine::kPwrite, IoEngine::kUring),
-                         [](const auto& param_info) {
-                           return param_info.param == IoEngine::kUring ? "uring" : "pwrite";
-                         });
+                         ::testing::Values(EngineParam{common::IoEngine::kPwrite, 1, "pwrite"},
+                                           EngineParam{common::IoEngine::kUring, 1, "uring"},
+                                           EngineParam{common::IoEngine::kUring, 3, "uring3"}),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
 }  // namespace ddft::receiver

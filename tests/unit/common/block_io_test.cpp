@@ -1,0 +1,144 @@
+#include "common/block_io.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <vector>
+
+#include "common/aligned_buffer.hpp"
+#include "common/fd.hpp"
+
+namespace ddft::common {
+namespace {
+namespace fs = std::filesystem;
+
+struct EngineParam {
+  IoEngine engine;
+  unsigned threads;
+  const char* name;
+};
+
+class BlockIoTest : public ::testing::TestWithParam<EngineParam> {
+ protected:
+  void SetUp() override {
+    path_ = fs::temp_directory_path() / ("ddft_bio_" + std::to_string(::getpid()));
+    mem_ = AlignedBuffer(2 << 20);
+    BlockIoOptions o;
+    o.engine = GetParam().engine;
+    o.threads = GetParam().threads;
+    o.queue_depth = 8;
+    o.fixed = mem_.span();
+    std::string note;
+    try {
+      io_ = make_block_io(o, &note);
+    } catch (const std::exception& e) {
+      GTEST_SKIP() << "io_uring unavailable here: " << e.what();
+    }
+  }
+  void TearDown() override {
+    io_.reset();
+    fs::remove(path_);
+  }
+  // Submits `count` requests made by `submit(i)` (more than the queue holds: submit reports
+  // "full" and the caller reaps) and returns each cookie's completions.
+  template <typename Submit>
+  std::map<uint64_t, std::vector<IoCompletion>> run_all(size_t count, Submit submit) {
+    std::map<uint64_t, std::vector<IoCompletion>> seen;
+    size_t next = 0;
+    while (next < count || io_->in_flight() > 0) {
+      while (next < count && submit(next)) ++next;
+      io_->reap(true, [&](const IoCompletion& c) { seen[c.cookie].push_back(c); });
+    }
+    return seen;
+  }
+  fs::path path_;
+  AlignedBuffer mem_;
+  std::unique_ptr<BlockIo> io_;
+};
+
+constexpr size_t kBlock = 64 * 1024;
+constexpr size_t kBlocks = 16;
+
+TEST_P(BlockIoTest, WritesEveryBlockAndReportsEachOnce) {
+  UniqueFd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600));
+  ASSERT_TRUE(fd);
+  for (size_t i = 0; i < kBlocks; ++i) std::memset(mem_.data() + i * kBlock, int('a' + i), kBlock);
+  EXPECT_GE(io_->capacity(), 8u * GetParam().threads);
+  auto seen = run_all(kBlocks, [&](size_t i) {
+    return io_->submit_write(fd.get(), mem_.data() + i * kBlock, kBlock, i * kBlock, 100 + i);
+  });
+  ASSERT_EQ(seen.size(), kBlocks);
+  for (auto& [cookie, cs] : seen) {
+    ASSERT_EQ(cs.size(), 1u) << cookie;
+    EXPECT_EQ(cs[0].error, 0);
+    EXPECT_EQ(cs[0].bytes, kBlock);
+  }
+  ASSERT_TRUE(io_->submit_sync(fd.get(), true, 999));
+  bool synced = false;
+  while (!synced) {
+    io_->reap(true, [&](const IoCompletion& c) {
+      EXPECT_EQ(c.cookie, 999u);
+      EXPECT_EQ(c.error, 0);
+      synced = true;
+    });
+  }
+  EXPECT_EQ(fs::file_size(path_), kBlocks * kBlock);
+  std::vector<char> back(kBlock);
+  ASSERT_EQ(::pread(fd.get(), back.data(), kBlock, 5 * kBlock), ssize_t(kBlock));
+  EXPECT_EQ(back[0], 'f');
+  EXPECT_EQ(back[kBlock - 1], 'f');
+}
+
+TEST_P(BlockIoTest, ReadsEveryBlockAndStopsShortOnlyAtTheEnd) {
+  // A file of 15.5 blocks: the last read meets the end of the file and says how much it got.
+  const size_t size = kBlocks * kBlock - kBlock / 2;
+  {
+    std::vector<uint8_t> data(size);
+    for (size_t i = 0; i < size; ++i) data[i] = static_cast<uint8_t>(i * 7 + i / kBlock);
+    UniqueFd w(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600));
+    ASSERT_EQ(::write(w.get(), data.data(), size), ssize_t(size));
+  }
+  UniqueFd fd(::open(path_.c_str(), O_RDONLY));
+  ASSERT_TRUE(fd);
+  std::memset(mem_.data(), 0, kBlocks * kBlock);
+  auto seen = run_all(kBlocks + 1, [&](size_t i) {
+    return io_->submit_read(fd.get(), mem_.data() + i * kBlock, kBlock, i * kBlock, i);
+  });
+  ASSERT_EQ(seen.size(), kBlocks + 1);
+  for (auto& [i, cs] : seen) {
+    ASSERT_EQ(cs.size(), 1u) << i;
+    EXPECT_EQ(cs[0].error, 0);
+    const size_t want = i * kBlock >= size ? 0 : std::min(kBlock, size - i * kBlock);
+    EXPECT_EQ(cs[0].bytes, want) << "block " << i;
+  }
+  for (size_t i = 0; i < size; i += 4093) {
+    ASSERT_EQ(mem_.data()[i], static_cast<uint8_t>(i * 7 + i / kBlock)) << "byte " << i;
+  }
+}
+
+TEST_P(BlockIoTest, ErrorsAreReportedNotThrown) {
+  UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CREAT, 0600));  // not writable
+  ASSERT_TRUE(fd);
+  ASSERT_TRUE(io_->submit_write(fd.get(), mem_.data(), 4096, 0, 7));
+  ASSERT_TRUE(io_->submit_read(-1, mem_.data(), 4096, 0, 8));
+  std::map<uint64_t, int> error;
+  while (io_->in_flight() > 0) {
+    io_->reap(true, [&](const IoCompletion& c) { error[c.cookie] = c.error; });
+  }
+  EXPECT_EQ(error[7], EBADF);
+  EXPECT_EQ(error[8], EBADF);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, BlockIoTest,
+                         ::testing::Values(EngineParam{IoEngine::kUring, 1, "uring"},
+                                           EngineParam{IoEngine::kPwrite, 1, "pwrite"},
+                                           EngineParam{IoEngine::kUring, 3, "uring_3_threads"},
+                                           EngineParam{IoEngine::kPwrite, 4, "pwrite_4_threads"}),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace ddft::common
