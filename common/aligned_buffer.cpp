@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -43,6 +44,18 @@ int AlignedBuffer::lock() {
   if (::mlock(data_, size_) != 0) return errno;
   locked_ = true;
   return 0;
+}
+
+void fill_pseudo_random(std::span<uint8_t> bytes) {
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(bytes.data() + i, &x, 8);
+  }
+  for (; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
 }
 
 }  // namespace ddft::common

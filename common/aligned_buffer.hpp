@@ -33,4 +33,8 @@ class AlignedBuffer {
   bool locked_ = false;
 };
 
+// Fills `bytes` with a fixed xorshift64 sequence: fast, and incompressible enough that no layer
+// (a compressing file system, a deduplicating disk) can cheat on it.
+void fill_pseudo_random(std::span<uint8_t> bytes);
+
 }  // namespace ddft::common

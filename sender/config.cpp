@@ -41,8 +41,18 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--read-block-kb", cfg.read_block_kb, "Reader block size in KiB")
       ->check(CLI::Range(size_t{4}, size_t{65536}))
       ->capture_default_str();
-  app.add_option("--read-buffers", cfg.read_buffers, "Reader blocks in flight")
+  app.add_option("--read-buffers", cfg.read_buffers,
+                 "Reader blocks in the pool shared with the transmitter (read ahead + queued)")
       ->check(CLI::Range(size_t{2}, size_t{1024}))
+      ->capture_default_str();
+  app.add_option("--readers", cfg.readers,
+                 "Threads reading files, each with its own queue; 1 reads from the reader thread "
+                 "itself (dd_iotest --test read finds the best value)")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
+  app.add_option("--read-queue-depth", cfg.read_queue_depth,
+                 "Reads in flight per reader (io_uring queue depth)")
+      ->check(CLI::Range(1u, 1024u))
       ->capture_default_str();
   app.add_option("--socket-buffer-mb", cfg.socket_buffer_mb, "Socket send buffer to ask for, MiB")
       ->check(CLI::Range(size_t{0}, size_t{1024}))

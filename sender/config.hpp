@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/block_io.hpp"
 #include "common/logging.hpp"
 #include "common/protocol.hpp"
 #include "common/transport.hpp"
@@ -31,6 +32,8 @@ struct SenderConfig {
   unsigned control_repeat = 3;        // copies of each announce / end / abort / final heartbeat
   size_t read_block_kb = 1024;        // reader block size
   size_t read_buffers = 16;           // blocks in the reader's pool (back-pressure bound)
+  unsigned readers = 1;               // IO threads reading (1: the reader thread itself)
+  unsigned read_queue_depth = common::kDefaultReadQueueDepth;  // reads in flight per reader
   size_t socket_buffer_mb = 32;       // SO_SNDBUF request
   size_t batch = 32;                  // datagrams per sendmmsg
   unsigned heartbeat_ms = 1000;       // heartbeat when idle

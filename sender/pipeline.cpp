@@ -23,19 +23,14 @@ int BufferPool::acquire() {
   return i ? *i : -1;
 }
 
+int BufferPool::try_acquire() {
+  auto i = free_.pop_for(std::chrono::nanoseconds(0));
+  return i ? *i : -1;
+}
+
 void BufferPool::release(int index) { free_.push(int{index}); }
 
-void BufferPool::fill_pseudo_random() {
-  // xorshift64: fast, and incompressible enough that no layer can cheat on it.
-  uint64_t x = 0x9E3779B97F4A7C15ull;
-  auto* words = reinterpret_cast<uint64_t*>(slab_.data());
-  for (size_t i = 0; i < slab_.size() / 8; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    words[i] = x;
-  }
-}
+void BufferPool::fill_pseudo_random() { common::fill_pseudo_random(slab_.span()); }
 
 uint64_t new_session_id() {
   uint64_t id = 0;

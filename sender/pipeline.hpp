@@ -58,11 +58,15 @@ class BufferPool {
   BufferPool(size_t count, size_t size);
   // Returns a free buffer's index, or -1 once close() was called.
   int acquire();
+  // Like acquire() but returns -1 at once when every buffer is out (or the pool is closed).
+  int try_acquire();
   void release(int index);
   void close() { free_.close(); }
   // Fills every buffer with pseudo-random bytes: the data of synthetic sources. Call before use.
   void fill_pseudo_random();
   uint8_t* data(int index) { return slab_.data() + static_cast<size_t>(index) * size_; }
+  std::span<uint8_t> memory() { return slab_.span(); }
+  size_t count() const { return slab_.size() / size_; }
   size_t buffer_size() const { return size_; }
 
  private:

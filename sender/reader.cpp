@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include "common/fd.hpp"
 
@@ -15,7 +16,16 @@ namespace ddft::sender {
 
 Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
                BufferPool& pool, common::BoundedQueue<WorkItem>& out)
-    : files_(files), cfg_(cfg), clock_(clock), pool_(pool), out_(out) {}
+    : files_(files), cfg_(cfg), clock_(clock), pool_(pool), out_(out) {
+  common::BlockIoOptions io;
+  io.threads = cfg.readers;
+  io.queue_depth = cfg.read_queue_depth;
+  io.fixed = pool.memory();
+  io.thread_name = "rio";
+  std::string note;
+  io_ = common::make_block_io(io, &note);
+  if (!note.empty()) spdlog::warn("Warn: {}", note);
+}
 
 bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop) {
   const auto deadline =
@@ -52,7 +62,7 @@ void Reader::run(std::stop_token stop) {
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
         meta->mode = 0644;
-        if (!read_file(-1, meta, stop)) break;
+        if (!read_synthetic(meta, stop)) break;
         continue;
       }
       common::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -90,47 +100,104 @@ void Reader::run(std::stop_token stop) {
   out_.close();
 }
 
+bool Reader::read_synthetic(const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop) {
+  if (!out_.push(WorkItem{WorkItem::Kind::kBegin, meta})) return false;
+  auto hasher = common::make_hasher(cfg_.verify);
+  for (uint64_t offset = 0; offset < meta->size;) {
+    if (stop.stop_requested()) {
+      WorkItem abort{WorkItem::Kind::kAbort, meta};
+      abort.reason = "sender stopped";
+      out_.push(std::move(abort));
+      return false;
+    }
+    const int buf = pool_.acquire();
+    if (buf < 0) return false;
+    const size_t len =
+        static_cast<size_t>(std::min<uint64_t>(pool_.buffer_size(), meta->size - offset));
+    hasher->update({pool_.data(buf), len});
+    if (!out_.push(WorkItem{WorkItem::Kind::kBlock, meta, buf, offset, len})) {
+      pool_.release(buf);
+      return false;
+    }
+    offset += len;
+  }
+  WorkItem end{WorkItem::Kind::kEnd, meta};
+  end.digest = hasher->finish();
+  return out_.push(std::move(end));
+}
+
 bool Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop) {
   if (!out_.push(WorkItem{WorkItem::Kind::kBegin, meta})) return false;
   auto hasher = common::make_hasher(cfg_.verify);
-  uint64_t offset = 0;
+  // Blocks being read, and blocks read but waiting for an earlier one, by file offset (the
+  // request's cookie). Reads complete in any order; blocks go on in file order.
+  struct Block {
+    int buf = -1;
+    size_t want = 0;
+    size_t got = 0;
+    int error = 0;
+    bool done = false;
+  };
+  std::map<uint64_t, Block> blocks;
+  const auto on_done = [&](const common::IoCompletion& c) {
+    Block& b = blocks.at(c.cookie);
+    b.done = true;
+    b.error = c.error;
+    b.got = c.bytes;
+  };
+  // Waits for every read in flight and gives all held buffers back.
+  const auto drain = [&] {
+    while (io_->in_flight() > 0) io_->reap(true, on_done);
+    for (auto& [off, b] : blocks) pool_.release(b.buf);
+    blocks.clear();
+  };
+  uint64_t next_read = 0;
+  uint64_t next_out = 0;
   std::string failure;
-  while (offset < meta->size) {
+  while (next_out < meta->size) {
     if (stop.stop_requested()) {
       failure = "sender stopped";
       break;
     }
-    const int buf = pool_.acquire();
-    if (buf < 0) return false;
-    const size_t want =
-        static_cast<size_t>(std::min<uint64_t>(pool_.buffer_size(), meta->size - offset));
-    // A synthetic source (fd < 0) costs nothing: its data is what the pool buffers were filled
-    // with at start, never rewritten.
-    size_t got = fd < 0 ? want : 0;
-    while (got < want) {
-      const ssize_t n = ::read(fd, pool_.data(buf) + got, want - got);
-      if (n > 0) {
-        got += static_cast<size_t>(n);
-      } else if (n == 0) {
-        failure = "file shrank while it was being read";
-        break;
-      } else if (errno != EINTR) {
-        failure = std::string("read error: ") + std::strerror(errno);
+    // Read ahead while the engine has room. With reads already held, a buffer is only taken when
+    // one is free: waiting for the transmitter while holding the block it needs next would stall.
+    while (next_read < meta->size && blocks.size() < io_->capacity()) {
+      const int buf = blocks.empty() ? pool_.acquire() : pool_.try_acquire();
+      if (buf < 0) break;
+      const size_t want =
+          static_cast<size_t>(std::min<uint64_t>(pool_.buffer_size(), meta->size - next_read));
+      if (!io_->submit_read(fd, pool_.data(buf), want, next_read, next_read)) {
+        pool_.release(buf);
         break;
       }
+      blocks[next_read] = Block{buf, want};
+      next_read += want;
     }
-    if (!failure.empty()) {
-      pool_.release(buf);
-      break;
+    if (blocks.empty()) return false;  // the pool was closed: the transmitter has stopped
+    io_->reap(!blocks.begin()->second.done, on_done);
+    while (!blocks.empty() && blocks.begin()->first == next_out && blocks.begin()->second.done) {
+      const Block b = blocks.begin()->second;
+      blocks.erase(blocks.begin());
+      if (b.error != 0) {
+        failure = std::string("read error: ") + std::strerror(b.error);
+      } else if (b.got < b.want) {
+        failure = "file shrank while it was being read";
+      }
+      if (!failure.empty()) {
+        pool_.release(b.buf);
+        break;
+      }
+      hasher->update({pool_.data(b.buf), b.got});
+      if (!out_.push(WorkItem{WorkItem::Kind::kBlock, meta, b.buf, next_out, b.got})) {
+        pool_.release(b.buf);
+        drain();
+        return false;
+      }
+      next_out += b.got;
     }
-    hasher->update({pool_.data(buf), got});
-    WorkItem block{WorkItem::Kind::kBlock, meta, buf, offset, got};
-    if (!out_.push(std::move(block))) {
-      pool_.release(buf);
-      return false;
-    }
-    offset += got;
+    if (!failure.empty()) break;
   }
+  drain();
   if (!failure.empty()) {
     WorkItem abort{WorkItem::Kind::kAbort, meta};
     abort.reason = failure;

@@ -1,11 +1,14 @@
 // Reader stage: reads each file in large blocks into pool buffers, hashes it, and hands
-// begin/block/end (or abort) items to the transmitter.
+// begin/block/end (or abort) items to the transmitter. Reads go through the BlockIo engine
+// (io_uring; --readers IO threads, --read-queue-depth each), several blocks ahead, and are handed
+// on in file order.
 #pragma once
 
 #include <atomic>
 #include <stop_token>
 #include <vector>
 
+#include "common/block_io.hpp"
 #include "common/bounded_queue.hpp"
 #include "common/clock.hpp"
 #include "sender/config.hpp"
@@ -27,6 +30,8 @@ class Reader {
  private:
   // Reads one opened file; returns false when stopped.
   bool read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop);
+  // A synthetic source: the pool buffers' contents, no IO.
+  bool read_synthetic(const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop);
 
   // Takes the FILE_LOCK shared lock; returns false (and logs why) when it cannot.
   bool lock_shared(int fd, const std::string& path, std::stop_token& stop);
@@ -37,6 +42,7 @@ class Reader {
   BufferPool& pool_;
   common::BoundedQueue<WorkItem>& out_;
   std::atomic<uint64_t> open_failures_{0};
+  std::unique_ptr<common::BlockIo> io_;
 };
 
 }  // namespace ddft::sender

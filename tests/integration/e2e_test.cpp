@@ -157,6 +157,26 @@ TEST_F(EndToEnd, NestedFolderOf200SmallFiles) {
   EXPECT_EQ(count_matches(rx_log(), std::regex("SHA256 Passed")), 200);
 }
 
+// The IO thread pools dd_iotest recommends: three readers, three writers, small blocks so that
+// each file is many requests completing out of order on both sides.
+TEST_F(EndToEnd, ParallelReadersAndWritersDeliverByteForByte) {
+  write_pattern(src_ / "p" / "a.bin", 20ull * 1024 * 1024 + 12345, 21);
+  write_pattern(src_ / "p" / "b.bin", 3 * kChunk + 7, 22);
+  write_pattern(src_ / "p" / "c.bin", 0, 23);
+  start_receiver({"--writers", "3", "--write-block-kb", "64", "--queue-depth", "4"});
+  EXPECT_NE(rx_log().find("3 threads x "), std::string::npos) << rx_log();
+  ASSERT_EQ(send({(src_ / "p").string(), "--readers", "3", "--read-block-kb", "64",
+                  "--read-queue-depth", "2"}),
+            0)
+      << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  for (const char* name : {"a.bin", "b.bin", "c.bin"}) {
+    EXPECT_TRUE(same_content(src_ / "p" / name, out_ / "p" / name)) << name;
+  }
+  EXPECT_EQ(count_matches(rx_log(), std::regex("B2B Passed")), 3) << rx_log();
+  EXPECT_TRUE(failed_records(out_).empty());
+}
+
 TEST_F(EndToEnd, SameNameKeepsTheOldFile) {
   fs::create_directories(out_ / "dir");
   std::ofstream(out_ / "dir/same.txt") << "old";
