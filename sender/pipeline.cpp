@@ -32,6 +32,11 @@ void BufferPool::release(int index) { free_.push(int{index}); }
 
 void BufferPool::fill_pseudo_random() { common::fill_pseudo_random(slab_.span()); }
 
+size_t reader_block_size(const SenderConfig& cfg) {
+  const size_t chunk = cfg.packet_size - common::kHeaderSize - common::kDataHeaderSize;
+  return std::max<size_t>(1, cfg.read_block_kb * 1024 / chunk) * chunk;
+}
+
 uint64_t new_session_id() {
   uint64_t id = 0;
   while (id == 0) {
@@ -47,10 +52,7 @@ Sender::Sender(const SenderConfig& cfg, common::DatagramSink& sink, common::Cloc
     : cfg_(cfg), sink_(sink), clock_(clock), session_id_(new_session_id()) {}
 
 SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token stop) {
-  // Reader blocks hold whole chunks so that no data packet spans two blocks.
-  const size_t chunk = cfg_.packet_size - common::kHeaderSize - common::kDataHeaderSize;
-  const size_t block = std::max<size_t>(1, cfg_.read_block_kb * 1024 / chunk) * chunk;
-  BufferPool pool(cfg_.read_buffers, block);
+  BufferPool pool(cfg_.read_buffers, reader_block_size(cfg_));
   if (std::any_of(files.begin(), files.end(), [](const SourceFile& f) { return f.synthetic; })) {
     pool.fill_pseudo_random();
   }

@@ -101,6 +101,10 @@ class Sender {
   uint64_t session_id_;
 };
 
+// The reader's block size: --read-block-kb rounded down to whole data chunks, so that no data
+// packet spans two blocks (at least one chunk).
+size_t reader_block_size(const SenderConfig& cfg);
+
 // A random 64-bit session id (never 0).
 uint64_t new_session_id();
 

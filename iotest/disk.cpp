@@ -1,0 +1,307 @@
+#include "iotest/disk.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "common/block_io.hpp"
+#include "common/bounded_queue.hpp"
+#include "common/clock.hpp"
+#include "sender/pipeline.hpp"
+#include "sender/reader.hpp"
+
+namespace ddft::iotest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kAlign = 4096;
+constexpr uint64_t kMiB = 1024 * 1024;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+unsigned write_depth(const Params& p) {
+  return p.queue_depth != 0 ? p.queue_depth : common::kDefaultWriteQueueDepth;
+}
+
+// The receiver's write pool holds 64 blocks (--write-buffers); very large blocks get fewer, so
+// that the test never takes more than 1 GiB.
+size_t write_buffers(size_t block) {
+  return std::clamp<size_t>((size_t{1} << 30) / block, 4, 64);
+}
+
+}  // namespace
+
+uint64_t page_cache_ram() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return 0;
+}
+
+Preflight preflight(const Params& p) {
+  Preflight out;
+  struct stat st {};
+  if (::stat(p.path.c_str(), &st) != 0) {
+    throw std::runtime_error(fmt::format("cannot test '{}': {}", p.path, std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw std::runtime_error(fmt::format("cannot test '{}': not a folder", p.path));
+  }
+  if (::access(p.path.c_str(), W_OK | X_OK) != 0) {
+    throw std::runtime_error(fmt::format("cannot write in '{}': {}", p.path, std::strerror(errno)));
+  }
+  struct statvfs vfs {};
+  if (::statvfs(p.path.c_str(), &vfs) != 0) {
+    throw std::runtime_error(fmt::format("cannot read the free space of '{}': {}", p.path,
+                                         std::strerror(errno)));
+  }
+  out.free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  // Each run's files exist together; a margin keeps the file system out of its last blocks.
+  const uint64_t need = (p.size_mb << 20) + (p.size_mb << 20) / 50 + 16 * kMiB;
+  if (out.free_bytes < need) {
+    throw std::runtime_error(fmt::format("not enough free space in '{}' for the test: it needs "
+                                         "{} MB, {} MB are free; give a smaller --size-mb",
+                                         p.path, need / kMiB, out.free_bytes / kMiB));
+  }
+  if (p.kind == Kind::kWrite && p.direct) {
+    // The receiver probes the same way: an unnamed file opened O_DIRECT (nothing is written).
+    const int fd = ::open(p.path.c_str(), O_TMPFILE | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      throw std::runtime_error(fmt::format("the file system of '{}' refuses O_DIRECT ({}): test "
+                                           "with direct IO off (--direct-io off)",
+                                           p.path, std::strerror(errno)));
+    }
+    ::close(fd);
+  }
+  out.page_cache_bytes = page_cache_ram();
+  const bool cache_can_serve = p.kind == Kind::kRead || (!p.direct && p.mode == "rw");
+  if (cache_can_serve && out.page_cache_bytes > 0 && (p.size_mb << 20) < out.page_cache_bytes) {
+    out.warnings.push_back(fmt::format(
+        "the file size ({} MB) is below the RAM the page cache can use ({} MB): the figures may be "
+        "the cache's, not the disk's; give --size-mb {} or more for the disk's own figure",
+        p.size_mb, out.page_cache_bytes / kMiB, out.page_cache_bytes / kMiB + 1));
+  }
+  return out;
+}
+
+DiskRunner::DiskRunner(const Params& p, std::stop_token stop) : p_(p), stop_(std::move(stop)) {
+  dir_.reset(::open(p.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_) throw std::runtime_error(fmt::format("cannot open '{}': {}", p.path, std::strerror(errno)));
+}
+
+DiskRunner::~DiskRunner() { remove_files(); }
+
+std::string DiskRunner::new_name() {
+  return fmt::format(".ddft-iotest-{}-{}", ::getpid(), ++next_id_);
+}
+
+void DiskRunner::unlink_name(const std::string& name) {
+  ::unlinkat(dir_.get(), name.c_str(), 0);
+  made_.erase(std::remove(made_.begin(), made_.end(), name), made_.end());
+}
+
+void DiskRunner::remove_files() {
+  while (!made_.empty()) unlink_name(made_.back());
+  read_file_.clear();
+}
+
+RunOutcome DiskRunner::run(unsigned block_kb, unsigned threads, unsigned files) {
+  try {
+    const RunOutcome o = p_.kind == Kind::kWrite ? write_run(block_kb, threads, files)
+                                                 : read_run(block_kb, threads);
+    // Untimed: what the run left dirty is written out now, not during the next run.
+    ::syncfs(dir_.get());
+    return o;
+  } catch (...) {
+    remove_files();
+    throw;
+  }
+}
+
+RunOutcome DiskRunner::write_run(unsigned block_kb, unsigned threads, unsigned files) {
+  std::vector<std::string> names;
+  const RunOutcome o = write_files(block_kb, threads, files, p_.size_mb << 20, true, &names);
+  for (const std::string& n : names) unlink_name(n);
+  return o;
+}
+
+RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned count,
+                                   uint64_t total, bool timed, std::vector<std::string>* names) {
+  const size_t block = size_t{block_kb} * 1024;
+  const size_t nbuf = write_buffers(block);
+  if (memory_block_ != block) {
+    memory_ = common::AlignedBuffer();
+    memory_ = common::AlignedBuffer(nbuf * block, /*populate=*/true);
+    common::fill_pseudo_random(memory_.span());
+    memory_block_ = block;
+  }
+  struct File {
+    common::UniqueFd fd;
+    common::UniqueFd direct_fd;
+    uint64_t size = 0;
+    uint64_t next = 0;
+  };
+  std::vector<File> fs(count);
+  for (unsigned i = 0; i < count; ++i) {
+    const std::string name = new_name();
+    // As the receiver makes its temporary files: O_EXCL, never following a link.
+    fs[i].fd.reset(::openat(dir_.get(), name.c_str(),
+                            O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fs[i].fd) {
+      throw std::runtime_error(fmt::format("cannot create a test file in '{}': {}", p_.path,
+                                           std::strerror(errno)));
+    }
+    made_.push_back(name);
+    names->push_back(name);
+    if (p_.direct && timed) {
+      fs[i].direct_fd.reset(
+          ::openat(dir_.get(), name.c_str(), O_WRONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC));
+    }
+    fs[i].size = total / count + (i + 1 == count ? total % count : 0);
+  }
+
+  common::BlockIoOptions o;
+  o.threads = threads;
+  o.queue_depth = write_depth(p_);
+  o.fixed = memory_.span();
+  o.thread_name = "wio";
+  auto io = common::make_block_io(o, nullptr);
+
+  std::vector<size_t> free_bufs;
+  for (size_t i = 0; i < nbuf; ++i) free_bufs.push_back(i);
+  RunOutcome out;
+  int error = 0;
+  bool stop_submitting = false;
+  size_t turn = 0;
+  const auto on_done = [&](const common::IoCompletion& c) {
+    if (c.error != 0 && error == 0) error = c.error;
+    out.bytes += c.bytes;
+    if ((c.cookie >> 32) == 0) free_bufs.push_back(static_cast<size_t>(c.cookie));
+  };
+  const auto t0 = Clock::now();
+  for (;;) {
+    // Blocks go to the files in turn, as a receiver writing several files at once would.
+    while (!stop_submitting && error == 0 && !free_bufs.empty()) {
+      File* f = nullptr;
+      for (unsigned k = 0; k < count && f == nullptr; ++k) {
+        File& cand = fs[(turn + k) % count];
+        if (cand.next < cand.size) {
+          f = &cand;
+          turn = (turn + k + 1) % count;
+        }
+      }
+      if (f == nullptr) break;
+      const size_t buf = free_bufs.back();
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(block, f->size - f->next));
+      const bool direct = f->direct_fd && len % kAlign == 0 && f->next % kAlign == 0;
+      if (!io->submit_write(direct ? f->direct_fd.get() : f->fd.get(), memory_.data() + buf * block,
+                            len, f->next, buf)) {
+        break;
+      }
+      free_bufs.pop_back();
+      f->next += len;
+    }
+    if (io->in_flight() == 0) break;
+    io->reap(true, on_done);
+    if (stop_.stop_requested()) stop_submitting = true;
+    if (timed && seconds_since(t0) > p_.timeout_s && !stop_submitting) {
+      stop_submitting = true;
+      out.timed_out = true;
+    }
+  }
+  if (error == 0 && !stop_submitting && p_.mode != "rw") {
+    // --write-mode rwd / rws: the receiver syncs each file before its rename.
+    for (unsigned i = 0; i < count; ++i) {
+      while (!io->submit_sync(fs[i].fd.get(), p_.mode == "rwd", (uint64_t{1} << 32) | i)) {
+        io->reap(true, on_done);
+      }
+    }
+    while (io->in_flight() > 0) io->reap(true, on_done);
+  }
+  out.seconds = seconds_since(t0);
+  if (error != 0) {
+    throw std::runtime_error(fmt::format("writing the test file in '{}' failed: {}", p_.path,
+                                         std::strerror(error)));
+  }
+  return out;
+}
+
+RunOutcome DiskRunner::read_run(unsigned block_kb, unsigned threads) {
+  if (read_file_.empty()) {
+    // The file to read is made once, untimed, with the data on disk (synced).
+    std::vector<std::string> names;
+    write_files(1024, 1, 1, p_.size_mb << 20, false, &names);
+    common::UniqueFd fd(::openat(dir_.get(), names[0].c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd || ::fsync(fd.get()) != 0) {
+      throw std::runtime_error(fmt::format("cannot prepare the read test's file in '{}': {}",
+                                           p_.path, std::strerror(errno)));
+    }
+    read_file_ = names[0];
+  }
+  {
+    // Clean pages can be dropped: each run reads from the disk, not from the cache.
+    common::UniqueFd fd(::openat(dir_.get(), read_file_.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  }
+  sender::SenderConfig cfg;
+  cfg.readers = threads;
+  cfg.read_block_kb = block_kb;
+  if (p_.queue_depth != 0) cfg.read_queue_depth = p_.queue_depth;
+  const std::vector<sender::SourceFile> files = {{p_.path + "/" + read_file_, read_file_}};
+  sender::BufferPool pool(cfg.read_buffers, sender::reader_block_size(cfg));
+  common::BoundedQueue<sender::WorkItem> queue(cfg.read_buffers + 4);
+  sender::Reader reader(files, cfg, common::SteadyClock::instance(), pool, queue);
+
+  RunOutcome out;
+  std::string failure;
+  std::stop_source run_stop;
+  const auto t0 = Clock::now();
+  std::jthread thread([&] { reader.run(run_stop.get_token()); });
+  for (;;) {
+    auto item = queue.pop_for(std::chrono::milliseconds(50));
+    if (!item) {
+      if (queue.closed()) break;
+    } else if (item->kind == sender::WorkItem::Kind::kBlock) {
+      out.bytes += item->len;
+      pool.release(item->buffer);
+    } else if (item->kind == sender::WorkItem::Kind::kAbort && !run_stop.stop_requested()) {
+      failure = item->reason;
+    } else if (item->kind == sender::WorkItem::Kind::kEnd) {
+      out.seconds = seconds_since(t0);
+    }
+    if (!run_stop.stop_requested()) {
+      if (stop_.stop_requested()) run_stop.request_stop();
+      if (seconds_since(t0) > p_.timeout_s) {
+        out.timed_out = true;
+        run_stop.request_stop();
+      }
+    }
+  }
+  thread.join();
+  if (out.seconds == 0) out.seconds = seconds_since(t0);
+  if (!failure.empty()) {
+    throw std::runtime_error(fmt::format("reading the test file in '{}' failed: {}", p_.path, failure));
+  }
+  if (reader.open_failures() > 0) {
+    throw std::runtime_error(fmt::format("cannot open the read test's file in '{}'", p_.path));
+  }
+  return out;
+}
+
+}  // namespace ddft::iotest
