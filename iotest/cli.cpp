@@ -199,12 +199,18 @@ int iotest_main(int argc, char** argv, const std::string& prog, std::optional<Ki
                                       "the report then goes to stderr)");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
+    return 2;
   }
   p.kind = kind ? *kind : (test_text == "read" ? Kind::kRead : Kind::kWrite);
   if (p.kind == Kind::kRead) p.direct = false;
-  const size_t given = app.count_all() - (kind ? 0 : app.count("--test"));
+  size_t given = 0;  // options other than --test: none, on a terminal, means "ask"
+  for (const CLI::Option* o : app.get_options()) {
+    if (!o->check_lname("test")) given += o->count();
+  }
   std::FILE* report = json_path == "-" ? stderr : stdout;
   try {
     p.block_kb = parse_list(block_text, "buffer sizes", kMinBlockKb, kMaxBlockKb);

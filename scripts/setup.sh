@@ -9,6 +9,8 @@ packages=(
   libgtest-dev libgmock-dev liburing-dev libbenchmark-dev
   # the benchmark (scripts/bench.sh, smoke-run by the tests): reference tools and its report
   fio iperf3 python3 time
+  # the disk self-test's dialogue test runs it on a pseudo-terminal with script(1)
+  bsdutils
 )
 
 missing=()
