@@ -33,8 +33,9 @@ class AlignedBuffer {
   bool locked_ = false;
 };
 
-// Fills `bytes` with a fixed xorshift64 sequence: fast, and incompressible enough that no layer
-// (a compressing file system, a deduplicating disk) can cheat on it.
+// Fills `bytes` with a fixed xorshift64 sequence: fast, and incompressible, so that a compressing
+// file system cannot cheat on it. Buffers reused over a long transfer still repeat: a
+// deduplicating store could.
 void fill_pseudo_random(std::span<uint8_t> bytes);
 
 }  // namespace ddft::common

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <liburing.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +17,8 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "common/fd.hpp"
 
 namespace ddft::common {
 namespace {
@@ -214,6 +218,18 @@ class UringIo final : public BlockIo {
   }
   size_t in_flight() const override { return in_flight_ + unsubmitted_; }
   size_t capacity() const override { return reqs_.size(); }
+  int completion_fd() override {
+    if (!cq_fd_) {
+      UniqueFd fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+      if (!fd) throw std::runtime_error(fmt::format("eventfd: {}", std::strerror(errno)));
+      const int rc = io_uring_register_eventfd(&ring_, fd.get());
+      if (rc < 0) {
+        throw std::runtime_error(fmt::format("io_uring_register_eventfd: {}", std::strerror(-rc)));
+      }
+      cq_fd_ = std::move(fd);
+    }
+    return cq_fd_.get();
+  }
   std::string describe() const override {
     return fmt::format("io_uring (queue depth {}, fixed buffers {}){}", reqs_.size(),
                        fixed_registered_ ? "registered" : "not used", fixed_note_);
@@ -275,6 +291,7 @@ class UringIo final : public BlockIo {
   bool fixed_registered_ = false;
   std::string fixed_note_;
   std::span<uint8_t> fixed_;
+  UniqueFd cq_fd_;  // signalled on every completion, once completion_fd() was asked for
 };
 
 std::unique_ptr<BlockIo> make_single(IoEngine engine, unsigned depth, std::span<uint8_t> fixed,
@@ -293,30 +310,33 @@ std::unique_ptr<BlockIo> make_single(IoEngine engine, unsigned depth, std::span<
 // N IO threads, each driving its own engine, fed from one queue of requests. Any thread takes
 // any request, so one file's blocks spread over all of them (the FileCatalyst "writer threads per
 // file" model); completions come back through a second queue that reap() drains.
+//
+// A thread with requests in flight must still take new ones while it has room, so it sleeps in
+// poll() on two eventfds: the pool's "work" fd, written by add(), and its ring's completion fd.
+// A thread that takes requests and leaves some behind writes the work fd again, so that a wake-up
+// consumed by a thread without room is passed on. Full threads do not watch the work fd.
 class PooledIo final : public BlockIo {
  public:
-  PooledIo(const BlockIoOptions& o, std::string* note) {
+  PooledIo(const BlockIoOptions& o, std::string* note) : work_fd_(make_eventfd()) {
     // The engines are built here, on the caller's thread, so that a refusal is reported at once.
     for (unsigned i = 0; i < o.threads; ++i) {
       engines_.push_back(make_single(o.engine, o.queue_depth, o.fixed, i == 0 ? note : nullptr));
     }
     capacity_ = engines_.size() * engines_.front()->capacity();
-    for (unsigned i = 0; i < o.threads; ++i) {
-      workers_.emplace_back([this, i, name = o.thread_name] {
-        const std::string n = fmt::format("{}{}", name, i + 1).substr(0, 15);
-        pthread_setname_np(pthread_self(), n.c_str());
-        work(*engines_[i]);
-      });
+    try {
+      for (unsigned i = 0; i < o.threads; ++i) {
+        workers_.emplace_back([this, i, name = o.thread_name] {
+          const std::string n = fmt::format("{}{}", name, i + 1).substr(0, 15);
+          pthread_setname_np(pthread_self(), n.c_str());
+          work(*engines_[i]);
+        });
+      }
+    } catch (...) {
+      stop_workers();
+      throw;
     }
   }
-  ~PooledIo() override {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    work_cv_.notify_all();
-    for (auto& w : workers_) w.join();  // each drains its engine before it returns
-  }
+  ~PooledIo() override { stop_workers(); }
   PooledIo(const PooledIo&) = delete;
   PooledIo& operator=(const PooledIo&) = delete;
 
@@ -336,6 +356,8 @@ class PooledIo final : public BlockIo {
     {
       std::unique_lock lock(mu_);
       if (wait) done_cv_.wait(lock, [&] { return !done_.empty() || outstanding_ == 0 || failure_; });
+      // A failed IO thread is fatal for the engine: every reap reports it, and nothing is left
+      // "in flight" for callers to wait on (the requests it held will never complete).
       if (failure_) std::rethrow_exception(failure_);
       got.swap(done_);
       outstanding_ -= got.size();
@@ -345,7 +367,7 @@ class PooledIo final : public BlockIo {
   }
   size_t in_flight() const override {
     std::lock_guard lock(mu_);
-    return outstanding_;
+    return failure_ ? 0 : outstanding_;
   }
   size_t capacity() const override { return capacity_; }
   std::string describe() const override {
@@ -353,36 +375,59 @@ class PooledIo final : public BlockIo {
   }
 
  private:
+  static int make_eventfd() {
+    const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(fmt::format("eventfd: {}", std::strerror(errno)));
+    return fd;
+  }
+  static void signal(int fd) {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(fd, &one, sizeof one);
+  }
+  static void drain(int fd) {
+    uint64_t v = 0;
+    [[maybe_unused]] const ssize_t n = ::read(fd, &v, sizeof v);
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      signal(work_fd_.get());
+    }
+    for (auto& w : workers_) w.join();  // each drains its engine before it returns
+  }
+
   bool add(const Req& r) {
     {
       std::lock_guard lock(mu_);
-      if (outstanding_ >= capacity_) return false;
+      if (failure_ || outstanding_ >= capacity_) return false;
       pending_.push_back(r);
       ++outstanding_;
     }
-    work_cv_.notify_one();
+    signal(work_fd_.get());
     return true;
   }
 
   void work(BlockIo& io) {
     std::vector<IoCompletion> local;
     const auto collect = [&](const IoCompletion& c) { local.push_back(c); };
+    const int cq_fd = io.completion_fd();
     try {
       for (;;) {
         std::vector<Req> mine;
+        bool stopping = false;
         {
-          std::unique_lock lock(mu_);
-          // Idle threads sleep on the request queue; busy ones take new requests between reaps.
-          if (io.in_flight() == 0) {
-            work_cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-          }
-          if (stopping_ && pending_.empty() && io.in_flight() == 0) return;
+          std::lock_guard lock(mu_);
+          stopping = stopping_;
           while (!pending_.empty() && io.in_flight() + mine.size() < io.capacity()) {
             mine.push_back(pending_.front());
             pending_.pop_front();
           }
+          if (!mine.empty() && !pending_.empty()) signal(work_fd_.get());
+          if (stopping && pending_.empty() && mine.empty() && io.in_flight() == 0) return;
         }
-        // Latency is then measured by the thread's engine, from when the thread submitted.
+        // Latency is then measured by this thread's engine, from when it submitted.
         for (const Req& r : mine) {
           const bool ok =
               r.op == Op::kWrite  ? io.submit_write(r.fd, r.buf, r.len, r.offset, r.cookie)
@@ -391,20 +436,38 @@ class PooledIo final : public BlockIo {
           if (!ok) throw std::logic_error("IO thread overfilled its engine");
         }
         local.clear();
-        // Wait for a completion only when there is nothing new to take: a request that arrives
-        // meanwhile is taken by an idle thread, or by this one after its next completion.
-        bool more;
-        {
-          std::lock_guard lock(mu_);
-          more = !pending_.empty();
-        }
-        io.reap(!more && io.in_flight() > 0, collect);
+        io.reap(false, collect);
         if (!local.empty()) {
           {
             std::lock_guard lock(mu_);
             done_.insert(done_.end(), local.begin(), local.end());
           }
           done_cv_.notify_all();
+        }
+        if (!mine.empty() || !local.empty()) continue;
+        // Nothing moved: sleep until new work (when there is room for it) or a completion.
+        pollfd fds[2];
+        nfds_t n = 0;
+        const bool room = io.in_flight() < io.capacity();
+        if (room && !stopping) fds[n++] = {work_fd_.get(), POLLIN, 0};
+        if (io.in_flight() > 0) {
+          if (cq_fd < 0) continue;  // an engine without a completion fd finishes at once
+          fds[n++] = {cq_fd, POLLIN, 0};
+        }
+        if (n == 0) continue;
+        if (::poll(fds, n, -1) < 0 && errno != EINTR) {
+          throw std::runtime_error(fmt::format("poll: {}", std::strerror(errno)));
+        }
+        for (nfds_t k = 0; k < n; ++k) {
+          if (fds[k].revents == 0) continue;
+          if (fds[k].fd != work_fd_.get()) {
+            drain(fds[k].fd);
+            continue;
+          }
+          // The stop signal must stay set for every thread to see: the work fd is cleared only
+          // under the lock, and never once stopping (stop_workers signals under the same lock).
+          std::lock_guard lock(mu_);
+          if (!stopping_) drain(work_fd_.get());
         }
       }
     } catch (...) {
@@ -416,11 +479,11 @@ class PooledIo final : public BlockIo {
     }
   }
 
+  UniqueFd work_fd_;
   std::vector<std::unique_ptr<BlockIo>> engines_;
   std::vector<std::thread> workers_;
   size_t capacity_ = 0;
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;
   std::condition_variable done_cv_;
   std::deque<Req> pending_;
   std::deque<IoCompletion> done_;

@@ -47,6 +47,10 @@ class BlockIo {
   virtual size_t reap(bool wait, const Callback& cb) = 0;
   virtual size_t in_flight() const = 0;
   virtual size_t capacity() const = 0;
+  // A descriptor that polls readable when a completion may be waiting (an eventfd; read it to
+  // clear), for threads that wait on more than this engine. -1 for engines that complete every
+  // request inside submit.
+  virtual int completion_fd() { return -1; }
   // "io_uring ..." or "pwrite ...", with details for the start-up log.
   virtual std::string describe() const = 0;
 };

@@ -2,10 +2,13 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -41,23 +44,24 @@ void ask(std::istream& in, std::ostream& out, const std::string& question, Accep
 
 template <typename T>
 T parse_number(const std::string& text, const char* what, T lo, T hi) {
-  T v{};
+  // Parsed wide and range-checked before narrowing, so that nothing wraps; nan and inf refused.
+  long double v = 0;
   size_t used = 0;
   try {
-    if constexpr (std::is_floating_point_v<T>) {
-      v = static_cast<T>(std::stod(text, &used));
-    } else {
-      if (!text.empty() && text[0] == '-') throw std::invalid_argument("negative");
-      v = static_cast<T>(std::stoull(text, &used));
+    if (!text.empty() && text[0] != '-' && text[0] != '+' && text[0] != ' ') {
+      v = std::is_floating_point_v<T> ? std::stold(text, &used)
+                                      : static_cast<long double>(std::stoull(text, &used));
     }
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size()) {
+  if (used == 0 || used != text.size() || !std::isfinite(v)) {
     throw std::invalid_argument(fmt::format("{}: '{}' is not a number", what, text));
   }
-  if (v < lo || v > hi) throw std::invalid_argument(fmt::format("{}: {} is outside {}..{}", what, text, lo, hi));
-  return v;
+  if (v < static_cast<long double>(lo) || v > static_cast<long double>(hi)) {
+    throw std::invalid_argument(fmt::format("{}: {} is outside {}..{}", what, text, lo, hi));
+  }
+  return static_cast<T>(v);
 }
 
 bool parse_bool(const std::string& text) {
@@ -156,6 +160,12 @@ void prompt_params(std::istream& in, std::ostream& out, Params& p) {
 }
 
 int iotest_main(int argc, char** argv, const std::string& prog, std::optional<Kind> kind) {
+  // The programs' own log lines (the reader's errors, the signal notice) go to stderr: stdout
+  // carries the report, or the JSON with --json -. A closed pipe must not kill a run mid-way
+  // (its files would stay): writes then fail instead.
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("iotest"));
+  spdlog::set_pattern("%v");
+  std::signal(SIGPIPE, SIG_IGN);
   Params p;
   std::string test_text = "write";
   std::string block_text = join(p.block_kb);

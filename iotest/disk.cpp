@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -33,12 +34,6 @@ double seconds_since(Clock::time_point t0) {
 
 unsigned write_depth(const Params& p) {
   return p.queue_depth != 0 ? p.queue_depth : common::kDefaultWriteQueueDepth;
-}
-
-// The receiver's write pool holds 64 blocks (--write-buffers); very large blocks get fewer, so
-// that the test never takes more than 1 GiB.
-size_t write_buffers(size_t block) {
-  return std::clamp<size_t>((size_t{1} << 30) / block, 4, 64);
 }
 
 }  // namespace
@@ -144,7 +139,7 @@ RunOutcome DiskRunner::write_run(unsigned block_kb, unsigned threads, unsigned f
 RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned count,
                                    uint64_t total, bool timed, std::vector<std::string>* names) {
   const size_t block = size_t{block_kb} * 1024;
-  const size_t nbuf = write_buffers(block);
+  const size_t nbuf = write_buffers_for(block_kb);
   if (memory_block_ != block) {
     memory_ = common::AlignedBuffer();
     memory_ = common::AlignedBuffer(nbuf * block, /*populate=*/true);
@@ -181,7 +176,13 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
   o.queue_depth = write_depth(p_);
   o.fixed = memory_.span();
   o.thread_name = "wio";
-  auto io = common::make_block_io(o, nullptr);
+  std::string note;
+  auto io = common::make_block_io(o, &note);
+  if (!note.empty() && !engine_noted_) {
+    std::fprintf(stderr, "Warning: %s: the figures are pwrite's, as the receiver's would be\n",
+                 note.c_str());
+    engine_noted_ = true;
+  }
 
   std::vector<size_t> free_bufs;
   for (size_t i = 0; i < nbuf; ++i) free_bufs.push_back(i);
@@ -225,8 +226,9 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
       out.timed_out = true;
     }
   }
-  if (error == 0 && !stop_submitting && p_.mode != "rw") {
-    // --write-mode rwd / rws: the receiver syncs each file before its rename.
+  if (error == 0 && !stop_.stop_requested() && p_.mode != "rw") {
+    // --write-mode rwd / rws: the receiver syncs each file before its rename (a run cut short
+    // by its timeout too: its figure must carry the same cost).
     for (unsigned i = 0; i < count; ++i) {
       while (!io->submit_sync(fs[i].fd.get(), p_.mode == "rwd", (uint64_t{1} << 32) | i)) {
         io->reap(true, on_done);
@@ -270,6 +272,7 @@ RunOutcome DiskRunner::read_run(unsigned block_kb, unsigned threads) {
 
   RunOutcome out;
   std::string failure;
+  bool ended = false;
   std::stop_source run_stop;
   const auto t0 = Clock::now();
   std::jthread thread([&] { reader.run(run_stop.get_token()); });
@@ -284,6 +287,7 @@ RunOutcome DiskRunner::read_run(unsigned block_kb, unsigned threads) {
       failure = item->reason;
     } else if (item->kind == sender::WorkItem::Kind::kEnd) {
       out.seconds = seconds_since(t0);
+      ended = true;
     }
     if (!run_stop.stop_requested()) {
       if (stop_.stop_requested()) run_stop.request_stop();
@@ -300,6 +304,11 @@ RunOutcome DiskRunner::read_run(unsigned block_kb, unsigned threads) {
   }
   if (reader.open_failures() > 0) {
     throw std::runtime_error(fmt::format("cannot open the read test's file in '{}'", p_.path));
+  }
+  if (!ended && !run_stop.stop_requested()) {
+    throw std::runtime_error(fmt::format("the reader stopped before the end of the test file in "
+                                         "'{}' (see the error above)",
+                                         p_.path));
   }
   return out;
 }

@@ -65,6 +65,7 @@ class DiskRunner {
   std::string read_file_;          // the read test's file, made on first use
   common::AlignedBuffer memory_;   // the write pool, refilled when the block size changes
   size_t memory_block_ = 0;
+  bool engine_noted_ = false;      // the io_uring fallback was reported
 };
 
 }  // namespace ddft::iotest

@@ -34,6 +34,10 @@ std::string cell_text(const Cell& c) {
 
 }  // namespace
 
+size_t write_buffers_for(unsigned block_kb) {
+  return std::clamp<size_t>((size_t{1} << 20) / block_kb, 4, kDefaultWriteBuffers);
+}
+
 std::vector<unsigned> parse_list(std::string_view text, std::string_view what, unsigned lo,
                                  unsigned hi) {
   std::vector<unsigned> out;
@@ -100,8 +104,10 @@ void validate(const Params& p) {
   if (p.mode != "rw" && p.mode != "rwd" && p.mode != "rws") {
     throw std::invalid_argument(fmt::format("file mode '{}' is not rw, rwd or rws", p.mode));
   }
-  if (p.queue_depth > 4096) {
-    throw std::invalid_argument(fmt::format("queue depth {} is outside 1..4096", p.queue_depth));
+  const unsigned max_depth = p.kind == Kind::kWrite ? kMaxWriteQueueDepth : kMaxReadQueueDepth;
+  if (p.queue_depth > max_depth) {
+    throw std::invalid_argument(
+        fmt::format("queue depth {} is outside 1..{}", p.queue_depth, max_depth));
   }
 }
 
@@ -221,21 +227,55 @@ std::string format_table(const Sweep& s) {
   return out;
 }
 
-std::string recommended_flags(const Params& p, const Recommendation& r) {
+namespace {
+
+// The settings that reproduce what was measured, as (option, value) pairs: the swept ones, and
+// those the test had to change from the programs' defaults.
+std::vector<std::pair<std::string, std::string>> recommended_settings(const Params& p,
+                                                                      const Recommendation& r) {
+  std::vector<std::pair<std::string, std::string>> out;
   if (p.kind == Kind::kWrite) {
-    return fmt::format("--writers {} --write-block-kb {} --write-mode {} --direct-io {}", r.threads,
-                       r.block_kb, p.mode, p.direct ? "on" : "off");
+    out.emplace_back("writers", std::to_string(r.threads));
+    out.emplace_back("write-block-kb", std::to_string(r.block_kb));
+    out.emplace_back("write-mode", p.mode);
+    out.emplace_back("direct-io", p.direct ? "on" : "off");
+    const size_t buffers = write_buffers_for(r.block_kb);
+    const size_t pool_mb = buffers * r.block_kb / 1024;
+    if (buffers != kDefaultWriteBuffers) out.emplace_back("write-buffers", std::to_string(buffers));
+    // The receiver needs its ring beside the write pool: keep the default ring's room.
+    if (pool_mb + 8 > kDefaultBufferMb) {
+      out.emplace_back("buffer-mb", std::to_string(kDefaultBufferMb + pool_mb));
+    }
+    if (p.queue_depth != 0 && p.queue_depth != common::kDefaultWriteQueueDepth) {
+      out.emplace_back("queue-depth", std::to_string(p.queue_depth));
+    }
+  } else {
+    out.emplace_back("readers", std::to_string(r.threads));
+    out.emplace_back("read-block-kb", std::to_string(r.block_kb));
+    if (p.queue_depth != 0 && p.queue_depth != common::kDefaultReadQueueDepth) {
+      out.emplace_back("read-queue-depth", std::to_string(p.queue_depth));
+    }
   }
-  return fmt::format("--readers {} --read-block-kb {}", r.threads, r.block_kb);
+  return out;
+}
+
+bool is_text_setting(const std::string& key) { return key == "write-mode" || key == "direct-io"; }
+
+}  // namespace
+
+std::string recommended_flags(const Params& p, const Recommendation& r) {
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : recommended_settings(p, r)) parts.push_back("--" + key + " " + value);
+  return fmt::format("{}", fmt::join(parts, " "));
 }
 
 std::vector<std::string> recommended_config_lines(const Params& p, const Recommendation& r) {
-  if (p.kind == Kind::kWrite) {
-    return {fmt::format("writers = {}", r.threads), fmt::format("write-block-kb = {}", r.block_kb),
-            fmt::format("write-mode = \"{}\"", p.mode),
-            fmt::format("direct-io = \"{}\"", p.direct ? "on" : "off")};
+  std::vector<std::string> lines;
+  for (const auto& [key, value] : recommended_settings(p, r)) {
+    lines.push_back(is_text_setting(key) ? fmt::format("{} = \"{}\"", key, value)
+                                         : fmt::format("{} = {}", key, value));
   }
-  return {fmt::format("readers = {}", r.threads), fmt::format("read-block-kb = {}", r.block_kb)};
+  return lines;
 }
 
 std::string format_recommendation(const Sweep& s, const Recommendation& r) {

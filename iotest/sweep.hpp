@@ -31,6 +31,15 @@ struct Params {
 inline constexpr unsigned kMinBlockKb = 64;
 inline constexpr unsigned kMaxBlockKb = 65536;
 inline constexpr unsigned kMaxThreads = 64;
+inline constexpr unsigned kMaxWriteQueueDepth = 4096;  // dd_file_receive --queue-depth
+inline constexpr unsigned kMaxReadQueueDepth = 1024;   // dd_file_send --read-queue-depth
+
+// The receiver's write pool for a block size: its default 64 blocks (--write-buffers), fewer for
+// very large blocks so that the pool stays within 1 GiB (at least 4).
+size_t write_buffers_for(unsigned block_kb);
+// The receiver's defaults the recommendation is measured against.
+inline constexpr size_t kDefaultWriteBuffers = 64;
+inline constexpr size_t kDefaultBufferMb = 1024;
 
 // Parses "64,128, 256" into numbers in [lo, hi], sorted, without duplicates. Throws
 // std::invalid_argument with a one-line reason naming `what`.

@@ -139,7 +139,12 @@ Assembler::Scope::~Scope() {
 }
 
 Assembler::~Assembler() {
-  if (!files_.empty() || !backlog_.empty() || writer_.in_flight() > 0) fail_all("receiver stopped");
+  // A destructor must not throw: an IO engine that already failed reports it again here.
+  try {
+    if (!files_.empty() || !backlog_.empty() || writer_.in_flight() > 0) fail_all("receiver stopped");
+  } catch (const std::exception& e) {
+    spdlog::error("Error: files in flight could not be recorded as failed: {}", e.what());
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -90,13 +90,15 @@ check "no test file left after the dialogue" no_test_files
 
 # 5. Ctrl-C in the middle: exit 130, the table so far, the files removed.
 "$IOTEST" --path "$work/disk" --size-mb 64 --runs 50 --block-kb 64 --threads 1 --timeout 30 \
-  >"$work/int.out" 2>"$work/int.err" &
+  --json - >"$work/int.json" 2>"$work/int.err" &
 pid=$!
 for _ in $(seq 100); do grep -q "run 2/50" "$work/int.err" && break; sleep 0.1; done
 kill -INT $pid
 wait $pid
 check "Ctrl-C: exit 130" test $? -eq 130
-check "Ctrl-C: says so" grep -q "Interrupted: the test files were removed" "$work/int.out"
+check "Ctrl-C: says so" grep -q "Interrupted: the test files were removed" "$work/int.err"
+check "Ctrl-C: the JSON on stdout stays valid and says interrupted" python3 -c "
+import json; d = json.load(open('$work/int.json')); assert d['interrupted'] is True"
 check "Ctrl-C: no test file left" no_test_files
 
 echo "$fails failure(s)"

@@ -172,6 +172,31 @@ TEST(Format, ParametersAndRecommendationNameTheFlagsAndConfigLines) {
   EXPECT_NE(format_params(s.params).find("queue depth:  4 per thread"), std::string::npos);
 }
 
+// What the test had to set differently from the programs' defaults is part of the advice, so
+// that the recommended flags reproduce the measured setting and the receiver starts with them.
+TEST(Format, RecommendationCarriesWhatTheTestChangedFromTheDefaults) {
+  EXPECT_EQ(write_buffers_for(1024), 64u);
+  EXPECT_EQ(write_buffers_for(16384), 64u);
+  EXPECT_EQ(write_buffers_for(32768), 32u);
+  EXPECT_EQ(write_buffers_for(65536), 16u);
+  Sweep s = with_means({16384, 65536}, {1}, {100, 200});
+  s.params.queue_depth = 8;
+  EXPECT_EQ(recommended_flags(s.params, recommend(s)),
+            "--writers 1 --write-block-kb 65536 --write-mode rw --direct-io on --write-buffers 16 "
+            "--buffer-mb 2048 --queue-depth 8");
+  s = with_means({16384, 65536}, {1}, {200, 100});
+  EXPECT_EQ(recommended_flags(s.params, recommend(s)),
+            "--writers 1 --write-block-kb 16384 --write-mode rw --direct-io on --buffer-mb 2048");
+  s = with_means({1024}, {2}, {100});
+  s.params.kind = Kind::kRead;
+  s.params.queue_depth = 16;
+  EXPECT_EQ(recommended_flags(s.params, recommend(s)),
+            "--readers 2 --read-block-kb 1024 --read-queue-depth 16");
+  s.params.files = 1;
+  s.params.queue_depth = 2048;  // more than dd_file_send takes
+  EXPECT_THROW(validate(s.params), std::invalid_argument);
+}
+
 TEST(Format, JsonCarriesEveryRunAndTheRecommendation) {
   Scripted s;
   const Sweep sw = run_sweep(small(), std::ref(s), [] { return false; });
