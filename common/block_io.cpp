@@ -45,20 +45,35 @@ struct Req {
   bool datasync = false;
 };
 
+// Every engine here takes the three kinds of request as one Req, through add(); the pool hands
+// its engines the Reqs it queued.
+class RequestIo : public BlockIo {
+ public:
+  bool submit_write(int fd, const uint8_t* buf, size_t len, uint64_t offset,
+                    uint64_t cookie) final {
+    return add({Op::kWrite, fd, const_cast<uint8_t*>(buf), len, offset, 0, cookie, now_ns()});
+  }
+  bool submit_read(int fd, uint8_t* buf, size_t len, uint64_t offset, uint64_t cookie) final {
+    return add({Op::kRead, fd, buf, len, offset, 0, cookie, now_ns()});
+  }
+  bool submit_sync(int fd, bool datasync, uint64_t cookie) final {
+    return add({Op::kSync, fd, nullptr, 0, 0, 0, cookie, now_ns(), datasync});
+  }
+  // Queues `r` (r.done == 0); returns false when the engine is full.
+  virtual bool add(const Req& r) = 0;
+};
+
 // An engine whose requests are over when submit returns; their completions wait in a queue for
 // reap(), so callers see the same asynchronous contract as with io_uring.
-class ImmediateIo : public BlockIo {
+class ImmediateIo : public RequestIo {
  public:
   explicit ImmediateIo(unsigned depth) : depth_(depth) {}
-  bool submit_write(int fd, const uint8_t* buf, size_t len, uint64_t offset,
-                    uint64_t cookie) override {
-    return run({Op::kWrite, fd, const_cast<uint8_t*>(buf), len, offset, 0, cookie, now_ns()});
-  }
-  bool submit_read(int fd, uint8_t* buf, size_t len, uint64_t offset, uint64_t cookie) override {
-    return run({Op::kRead, fd, buf, len, offset, 0, cookie, now_ns()});
-  }
-  bool submit_sync(int fd, bool datasync, uint64_t cookie) override {
-    return run({Op::kSync, fd, nullptr, 0, 0, 0, cookie, now_ns(), datasync});
+  bool add(const Req& req) override {
+    if (done_.size() >= depth_) return false;
+    Req r = req;
+    const int error = execute(r);
+    done_.push_back({r.cookie, error, r.done, now_ns() - r.submitted_ns});
+    return true;
   }
   size_t reap(bool, const Callback& cb) override {
     size_t n = 0;
@@ -78,12 +93,6 @@ class ImmediateIo : public BlockIo {
   virtual int execute(Req& r) = 0;
 
  private:
-  bool run(Req r) {
-    if (done_.size() >= depth_) return false;
-    const int error = execute(r);
-    done_.push_back({r.cookie, error, r.done, now_ns() - r.submitted_ns});
-    return true;
-  }
   unsigned depth_;
   std::deque<IoCompletion> done_;
 };
@@ -129,7 +138,7 @@ class NullIo final : public ImmediateIo {
   }
 };
 
-class UringIo final : public BlockIo {
+class UringIo final : public RequestIo {
  public:
   UringIo(unsigned depth, std::span<uint8_t> fixed) : reqs_(depth) {
     const int rc = io_uring_queue_init(depth, &ring_, 0);
@@ -167,15 +176,13 @@ class UringIo final : public BlockIo {
   UringIo(const UringIo&) = delete;
   UringIo& operator=(const UringIo&) = delete;
 
-  bool submit_write(int fd, const uint8_t* buf, size_t len, uint64_t offset,
-                    uint64_t cookie) override {
-    return add({Op::kWrite, fd, const_cast<uint8_t*>(buf), len, offset, 0, cookie, now_ns()});
-  }
-  bool submit_read(int fd, uint8_t* buf, size_t len, uint64_t offset, uint64_t cookie) override {
-    return add({Op::kRead, fd, buf, len, offset, 0, cookie, now_ns()});
-  }
-  bool submit_sync(int fd, bool datasync, uint64_t cookie) override {
-    return add({Op::kSync, fd, nullptr, 0, 0, 0, cookie, now_ns(), datasync});
+  bool add(const Req& r) override {
+    if (free_.empty()) return false;
+    const size_t idx = free_.back();
+    free_.pop_back();
+    reqs_[idx] = r;
+    queue(idx);
+    return true;
   }
 
   size_t reap(bool wait, const Callback& cb) override {
@@ -236,15 +243,6 @@ class UringIo final : public BlockIo {
   }
 
  private:
-  bool add(const Req& r) {
-    if (free_.empty()) return false;
-    const size_t idx = free_.back();
-    free_.pop_back();
-    reqs_[idx] = r;
-    queue(idx);
-    return true;
-  }
-
   void queue(size_t idx) {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     if (sqe == nullptr) {
@@ -294,7 +292,7 @@ class UringIo final : public BlockIo {
   UniqueFd cq_fd_;  // signalled on every completion, once completion_fd() was asked for
 };
 
-std::unique_ptr<BlockIo> make_single(IoEngine engine, unsigned depth, std::span<uint8_t> fixed,
+std::unique_ptr<RequestIo> make_single(IoEngine engine, unsigned depth, std::span<uint8_t> fixed,
                                      std::string* note) {
   if (engine == IoEngine::kPwrite) return std::make_unique<SyncIo>(depth);
   if (engine == IoEngine::kNull) return std::make_unique<NullIo>(depth);
@@ -315,7 +313,7 @@ std::unique_ptr<BlockIo> make_single(IoEngine engine, unsigned depth, std::span<
 // poll() on two eventfds: the pool's "work" fd, written by add(), and its ring's completion fd.
 // A thread that takes requests and leaves some behind writes the work fd again, so that a wake-up
 // consumed by a thread without room is passed on. Full threads do not watch the work fd.
-class PooledIo final : public BlockIo {
+class PooledIo final : public RequestIo {
  public:
   PooledIo(const BlockIoOptions& o, std::string* note) : work_fd_(make_eventfd()) {
     // The engines are built here, on the caller's thread, so that a refusal is reported at once.
@@ -340,15 +338,15 @@ class PooledIo final : public BlockIo {
   PooledIo(const PooledIo&) = delete;
   PooledIo& operator=(const PooledIo&) = delete;
 
-  bool submit_write(int fd, const uint8_t* buf, size_t len, uint64_t offset,
-                    uint64_t cookie) override {
-    return add({Op::kWrite, fd, const_cast<uint8_t*>(buf), len, offset, 0, cookie});
-  }
-  bool submit_read(int fd, uint8_t* buf, size_t len, uint64_t offset, uint64_t cookie) override {
-    return add({Op::kRead, fd, buf, len, offset, 0, cookie});
-  }
-  bool submit_sync(int fd, bool datasync, uint64_t cookie) override {
-    return add({Op::kSync, fd, nullptr, 0, 0, 0, cookie, 0, datasync});
+  bool add(const Req& r) override {
+    {
+      std::lock_guard lock(mu_);
+      if (failure_ || outstanding_ >= capacity_) return false;
+      pending_.push_back(r);
+      ++outstanding_;
+    }
+    signal(work_fd_.get());
+    return true;
   }
 
   size_t reap(bool wait, const Callback& cb) override {
@@ -398,18 +396,7 @@ class PooledIo final : public BlockIo {
     for (auto& w : workers_) w.join();  // each drains its engine before it returns
   }
 
-  bool add(const Req& r) {
-    {
-      std::lock_guard lock(mu_);
-      if (failure_ || outstanding_ >= capacity_) return false;
-      pending_.push_back(r);
-      ++outstanding_;
-    }
-    signal(work_fd_.get());
-    return true;
-  }
-
-  void work(BlockIo& io) {
+  void work(RequestIo& io) {
     std::vector<IoCompletion> local;
     const auto collect = [&](const IoCompletion& c) { local.push_back(c); };
     const int cq_fd = io.completion_fd();
@@ -427,13 +414,10 @@ class PooledIo final : public BlockIo {
           if (!mine.empty() && !pending_.empty()) signal(work_fd_.get());
           if (stopping && pending_.empty() && mine.empty() && io.in_flight() == 0) return;
         }
-        // Latency is then measured by this thread's engine, from when it submitted.
-        for (const Req& r : mine) {
-          const bool ok =
-              r.op == Op::kWrite  ? io.submit_write(r.fd, r.buf, r.len, r.offset, r.cookie)
-              : r.op == Op::kRead ? io.submit_read(r.fd, r.buf, r.len, r.offset, r.cookie)
-                                  : io.submit_sync(r.fd, r.datasync, r.cookie);
-          if (!ok) throw std::logic_error("IO thread overfilled its engine");
+        // Latency is measured by this thread's engine, from when it submitted.
+        for (Req& r : mine) {
+          r.submitted_ns = now_ns();
+          if (!io.add(r)) throw std::logic_error("IO thread overfilled its engine");
         }
         local.clear();
         io.reap(false, collect);
@@ -480,7 +464,7 @@ class PooledIo final : public BlockIo {
   }
 
   UniqueFd work_fd_;
-  std::vector<std::unique_ptr<BlockIo>> engines_;
+  std::vector<std::unique_ptr<RequestIo>> engines_;
   std::vector<std::thread> workers_;
   size_t capacity_ = 0;
   mutable std::mutex mu_;

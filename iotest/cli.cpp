@@ -151,9 +151,7 @@ void prompt_params(std::istream& in, std::ostream& out, Params& p) {
   ask(in, out, fmt::format("Mode used to open up files (rw/rws/rwd -- default {}):  ", p.mode),
       [&](const std::string& a) {
         if (a.empty()) return;
-        if (a != "rw" && a != "rwd" && a != "rws") {
-          throw std::invalid_argument(fmt::format("file mode: '{}' is not rw, rwd or rws", a));
-        }
+        check_mode(a);
         p.mode = a;
       });
   out << "  Mode used = " << p.mode << ".\n\n";
@@ -302,7 +300,20 @@ int iotest_main(int argc, char** argv, const std::string& prog, std::optional<Ki
   return sweep.interrupted ? 130 : 0;
 }
 
-std::optional<int> run_if_requested(int argc, char** argv, const std::string& flag, Kind kind) {
+const char* switch_flag(Kind kind) { return kind == Kind::kWrite ? "--test-io" : "--test-read-io"; }
+
+void add_switch_help(CLI::App& app, Kind kind) {
+  const bool write = kind == Kind::kWrite;
+  app.add_flag(switch_flag(kind))
+      ->description(fmt::format("Run the disk {} self-test instead, through this program's {} ({} "
+                                "--help for its options)",
+                                write ? "write" : "read", write ? "writer" : "reader",
+                                switch_flag(kind)))
+      ->group("Self-test");
+}
+
+std::optional<int> run_if_requested(int argc, char** argv, Kind kind) {
+  const std::string flag = switch_flag(kind);
   std::vector<char*> rest;
   bool found = false;
   for (int i = 0; i < argc; ++i) {

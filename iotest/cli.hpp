@@ -2,6 +2,8 @@
 // dd_file_send --test-read-io all come here.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -15,9 +17,13 @@ namespace ddft::iotest {
 // Returns the exit status: 0 done, 1 an IO error, 2 bad input, 130 interrupted.
 int iotest_main(int argc, char** argv, const std::string& prog, std::optional<Kind> kind);
 
-// The programs' switch (dd_file_receive --test-io, dd_file_send --test-read-io): when `flag` is
-// anywhere in argv, runs the self-test with the other arguments and returns its exit status.
-std::optional<int> run_if_requested(int argc, char** argv, const std::string& flag, Kind kind);
+// The programs' switch: dd_file_receive --test-io (write), dd_file_send --test-read-io (read).
+const char* switch_flag(Kind kind);
+// When the switch is anywhere in argv, runs the self-test with the other arguments and returns
+// its exit status.
+std::optional<int> run_if_requested(int argc, char** argv, Kind kind);
+// Lists the switch in the program's --help.
+void add_switch_help(CLI::App& app, Kind kind);
 
 // Asks for every input on `out`, reading answers from `in`, the seed's dialogue: each question
 // shows its default, an empty answer takes it, a bad answer is explained in one line and the

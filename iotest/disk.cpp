@@ -32,10 +32,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-unsigned write_depth(const Params& p) {
-  return p.queue_depth != 0 ? p.queue_depth : common::kDefaultWriteQueueDepth;
-}
-
 }  // namespace
 
 uint64_t page_cache_ram() {
@@ -141,7 +137,7 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
   const size_t block = size_t{block_kb} * 1024;
   const size_t nbuf = write_buffers_for(block_kb);
   if (memory_block_ != block) {
-    memory_ = common::AlignedBuffer();
+    memory_ = common::AlignedBuffer();  // the old pool goes first: never two large ones at once
     memory_ = common::AlignedBuffer(nbuf * block, /*populate=*/true);
     common::fill_pseudo_random(memory_.span());
     memory_block_ = block;
@@ -173,7 +169,7 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
 
   common::BlockIoOptions o;
   o.threads = threads;
-  o.queue_depth = write_depth(p_);
+  o.queue_depth = queue_depth_of(p_);
   o.fixed = memory_.span();
   o.thread_name = "wio";
   std::string note;
@@ -264,7 +260,7 @@ RunOutcome DiskRunner::read_run(unsigned block_kb, unsigned threads) {
   sender::SenderConfig cfg;
   cfg.readers = threads;
   cfg.read_block_kb = block_kb;
-  if (p_.queue_depth != 0) cfg.read_queue_depth = p_.queue_depth;
+  cfg.read_queue_depth = queue_depth_of(p_);
   const std::vector<sender::SourceFile> files = {{p_.path + "/" + read_file_, read_file_}};
   sender::BufferPool pool(cfg.read_buffers, sender::reader_block_size(cfg));
   common::BoundedQueue<sender::WorkItem> queue(cfg.read_buffers + 4);

@@ -21,9 +21,8 @@ std::string_view trim(std::string_view s) {
 
 const char* kind_name(Kind k) { return k == Kind::kWrite ? "write" : "read"; }
 
-unsigned depth_of(const Params& p) {
-  if (p.queue_depth != 0) return p.queue_depth;
-  return p.kind == Kind::kWrite ? common::kDefaultWriteQueueDepth : common::kDefaultReadQueueDepth;
+unsigned default_depth(Kind k) {
+  return k == Kind::kWrite ? common::kDefaultWriteQueueDepth : common::kDefaultReadQueueDepth;
 }
 
 // A cell's figure as printed: one decimal, and a mark when a run hit its timeout.
@@ -33,6 +32,16 @@ std::string cell_text(const Cell& c) {
 }
 
 }  // namespace
+
+unsigned queue_depth_of(const Params& p) {
+  return p.queue_depth != 0 ? p.queue_depth : default_depth(p.kind);
+}
+
+void check_mode(std::string_view mode) {
+  if (mode != "rw" && mode != "rwd" && mode != "rws") {
+    throw std::invalid_argument(fmt::format("file mode '{}' is not rw, rwd or rws", mode));
+  }
+}
 
 size_t write_buffers_for(unsigned block_kb) {
   return std::clamp<size_t>((size_t{1} << 20) / block_kb, 4, kDefaultWriteBuffers);
@@ -101,9 +110,7 @@ void validate(const Params& p) {
     throw std::invalid_argument("files at once applies to the write test only: the sender reads "
                                 "one file at a time");
   }
-  if (p.mode != "rw" && p.mode != "rwd" && p.mode != "rws") {
-    throw std::invalid_argument(fmt::format("file mode '{}' is not rw, rwd or rws", p.mode));
-  }
+  check_mode(p.mode);
   const unsigned max_depth = p.kind == Kind::kWrite ? kMaxWriteQueueDepth : kMaxReadQueueDepth;
   if (p.queue_depth > max_depth) {
     throw std::invalid_argument(
@@ -188,7 +195,7 @@ std::string format_params(const Params& p) {
   out += fmt::format("        size:  {} MB ({} bytes) per run\n", p.size_mb, p.size_mb << 20);
   out += fmt::format("        timeout:  {} s per run\n", p.timeout_s);
   out += fmt::format("        runs per setting:  {}\n", p.runs);
-  out += fmt::format("        queue depth:  {} per thread (io_uring)\n", depth_of(p));
+  out += fmt::format("        queue depth:  {} per thread (io_uring)\n", queue_depth_of(p));
   if (p.kind == Kind::kWrite) {
     out += fmt::format("        directIO:  {}\n", p.direct ? "true" : "false");
     out += fmt::format("        file mode:  {}\n", p.mode);
@@ -246,13 +253,13 @@ std::vector<std::pair<std::string, std::string>> recommended_settings(const Para
     if (pool_mb + 8 > kDefaultBufferMb) {
       out.emplace_back("buffer-mb", std::to_string(kDefaultBufferMb + pool_mb));
     }
-    if (p.queue_depth != 0 && p.queue_depth != common::kDefaultWriteQueueDepth) {
+    if (queue_depth_of(p) != default_depth(p.kind)) {
       out.emplace_back("queue-depth", std::to_string(p.queue_depth));
     }
   } else {
     out.emplace_back("readers", std::to_string(r.threads));
     out.emplace_back("read-block-kb", std::to_string(r.block_kb));
-    if (p.queue_depth != 0 && p.queue_depth != common::kDefaultReadQueueDepth) {
+    if (queue_depth_of(p) != default_depth(p.kind)) {
       out.emplace_back("read-queue-depth", std::to_string(p.queue_depth));
     }
   }
@@ -308,7 +315,7 @@ std::string to_json(const Sweep& s, const Recommendation& r, const std::vector<s
                      list(p.block_kb), list(p.threads), p.files,
                      p.kind == Kind::kWrite && p.direct ? "true" : "false");
   out += fmt::format("\"mode\": {}, \"queue_depth\": {}}},\n",
-                     p.kind == Kind::kWrite ? common::json_quote(p.mode) : "null", depth_of(p));
+                     p.kind == Kind::kWrite ? common::json_quote(p.mode) : "null", queue_depth_of(p));
   out += "  \"unit\": \"MB/s (MB = 2^20 bytes)\",\n";
   out += "  \"cells\": [\n";
   for (size_t i = 0; i < s.cells.size(); ++i) {

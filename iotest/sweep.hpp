@@ -45,6 +45,11 @@ inline constexpr size_t kDefaultBufferMb = 1024;
 // std::invalid_argument with a one-line reason naming `what`.
 std::vector<unsigned> parse_list(std::string_view text, std::string_view what, unsigned lo,
                                  unsigned hi);
+// The queue depth per thread a test runs with: p.queue_depth, or the program's default for the
+// test (the receiver's for writes, the sender's for reads).
+unsigned queue_depth_of(const Params& p);
+// Checks a file mode is rw, rwd or rws; throws std::invalid_argument with a one-line reason.
+void check_mode(std::string_view mode);
 // Checks that every block size is one the programs take; throws std::invalid_argument.
 void check_block_sizes(const std::vector<unsigned>& block_kb);
 // Checks the whole set (ranges, files vs threads); throws std::invalid_argument, one line.

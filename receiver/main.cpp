@@ -15,15 +15,12 @@
 
 int main(int argc, char** argv) {
   using namespace ddft;
-  if (auto rc = iotest::run_if_requested(argc, argv, "--test-io", iotest::Kind::kWrite)) return *rc;
+  if (auto rc = iotest::run_if_requested(argc, argv, iotest::Kind::kWrite)) return *rc;
   receiver::ReceiverConfig cfg;
   CLI::App app{"dd_file_receive: receive files sent one way across a data diode"};
   app.set_version_flag("--version", std::string("dd_file_receive ") + common::kVersion);
   receiver::add_receiver_options(app, cfg);
-  app.add_flag("--test-io")
-      ->description("Run the disk write self-test instead, through this program's writer (--test-io --help "
-                    "for its options)")
-      ->group("Self-test");
+  iotest::add_switch_help(app, iotest::Kind::kWrite);
   try {
     app.parse(argc, argv);
     receiver::finalize_receiver_config(cfg);

@@ -16,17 +16,12 @@
 
 int main(int argc, char** argv) {
   using namespace ddft;
-  if (auto rc = iotest::run_if_requested(argc, argv, "--test-read-io", iotest::Kind::kRead)) {
-    return *rc;
-  }
+  if (auto rc = iotest::run_if_requested(argc, argv, iotest::Kind::kRead)) return *rc;
   sender::SenderConfig cfg;
   CLI::App app{"dd_file_send: send files one way across a data diode"};
   app.set_version_flag("--version", std::string("dd_file_send ") + common::kVersion);
   sender::add_sender_options(app, cfg);
-  app.add_flag("--test-read-io")
-      ->description("Run the disk read self-test instead, through this program's reader (--test-read-io --help "
-                    "for its options)")
-      ->group("Self-test");
+  iotest::add_switch_help(app, iotest::Kind::kRead);
   // owlDftsSend passes DFTS's single-dash spellings (-fsinterval 100, -NOSLEEPALG) as written.
   const std::vector<std::string> args = sender::translate_dfts_args(argc, argv);
   std::vector<const char*> arg_ptrs;
