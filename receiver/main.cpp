@@ -36,15 +36,13 @@ int main(int argc, char** argv) {
   }
 
   try {
-    std::unique_ptr<common::DatagramSource> source;
-    if (cfg.transport_text == "device") {
-      source = std::make_unique<common::DeviceSource>(cfg.device);
-    } else {
+    auto open_source = [&cfg]() -> std::unique_ptr<common::DatagramSource> {
+      if (cfg.transport_text == "device") return std::make_unique<common::DeviceSource>(cfg.device);
       auto udp = std::make_unique<common::UdpSource>(cfg.listen, cfg.socket_buffer_mb << 20);
       if (auto w = udp->buffer_report().warning("receive"); !w.empty()) spdlog::warn("Warn: {}", w);
-      source = std::move(udp);
-    }
-    receiver::Receiver rx(cfg, *source, common::SteadyClock::instance());
+      return udp;
+    };
+    receiver::Receiver rx(cfg, open_source, common::SteadyClock::instance());
 
     // SIGTERM / Ctrl-C: finish what the ring holds, record files in flight as failed, exit 0.
     std::stop_source stop;

@@ -10,9 +10,11 @@
 
 namespace ddft::receiver {
 
-Receiver::Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, common::Clock& clock)
-    : cfg_(cfg), source_(source), clock_(clock) {
+Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
+                   common::Clock& clock)
+    : cfg_(cfg), clock_(clock) {
   out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision, cfg.null_sink);
+  source_ = open_source();
   bool direct = false;
   if (cfg.direct_io_text != "off" && !cfg.null_sink) {
     direct = out_->enable_direct_io();
@@ -58,7 +60,7 @@ Receiver::~Receiver() = default;
 
 ReceiveTotals Receiver::run(std::stop_token stop) {
   Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
-  Ingest ingest(source_, *ring_, cfg_.batch);
+  Ingest ingest(*source_, *ring_, cfg_.batch);
   std::stop_source ingest_stop;
   std::jthread rx([&] {
     pthread_setname_np(pthread_self(), "udp_rx");
@@ -112,7 +114,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   });
   writer_thread.join();
   assembler.log_summary();
-  if (const long drops = source_.link_drops(); drops > 0) {
+  if (const long drops = source_->link_drops(); drops > 0) {
     if (cfg_.transport_text == "device") {
       spdlog::warn("Warn: {} byte(s) read from the device did not form valid packets and were "
                    "skipped",

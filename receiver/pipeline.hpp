@@ -17,6 +17,7 @@
 // file still in flight is recorded as failed ("receiver stopped") and all I/O is waited for.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <stop_token>
 
@@ -39,17 +40,18 @@ struct ReceiveTotals {
 
 class Receiver {
  public:
-  // Opens the output folder and allocates the ring and write pool. Throws std::runtime_error with
-  // a one-line reason (folder missing or not writable, memory). `source` and `clock` must outlive
-  // the receiver.
-  Receiver(const ReceiverConfig& cfg, common::DatagramSource& source, common::Clock& clock);
+  using SourceOpener = std::function<std::unique_ptr<common::DatagramSource>()>;
+  // Opens the output folder first, then the link (`open_source`), then allocates the ring and
+  // write pool: a bad folder is reported before a port is taken or memory is spent. Throws
+  // std::runtime_error with a one-line reason. `clock` must outlive the receiver.
+  Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, common::Clock& clock);
   ~Receiver();
   // Runs until `stop` is requested or, with cfg.once, the first session has finished.
   ReceiveTotals run(std::stop_token stop);
 
  private:
   const ReceiverConfig& cfg_;
-  common::DatagramSource& source_;
+  std::unique_ptr<common::DatagramSource> source_;
   common::Clock& clock_;
   std::unique_ptr<OutputDir> out_;
   std::unique_ptr<SlotRing> ring_;

@@ -40,6 +40,18 @@ grep -q "File: after-rotate.bin.*B2B Passed" "$work/receive.log" && ok || bad "n
 grep -q "receiving on" "$work/receive.log.1" && ok || bad "rotated log lost its lines"
 grep -q "after-rotate" "$work/receive.log.1" && bad "rotated log still written" || ok
 
+# While the daemon holds its port, a second receiver on it: a bad output folder is named before
+# the port is tried (CI once failed on a port taken by another job), a good one names the port.
+out=$("$recv_bin" --listen "127.0.0.1:$port" --output "$work/none" --buffer-mb 128 2>&1)
+expect "bad folder on a busy port: status" 1 "$?"
+[[ "$out" == *"output folder '$work/none' cannot be used"* && "$out" != *"cannot listen"* ]] && ok ||
+  bad "bad folder on a busy port: $out"
+out=$("$recv_bin" --listen "127.0.0.1:$port" --output "$work/out" --buffer-mb 128 2>&1)
+expect "busy port: status" 1 "$?"
+[[ "$out" == *"cannot listen on 127.0.0.1:$port: Address already in use"* ]] && ok ||
+  bad "busy port: $out"
+[[ $(echo "$out" | grep -c .) -eq 1 ]] && ok || bad "busy port: more than one line: $out"
+
 kill -TERM $rx
 wait $rx
 expect "SIGTERM exit status" 0 "$?"
