@@ -24,7 +24,7 @@ void write_header(const Header& h, uint16_t payload_len, uint8_t* p) {
   store_le64(p + 8, h.session_id);
   store_le64(p + 16, h.seq);
   store_le16(p + 24, h.flags);
-  store_le16(p + 26, 0);
+  store_le16(p + 26, h.fec_pos);
   store_le32(p + kChecksumOffset, compute_checksum(p, p + kHeaderSize, payload_len));
 }
 
@@ -113,7 +113,7 @@ DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out) {
   }
   const uint8_t type = p[5];
   if (type < static_cast<uint8_t>(PacketType::kAnnounce) ||
-      type > static_cast<uint8_t>(PacketType::kHeartbeat)) {
+      type > static_cast<uint8_t>(PacketType::kParity)) {
     return DecodeStatus::kBadType;
   }
   out->header.version = p[4];
@@ -122,6 +122,7 @@ DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out) {
   out->header.session_id = load_le64(p + 8);
   out->header.seq = load_le64(p + 16);
   out->header.flags = load_le16(p + 24);
+  out->header.fec_pos = load_le16(p + 26);
   out->payload = datagram.subspan(kHeaderSize);
   return DecodeStatus::kOk;
 }
@@ -152,6 +153,7 @@ DecodeStatus decode_data(std::span<const uint8_t> payload, DataHeader* out,
                          std::span<const uint8_t>* data) {
   if (payload.size() < kDataHeaderSize) return DecodeStatus::kBadPayload;
   out->file_id = load_le32(payload.data());
+  out->copy = payload[4];
   out->offset = load_le64(payload.data() + 8);
   *data = payload.subspan(kDataHeaderSize);
   return DecodeStatus::kOk;
@@ -168,6 +170,9 @@ DecodeStatus decode_end(std::span<const uint8_t> payload, End* out) {
   out->file_id = load_le32(p);
   out->verify = static_cast<VerifyType>(p[4]);
   out->key_len = key_len;
+  out->copy = p[6];
+  out->copies = std::max<uint8_t>(1, p[7]);
+  if (out->copy >= out->copies) return DecodeStatus::kBadPayload;
   out->size = load_le64(p + 8);
   out->key.fill(0);
   std::memcpy(out->key.data(), p + kEndFixedSize, key_len);
@@ -223,7 +228,8 @@ size_t encode_end(const Header& h, const End& e, std::span<uint8_t> buf) {
   store_le32(p, e.file_id);
   p[4] = static_cast<uint8_t>(e.verify);
   p[5] = e.key_len;
-  store_le16(p + 6, 0);
+  p[6] = e.copy;
+  p[7] = e.copies;
   store_le64(p + 8, e.size);
   std::memcpy(p + kEndFixedSize, e.key.data(), e.key_len);
   Header hh = h;
@@ -258,13 +264,52 @@ size_t encode_heartbeat(const Header& h, const Heartbeat& hb, std::span<uint8_t>
   return seal(hh, kHeartbeatSize, buf);
 }
 
+DecodeStatus decode_parity(std::span<const uint8_t> payload, Parity* out,
+                           std::span<const uint8_t>* shard) {
+  if (payload.size() <= kParityHeaderSize) return DecodeStatus::kBadPayload;
+  const uint8_t* p = payload.data();
+  out->window_seq = load_le64(p);
+  out->count = load_le16(p + 8);
+  out->k = p[10];
+  out->m = p[11];
+  out->interleave = p[12];
+  out->group = p[13];
+  out->index = p[14];
+  if (out->k == 0 || out->m == 0 || out->k + out->m > 255 || out->interleave == 0 ||
+      out->count == 0 || out->count > out->k * out->interleave || out->group >= out->interleave ||
+      out->group >= out->count || out->index >= out->m) {
+    return DecodeStatus::kBadPayload;
+  }
+  *shard = payload.subspan(kParityHeaderSize);
+  return DecodeStatus::kOk;
+}
+
+size_t encode_parity(const Header& h, const Parity& pa, std::span<const uint8_t> shard,
+                     std::span<uint8_t> buf) {
+  const size_t payload_len = kParityHeaderSize + shard.size();
+  if (shard.empty() || kHeaderSize + payload_len > buf.size()) return 0;
+  uint8_t* p = buf.data() + kHeaderSize;
+  store_le64(p, pa.window_seq);
+  store_le16(p + 8, pa.count);
+  p[10] = pa.k;
+  p[11] = pa.m;
+  p[12] = pa.interleave;
+  p[13] = pa.group;
+  p[14] = pa.index;
+  p[15] = 0;
+  std::memcpy(p + kParityHeaderSize, shard.data(), shard.size());
+  Header hh = h;
+  hh.type = PacketType::kParity;
+  return seal(hh, payload_len, buf);
+}
+
 size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_len,
                             std::span<uint8_t> buf) {
   const size_t payload_len = kDataHeaderSize + data_len;
   if (kHeaderSize + payload_len > buf.size()) return 0;
   uint8_t* p = buf.data() + kHeaderSize;
   store_le32(p, d.file_id);
-  store_le32(p + 4, 0);
+  store_le32(p + 4, d.copy);
   store_le64(p + 8, d.offset);
   Header hh = h;
   hh.type = PacketType::kData;

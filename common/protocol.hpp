@@ -18,11 +18,15 @@
 //  |              seq (u64, +1 per datagram of the session)        | 16
 //  |                                                               |
 //  +-------------------------------+-------------------------------+
-//  |            flags              |           reserved (0)        | 24
+//  |            flags              |   fec_pos (0 without FEC)     | 24
 //  +-------------------------------+-------------------------------+
 //  |   checksum: low 32 bits of XXH3_64(payload, seed=XXH3_64(     | 28
 //  |             header bytes 0..27))                              |
 //  +---------------------------------------------------------------+
+//
+// flags bit 0 (kFlagFec): the datagram is a source of a forward-error-correction window and
+// fec_pos is its place in that window: the window starts at seq - fec_pos. Parity datagrams
+// (kParity) follow each window; they take sequence numbers but no window place.
 //
 // The checksum covers the header and the payload, so a datagram damaged anywhere is dropped and
 // never written; the file hash (B2B) then still covers the file end to end.
@@ -32,12 +36,22 @@
 //  kAnnounce   0 file_id u32 | 4 verify u8 | 5 pause_s u8 | 6 path_len u16 | 8 size u64 |
 //              16 mtime_ns i64 | 24 mode u32 | 28 chunk_size u32 | 32 path (path_len bytes, UTF-8,
 //              '/'-separated, relative; no NUL)
-//  kData       0 file_id u32 | 4 reserved u32 | 8 offset u64 | 16 data (payload_len - 16 bytes)
-//  kEnd        0 file_id u32 | 4 verify u8 | 5 key_len u8 | 6 reserved u16 | 8 size u64 |
+//  kData       0 file_id u32 | 4 copy u8 | 5 reserved (3 bytes) | 8 offset u64 |
+//              16 data (payload_len - 16 bytes)
+//  kEnd        0 file_id u32 | 4 verify u8 | 5 key_len u8 | 6 copy u8 | 7 copies u8 | 8 size u64 |
 //              16 key (key_len bytes: the full digest)
 //  kAbort      0 file_id u32 | 4 reason_len u16 | 6 reserved u16 | 8 reason (UTF-8)
 //  kHeartbeat  0 flags u32 (bit 0: final, the sender has finished) | 4 interval_ms u32 |
 //              8 packets_sent u64 | 16 files_announced u32 | 20 reserved u32
+//  kParity     0 window_seq u64 | 8 count u16 | 10 k u8 | 11 m u8 | 12 interleave u8 |
+//              13 group u8 | 14 index u8 | 15 reserved u8 | 16 shard (payload_len - 16 bytes)
+//
+// FEC (--fec K:M, --fec-interleave D): a window is `count` (at most K x D) consecutive source
+// datagrams from window_seq on. Source number p of the window belongs to group p % D, as that
+// group's member p / D; each group is K shards (members past the window's end are zeros) plus M
+// Reed-Solomon parity shards. A shard is a whole source datagram, zero-padded to the longest of
+// its group; a rebuilt datagram's own header gives its length and its checksum proves it.
+// copy / copies (--repeat N): a file sent N times; copy is 0-based, copies is N (0 means 1).
 //
 // Data packets of a file carry chunk_size bytes each (the last one fewer) at offsets that are
 // multiples of chunk_size, so a receiver can index them with a bitmap.
@@ -60,6 +74,12 @@ inline constexpr size_t kDataHeaderSize = 16;
 inline constexpr size_t kEndFixedSize = 16;
 inline constexpr size_t kAbortFixedSize = 8;
 inline constexpr size_t kHeartbeatSize = 24;
+inline constexpr size_t kParityHeaderSize = 16;
+static_assert(kHeaderSize + kParityHeaderSize == 48);
+// A parity datagram is its header and parity header plus a shard as long as the longest source
+// datagram of its group: with FEC on, sources are kept this much shorter than the packet size.
+inline constexpr size_t kFecOverhead = kHeaderSize + kParityHeaderSize;
+inline constexpr uint16_t kFlagFec = 1;
 inline constexpr size_t kMaxKeySize = 32;        // SHA-256
 inline constexpr size_t kMaxPathSize = 4096;     // PATH_MAX
 inline constexpr size_t kMaxAbortReason = 512;
@@ -72,7 +92,8 @@ inline constexpr size_t kDefaultPacketSize = 8952;
 inline constexpr size_t kMinPacketSize = 512;
 // Smallest chunk (data bytes per data packet) an announce may declare: what the smallest packet
 // carries. Bounds the receiver's per-file chunk bitmap.
-inline constexpr size_t kMinChunkSize = kMinPacketSize - kHeaderSize - kDataHeaderSize;
+// With FEC a data packet is kFecOverhead shorter (room for the parity header).
+inline constexpr size_t kMinChunkSize = kMinPacketSize - kHeaderSize - kDataHeaderSize - 48;
 inline constexpr uint32_t kHeartbeatFinal = 1u;
 
 enum class PacketType : uint8_t {
@@ -81,6 +102,7 @@ enum class PacketType : uint8_t {
   kEnd = 3,
   kAbort = 4,
   kHeartbeat = 5,
+  kParity = 6,
 };
 
 // How a file is verified end to end. Values are on the wire.
@@ -104,6 +126,7 @@ struct Header {
   uint64_t session_id = 0;
   uint64_t seq = 0;
   uint16_t flags = 0;
+  uint16_t fec_pos = 0;  // place in the FEC window when flags has kFlagFec
 };
 
 struct Announce {
@@ -120,6 +143,7 @@ struct Announce {
 struct DataHeader {
   uint32_t file_id = 0;
   uint64_t offset = 0;
+  uint8_t copy = 0;  // --repeat: which copy of the file (0-based)
 };
 
 struct End {
@@ -127,6 +151,8 @@ struct End {
   VerifyType verify = VerifyType::kB2B;
   uint64_t size = 0;
   uint8_t key_len = 0;
+  uint8_t copy = 0;    // --repeat: which copy this end closes (0-based)
+  uint8_t copies = 1;  // --repeat: how many copies the sender sends
   std::array<uint8_t, kMaxKeySize> key{};
 };
 
@@ -140,6 +166,16 @@ struct Heartbeat {
   uint32_t interval_ms = 0;
   uint64_t packets_sent = 0;
   uint32_t files_announced = 0;
+};
+
+struct Parity {
+  uint64_t window_seq = 0;
+  uint16_t count = 0;
+  uint8_t k = 0;
+  uint8_t m = 0;
+  uint8_t interleave = 1;
+  uint8_t group = 0;
+  uint8_t index = 0;
 };
 
 // Why a datagram was rejected. kOk means it was accepted.
@@ -173,6 +209,10 @@ DecodeStatus decode_data(std::span<const uint8_t> payload, DataHeader* out,
 DecodeStatus decode_end(std::span<const uint8_t> payload, End* out);
 DecodeStatus decode_abort(std::span<const uint8_t> payload, Abort* out);
 DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out);
+// Checks the window geometry (k, m >= 1, k + m <= 255, interleave >= 1, count <= k x interleave,
+// group < interleave, index < m) and that a shard follows.
+DecodeStatus decode_parity(std::span<const uint8_t> payload, Parity* out,
+                           std::span<const uint8_t>* shard);
 
 // Encoders write one whole datagram (header with checksum, then payload) into `buf` and return its
 // size, or 0 when `buf` is too small. They fill header.payload_len themselves.
@@ -180,6 +220,8 @@ size_t encode_announce(const Header& h, const Announce& a, std::span<uint8_t> bu
 size_t encode_end(const Header& h, const End& e, std::span<uint8_t> buf);
 size_t encode_abort(const Header& h, const Abort& a, std::span<uint8_t> buf);
 size_t encode_heartbeat(const Header& h, const Heartbeat& hb, std::span<uint8_t> buf);
+size_t encode_parity(const Header& h, const Parity& pa, std::span<const uint8_t> shard,
+                     std::span<uint8_t> buf);
 // Data is encoded in place: the caller has put `data_len` bytes at buf[kHeaderSize +
 // kDataHeaderSize], which avoids a copy on the hot path. Returns the datagram size, or 0 when it
 // does not fit.

@@ -97,6 +97,9 @@ struct Assembler::File {
   common::Clock::time_point first_data{};
   common::Clock::time_point last_packet{};
   uint64_t next_report = 0;
+  uint8_t last_copy = 0;      // --repeat: the copy whose data came last
+  bool superseded = false;    // the sender has announced a later file
+  common::Clock::time_point superseded_at{};
 
   bool has_chunk(uint64_t i) const { return (bitmap[i / 64] >> (i % 64)) & 1; }
   void set_chunk(uint64_t i) { bitmap[i / 64] |= uint64_t{1} << (i % 64); }
@@ -125,7 +128,8 @@ Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo&
       writer_(writer),
       clock_(clock),
       block_size_(cfg.write_block_kb * 1024),
-      readback_(1 << 20) {
+      readback_(1 << 20),
+      fec_(cfg.max_packet_size, cfg.fec_buffer_mb << 20) {
   const size_t count = block_memory.size() / block_size_;
   blocks_.resize(count);
   for (size_t i = 0; i < count; ++i) {
@@ -169,13 +173,54 @@ void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
     return;
   }
   if (!accept_session(p)) return;
-  last_session_packet_ = clock_.now();
+  const auto now = clock_.now();
+  if (silence_warned_) {
+    silence_warned_ = false;
+    spdlog::info("Info: sender session {:016x}: packets again after {:.1f} s of silence", session_,
+                 duration<double>(now - last_session_packet_).count());
+  }
+  last_session_packet_ = now;
   if (!seq_.record(p.header.seq)) {
     ++counters_.duplicates;
     return;
   }
   // Nothing a datagram does may stop the receiver: a failure to handle one (memory, the disk)
   // is logged and the daemon goes on with the next.
+  try {
+    if (p.header.type == PacketType::kParity) {
+      common::Parity pa;
+      std::span<const uint8_t> shard;
+      if (common::decode_parity(p.payload, &pa, &shard) != DecodeStatus::kOk) {
+        ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+        return;
+      }
+      fec_.add_parity(pa, shard, [this](std::span<const uint8_t> d) { on_rebuilt(d); });
+      return;
+    }
+    if ((p.header.flags & common::kFlagFec) &&
+        !fec_.add_source(p.header, data, [this](std::span<const uint8_t> d) { on_rebuilt(d); })) {
+      ++counters_.duplicates;  // it was rebuilt before it came
+      return;
+    }
+  } catch (const std::exception& e) {
+    ++counters_.handling_errors;
+    spdlog::error("Error: FEC could not handle a packet: {}", e.what());
+  }
+  dispatch(p);
+}
+
+// A datagram FEC rebuilt: checked like any other, not counted as received on the link.
+void Assembler::on_rebuilt(std::span<const uint8_t> data) {
+  Packet p;
+  if (common::decode_packet(data, &p) != DecodeStatus::kOk || p.header.session_id != session_ ||
+      !(p.header.flags & common::kFlagFec) || p.header.type == PacketType::kParity) {
+    ++counters_.rebuilt_bad;
+    return;
+  }
+  dispatch(p);
+}
+
+void Assembler::dispatch(const Packet& p) {
   try {
     switch (p.header.type) {
       case PacketType::kAnnounce:
@@ -193,6 +238,8 @@ void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
       case PacketType::kHeartbeat:
         handle_heartbeat(p);
         break;
+      case PacketType::kParity:
+        break;  // handled before
     }
   } catch (const std::exception& e) {
     ++counters_.handling_errors;
@@ -215,7 +262,11 @@ bool Assembler::accept_session(const Packet& p) {
   session_final_ = false;
   silence_logged_ = false;
   seq_.reset();
+  fec_.reset();
+  fec_at_session_ = fec_.counters();
   lost_logged_ = 0;
+  heartbeat_interval_ = milliseconds(1000);
+  silence_warned_ = false;
   seen_ids_.clear();
   ++counters_.sessions;
   spdlog::info("Info: sender session {:016x} started", s);
@@ -244,6 +295,14 @@ void Assembler::handle_announce(const Packet& p) {
   }
   if (find_file(a.file_id) != nullptr || seen_ids_.count(a.file_id) != 0) return;  // repeat
   seen_ids_.insert(a.file_id);  // from now on a repeat of this announce is ignored
+  // The sender sends one file after the other: a file still receiving when the next is announced
+  // has lost its end (or data FEC could not rebuild). It gets a short grace for reordered packets.
+  for (auto& [key, other] : files_) {
+    if (key.first == session_ && other->state == State::kReceiving && !other->superseded) {
+      other->superseded = true;
+      other->superseded_at = clock_.now();
+    }
+  }
   if (seen_ids_.size() > kSeenIdsKept) seen_ids_.erase(seen_ids_.begin());
 
   auto f = std::make_unique<File>();
@@ -345,6 +404,7 @@ void Assembler::handle_data(const Packet& p) {
   }
   f->set_chunk(idx);
   ++f->chunks_received;
+  f->last_copy = d.copy;
   f->bytes_received += data.size();
   report_progress(*f);
   if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
@@ -357,13 +417,20 @@ void Assembler::handle_end(const Packet& p) {
     return;
   }
   File* f = find_file(e.file_id);
-  if (f == nullptr || f->end_seen) return;  // a repeat, or a file already finished
+  if (f == nullptr) return;  // a file already finished
+  if (f->end_seen && e.copy <= f->end.copy) return;  // a repeat of an end already seen
+  const bool key_changed = f->end_seen && (e.key_len != f->end.key_len || e.key != f->end.key);
   f->end_seen = true;
   f->end = e;
   f->last_packet = clock_.now();
   if (f->state != State::kReceiving) return;
   if (e.size != f->size || e.verify != f->verify) {
     fail_file(*f, "end packet does not match the announce (size or verification type)");
+    return;
+  }
+  if (key_changed) {
+    fail_file(*f, fmt::format("the file changed between copy {} and copy {} (--repeat)", e.copy,
+                              e.copy + 1));
     return;
   }
   // Missing data may still be in flight behind the end packet (reordering): check_timeouts()
@@ -389,6 +456,7 @@ void Assembler::handle_heartbeat(const Packet& p) {
     ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
     return;
   }
+  if (hb.interval_ms > 0) heartbeat_interval_ = milliseconds(hb.interval_ms);
   if ((hb.flags & common::kHeartbeatFinal) && !session_final_) {
     session_final_ = true;
     // Whatever is still receiving gets a short grace for reordered packets, then fails.
@@ -581,12 +649,22 @@ void Assembler::poll(bool wait) {
     last_timeout_check_ = now;
     check_timeouts();
   }
+  // A loss line at once, then at most every 10 s: at a steady loss rate one a second is noise.
   const uint64_t lost = seq_.lost();
-  if (lost > lost_logged_ && now - last_loss_log_ >= seconds(1)) {
-    spdlog::warn("Warn: {} packet(s) lost on the link so far in session {:016x} (sequence gaps)",
-                 lost, session_);
+  if (lost > lost_logged_ && now - last_loss_log_ >= (lost_logged_ == 0 ? seconds(0) : seconds(10))) {
+    const uint64_t rebuilt = fec_.counters().rebuilt - fec_at_session_.rebuilt;
+    spdlog::warn("Warn: {} packet(s) lost on the link so far in session {:016x} (sequence gaps){}",
+                 lost, session_,
+                 rebuilt > 0 ? fmt::format("; {} rebuilt by FEC", rebuilt) : "");
     lost_logged_ = lost;
     last_loss_log_ = now;
+  }
+  if (session_ != 0 && !session_final_ && !silence_warned_ &&
+      now - last_session_packet_ >= 3 * heartbeat_interval_) {
+    silence_warned_ = true;
+    spdlog::warn("Warn: no packet from sender session {:016x} for {:.1f} s (3 heartbeat "
+                 "intervals): the sender or the link is down",
+                 session_, duration<double>(now - last_session_packet_).count());
   }
 }
 
@@ -702,6 +780,10 @@ void Assembler::finish_rename(File& f) {
   if (!moved_old.empty()) {
     spdlog::info("Info: {}: the existing file of that name was kept as {}", f.path, moved_old);
   }
+  if (f.end.copies > 1) {
+    spdlog::info("Info: {}: complete after copy {} of {} (--repeat)", f.path, f.last_copy + 1,
+                 f.end.copies);
+  }
   const auto elapsed = clock_.now() - f.announced;
   std::string key;
   if (f.verify == common::VerifyType::kNone) {
@@ -807,10 +889,23 @@ void Assembler::check_timeouts() {
   std::vector<std::pair<File*, std::string>> expired;
   for (auto& [key, f] : files_) {
     if (f->state != State::kReceiving) continue;
-    if (f->end_seen && now - f->end_seen_at >= kEndGrace) {
+    const bool last_copy = f->end.copy + 1u >= f->end.copies;
+    if (f->end_seen && last_copy && now - f->end_seen_at >= kEndGrace) {
       expired.emplace_back(f.get(), fmt::format("incomplete at its end packet: {} of {} bytes "
-                                                "received (packets lost)",
-                                                f->bytes_received, f->size));
+                                                "received (packets lost{})",
+                                                f->bytes_received, f->size,
+                                                f->end.copies > 1
+                                                    ? fmt::format(" in all {} copies",
+                                                                  f->end.copies)
+                                                    : ""));
+    } else if (f->superseded && now - f->superseded_at >= kEndGrace) {
+      expired.emplace_back(
+          f.get(), f->end_seen && f->chunks_received == f->chunks_total
+                       ? std::string("the sender went on to the next file before this one "
+                                     "was complete")
+                       : fmt::format("the sender went on to the next file before this one was "
+                                     "complete: {}",
+                                     f->end_seen ? "data lost" : "its end packet was lost"));
     } else if (now - f->last_packet > timeout + seconds(f->pause_s)) {
       expired.emplace_back(f.get(), fmt::format("no packet for {:.1f} s: the sender stopped or "
                                                 "the link went down before the file's end",
@@ -878,10 +973,17 @@ void Assembler::log_summary() const {
   if (session_ == 0) return;
   uint64_t rejected = 0;
   for (size_t i = 1; i < common::kDecodeStatusCount; ++i) rejected += counters_.rejected[i];
+  const FecCounters& fc = fec_.counters();
+  const uint64_t rebuilt = fc.rebuilt - fec_at_session_.rebuilt;
+  const uint64_t lost_groups = fc.groups_lost - fec_at_session_.groups_lost;
   spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused; packets: {} "
-               "received, {} lost, {} rejected, {} from other sessions",
+               "received, {} lost, {} rejected, {} from other sessions{}",
                session_, counters_.files_passed, counters_.files_failed, counters_.files_refused,
-               seq_.received(), seq_.lost(), rejected, counters_.other_session);
+               seq_.received(), seq_.lost(), rejected, counters_.other_session,
+               rebuilt + lost_groups > 0
+                   ? fmt::format("; FEC rebuilt {}, {} group(s) beyond repair", rebuilt,
+                                 lost_groups)
+                   : "");
 }
 
 }  // namespace ddft::receiver

@@ -24,6 +24,7 @@
 #include "common/protocol.hpp"
 #include "common/block_io.hpp"
 #include "receiver/config.hpp"
+#include "receiver/fec_decoder.hpp"
 #include "receiver/output_dir.hpp"
 
 namespace ddft::receiver {
@@ -71,6 +72,7 @@ struct AssemblerCounters {
   uint64_t bad_data = 0;        // offset/length that do not fit the announced file
   uint64_t duplicates = 0;
   uint64_t handling_errors = 0;  // datagrams whose handling threw (memory, I/O set-up)
+  uint64_t rebuilt_bad = 0;      // FEC output that failed its checksum (not from this sender)
   uint64_t files_passed = 0;
   uint64_t files_failed = 0;
   uint64_t files_refused = 0;
@@ -108,6 +110,7 @@ class Assembler {
   uint64_t current_session() const { return session_; }
   const AssemblerCounters& counters() const { return counters_; }
   const SeqCounter& seq() const { return seq_; }
+  const FecCounters& fec() const { return fec_.counters(); }
   // Logs the session summary line ("Info: session ... : N passed, M failed, ...").
   void log_summary() const;
 
@@ -145,6 +148,8 @@ class Assembler {
   };
 
   File* find_file(uint32_t id);
+  void on_rebuilt(std::span<const uint8_t> data);
+  void dispatch(const common::Packet& p);
   bool accept_session(const common::Packet& p);
   void handle_announce(const common::Packet& p);
   void handle_data(const common::Packet& p);
@@ -192,6 +197,10 @@ class Assembler {
   common::Clock::time_point final_deadline_{};
   common::Clock::time_point last_session_packet_{};
   mutable bool silence_logged_ = false;
+  bool silence_warned_ = false;  // the 3-heartbeat silence warning is out
+  std::chrono::milliseconds heartbeat_interval_{1000};
+  FecDecoder fec_;
+  FecCounters fec_at_session_;
   // Files in flight by (session, file id): a restarted sender reuses ids while the old session's
   // failed files may still be finishing their I/O.
   std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;

@@ -24,6 +24,11 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
                  "write blocks (--write-buffers x --write-block-kb)")
       ->check(CLI::Range(size_t{1}, size_t{65536}))
       ->capture_default_str();
+  app.add_option("--fec-buffer-mb", cfg.fec_buffer_mb,
+                 "Memory for FEC windows, kept until their parity arrives (allocated at the first "
+                 "FEC packet), MiB")
+      ->check(CLI::Range(size_t{1}, size_t{4096}))
+      ->capture_default_str();
   app.add_option("--max-packet-size", cfg.max_packet_size, "Largest datagram accepted, bytes")
       ->check(CLI::Range(size_t{common::kMinPacketSize}, size_t{common::kMaxDatagramSize}))
       ->capture_default_str();

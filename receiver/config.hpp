@@ -30,6 +30,7 @@ struct ReceiverConfig {
   CollisionPolicy on_collision = CollisionPolicy::kRename;
   std::string on_collision_text = "rename";
   double file_timeout_s = 30;         // no packet of a file for this long: it fails
+  size_t fec_buffer_mb = 64;          // FEC windows kept until their parity comes
   size_t write_block_kb = 1024;       // assembly / write block size
   size_t write_buffers = 64;          // blocks in the write pool
   unsigned queue_depth = common::kDefaultWriteQueueDepth;  // io_uring queue depth, per writer

@@ -38,6 +38,24 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
                  "Copies sent of each announce and end packet")
       ->check(CLI::Range(1u, 100u))
       ->capture_default_str();
+  auto* loss = "Loss protection (no packet can be asked for again)";
+  app.add_option("--fec", cfg.fec_text,
+                 "Forward error correction K:M: M Reed-Solomon parity packets after every K "
+                 "packets, any M lost of the K + M are rebuilt (e.g. 32:4); off")
+      ->group(loss)
+      ->capture_default_str();
+  app.add_option("--fec-interleave", cfg.fec.interleave,
+                 "Spread consecutive packets over this many FEC groups: a burst of up to "
+                 "interleave x M lost packets is rebuilt")
+      ->check(CLI::Range(1u, 255u))
+      ->group(loss)
+      ->capture_default_str();
+  app.add_option("--repeat", cfg.repeat,
+                 "Send each file this many times; the receiver fills the holes of one copy from "
+                 "the next and delivers the file once")
+      ->check(CLI::Range(1u, 255u))
+      ->group(loss)
+      ->capture_default_str();
   app.add_option("--read-block-kb", cfg.read_block_kb, "Reader block size in KiB")
       ->check(CLI::Range(size_t{4}, size_t{65536}))
       ->capture_default_str();
@@ -60,7 +78,9 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--batch", cfg.batch, "Datagrams per sendmmsg call")
       ->check(CLI::Range(size_t{1}, size_t{1024}))
       ->capture_default_str();
-  app.add_option("--heartbeat-ms", cfg.heartbeat_ms, "Heartbeat interval when idle, ms")
+  app.add_option("--heartbeat-ms", cfg.heartbeat_ms,
+                 "Heartbeat interval when idle and between files, ms; the receiver warns after 3 "
+                 "silent intervals")
       ->check(CLI::Range(10u, 3600000u))
       ->capture_default_str();
   app.add_option("--buff-full-delay", cfg.buff_full_delay_ms,
@@ -136,6 +156,17 @@ void finalize_sender_config(SenderConfig& cfg) {
   if (cfg.packet_size < common::kHeaderSize + common::kDataHeaderSize + 1) {
     throw CLI::ValidationError("--packet-size", "too small to carry data");
   }
+  const unsigned interleave = cfg.fec.interleave;
+  if (!common::parse_fec(cfg.fec_text, &cfg.fec, &error)) throw CLI::ValidationError("--fec", error);
+  cfg.fec.interleave = interleave;
+  if (!common::check_fec_interleave(cfg.fec, &error)) {
+    throw CLI::ValidationError("--fec-interleave", error);
+  }
+}
+
+size_t data_chunk_size(const SenderConfig& cfg) {
+  return cfg.packet_size - common::kHeaderSize - common::kDataHeaderSize -
+         (cfg.fec.enabled() ? common::kFecOverhead : 0);
 }
 
 std::vector<std::string> translate_dfts_args(int argc, const char* const* argv) {

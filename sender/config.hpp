@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/block_io.hpp"
+#include "common/fec.hpp"
 #include "common/logging.hpp"
 #include "common/protocol.hpp"
 #include "common/transport.hpp"
@@ -30,6 +31,9 @@ struct SenderConfig {
   common::VerifyType verify = common::VerifyType::kB2B;
   std::string verify_text = "b2b";
   unsigned control_repeat = 3;        // copies of each announce / end / abort / final heartbeat
+  common::FecParams fec;              // --fec K:M, --fec-interleave D; off by default
+  std::string fec_text = "off";
+  unsigned repeat = 1;                // --repeat N: each file sent N times
   size_t read_block_kb = 1024;        // reader block size
   size_t read_buffers = 16;           // blocks in the reader's pool (back-pressure bound)
   unsigned readers = 1;               // IO threads reading (1: the reader thread itself)
@@ -56,6 +60,10 @@ struct SenderConfig {
   // sequence number but not sent, as if the link lost it. -1 = off. Hidden from --help.
   long long test_drop_data = -1;
 };
+
+// Data bytes per data packet: the packet less its headers, and with FEC less the room the parity
+// header needs (a parity datagram must fit the packet size too).
+size_t data_chunk_size(const SenderConfig& cfg);
 
 // Registers every option on `app`, bound to `cfg`, including --config for a TOML/INI file.
 void add_sender_options(CLI::App& app, SenderConfig& cfg);

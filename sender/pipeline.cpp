@@ -33,7 +33,7 @@ void BufferPool::release(int index) { free_.push(int{index}); }
 void BufferPool::fill_pseudo_random() { common::fill_pseudo_random(slab_.span()); }
 
 size_t reader_block_size(const SenderConfig& cfg) {
-  const size_t chunk = cfg.packet_size - common::kHeaderSize - common::kDataHeaderSize;
+  const size_t chunk = data_chunk_size(cfg);
   return std::max<size_t>(1, cfg.read_block_kb * 1024 / chunk) * chunk;
 }
 
@@ -59,12 +59,18 @@ SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token sto
   common::BoundedQueue<WorkItem> queue(cfg_.read_buffers + 4);
   Reader reader(files, cfg_, clock_, pool, queue);
   Transmitter tx(cfg_, session_id_, sink_, clock_, pool, queue);
-  spdlog::info("Info: session {:016x}: {} file(s) to {}, packet {} bytes, rate {}, verify {}",
+  std::string protection;
+  if (cfg_.fec.enabled()) {
+    protection += fmt::format(", FEC {} (+{:.1f}% packets)", common::format_fec(cfg_.fec),
+                              100.0 * cfg_.fec.m / cfg_.fec.k);
+  }
+  if (cfg_.repeat > 1) protection += fmt::format(", each file sent {} times", cfg_.repeat);
+  spdlog::info("Info: session {:016x}: {} file(s) to {}, packet {} bytes, rate {}, verify {}{}",
                session_id_, files.size(),
                cfg_.transport_text == "device" ? "device " + cfg_.device : cfg_.dest.to_string(),
                cfg_.packet_size,
                cfg_.rate_mb > 0 ? fmt::format("{} MB/s", cfg_.rate_mb) : "unlimited",
-               common::verify_type_name(cfg_.verify));
+               common::verify_type_name(cfg_.verify), protection);
 
   std::exception_ptr tx_error;
   {

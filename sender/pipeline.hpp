@@ -10,7 +10,10 @@
 //        repeats control packets, sends heartbeats when idle, returns buffers to the pool
 //
 // Every file is: announce x N, data..., end x N (with the digest), or abort x N when the file
-// could not be read to its end. The session closes with a final heartbeat x N.
+// could not be read to its end; with --repeat R, all of that R times (copies), the file read
+// again for each. With --fec, parity packets follow every window of packets and close it at the
+// end of each file. Heartbeats go out when idle and between files. The session closes with a
+// final heartbeat x N.
 #pragma once
 
 #include <atomic>
@@ -50,6 +53,7 @@ struct WorkItem {
   size_t len = 0;
   common::Digest digest{};  // kEnd
   std::string reason{};     // kAbort
+  uint8_t copy = 0;         // --repeat: which copy of the file (kBegin, kBlock, kEnd)
 };
 
 // A fixed set of equal, page-aligned buffers allocated once; acquire() blocks while all are out.

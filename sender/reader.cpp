@@ -62,7 +62,7 @@ void Reader::run(std::stop_token stop) {
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
         meta->mode = 0644;
-        if (!read_synthetic(meta, stop)) break;
+        if (!send_copies([&](uint8_t c) { return read_synthetic(meta, c, stop); })) break;
         continue;
       }
       common::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -92,7 +92,7 @@ void Reader::run(std::stop_token stop) {
       meta->size = static_cast<uint64_t>(st.st_size);
       meta->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
       meta->mode = st.st_mode & 07777;
-      if (!read_file(fd.get(), meta, stop)) break;
+      if (!send_copies([&](uint8_t c) { return read_file(fd.get(), meta, c, stop); })) break;
     }
   } catch (const std::exception& e) {
     spdlog::error("Error: reader stopped: {}", e.what());
@@ -100,34 +100,53 @@ void Reader::run(std::stop_token stop) {
   out_.close();
 }
 
-bool Reader::read_synthetic(const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop) {
-  if (!out_.push(WorkItem{WorkItem::Kind::kBegin, meta})) return false;
+template <typename ReadCopy>
+bool Reader::send_copies(ReadCopy&& read_copy) {
+  for (unsigned c = 0; c < cfg_.repeat; ++c) {
+    const Outcome o = read_copy(static_cast<uint8_t>(c));
+    if (o == Outcome::kStopped) return false;
+    if (o == Outcome::kAborted) return true;  // no further copy of a file that cannot be read
+  }
+  return true;
+}
+
+Reader::Outcome Reader::read_synthetic(const std::shared_ptr<const FileMeta>& meta, uint8_t copy,
+                                       std::stop_token& stop) {
+  WorkItem begin{WorkItem::Kind::kBegin, meta};
+  begin.copy = copy;
+  if (!out_.push(std::move(begin))) return Outcome::kStopped;
   auto hasher = common::make_hasher(cfg_.verify);
   for (uint64_t offset = 0; offset < meta->size;) {
     if (stop.stop_requested()) {
       WorkItem abort{WorkItem::Kind::kAbort, meta};
       abort.reason = "sender stopped";
       out_.push(std::move(abort));
-      return false;
+      return Outcome::kStopped;
     }
     const int buf = pool_.acquire();
-    if (buf < 0) return false;
+    if (buf < 0) return Outcome::kStopped;
     const size_t len =
         static_cast<size_t>(std::min<uint64_t>(pool_.buffer_size(), meta->size - offset));
     hasher->update({pool_.data(buf), len});
-    if (!out_.push(WorkItem{WorkItem::Kind::kBlock, meta, buf, offset, len})) {
+    WorkItem block{WorkItem::Kind::kBlock, meta, buf, offset, len};
+    block.copy = copy;
+    if (!out_.push(std::move(block))) {
       pool_.release(buf);
-      return false;
+      return Outcome::kStopped;
     }
     offset += len;
   }
   WorkItem end{WorkItem::Kind::kEnd, meta};
   end.digest = hasher->finish();
-  return out_.push(std::move(end));
+  end.copy = copy;
+  return out_.push(std::move(end)) ? Outcome::kSent : Outcome::kStopped;
 }
 
-bool Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop) {
-  if (!out_.push(WorkItem{WorkItem::Kind::kBegin, meta})) return false;
+Reader::Outcome Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta,
+                                  uint8_t copy, std::stop_token& stop) {
+  WorkItem begin{WorkItem::Kind::kBegin, meta};
+  begin.copy = copy;
+  if (!out_.push(std::move(begin))) return Outcome::kStopped;
   auto hasher = common::make_hasher(cfg_.verify);
   // Blocks being read, and blocks read but waiting for an earlier one, by file offset (the
   // request's cookie). Reads complete in any order; blocks go on in file order.
@@ -173,7 +192,7 @@ bool Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std:
       blocks[next_read] = Block{buf, want};
       next_read += want;
     }
-    if (blocks.empty()) return false;  // the pool was closed: the transmitter has stopped
+    if (blocks.empty()) return Outcome::kStopped;  // the pool was closed: the transmitter stopped
     io_->reap(!blocks.begin()->second.done, on_done);
     while (!blocks.empty() && blocks.begin()->first == next_out && blocks.begin()->second.done) {
       const Block b = blocks.begin()->second;
@@ -188,10 +207,12 @@ bool Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std:
         break;
       }
       hasher->update({pool_.data(b.buf), b.got});
-      if (!out_.push(WorkItem{WorkItem::Kind::kBlock, meta, b.buf, next_out, b.got})) {
+      WorkItem block{WorkItem::Kind::kBlock, meta, b.buf, next_out, b.got};
+      block.copy = copy;
+      if (!out_.push(std::move(block))) {
         pool_.release(b.buf);
         drain();
-        return false;
+        return Outcome::kStopped;
       }
       next_out += b.got;
     }
@@ -201,11 +222,13 @@ bool Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std:
   if (!failure.empty()) {
     WorkItem abort{WorkItem::Kind::kAbort, meta};
     abort.reason = failure;
-    return out_.push(std::move(abort)) && !stop.stop_requested();
+    return out_.push(std::move(abort)) && !stop.stop_requested() ? Outcome::kAborted
+                                                                   : Outcome::kStopped;
   }
   WorkItem end{WorkItem::Kind::kEnd, meta};
   end.digest = hasher->finish();
-  return out_.push(std::move(end));
+  end.copy = copy;
+  return out_.push(std::move(end)) ? Outcome::kSent : Outcome::kStopped;
 }
 
 }  // namespace ddft::sender

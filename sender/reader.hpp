@@ -28,10 +28,17 @@ class Reader {
   uint64_t open_failures() const { return open_failures_.load(); }
 
  private:
-  // Reads one opened file; returns false when stopped.
-  bool read_file(int fd, const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop);
+  // What became of one copy of a file.
+  enum class Outcome { kSent, kAborted, kStopped };
+  // Reads one opened file, as copy `copy`.
+  Outcome read_file(int fd, const std::shared_ptr<const FileMeta>& meta, uint8_t copy,
+                    std::stop_token& stop);
   // A synthetic source: the pool buffers' contents, no IO.
-  bool read_synthetic(const std::shared_ptr<const FileMeta>& meta, std::stop_token& stop);
+  Outcome read_synthetic(const std::shared_ptr<const FileMeta>& meta, uint8_t copy,
+                         std::stop_token& stop);
+  // Every copy of a file (--repeat); returns false when stopped.
+  template <typename ReadCopy>
+  bool send_copies(ReadCopy&& read_copy);
 
   // Takes the FILE_LOCK shared lock; returns false (and logs why) when it cannot.
   bool lock_shared(int fd, const std::string& path, std::stop_token& stop);

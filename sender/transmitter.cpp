@@ -22,17 +22,43 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
       pacer_(clock, PacingConfig{cfg.rate_mb * 1024.0 * 1024.0, cfg.intra_pkt_interval,
                                  cfg.intra_pkt_delay_ms, cfg.fs_interval_mb, cfg.fs_delay_ms,
                                  cfg.sleep_alg, cfg.eof_delay_ms}),
-      chunk_size_(cfg.packet_size - common::kHeaderSize - common::kDataHeaderSize),
+      chunk_size_(data_chunk_size(cfg)),
+      source_size_(cfg.packet_size - (cfg.fec.enabled() ? common::kFecOverhead : 0)),
       arena_(cfg.batch * cfg.packet_size) {
   pending_.reserve(cfg.batch);
   totals_.session_id = session_id;
+  if (cfg.fec.enabled()) fec_ = std::make_unique<FecEncoder>(cfg.fec, source_size_);
 }
 
-Header Transmitter::next_header() {
+Header Transmitter::next_header(bool fec_source) {
   Header h;
   h.session_id = session_id_;
   h.seq = seq_++;
+  if (fec_ && fec_source) {
+    h.flags |= common::kFlagFec;
+    h.fec_pos = fec_->next_pos();
+  }
   return h;
+}
+
+void Transmitter::commit(std::span<uint8_t> slot, size_t n, bool send) {
+  const bool full = fec_ && fec_->add(common::load_le64(slot.data() + 16), slot.first(n));
+  if (send) {
+    pending_.emplace_back(slot.data(), n);
+    pending_bytes_ += n;
+  }
+  if (full) close_window();
+}
+
+void Transmitter::close_window() {
+  if (!fec_) return;
+  fec_->close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
+    auto slot = next_slot();
+    const size_t n = common::encode_parity(next_header(false), pa, shard, slot);
+    if (n == 0) throw std::logic_error("parity datagram does not fit the packet size");
+    pending_.emplace_back(slot.data(), n);
+    pending_bytes_ += n;
+  });
 }
 
 std::span<uint8_t> Transmitter::next_slot() {
@@ -81,10 +107,9 @@ void Transmitter::send_control(
     const std::function<size_t(const Header&, std::span<uint8_t>)>& encode) {
   for (unsigned i = 0; i < cfg_.control_repeat; ++i) {
     auto slot = next_slot();
-    const size_t n = encode(next_header(), slot);
+    const size_t n = encode(next_header(), slot.first(source_size_));
     if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
-    pending_.emplace_back(slot.data(), n);
-    pending_bytes_ += n;
+    commit(slot, n);
   }
 }
 
@@ -97,12 +122,22 @@ void Transmitter::send_heartbeat(bool final) {
     hb.packets_sent = h.seq;
     return common::encode_heartbeat(h, hb, buf);
   });
+  close_window();
   flush();
+  last_heartbeat_ = clock_.now();
 }
 
 void Transmitter::begin_file(const WorkItem& item) {
-  current_ = {item.meta, clock_.now(), 0, cfg_.report_mb * 1024 * 1024};
-  ++files_announced_;
+  if (item.copy == 0) {
+    current_ = {item.meta, clock_.now(), 0, cfg_.report_mb * 1024 * 1024};
+    ++files_announced_;
+  } else {
+    // A further copy: the same file id, so the receiver fills one copy's holes from the next.
+    current_.meta = item.meta;
+    current_.sent = 0;
+    current_.next_report = cfg_.report_mb * 1024 * 1024;
+  }
+  current_.copy = item.copy;
   common::Announce a;
   a.file_id = item.meta->file_id;
   a.verify = cfg_.verify;
@@ -111,12 +146,13 @@ void Transmitter::begin_file(const WorkItem& item) {
   a.mode = item.meta->mode;
   a.chunk_size = static_cast<uint32_t>(chunk_size_);
   a.path = item.meta->rel_path;
-  a.pause_s = static_cast<uint8_t>(pacer_.pause_for(item.meta->size));
+  a.pause_s = item.copy == 0 ? static_cast<uint8_t>(pacer_.pause_for(item.meta->size)) : 0;
   send_control([&](const Header& h, std::span<uint8_t> buf) {
     return common::encode_announce(h, a, buf);
   });
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
+    close_window();
     flush();
     if (cfg_.report != ReportOption::kNone) {
       spdlog::info("Info: {}: pausing {} seconds before the data (sleep algorithm; "
@@ -135,15 +171,17 @@ void Transmitter::send_block(const WorkItem& item) {
     const size_t len = std::min(chunk_size_, item.len - pos);
     auto slot = next_slot();
     std::memcpy(slot.data() + common::kHeaderSize + common::kDataHeaderSize, src + pos, len);
-    const size_t n = common::encode_data_in_place(
-        next_header(), {item.meta->file_id, item.offset + pos}, len, slot);
-    if (static_cast<long long>(data_index_++) == cfg_.test_drop_data) {
+    common::DataHeader d;
+    d.file_id = item.meta->file_id;
+    d.copy = item.copy;
+    d.offset = item.offset + pos;
+    const size_t n = common::encode_data_in_place(next_header(), d, len, slot);
+    const bool drop = static_cast<long long>(data_index_++) == cfg_.test_drop_data;
+    if (drop) {
       spdlog::warn("Warn: test hook dropped the data packet at offset {} of {}", item.offset + pos,
                    item.meta->rel_path);
-      continue;
     }
-    pending_.emplace_back(slot.data(), n);
-    pending_bytes_ += n;
+    commit(slot, n, !drop);
   }
   totals_.bytes += item.len;
   current_.sent += item.len;
@@ -164,11 +202,17 @@ void Transmitter::end_file(const WorkItem& item) {
   e.verify = cfg_.verify;
   e.size = item.meta->size;
   e.key_len = item.digest.size;
+  e.copy = item.copy;
+  e.copies = static_cast<uint8_t>(cfg_.repeat);
   std::memcpy(e.key.data(), item.digest.bytes.data(), item.digest.size);
   send_control([&](const Header& h, std::span<uint8_t> buf) {
     return common::encode_end(h, e, buf);
   });
+  // The file's last window is closed now, so that its end is protected without waiting for the
+  // next file's packets.
+  close_window();
   flush();
+  if (item.copy + 1u < cfg_.repeat) return;  // more copies follow
   const auto elapsed = clock_.now() - current_.started;
   ++totals_.files_sent;
   const std::string key = cfg_.verify == common::VerifyType::kNone
@@ -181,6 +225,10 @@ void Transmitter::end_file(const WorkItem& item) {
                  common::format_hms_ms(elapsed), common::mib_per_s(item.meta->size, elapsed), key);
   }
   current_ = {};
+  // Between files, a heartbeat when the last one is an interval old (long files send none).
+  if (clock_.now() - last_heartbeat_ >= std::chrono::milliseconds(cfg_.heartbeat_ms)) {
+    send_heartbeat(false);
+  }
   pacer_.after_file();
 }
 
@@ -192,6 +240,7 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
   send_control([&](const Header& h, std::span<uint8_t> buf) {
     return common::encode_abort(h, a, buf);
   });
+  close_window();
   flush();
   ++totals_.files_failed;
   spdlog::error("Error: {} not sent: {}", meta->rel_path, reason);
@@ -200,6 +249,7 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
 
 void Transmitter::run(std::stop_token stop) {
   pacer_.set_stop(stop);
+  last_heartbeat_ = clock_.now();
   const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
   while (true) {
     auto item = in_.pop_for(heartbeat);

@@ -12,6 +12,7 @@
 #include "common/protocol.hpp"
 #include "common/transport.hpp"
 #include "sender/config.hpp"
+#include "sender/fec_encoder.hpp"
 #include "sender/pacer.hpp"
 #include "sender/pipeline.hpp"
 
@@ -33,12 +34,20 @@ class Transmitter {
     common::Clock::time_point started{};
     uint64_t sent = 0;         // file bytes packetised so far
     uint64_t next_report = 0;  // REPORT_OPTION V
+    uint8_t copy = 0;          // --repeat: the copy being sent
   };
 
   std::span<uint8_t> next_slot();
+  // Takes the datagram of `n` bytes just encoded in `slot` (the latest next_slot()) for sending;
+  // with FEC it is added to its window first. `send` false: built, counted in its window, not
+  // sent (the test hook's "lost on the link").
+  void commit(std::span<uint8_t> slot, size_t n, bool send = true);
+  // With FEC, sends the parity of the window so far and starts a new one.
+  void close_window();
   void flush();
   void send_all(std::span<const std::span<const uint8_t>> datagrams);
-  common::Header next_header();
+  // The next header; source datagrams get their place in the FEC window.
+  common::Header next_header(bool fec_source = true);
   void send_control(const std::function<size_t(const common::Header&, std::span<uint8_t>)>& enc);
   void send_block(const WorkItem& item);
   void send_heartbeat(bool final);
@@ -54,6 +63,9 @@ class Transmitter {
   common::BoundedQueue<WorkItem>& in_;
   Pacer pacer_;
   size_t chunk_size_;  // data bytes per data packet
+  size_t source_size_;  // longest datagram but parity (the packet size less the FEC room)
+  std::unique_ptr<FecEncoder> fec_;
+  common::Clock::time_point last_heartbeat_{};
   common::AlignedBuffer arena_;
   std::vector<std::span<const uint8_t>> pending_;
   size_t pending_bytes_ = 0;
