@@ -218,6 +218,16 @@ void Assembler::on_rebuilt(std::span<const uint8_t> data) {
     return;
   }
   dispatch(p);
+  if (p.header.type == PacketType::kAnnounce && p.header.fec_pos <= p.header.seq) {
+    // The file's data of this window came before its announce was rebuilt and was dropped as of
+    // an unknown file: offer it again (what was taken already counts as a duplicate).
+    fec_.replay(p.header.seq - p.header.fec_pos, [this](std::span<const uint8_t> d) {
+      Packet q;
+      if (common::decode_packet(d, &q) == DecodeStatus::kOk && q.header.type == PacketType::kData) {
+        dispatch(q);
+      }
+    });
+  }
 }
 
 void Assembler::dispatch(const Packet& p) {
@@ -251,8 +261,11 @@ void Assembler::dispatch(const Packet& p) {
 bool Assembler::accept_session(const Packet& p) {
   const uint64_t s = p.header.session_id;
   if (s == session_) return true;
+  // With FEC any packet of a window may open the session: the announce itself may be lost and
+  // rebuilt from the window, which is only possible when its other packets were kept.
   const bool opener = p.header.type == PacketType::kAnnounce ||
-                      p.header.type == PacketType::kHeartbeat;
+                      p.header.type == PacketType::kHeartbeat ||
+                      p.header.type == PacketType::kParity || (p.header.flags & common::kFlagFec);
   if (!opener || retired_sessions_.count(s) != 0) {
     ++counters_.other_session;
     return false;

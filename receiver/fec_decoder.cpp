@@ -155,6 +155,15 @@ void FecDecoder::add_parity(const common::Parity& pa, std::span<const uint8_t> s
   }
 }
 
+void FecDecoder::replay(uint64_t window_seq, const Deliver& fn) {
+  auto it = windows_.find(window_seq);
+  if (it == windows_.end()) return;
+  const Window& w = it->second;
+  for (size_t p = 0; p < w.src.size(); ++p) {
+    if (w.src[p] >= 0) fn({slot(w.src[p]), w.src_len[p]});
+  }
+}
+
 void FecDecoder::try_group(uint64_t seq, Window& w, unsigned group, const Deliver& deliver) {
   if (group >= w.count || w.done[group]) return;
   std::vector<unsigned> missing;

@@ -49,6 +49,11 @@ class FecDecoder {
   // A checked parity datagram.
   void add_parity(const common::Parity& pa, std::span<const uint8_t> shard, const Deliver& deliver);
 
+  // Hands every source kept of the window starting at `window_seq` to `fn`, in window order.
+  // After a rebuilt announce, its window's data (dropped before as of an unknown file) is
+  // offered again.
+  void replay(uint64_t window_seq, const Deliver& fn);
+
   const FecCounters& counters() const { return counters_; }
   size_t open_windows() const { return windows_.size(); }
   size_t memory_bytes() const { return memory_bytes_; }

@@ -126,6 +126,61 @@ TEST(Protocol, EndAbortHeartbeatRoundTrip) {
   EXPECT_EQ(hb2.files_announced, 4u);
 }
 
+TEST(Protocol, FecFieldsCopiesAndParityRoundTrip) {
+  std::vector<uint8_t> buf(2048);
+  Header h = header(1000);
+  h.flags = kFlagFec;
+  h.fec_pos = 513;
+  End e;
+  e.file_id = 3;
+  e.size = 1;
+  e.key_len = 16;
+  e.copy = 1;
+  e.copies = 3;
+  size_t n = encode_end(h, e, buf);
+  Packet p;
+  ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
+  EXPECT_EQ(p.header.flags, kFlagFec);
+  EXPECT_EQ(p.header.fec_pos, 513);
+  EXPECT_EQ(load_le16(&buf[26]), 513);  // the header's place for it
+  End e2;
+  ASSERT_EQ(decode_end(p.payload, &e2), DecodeStatus::kOk);
+  EXPECT_EQ(e2.copy, 1);
+  EXPECT_EQ(e2.copies, 3);
+  buf[kHeaderSize + 6] = 3;  // copy 3 of 3 does not exist
+  reseal({buf.data(), n});
+  ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
+  EXPECT_EQ(decode_end(p.payload, &e2), DecodeStatus::kBadPayload);
+
+  const std::vector<uint8_t> shard(700, 0x5A);
+  Parity pa{123456789, 40, 32, 4, 2, 1, 3};
+  n = encode_parity(header(2000), pa, shard, buf);
+  ASSERT_EQ(n, kFecOverhead + 700);
+  ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
+  EXPECT_EQ(p.header.type, PacketType::kParity);
+  Parity pb;
+  std::span<const uint8_t> got;
+  ASSERT_EQ(decode_parity(p.payload, &pb, &got), DecodeStatus::kOk);
+  EXPECT_EQ(pb.window_seq, 123456789u);
+  EXPECT_EQ(pb.count, 40);
+  EXPECT_EQ(pb.k, 32);
+  EXPECT_EQ(pb.m, 4);
+  EXPECT_EQ(pb.interleave, 2);
+  EXPECT_EQ(pb.group, 1);
+  EXPECT_EQ(pb.index, 3);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), shard.begin(), shard.end()));
+  // Geometry that cannot be: each is refused.
+  for (Parity bad : {Parity{1, 40, 32, 4, 1, 1, 0}, Parity{1, 65, 32, 4, 2, 0, 0},
+                     Parity{1, 4, 32, 4, 2, 0, 4}, Parity{1, 4, 0, 4, 1, 0, 0},
+                     Parity{1, 4, 250, 10, 1, 0, 0}, Parity{1, 0, 32, 4, 1, 0, 0}}) {
+    n = encode_parity(header(), bad, shard, buf);
+    ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
+    EXPECT_EQ(decode_parity(p.payload, &pb, &got), DecodeStatus::kBadPayload)
+        << int(bad.k) << ":" << int(bad.m) << " x" << int(bad.interleave) << " count "
+        << bad.count << " group " << int(bad.group) << " index " << int(bad.index);
+  }
+}
+
 TEST(Protocol, RejectsTruncation) {
   auto d = announce_datagram();
   Packet p;

@@ -10,7 +10,11 @@
 #include <random>
 #include <sstream>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include "common/hash.hpp"
+#include "sender/fec_encoder.hpp"
 
 namespace ddft::receiver {
 namespace {
@@ -38,20 +42,21 @@ class FakeSender {
     return b;
   }
   // Every data packet of `content`.
-  std::vector<Datagram> data(uint32_t id, const std::string& content) {
+  std::vector<Datagram> data(uint32_t id, const std::string& content, uint8_t copy = 0) {
     std::vector<Datagram> out;
     for (size_t off = 0; off < content.size(); off += chunk_) {
       const size_t len = std::min(chunk_, content.size() - off);
       Datagram b(common::kHeaderSize + common::kDataHeaderSize + len);
       std::memcpy(b.data() + common::kHeaderSize + common::kDataHeaderSize, content.data() + off,
                   len);
-      b.resize(common::encode_data_in_place(next(), {id, off}, len, b));
+      b.resize(common::encode_data_in_place(next(), {id, off, copy}, len, b));
       out.push_back(std::move(b));
     }
     return out;
   }
   Datagram end(uint32_t id, const std::string& content,
-               common::VerifyType v = common::VerifyType::kB2B) {
+               common::VerifyType v = common::VerifyType::kB2B, uint8_t copy = 0,
+               uint8_t copies = 1) {
     const auto d = common::hash_buffer(
         v, {reinterpret_cast<const uint8_t*>(content.data()), content.size()});
     common::End e;
@@ -60,6 +65,8 @@ class FakeSender {
     e.size = content.size();
     e.key_len = d.size;
     e.key = d.bytes;
+    e.copy = copy;
+    e.copies = copies;
     Datagram b(256);
     b.resize(common::encode_end(next(), e, b));
     return b;
@@ -93,6 +100,55 @@ class FakeSender {
   uint64_t session_;
   size_t chunk_;
   uint64_t seq_ = 0;
+};
+
+// Re-stamps a stream the way a sender with --fec sends it, using the sender's own encoder: each
+// datagram gets its place in a window and the next sequence number from `seq`; parity follows each
+// full window and the end of the stream (the end of a file).
+std::vector<Datagram> with_fec(const std::vector<Datagram>& in, const common::FecParams& p,
+                               uint64_t* seq) {
+  sender::FecEncoder enc(p, 9000);
+  std::vector<Datagram> out;
+  const uint64_t session = common::load_le64(in.at(0).data() + 8);
+  auto close = [&] {
+    enc.close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
+      Header h;
+      h.session_id = session;
+      h.seq = (*seq)++;
+      Datagram b(shard.size() + common::kFecOverhead);
+      b.resize(common::encode_parity(h, pa, shard, b));
+      out.push_back(std::move(b));
+    });
+  };
+  for (Datagram d : in) {
+    common::store_le16(d.data() + 24, common::kFlagFec);
+    common::store_le16(d.data() + 26, enc.next_pos());
+    common::store_le64(d.data() + 16, *seq);
+    common::reseal(d);
+    const bool full = enc.add((*seq)++, d);
+    out.push_back(std::move(d));
+    if (full) close();
+  }
+  close();
+  return out;
+}
+
+bool is_type(const Datagram& d, common::PacketType t) { return d[5] == static_cast<uint8_t>(t); }
+
+// The log lines written while it lives.
+class LogCapture {
+ public:
+  LogCapture() : old_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
+    sink->set_pattern("%v");
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  }
+  ~LogCapture() { spdlog::set_default_logger(old_); }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::logger> old_;
 };
 
 std::string pattern(size_t n, uint32_t seed) {
@@ -547,6 +603,192 @@ TEST_P(AssemblerTest, DirectIoWithABlockSizeThatIsNotAMultipleOf4K) {
   settle();
   EXPECT_TRUE(read(base_ / "out/odd.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Loss protection: FEC, repetition, a lost end, silence
+
+TEST_P(AssemblerTest, FecRebuildsLostPacketsOfEveryKind) {
+  FakeSender tx(51, 1000);
+  const std::string content = pattern(200'000, 51);  // 200 data packets
+  uint64_t seq = 0;
+  auto wire = with_fec(tx.file(1, "fec.bin", content), {16, 3, 1}, &seq);
+  // Window 0: the announce and two data packets of its group; the last window: the end packet
+  // and one data packet. Each within what 3 parity packets per group rebuild.
+  std::vector<size_t> drop = {0, 1, 2};
+  size_t end_at = 0;
+  for (size_t i = 0; i < wire.size(); ++i) {
+    if (is_type(wire[i], common::PacketType::kEnd)) end_at = i;
+  }
+  drop.push_back(end_at);
+  drop.push_back(end_at - 1);
+  for (size_t i = 0; i < wire.size(); ++i) {
+    if (std::find(drop.begin(), drop.end(), i) == drop.end()) feed(wire[i]);
+  }
+  settle();
+  EXPECT_TRUE(read(base_ / "out/fec.bin") == content);
+  EXPECT_EQ(asm_->counters().files_passed, 1u);
+  EXPECT_EQ(asm_->fec().rebuilt, 5u);
+  // The link's loss is still reported: the two after the first packet that came (a receiver
+  // cannot tell packets lost before the first it saw from a session it joined late).
+  EXPECT_EQ(asm_->seq().lost(), 2u);
+  EXPECT_TRUE(records().empty());
+}
+
+TEST_P(AssemblerTest, FecBeyondRepairFailsWithTheMissingRangesInBoundedTime) {
+  FakeSender tx(52, 1000);
+  const std::string content = pattern(100'000, 52);
+  uint64_t seq = 0;
+  auto wire = with_fec(tx.file(1, "gone.bin", content), {16, 2, 1}, &seq);
+  // Three data packets of one group (window 1: places 0, 1, 2; the window's first datagram is
+  // data packet 15 at offset 15000): one more than its parity rebuilds.
+  const size_t w1 = 16 + 2;  // 16 sources and 2 parity of window 0 come first
+  for (size_t i = 0; i < wire.size(); ++i) {
+    if (i != w1 && i != w1 + 1 && i != w1 + 2) feed(wire[i]);
+  }
+  settle();
+  EXPECT_FALSE(fs::exists(base_ / "out/gone.bin"));
+  clock_.advance(std::chrono::milliseconds(600));  // the end packet's grace, not a long timeout
+  asm_->poll();
+  settle();
+  auto recs = records();
+  ASSERT_EQ(recs.size(), 1u);
+  const std::string json = read(recs[0]);
+  EXPECT_NE(json.find("\"missing_ranges\": [[15000, 18000]]"), std::string::npos) << json;
+  EXPECT_EQ(asm_->fec().rebuilt, 0u);
+}
+
+TEST_P(AssemblerTest, FecInterleaveRebuildsABurst) {
+  FakeSender tx(53, 1000);
+  const std::string content = pattern(150'000, 53);
+  uint64_t seq = 0;
+  // 8 groups of 8 + 2: a burst of up to 16 packets costs each group at most 2.
+  auto wire = with_fec(tx.file(1, "burst.bin", content), {8, 2, 8}, &seq);
+  for (size_t i = 0; i < wire.size(); ++i) {
+    if (i < 10 || i >= 26) feed(wire[i]);  // 16 in a row lost
+  }
+  settle();
+  EXPECT_TRUE(read(base_ / "out/burst.bin") == content);
+  EXPECT_EQ(asm_->fec().rebuilt, 16u);
+}
+
+TEST_P(AssemblerTest, LateOriginalOfARebuiltPacketIsADuplicate) {
+  FakeSender tx(54, 1000);
+  const std::string content = pattern(20'000, 54);
+  uint64_t seq = 0;
+  auto wire = with_fec(tx.file(1, "late.bin", content), {8, 2, 1}, &seq);
+  const Datagram late = wire[3];
+  for (size_t i = 0; i < wire.size(); ++i) {
+    if (i != 3) feed(wire[i]);
+  }
+  feed(late);
+  settle();
+  EXPECT_TRUE(read(base_ / "out/late.bin") == content);
+  EXPECT_EQ(asm_->counters().files_passed, 1u);
+  EXPECT_EQ(asm_->fec().rebuilt, 1u);
+  EXPECT_GE(asm_->counters().duplicates, 1u);
+}
+
+TEST_P(AssemblerTest, ForgedParityCannotDamageAFile) {
+  FakeSender tx(55, 1000);
+  const std::string content = pattern(20'000, 55);
+  uint64_t seq = 0;
+  auto wire = with_fec(tx.file(1, "forged.bin", content), {8, 2, 1}, &seq);
+  for (auto& d : wire) {
+    if (is_type(d, common::PacketType::kParity)) {
+      d[common::kHeaderSize + common::kParityHeaderSize + 40] ^= 0xFF;  // wrong parity bytes
+      common::reseal(d);
+    }
+  }
+  for (size_t i = 0; i < wire.size(); ++i) {
+    if (i != 2) feed(wire[i]);  // one data packet lost: its rebuild from bad parity is garbage
+  }
+  settle();
+  clock_.advance(std::chrono::milliseconds(600));
+  asm_->poll();
+  settle();
+  EXPECT_FALSE(fs::exists(base_ / "out/forged.bin"));  // never delivered damaged
+  EXPECT_EQ(records().size(), 1u);
+  EXPECT_EQ(asm_->counters().rebuilt_bad, 1u);  // the rebuilt datagram failed its checksum
+}
+
+TEST_P(AssemblerTest, RepeatFillsTheHolesOfOneCopyFromTheNext) {
+  FakeSender tx(56, 1000);
+  const std::string content = pattern(30'000, 56);
+  LogCapture log;
+  feed(tx.announce(1, "twice.bin", content.size()));
+  auto copy0 = tx.data(1, content, 0);
+  copy0.erase(copy0.begin() + 10, copy0.begin() + 13);
+  feed(copy0);
+  feed(tx.end(1, content, common::VerifyType::kB2B, 0, 2));
+  clock_.advance(std::chrono::seconds(1));  // past the end grace: not failed, a copy follows
+  asm_->poll();
+  EXPECT_TRUE(records().empty());
+  feed(tx.announce(1, "twice.bin", content.size()));
+  feed(tx.data(1, content, 1));
+  feed(tx.end(1, content, common::VerifyType::kB2B, 1, 2));
+  settle();
+  EXPECT_TRUE(read(base_ / "out/twice.bin") == content);
+  EXPECT_EQ(asm_->counters().files_passed, 1u);
+  EXPECT_FALSE(fs::exists(base_ / "out/twice.1.bin"));
+  EXPECT_NE(log.text().find("twice.bin: complete after copy 2 of 2"), std::string::npos)
+      << log.text();
+}
+
+TEST_P(AssemblerTest, RepeatWithTheSameHoleInEveryCopyFailsAfterTheLast) {
+  FakeSender tx(57, 1000);
+  const std::string content = pattern(10'000, 57);
+  for (uint8_t c = 0; c < 3; ++c) {
+    feed(tx.announce(1, "holes.bin", content.size()));
+    auto d = tx.data(1, content, c);
+    d.erase(d.begin() + 5);
+    feed(d);
+    feed(tx.end(1, content, common::VerifyType::kB2B, c, 3));
+    clock_.advance(std::chrono::seconds(1));
+    asm_->poll();
+    settle();
+    EXPECT_EQ(records().size(), c == 2 ? 1u : 0u) << "after copy " << int(c);
+  }
+  EXPECT_NE(read(records().at(0)).find("in all 3 copies"), std::string::npos);
+}
+
+TEST_P(AssemblerTest, NextFileAnnouncedFailsAFileWhoseEndWasLost) {
+  FakeSender tx(58, 1000);
+  const std::string a = pattern(5'000, 58);
+  const std::string b = pattern(5'000, 59);
+  feed(tx.announce(1, "a.bin", a.size()));
+  feed(tx.data(1, a));  // all of its data, but its end packets are lost
+  feed(tx.file(2, "b.bin", b));
+  settle();
+  EXPECT_TRUE(read(base_ / "out/b.bin") == b);
+  EXPECT_TRUE(records().empty());  // a grace for a reordered end first
+  clock_.advance(std::chrono::milliseconds(600));
+  asm_->poll();
+  settle();
+  auto recs = records();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_NE(read(recs[0]).find("went on to the next file"), std::string::npos);
+}
+
+TEST_P(AssemblerTest, SilenceOfThreeHeartbeatsIsWarnedAndTheResumeLogged) {
+  FakeSender tx(59, 1000);
+  LogCapture log;
+  feed(tx.heartbeat(false));  // interval 1000 ms
+  clock_.advance(std::chrono::milliseconds(2900));
+  asm_->poll();
+  EXPECT_EQ(log.text().find("no packet from sender session"), std::string::npos);
+  clock_.advance(std::chrono::milliseconds(200));
+  asm_->poll();
+  asm_->poll();
+  const std::string t = log.text();
+  const size_t first = t.find("no packet from sender session 000000000000003b for 3.1 s");
+  EXPECT_NE(first, std::string::npos) << t;
+  EXPECT_EQ(t.find("no packet from sender session", first + 1), std::string::npos);  // once
+  clock_.advance(std::chrono::seconds(2));
+  feed(tx.heartbeat(false));
+  EXPECT_NE(log.text().find("packets again after 5.1 s of silence"), std::string::npos)
+      << log.text();
 }
 
 TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {

@@ -1,0 +1,222 @@
+// dd_linksim: a UDP relay that misbehaves like a real one-way link, for tests and rehearsals.
+// Kernel netem is not available everywhere; this stands on its own.
+//
+//   dd_file_send --dest 127.0.0.1:47556  ->  dd_linksim --listen 127.0.0.1:47556
+//                                             --forward 127.0.0.1:47555 --loss 1 --seed 7
+//                                        ->  dd_file_receive --listen 127.0.0.1:47555
+//
+// It runs until SIGINT/SIGTERM (or --idle-exit seconds without a datagram once one has come),
+// then prints what it did, one line, on stdout.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "common/clock.hpp"
+#include "common/logging.hpp"
+#include "common/protocol.hpp"
+#include "common/signals.hpp"
+#include "common/udp_transport.hpp"
+#include "common/version.hpp"
+#include "linksim/link_model.hpp"
+#include "sender/pacer.hpp"
+
+namespace {
+using namespace ddft;
+using namespace std::chrono;
+
+constexpr size_t kBatch = 64;
+constexpr size_t kMaxHeld = 4096;
+
+struct Options {
+  std::string listen_text;
+  std::string forward_text;
+  linksim::Impairments imp;
+  double rate_mb = 0;
+  size_t socket_buffer_mb = 64;
+  double idle_exit_s = 0;
+  common::LogConfig log;
+};
+
+std::string summary(const linksim::LinkStats& s, uint64_t forwarded) {
+  const auto pct = [&](uint64_t n) {
+    return s.packets ? 100.0 * static_cast<double>(n) / static_cast<double>(s.packets) : 0.0;
+  };
+  return fmt::format(
+      "dd_linksim: {} packets in, {} out; dropped {} ({:.3f}%: {} at random, {} in {} burst(s), "
+      "longest {}); duplicated {}, corrupted {}, reordered {}",
+      s.packets, forwarded, s.dropped(), pct(s.dropped()), s.dropped_random, s.dropped_burst,
+      s.bursts, s.longest_burst, s.duplicated, s.corrupted, s.reordered);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"dd_linksim: a UDP relay that loses, bursts, reorders, duplicates, corrupts and "
+               "rate-caps datagrams, repeatably (--seed)"};
+  app.set_version_flag("--version", std::string("dd_linksim ") + common::kVersion);
+  app.add_option("--listen,-l", o.listen_text, "Receive on HOST:PORT")->required();
+  app.add_option("--forward,-f", o.forward_text, "Send on to HOST:PORT")->required();
+  app.add_option("--loss", o.imp.loss_pct, "Random loss, percent of packets")->capture_default_str();
+  app.add_option("--burst-loss", o.imp.burst_loss_pct,
+                 "Share of packets lost in bursts (Gilbert-Elliott), percent")
+      ->capture_default_str();
+  app.add_option("--burst-len", o.imp.burst_len, "Mean burst length, packets")
+      ->capture_default_str();
+  app.add_option("--burst-max", o.imp.burst_max, "Longest burst, packets; 0 = no cap")
+      ->capture_default_str();
+  app.add_option("--duplicate", o.imp.duplicate_pct, "Packets sent twice, percent")
+      ->capture_default_str();
+  app.add_option("--corrupt", o.imp.corrupt_pct, "Packets with one bit flipped, percent")
+      ->capture_default_str();
+  app.add_option("--reorder", o.imp.reorder_pct, "Packets held back, percent")
+      ->capture_default_str();
+  app.add_option("--reorder-depth", o.imp.reorder_depth,
+                 "A held-back packet goes out after this many later ones")
+      ->capture_default_str();
+  app.add_option("--rate", o.rate_mb, "Rate cap in MB/s (2^20 bytes); 0 = none")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--seed", o.imp.seed, "Random seed: the same seed and input give the same run")
+      ->capture_default_str();
+  app.add_option("--socket-buffer-mb", o.socket_buffer_mb, "Socket buffers to ask for, MiB")
+      ->check(CLI::Range(size_t{0}, size_t{1024}))
+      ->capture_default_str();
+  app.add_option("--idle-exit", o.idle_exit_s,
+                 "Exit after this many seconds without a datagram, once one has come; 0 = never")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--quiet,-q", o.log.quiet, "No log lines (the summary is still printed)");
+  try {
+    app.parse(argc, argv);
+    if (const std::string e = o.imp.check(); !e.empty()) throw CLI::ValidationError(e);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  common::Endpoint listen;
+  common::Endpoint forward;
+  std::string error;
+  if (!common::parse_endpoint(o.listen_text, &listen, &error) ||
+      !common::parse_endpoint(o.forward_text, &forward, &error)) {
+    std::fprintf(stderr, "dd_linksim: error: %s\n", error.c_str());
+    return 2;
+  }
+  common::setup_logging(o.log, "dd_linksim");
+
+  linksim::LinkModel model(o.imp);
+  uint64_t forwarded = 0;
+  try {
+    common::UdpSource source(listen, o.socket_buffer_mb << 20);
+    common::UdpSink sink(forward, o.socket_buffer_mb << 20);
+    sender::RateLimiter limiter(common::SteadyClock::instance(), o.rate_mb * 1024.0 * 1024.0);
+    std::stop_source stop;
+    common::StopOnSignals on_signal(stop);
+    spdlog::info("Info: relaying {} -> {}", listen.to_string(), forward.to_string());
+
+    std::vector<uint8_t> slab(kBatch * common::kMaxDatagramSize);
+    std::vector<std::span<uint8_t>> bufs(kBatch);
+    for (size_t i = 0; i < kBatch; ++i) {
+      bufs[i] = {slab.data() + i * common::kMaxDatagramSize, common::kMaxDatagramSize};
+    }
+    std::vector<size_t> lens(kBatch);
+    struct Held {
+      std::vector<uint8_t> data;
+      uint64_t release_after = 0;  // `forwarded` count at which it goes out
+    };
+    std::deque<Held> held;
+    std::vector<std::span<const uint8_t>> out;
+    std::vector<std::vector<uint8_t>> released;  // held packets going out in this batch
+    auto send = [&] {
+      size_t bytes = 0;
+      for (const auto& d : out) bytes += d.size();
+      limiter.acquire(bytes);
+      size_t done = 0;
+      while (done < out.size() && !stop.stop_requested()) {
+        size_t sent = 0;
+        const auto ec = sink.send(std::span(out).subspan(done), &sent);
+        done += sent;
+        if (ec == std::errc::no_buffer_space) {
+          std::this_thread::sleep_for(microseconds(200));
+        } else if (ec) {
+          // Like a link: what cannot be delivered is gone. Say so once a second at most.
+          static auto last = steady_clock::now() - seconds(2);
+          if (steady_clock::now() - last > seconds(1)) {
+            spdlog::warn("Warn: forwarding failed: {}", ec.message());
+            last = steady_clock::now();
+          }
+          ++done;
+        }
+      }
+      out.clear();
+      released.clear();
+    };
+    auto last_packet = steady_clock::now();
+    bool any = false;
+    while (!stop.stop_requested()) {
+      size_t got = 0;
+      const auto ec = source.receive(bufs, lens, &got, milliseconds(20));
+      if (ec) throw std::system_error(ec, "receive failed");
+      if (got == 0) {
+        // Idle: whatever is held back goes out now (a real link does not keep packets forever).
+        while (!held.empty()) {
+          released.push_back(std::move(held.front().data));
+          held.pop_front();
+        }
+        for (const auto& r : released) out.emplace_back(r.data(), r.size());
+        forwarded += out.size();
+        if (!out.empty()) send();
+        if (any && o.idle_exit_s > 0 &&
+            steady_clock::now() - last_packet > duration<double>(o.idle_exit_s)) {
+          break;
+        }
+        continue;
+      }
+      any = true;
+      last_packet = steady_clock::now();
+      released.reserve(got + held.size());
+      for (size_t i = 0; i < got; ++i) {
+        const size_t len = std::min(lens[i], bufs[i].size());
+        uint8_t* d = bufs[i].data();
+        const linksim::Verdict v = model.next(len);
+        if (v.drop) continue;
+        if (v.flip_bit >= 0) d[v.flip_bit / 8] ^= static_cast<uint8_t>(1u << (v.flip_bit % 8));
+        if (v.reorder) {
+          if (held.size() >= kMaxHeld) {
+            released.push_back(std::move(held.front().data));
+            held.pop_front();
+            out.emplace_back(released.back().data(), released.back().size());
+            ++forwarded;
+          }
+          held.push_back({std::vector<uint8_t>(d, d + len), forwarded + o.imp.reorder_depth});
+          continue;
+        }
+        out.emplace_back(d, len);
+        ++forwarded;
+        if (v.duplicate) {
+          out.emplace_back(d, len);
+          ++forwarded;
+        }
+        while (!held.empty() && held.front().release_after <= forwarded) {
+          released.push_back(std::move(held.front().data));
+          held.pop_front();
+          out.emplace_back(released.back().data(), released.back().size());
+          ++forwarded;
+        }
+      }
+      send();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dd_linksim: error: %s\n", e.what());
+    std::printf("%s\n", summary(model.stats(), forwarded).c_str());
+    return 1;
+  }
+  std::printf("%s\n", summary(model.stats(), forwarded).c_str());
+  std::fflush(stdout);
+  return 0;
+}

@@ -1,0 +1,245 @@
+// FEC: the ISA-L codec, the sender's window encoder and the receiver's window decoder, together.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "common/fec.hpp"
+#include "common/protocol.hpp"
+#include "receiver/fec_decoder.hpp"
+#include "sender/fec_encoder.hpp"
+
+namespace ddft {
+namespace {
+using Datagram = std::vector<uint8_t>;
+
+TEST(FecParams, ParsesAndChecks) {
+  common::FecParams p;
+  std::string err;
+  ASSERT_TRUE(common::parse_fec("32:4", &p, &err));
+  EXPECT_EQ(p.k, 32u);
+  EXPECT_EQ(p.m, 4u);
+  EXPECT_TRUE(common::parse_fec("off", &p, &err));
+  EXPECT_FALSE(p.enabled());
+  EXPECT_FALSE(common::parse_fec("32", &p, &err));
+  EXPECT_NE(err.find("is not K:M"), std::string::npos);
+  EXPECT_FALSE(common::parse_fec("250:10", &p, &err));
+  EXPECT_NE(err.find("at most 255"), std::string::npos);
+  EXPECT_FALSE(common::parse_fec("0:4", &p, &err));
+  EXPECT_FALSE(common::parse_fec("4:x", &p, &err));
+  p = {200, 4, 255};
+  EXPECT_TRUE(common::check_fec_interleave(p, &err));
+  p = {32, 4, 256};
+  EXPECT_FALSE(common::check_fec_interleave(p, &err));
+  EXPECT_NE(err.find("outside 1..255"), std::string::npos);
+  EXPECT_EQ(common::format_fec({32, 4, 8}), "32:4 x8");
+}
+
+// Every loss pattern of up to m shards of a group is rebuilt exactly, shorter shards included.
+TEST(RsCodec, RebuildsEveryPatternOfUpToMLosses) {
+  const unsigned k = 6, m = 3;
+  const size_t len = 100;
+  common::RsCodec codec(k, m);
+  std::mt19937 rng(1);
+  std::vector<std::vector<uint8_t>> src(k, std::vector<uint8_t>(len, 0));
+  for (unsigned i = 0; i < k; ++i) {
+    const size_t n = 40 + 10 * i;  // shorter shards are zero-padded
+    for (size_t b = 0; b < n; ++b) src[i][b] = static_cast<uint8_t>(rng());
+  }
+  std::vector<std::vector<uint8_t>> par(m, std::vector<uint8_t>(len, 0));
+  std::vector<uint8_t*> pp;
+  for (auto& p : par) pp.push_back(p.data());
+  for (unsigned i : {3u, 0u, 5u, 1u, 4u, 2u}) codec.accumulate(i, {src[i].data(), 40 + 10 * i}, pp.data());
+  unsigned patterns = 0;
+  for (unsigned mask = 0; mask < (1u << (k + m)); ++mask) {
+    if (std::popcount(mask) > static_cast<int>(m)) continue;
+    std::vector<std::vector<uint8_t>> shards(k + m);
+    std::vector<uint8_t*> ptrs(k + m);
+    std::vector<bool> present(k + m);
+    for (unsigned i = 0; i < k + m; ++i) {
+      present[i] = !(mask & (1u << i));
+      shards[i] = present[i] ? (i < k ? src[i] : par[i - k]) : std::vector<uint8_t>(len, 0xEE);
+      ptrs[i] = shards[i].data();
+    }
+    ASSERT_TRUE(codec.rebuild(len, present, ptrs.data())) << mask;
+    for (unsigned i = 0; i < k; ++i) ASSERT_EQ(shards[i], src[i]) << "mask " << mask << " shard " << i;
+    ++patterns;
+  }
+  EXPECT_EQ(patterns, 130u);  // 1 + 9 + 36 + 84
+  std::vector<bool> too_few(k + m, false);
+  std::vector<uint8_t*> ptrs(k + m, src[0].data());
+  for (unsigned i = 0; i < k - 1; ++i) too_few[i] = true;
+  EXPECT_FALSE(codec.rebuild(len, too_few, ptrs.data()));
+}
+
+// A stream of datagrams as the transmitter makes them: sources re-stamped with their window
+// place, parity after each full window and at close().
+struct Stream {
+  std::vector<Datagram> wire;
+  std::vector<bool> is_parity;
+};
+
+Datagram source(uint64_t seq, uint16_t pos, size_t payload, uint32_t seed) {
+  Datagram d(common::kHeaderSize + common::kDataHeaderSize + payload);
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < payload; ++i) d[common::kHeaderSize + common::kDataHeaderSize + i] = static_cast<uint8_t>(rng());
+  common::Header h;
+  h.session_id = 99;
+  h.seq = seq;
+  h.flags = common::kFlagFec;
+  h.fec_pos = pos;
+  d.resize(common::encode_data_in_place(h, {1, seq * 1000}, payload, d));
+  return d;
+}
+
+Stream make_stream(const common::FecParams& p, size_t sources, uint32_t seed) {
+  sender::FecEncoder enc(p, 9000);
+  Stream s;
+  uint64_t seq = 0;
+  std::mt19937 rng(seed);
+  auto close = [&] {
+    enc.close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
+      common::Header h;
+      h.session_id = 99;
+      h.seq = seq++;
+      Datagram b(shard.size() + common::kFecOverhead);
+      b.resize(common::encode_parity(h, pa, shard, b));
+      s.wire.push_back(std::move(b));
+      s.is_parity.push_back(true);
+    });
+  };
+  for (size_t i = 0; i < sources; ++i) {
+    Datagram d = source(seq, enc.next_pos(), 100 + rng() % 900, static_cast<uint32_t>(seed + i));
+    const bool full = enc.add(seq++, d);
+    s.wire.push_back(std::move(d));
+    s.is_parity.push_back(false);
+    if (full) close();
+  }
+  close();
+  return s;
+}
+
+// Feeds the stream less `lost` through a decoder; returns the sources it ends up with (received
+// or rebuilt), by sequence number.
+std::map<uint64_t, Datagram> decode(receiver::FecDecoder& dec, const Stream& s,
+                                    const std::set<size_t>& lost) {
+  std::map<uint64_t, Datagram> got;
+  auto deliver = [&](std::span<const uint8_t> d) {
+    got[common::load_le64(d.data() + 16)] = Datagram(d.begin(), d.end());
+  };
+  for (size_t i = 0; i < s.wire.size(); ++i) {
+    if (lost.count(i)) continue;
+    common::Packet p;
+    EXPECT_EQ(common::decode_packet(s.wire[i], &p), common::DecodeStatus::kOk);
+    if (s.is_parity[i]) {
+      common::Parity pa;
+      std::span<const uint8_t> shard;
+      EXPECT_EQ(common::decode_parity(p.payload, &pa, &shard), common::DecodeStatus::kOk);
+      dec.add_parity(pa, shard, deliver);
+    } else {
+      EXPECT_TRUE(dec.add_source(p.header, s.wire[i], deliver));
+      got[p.header.seq] = s.wire[i];
+    }
+  }
+  return got;
+}
+
+TEST(FecWindows, RebuildUpToMPerGroupIncludingAPartialLastWindow) {
+  const common::FecParams p{8, 2, 1};
+  const Stream s = make_stream(p, 8 * 3 + 5, 1);  // three full windows and one of 5
+  ASSERT_EQ(s.wire.size(), 29u + 4u * 2u);
+  receiver::FecDecoder dec(9216, 1 << 20);
+  // Window 0: places 0 and 7; window 1: one parity and one source; the partial window: 2.
+  const std::set<size_t> lost = {0, 7, 10, 11 + 8, 30, 34};
+  const auto got = decode(dec, s, lost);
+  size_t sources = 0;
+  for (size_t i = 0; i < s.wire.size(); ++i) {
+    if (s.is_parity[i]) continue;
+    ++sources;
+    const uint64_t seq = common::load_le64(s.wire[i].data() + 16);
+    ASSERT_TRUE(got.count(seq)) << "wire " << i;
+    EXPECT_EQ(got.at(seq), s.wire[i]) << "wire " << i;
+  }
+  EXPECT_EQ(sources, 29u);
+  EXPECT_EQ(dec.counters().rebuilt, 5u);
+  EXPECT_EQ(dec.open_windows(), 0u);  // every window finished and freed
+}
+
+TEST(FecWindows, InterleaveSpreadsABurst) {
+  const common::FecParams p{4, 2, 6};  // bursts of up to 12
+  const Stream s = make_stream(p, 24 * 4, 2);
+  receiver::FecDecoder dec(9216, 1 << 20);
+  std::set<size_t> lost;
+  for (size_t i = 40; i < 52; ++i) lost.insert(i);
+  const auto got = decode(dec, s, lost);
+  size_t sources = 0;
+  for (size_t i = 0; i < s.wire.size(); ++i) sources += !s.is_parity[i];
+  EXPECT_EQ(got.size(), sources);
+  lost.insert(52);  // one more than the burst it is built for: some group is beyond repair
+  receiver::FecDecoder dec2(9216, 1 << 20);
+  EXPECT_LT(decode(dec2, s, lost).size(), sources);
+}
+
+TEST(FecWindows, RandomLossWithinTheBoundIsAlwaysRebuilt) {
+  const common::FecParams p{16, 4, 3};
+  std::mt19937 rng(3);
+  for (int round = 0; round < 20; ++round) {
+    const Stream s = make_stream(p, 16 * 3 * 5 + rng() % 40, static_cast<uint32_t>(round));
+    // Lose up to 4 packets of each group at random, parity included.
+    std::set<size_t> lost;
+    for (size_t i = 0; i < s.wire.size(); ++i) {
+      if (rng() % 10 == 0) lost.insert(i);
+    }
+    receiver::FecDecoder dec(9216, 4 << 20);
+    const auto got = decode(dec, s, lost);
+    size_t sources = 0;
+    for (size_t i = 0; i < s.wire.size(); ++i) sources += !s.is_parity[i];
+    // Whatever was not rebuilt was in a group with more than 4 losses: count those groups.
+    if (got.size() < sources) {
+      EXPECT_GT(dec.counters().groups_lost + dec.open_windows(), 0u);
+    }
+    for (const auto& [seq, d] : got) {
+      common::Packet pk;
+      ASSERT_EQ(common::decode_packet(d, &pk), common::DecodeStatus::kOk);  // never garbage
+    }
+  }
+}
+
+TEST(FecWindows, MemoryIsBoundedAndOldWindowsAreGivenUp) {
+  const common::FecParams p{8, 2, 1};
+  const Stream s = make_stream(p, 8 * 200, 4);
+  // Room for ~20 packets: windows whose parity never comes (all parity lost) are given up.
+  receiver::FecDecoder dec(1100, 20 * 1100);
+  std::set<size_t> lost;
+  for (size_t i = 0; i < s.wire.size(); ++i) {
+    if (s.is_parity[i]) lost.insert(i);
+  }
+  decode(dec, s, lost);
+  EXPECT_LE(dec.open_windows(), 3u);
+  EXPECT_GE(dec.counters().windows_no_parity, 197u);
+}
+
+TEST(FecWindows, ParityThatContradictsItsWindowIsDropped) {
+  const common::FecParams p{8, 2, 1};
+  const Stream s = make_stream(p, 8, 5);
+  receiver::FecDecoder dec(9216, 1 << 20);
+  common::Packet pk;
+  ASSERT_EQ(common::decode_packet(s.wire[8], &pk), common::DecodeStatus::kOk);
+  common::Parity pa;
+  std::span<const uint8_t> shard;
+  ASSERT_EQ(common::decode_parity(pk.payload, &pa, &shard), common::DecodeStatus::kOk);
+  auto none = [](std::span<const uint8_t>) { FAIL() << "nothing may be rebuilt"; };
+  dec.add_parity(pa, shard, none);
+  common::Parity other = pa;
+  other.k = 7;  // another geometry for the same window
+  dec.add_parity(other, shard, none);
+  EXPECT_EQ(dec.counters().bad_parity, 1u);
+  other = pa;
+  other.index = 1;
+  dec.add_parity(other, shard.first(shard.size() - 1), none);  // a shard of another length
+  EXPECT_EQ(dec.counters().bad_parity, 2u);
+}
+
+}  // namespace
+}  // namespace ddft
