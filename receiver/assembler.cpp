@@ -988,7 +988,8 @@ void Assembler::log_summary() const {
   for (size_t i = 1; i < common::kDecodeStatusCount; ++i) rejected += counters_.rejected[i];
   const FecCounters& fc = fec_.counters();
   const uint64_t rebuilt = fc.rebuilt - fec_at_session_.rebuilt;
-  const uint64_t lost_groups = fc.groups_lost - fec_at_session_.groups_lost;
+  const uint64_t lost_groups =
+      fc.groups_lost - fec_at_session_.groups_lost + fec_.unrepaired_open();
   spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused; packets: {} "
                "received, {} lost, {} rejected, {} from other sessions{}",
                session_, counters_.files_passed, counters_.files_failed, counters_.files_refused,

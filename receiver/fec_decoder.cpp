@@ -155,6 +155,15 @@ void FecDecoder::add_parity(const common::Parity& pa, std::span<const uint8_t> s
   }
 }
 
+uint64_t FecDecoder::unrepaired_open() const {
+  uint64_t n = 0;
+  for (const auto& [seq, w] : windows_) {
+    if (!w.geometry) continue;
+    for (unsigned g = 0; g < std::min<unsigned>(w.d, w.count); ++g) n += !w.done[g];
+  }
+  return n;
+}
+
 void FecDecoder::replay(uint64_t window_seq, const Deliver& fn) {
   auto it = windows_.find(window_seq);
   if (it == windows_.end()) return;

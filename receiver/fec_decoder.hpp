@@ -55,6 +55,8 @@ class FecDecoder {
   void replay(uint64_t window_seq, const Deliver& fn);
 
   const FecCounters& counters() const { return counters_; }
+  // Groups of open windows with sources missing and too little parity so far.
+  uint64_t unrepaired_open() const;
   size_t open_windows() const { return windows_.size(); }
   size_t memory_bytes() const { return memory_bytes_; }
 
