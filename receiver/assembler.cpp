@@ -98,6 +98,7 @@ struct Assembler::File {
   common::Clock::time_point last_packet{};
   uint64_t next_report = 0;
   uint8_t last_copy = 0;      // --repeat: the copy whose data came last
+  uint64_t ring_drops = 0;    // its packets dropped in a full receive buffer
   bool superseded = false;    // the sender has announced a later file
   common::Clock::time_point superseded_at{};
 
@@ -335,8 +336,21 @@ void Assembler::handle_announce(const Packet& p) {
 
   std::string reason;
   const uint64_t bitmap_words = f->chunks_total / 64 + 1;
+  // Room for it: the free space less what the files still in flight will write.
+  uint64_t promised = 0;
+  for (const auto& [key, other] : files_) {
+    if (other->state == State::kReceiving) promised += other->size - other->bytes_received;
+  }
+  const uint64_t free = out_.free_bytes();
   if (a.size > kMaxFileSize || bitmap_words > kMaxBitmapWords) {
     reason = fmt::format("announced size {} is larger than this receiver accepts", a.size);
+  } else if (free != UINT64_MAX && a.size > 0 && a.size + promised > free) {
+    reason = fmt::format("not enough free space: {} bytes announced, {} free on the output "
+                         "folder's file system{}",
+                         common::with_commas(a.size), common::with_commas(free),
+                         promised ? fmt::format(" ({} promised to files in flight)",
+                                                common::with_commas(promised))
+                                  : "");
   } else if (f->bitmap.assign(bitmap_words, 0),
              !out_.create_temp(f->path, temp_name(session_, f->id), &f->tmp, &reason)) {
     // refused below
@@ -842,8 +856,15 @@ void Assembler::close_failed(File& f) {
   rec.expected_size = f.size;
   rec.bytes_received = f.bytes_received;
   rec.missing = missing_ranges(f, kMissingRangesInRecord, &rec.missing_ranges_total);
+  if (f.ring_drops > 0 && f.fail_reason.find("receive buffer") == std::string::npos) {
+    f.fail_reason += fmt::format(" ({} of its packets were dropped because the receive buffer was "
+                                 "full)",
+                                 f.ring_drops);
+  }
   rec.reason = f.fail_reason;
   rec.verify = std::string(common::verify_type_name(f.verify));
+  // A full disk: keeping the partial data would keep the disk full for the files that follow.
+  rec.discard_data = f.io_error == ENOSPC || f.io_error == EDQUOT;
   if (f.end_seen) {
     common::Digest d;
     d.size = f.end.key_len;
@@ -858,9 +879,10 @@ void Assembler::close_failed(File& f) {
     ranges += fmt::format(" and {} more", rec.missing_ranges_total - kMissingRangesInLog);
   }
   const std::string where = out_.fail(f.tmp, rec);
-  spdlog::error("Error: {} FAILED: {}; received {} of {} bytes{}; record: {}", f.path, f.fail_reason,
-                common::with_commas(f.bytes_received), common::with_commas(f.size),
+  spdlog::error("Error: {} FAILED: {}; received {} of {} bytes{}{}; record: {}", f.path,
+                f.fail_reason, common::with_commas(f.bytes_received), common::with_commas(f.size),
                 ranges.empty() ? "" : "; missing bytes " + ranges,
+                rec.discard_data ? "; partial data removed (disk full)" : "",
                 where.empty() ? "could not be written" : where);
   ++counters_.files_failed;
   destroy(f);
@@ -890,6 +912,31 @@ void Assembler::report_progress(File& f) {
                fw_.format());
   dr_ = {};
   fw_ = {};
+}
+
+void Assembler::note_ring_drops(const std::vector<DropLedger::Entry>& dropped) {
+  Scope scope(*this);
+  uint64_t other = 0;
+  for (const auto& e : dropped) {
+    File* f = nullptr;
+    if (e.file_id != 0) {
+      auto it = files_.find({e.session, e.file_id});
+      if (it != files_.end()) f = it->second.get();
+    }
+    if (f == nullptr) {
+      other += e.count;
+      continue;
+    }
+    f->ring_drops += e.count;
+    spdlog::warn("Warn: {}: {} packet(s) dropped, the receive buffer was full (the disk is not "
+                 "keeping up)",
+                 f->path, e.count);
+  }
+  if (other > 0) {
+    spdlog::warn("Warn: {} other packet(s) dropped, the receive buffer was full (the disk is not "
+                 "keeping up)",
+                 other);
+  }
 }
 
 void Assembler::note_read_wait(nanoseconds waited) {

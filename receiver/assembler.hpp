@@ -25,6 +25,7 @@
 #include "common/block_io.hpp"
 #include "receiver/config.hpp"
 #include "receiver/fec_decoder.hpp"
+#include "receiver/ingest.hpp"
 #include "receiver/output_dir.hpp"
 
 namespace ddft::receiver {
@@ -96,6 +97,9 @@ class Assembler {
   // Reaps write completions, finishes files whose I/O is done and fails files that timed out.
   // With `wait`, blocks until at least one write completes (when any is in flight).
   void poll(bool wait = false);
+  // Datagrams the ingest thread dropped in a full ring: logged with the file they belonged to,
+  // and named in that file's failure if it fails for want of them.
+  void note_ring_drops(const std::vector<DropLedger::Entry>& dropped);
   // Records how long the writer thread waited for the ring (the DR of the log).
   void note_read_wait(std::chrono::nanoseconds waited);
   // Fails every file in flight with `reason` and waits for all I/O. Used at shutdown.

@@ -87,6 +87,8 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
   app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
   app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");
+  app.add_option("--test-stall-writer-s", cfg.test_stall_writer_s)->group("");
+  app.add_option("--test-stall-after-mb", cfg.test_stall_after_mb)->group("");
 }
 
 void finalize_receiver_config(ReceiverConfig& cfg) {

@@ -45,6 +45,10 @@ struct ReceiverConfig {
   bool once = false;                  // exit when the first sender session has finished
   bool lock_memory = false;           // mlock the ring
   common::LogConfig log;
+  // Test hook: the writer stalls once for this many seconds after test_stall_after_mb MiB were
+  // written (0 = off). Hidden from --help.
+  double test_stall_writer_s = 0;
+  size_t test_stall_after_mb = 0;
 };
 
 void add_receiver_options(CLI::App& app, ReceiverConfig& cfg);

@@ -4,7 +4,39 @@
 
 #include <chrono>
 
+#include "common/protocol.hpp"
+
 namespace ddft::receiver {
+
+void DropLedger::add(std::span<const std::span<uint8_t>> datagrams, std::span<const size_t> lens) {
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> batch;
+  for (size_t i = 0; i < datagrams.size(); ++i) {
+    const uint8_t* p = datagrams[i].data();
+    const size_t len = std::min(lens[i], datagrams[i].size());
+    uint64_t session = 0;
+    uint32_t file = 0;
+    if (len >= common::kHeaderSize + common::kDataHeaderSize && common::load_le32(p) == common::kMagic) {
+      session = common::load_le64(p + 8);
+      if (p[5] == static_cast<uint8_t>(common::PacketType::kData)) {
+        file = common::load_le32(p + common::kHeaderSize);
+      }
+    }
+    ++batch[{session, file}];
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& [key, n] : batch) counts_[key] += n;
+  any_.store(true, std::memory_order_release);
+}
+
+std::vector<DropLedger::Entry> DropLedger::take() {
+  std::vector<Entry> out;
+  if (!any_.load(std::memory_order_acquire)) return out;
+  std::lock_guard lock(mu_);
+  for (const auto& [key, n] : counts_) out.push_back({key.first, key.second, n});
+  counts_.clear();
+  any_.store(false, std::memory_order_relaxed);
+  return out;
+}
 
 Ingest::Ingest(common::DatagramSource& source, SlotRing& ring, size_t batch)
     : source_(source), ring_(ring), batch_(batch), scratch_(batch * ring.slot_size()) {}
@@ -43,6 +75,7 @@ void Ingest::run(std::stop_token stop) {
       for (size_t i = 0; i < got; ++i) bytes += lens[i];
       counters_.bytes.fetch_add(bytes, std::memory_order_relaxed);
       if (full) {
+        drops_.add(std::span(bufs.data(), got), std::span(lens.data(), got));
         const uint64_t total = counters_.ring_full_drops.fetch_add(got) + got;
         if (steady_clock::now() - last_drop_log > seconds(1)) {
           spdlog::warn("Warn: receive buffer full (the disk is not keeping up): {} packet(s) "

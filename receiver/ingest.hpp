@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <stop_token>
 #include <vector>
 
@@ -19,6 +21,26 @@ struct IngestCounters {
   std::atomic<uint64_t> ring_high_water{0};  // most slots ever in use
 };
 
+// Datagrams dropped in a full ring, by the file whose data they carried (read from their header
+// unchecked: a hint for the log), handed from the ingest thread to the writer thread.
+class DropLedger {
+ public:
+  struct Entry {
+    uint64_t session = 0;
+    uint32_t file_id = 0;  // 0: not a data packet
+    uint64_t count = 0;
+  };
+  // Ingest thread: one batch of dropped datagrams.
+  void add(std::span<const std::span<uint8_t>> datagrams, std::span<const size_t> lens);
+  // Writer thread: what was dropped since the last call (cheap when nothing was).
+  std::vector<Entry> take();
+
+ private:
+  std::atomic<bool> any_{false};
+  std::mutex mu_;
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> counts_;
+};
+
 class Ingest {
  public:
   // `source` and `ring` must outlive run(). `batch` datagrams at most per receive call.
@@ -26,6 +48,7 @@ class Ingest {
   // Runs on the thread "udp_rx" until stopped. Link errors are logged and retried; a stop ends it.
   void run(std::stop_token stop);
   const IngestCounters& counters() const { return counters_; }
+  DropLedger& drops() { return drops_; }
 
  private:
   common::DatagramSource& source_;
@@ -33,6 +56,7 @@ class Ingest {
   size_t batch_;
   std::vector<uint8_t> scratch_;  // where datagrams go when the ring is full
   IngestCounters counters_;
+  DropLedger drops_;
 };
 
 }  // namespace ddft::receiver

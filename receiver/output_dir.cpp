@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -281,7 +283,9 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
   f.direct_fd.reset();
   if (f.fd || !f.tmp_name.empty()) {
     f.fd.reset();
-    if (f.dir && ::renameat(f.dir.get(), f.tmp_name.c_str(), failed_fd_.get(), name.c_str()) == 0) {
+    if (rec.discard_data && f.dir) {
+      ::unlinkat(f.dir.get(), f.tmp_name.c_str(), 0);
+    } else if (f.dir && ::renameat(f.dir.get(), f.tmp_name.c_str(), failed_fd_.get(), name.c_str()) == 0) {
       data_path = failed_path_ + "/" + name;
     } else if (f.dir) {
       ::unlinkat(f.dir.get(), f.tmp_name.c_str(), 0);
@@ -311,6 +315,80 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
                                 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!jfd || !write_all(jfd.get(), json)) return "";
   return failed_path_ + "/" + json_name;
+}
+
+}  // namespace ddft::receiver
+
+namespace ddft::receiver {
+
+uint64_t OutputDir::free_bytes() const {
+  struct statvfs st {};
+  if (null_sink_ || ::fstatvfs(root_fd_.get(), &st) != 0) return UINT64_MAX;
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+std::vector<Leftover> OutputDir::recover_leftovers() {
+  std::vector<Leftover> out;
+  if (null_sink_) return out;
+  sweep(root_fd_.get(), "", 0, &out);
+  return out;
+}
+
+void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, std::vector<Leftover>* out) {
+  constexpr int kMaxDepth = 128;
+  if (depth > kMaxDepth) return;
+  // A descriptor of our own for the listing: closedir() closes it.
+  const int list_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (list_fd < 0) return;
+  DIR* d = ::fdopendir(list_fd);
+  if (d == nullptr) {
+    ::close(list_fd);
+    return;
+  }
+  std::vector<std::string> temps;
+  std::vector<std::string> dirs;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      if (st.st_dev == failed_dev_ && st.st_ino == failed_ino_) continue;  // the failed folder
+      dirs.push_back(name);
+    } else if (S_ISREG(st.st_mode) && is_temp_name(name)) {
+      temps.push_back(name);
+    }
+  }
+  ::closedir(d);
+  for (const std::string& name : temps) {
+    TempFile f;
+    f.dir.reset(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    f.tmp_name = name;
+    f.rel_path = rel + name;
+    FailureRecord r;
+    r.rel_path = f.rel_path;
+    // ".ddft-<session>-<id>.part": the session and file id it belonged to.
+    const std::string core = name.substr(kTempPrefix.size(), name.size() - kTempPrefix.size() -
+                                                                 kTempSuffix.size());
+    const size_t dash = core.find('-');
+    if (dash != std::string::npos) {
+      r.session = std::strtoull(core.substr(0, dash).c_str(), nullptr, 16);
+      r.file_id = static_cast<uint32_t>(std::strtoul(core.substr(dash + 1).c_str(), nullptr, 10));
+    }
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      r.bytes_received = static_cast<uint64_t>(st.st_size);
+    }
+    r.reason = "left by an earlier run of the receiver, which stopped before the file was "
+               "complete (found at start-up)";
+    r.verify = "NONE";
+    out->push_back({f.rel_path, fail(f, r)});
+  }
+  for (const std::string& name : dirs) {
+    common::UniqueFd sub(
+        ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (sub) sweep(sub.get(), rel + name + "/", depth + 1, out);
+  }
 }
 
 }  // namespace ddft::receiver

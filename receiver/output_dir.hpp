@@ -54,6 +54,13 @@ struct FailureRecord {
   std::string verify;        // "B2B", "SHA256", "NONE"
   std::string expected_key;  // hex digest from the sender, "" when unknown
   std::string computed_key;  // hex digest of what arrived, "" when not computed
+  bool discard_data = false;  // remove the partial data instead of keeping it (disk full)
+};
+
+// A temporary file an earlier run left behind, found at start-up.
+struct Leftover {
+  std::string rel_path;  // of the temporary file, below the output folder
+  std::string record;    // where its failure record went ("" when it could not be written)
 };
 
 // Not thread-safe: the assembler thread owns it.
@@ -86,6 +93,14 @@ class OutputDir {
   // beside it. Returns the record's path (for the log), or "" when even that failed.
   std::string fail(TempFile& f, const FailureRecord& rec);
 
+  // Moves every temporary file left below the output folder by an earlier run (it stopped before
+  // those files were complete) to the failed folder with a record saying so. Symlinks are not
+  // followed; the failed folder is skipped.
+  std::vector<Leftover> recover_leftovers();
+
+  // Bytes an unprivileged writer may still use on the output folder's file system.
+  uint64_t free_bytes() const;
+
   // Syncs the folder holding `f` (used after a rename under --write-mode rws).
   int sync_dir(const TempFile& f);
 
@@ -93,6 +108,7 @@ class OutputDir {
   const std::string& failed_dir() const { return failed_path_; }
 
  private:
+  void sweep(int dir_fd, const std::string& rel, int depth, std::vector<Leftover>* out);
   bool open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
                    std::string* reason);
 

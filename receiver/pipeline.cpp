@@ -7,6 +7,7 @@
 
 #include "receiver/ingest.hpp"
 #include "receiver/slot_ring.hpp"
+#include "receiver/stall_hook.hpp"
 
 namespace ddft::receiver {
 
@@ -14,6 +15,11 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
                    common::Clock& clock)
     : cfg_(cfg), clock_(clock) {
   out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision, cfg.null_sink);
+  for (const Leftover& l : out_->recover_leftovers()) {
+    spdlog::warn("Warn: {}: left incomplete by an earlier run of the receiver; moved to the failed "
+                 "folder (record: {})",
+                 l.rel_path, l.record.empty() ? "could not be written" : l.record);
+  }
   source_ = open_source();
   bool direct = false;
   if (cfg.direct_io_text != "off" && !cfg.null_sink) {
@@ -46,6 +52,10 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
   io.fixed = block_memory_.span();
   io.thread_name = "wio";
   writer_ = common::make_block_io(io, &note);
+  if (cfg.test_stall_writer_s > 0) {
+    writer_ = std::make_unique<StallingIo>(std::move(writer_), cfg.test_stall_writer_s,
+                                           uint64_t{cfg.test_stall_after_mb} << 20);
+  }
   if (!note.empty()) spdlog::warn("Warn: {}", note);
   spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets "
                "of up to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
@@ -87,6 +97,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   // process, and operators find the daemon by its name (pgrep, systemd, ps).
   std::jthread writer_thread([&] {
   pthread_setname_np(pthread_self(), "writer");
+  auto last_drop_check = clock_.now();
   try {
     while (!stop.stop_requested()) {
       const auto t0 = clock_.now();
@@ -97,6 +108,13 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
       const size_t n = ring_->wait(wait);
       assembler.note_read_wait(clock_.now() - t0);
       if (n > 0) drain();
+      // Ring overflow, by file: a few lines a second at most, well within a file's end grace.
+      if (clock_.now() - last_drop_check >= std::chrono::milliseconds(250)) {
+        last_drop_check = clock_.now();
+        if (auto dropped = ingest.drops().take(); !dropped.empty()) {
+          assembler.note_ring_drops(dropped);
+        }
+      }
       assembler.poll(false);
       if (cfg_.once && assembler.session_finished()) break;
     }
