@@ -208,6 +208,19 @@ void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
     spdlog::error("Error: FEC could not handle a packet: {}", e.what());
   }
   dispatch(p);
+  if (p.header.type == PacketType::kAnnounce && (p.header.flags & common::kFlagFec)) {
+    replay_window(p.header);  // data of its window rebuilt before it came went to no file
+  }
+}
+
+void Assembler::replay_window(const common::Header& announce) {
+  if (announce.fec_pos > announce.seq) return;
+  fec_.replay(announce.seq - announce.fec_pos, [this](std::span<const uint8_t> d) {
+    Packet q;
+    if (common::decode_packet(d, &q) == DecodeStatus::kOk && q.header.type == PacketType::kData) {
+      dispatch(q);
+    }
+  });
 }
 
 // A datagram FEC rebuilt: checked like any other, not counted as received on the link.
@@ -219,16 +232,9 @@ void Assembler::on_rebuilt(std::span<const uint8_t> data) {
     return;
   }
   dispatch(p);
-  if (p.header.type == PacketType::kAnnounce && p.header.fec_pos <= p.header.seq) {
-    // The file's data of this window came before its announce was rebuilt and was dropped as of
-    // an unknown file: offer it again (what was taken already counts as a duplicate).
-    fec_.replay(p.header.seq - p.header.fec_pos, [this](std::span<const uint8_t> d) {
-      Packet q;
-      if (common::decode_packet(d, &q) == DecodeStatus::kOk && q.header.type == PacketType::kData) {
-        dispatch(q);
-      }
-    });
-  }
+  // The file's data of this window came before its announce was rebuilt and was dropped as of
+  // an unknown file: offer it again (what was taken already counts as a duplicate).
+  if (p.header.type == PacketType::kAnnounce) replay_window(p.header);
 }
 
 void Assembler::dispatch(const Packet& p) {
@@ -444,7 +450,7 @@ void Assembler::handle_end(const Packet& p) {
     return;
   }
   File* f = find_file(e.file_id);
-  if (f == nullptr) return;  // a file already finished
+  if (f == nullptr || f->state != State::kReceiving) return;  // finished, or finishing
   if (f->end_seen && e.copy <= f->end.copy) return;  // a repeat of an end already seen
   const bool key_changed = f->end_seen && (e.key_len != f->end.key_len || e.key != f->end.key);
   f->end_seen = true;

@@ -153,6 +153,8 @@ class Assembler {
 
   File* find_file(uint32_t id);
   void on_rebuilt(std::span<const uint8_t> data);
+  // Offers the data of an announce's FEC window again (it came before the file was known).
+  void replay_window(const common::Header& announce);
   void dispatch(const common::Packet& p);
   bool accept_session(const common::Packet& p);
   void handle_announce(const common::Packet& p);

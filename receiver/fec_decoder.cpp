@@ -14,7 +14,8 @@ FecDecoder::FecDecoder(size_t slot_size, size_t memory_bytes)
 FecDecoder::~FecDecoder() = default;
 
 void FecDecoder::reset() {
-  while (!windows_.empty()) finish(windows_.begin());
+  for (const auto& [seq, w] : windows_) free_slots(w);
+  windows_.clear();
   finished_.clear();
   finished_order_.clear();
 }
@@ -39,10 +40,10 @@ int32_t FecDecoder::take_slot(uint64_t keep) {
     for (size_t i = slots; i-- > 0;) free_.push_back(static_cast<int32_t>(i));
   }
   // Out of memory: give up the oldest window but the one being filled.
+  // Never a window newer than the one being filled: it is still arriving.
   while (free_.empty()) {
     auto it = windows_.begin();
-    if (it != windows_.end() && it->first == keep) ++it;
-    if (it == windows_.end()) return -1;
+    if (it == windows_.end() || it->first >= keep) return -1;
     give_up(it);
   }
   const int32_t s = free_.back();
@@ -60,16 +61,22 @@ void FecDecoder::give_up(std::map<uint64_t, Window>::iterator it) {
       if (!w.done[g]) ++counters_.groups_lost;
     }
   }
-  finish(it);
+  // Not recorded as finished: its late packets are new, not rebuilt ones, and must go on.
+  free_slots(it->second);
+  windows_.erase(it);
+}
+
+void FecDecoder::free_slots(const Window& w) {
+  for (int32_t s : w.src) {
+    if (s >= 0) free_.push_back(s);
+  }
+  for (int32_t s : w.par) {
+    if (s >= 0) free_.push_back(s);
+  }
 }
 
 void FecDecoder::finish(std::map<uint64_t, Window>::iterator it) {
-  for (int32_t s : it->second.src) {
-    if (s >= 0) free_.push_back(s);
-  }
-  for (int32_t s : it->second.par) {
-    if (s >= 0) free_.push_back(s);
-  }
+  free_slots(it->second);
   finished_.insert(it->first);
   finished_order_.push_back(it->first);
   if (finished_order_.size() > kFinishedKept) {

@@ -79,6 +79,7 @@ class FecDecoder {
   int32_t take_slot(uint64_t keep);
   void give_up(std::map<uint64_t, Window>::iterator it);
   void finish(std::map<uint64_t, Window>::iterator it);
+  void free_slots(const Window& w);
   void try_group(uint64_t seq, Window& w, unsigned group, const Deliver& deliver);
   common::RsCodec& codec(unsigned k, unsigned m);
   uint8_t* slot(int32_t i) { return pool_.get() + static_cast<size_t>(i) * slot_size_; }

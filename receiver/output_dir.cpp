@@ -354,6 +354,7 @@ void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, std::vector
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
       if (st.st_dev == failed_dev_ && st.st_ino == failed_ino_) continue;  // the failed folder
+      if (st.st_dev != failed_dev_) continue;  // another file system mounted below: not ours
       dirs.push_back(name);
     } else if (S_ISREG(st.st_mode) && is_temp_name(name)) {
       temps.push_back(name);
