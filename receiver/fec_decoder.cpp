@@ -26,11 +26,15 @@ common::RsCodec& FecDecoder::codec(unsigned k, unsigned m) {
   return *c;
 }
 
-FecDecoder::Window& FecDecoder::open_window(uint64_t seq) {
+FecDecoder::Window* FecDecoder::open_window(uint64_t seq) {
   auto it = windows_.find(seq);
-  if (it != windows_.end()) return it->second;
-  while (windows_.size() >= kMaxWindows) give_up(windows_.begin());
-  return windows_[seq];
+  if (it != windows_.end()) return &it->second;
+  // As for memory: a window older than every open one never pushes a newer one out.
+  while (windows_.size() >= kMaxWindows) {
+    if (windows_.begin()->first > seq) return nullptr;
+    give_up(windows_.begin());
+  }
+  return &windows_[seq];
 }
 
 int32_t FecDecoder::take_slot(uint64_t keep) {
@@ -92,7 +96,9 @@ bool FecDecoder::add_source(const common::Header& h, std::span<const uint8_t> da
   const uint64_t seq = h.seq - h.fec_pos;
   // A finished window had every place filled: this one came after its rebuild.
   if (finished_.count(seq) != 0) return false;
-  Window& w = open_window(seq);
+  Window* wp = open_window(seq);
+  if (wp == nullptr) return true;  // too old to keep: handled unprotected
+  Window& w = *wp;
   if (w.geometry && h.fec_pos >= w.count) return true;  // disagrees with the parity: not kept
   if (w.src.size() <= h.fec_pos) {
     w.src.resize(h.fec_pos + 1u, -1);
@@ -115,7 +121,9 @@ bool FecDecoder::add_source(const common::Header& h, std::span<const uint8_t> da
 void FecDecoder::add_parity(const common::Parity& pa, std::span<const uint8_t> shard,
                             const Deliver& deliver) {
   if (shard.size() > slot_size_ || finished_.count(pa.window_seq) != 0) return;
-  Window& w = open_window(pa.window_seq);
+  Window* wp = open_window(pa.window_seq);
+  if (wp == nullptr) return;
+  Window& w = *wp;
   if (!w.geometry) {
     // Sources already kept beyond the window's end would contradict it.
     if (w.src.size() > pa.count) {

@@ -75,7 +75,9 @@ class FecDecoder {
     unsigned groups_done = 0;
   };
 
-  Window& open_window(uint64_t seq);
+  // The window starting at `seq`, opened when new; nullptr when it is older than every open
+  // window and no more may be open.
+  Window* open_window(uint64_t seq);
   int32_t take_slot(uint64_t keep);
   void give_up(std::map<uint64_t, Window>::iterator it);
   void finish(std::map<uint64_t, Window>::iterator it);

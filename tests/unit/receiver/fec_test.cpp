@@ -220,6 +220,28 @@ TEST(FecWindows, MemoryIsBoundedAndOldWindowsAreGivenUp) {
   EXPECT_GE(dec.counters().windows_no_parity, 197u);
 }
 
+TEST(FecWindows, AStragglerOlderThanEveryOpenWindowPushesNoneOut) {
+  receiver::FecDecoder dec(1100, 1 << 20);
+  auto none = [](std::span<const uint8_t>) {};
+  for (uint64_t w = 0; w < receiver::FecDecoder::kMaxWindows; ++w) {
+    const Datagram d = source(1000 + 8 * w, 0, 100, static_cast<uint32_t>(w));
+    common::Packet p;
+    ASSERT_EQ(common::decode_packet(d, &p), common::DecodeStatus::kOk);
+    ASSERT_TRUE(dec.add_source(p.header, d, none));
+  }
+  EXPECT_EQ(dec.open_windows(), receiver::FecDecoder::kMaxWindows);
+  const Datagram old = source(3, 3, 100, 99);  // window 0: older than all 64
+  common::Packet p;
+  ASSERT_EQ(common::decode_packet(old, &p), common::DecodeStatus::kOk);
+  EXPECT_TRUE(dec.add_source(p.header, old, none));  // handed on unprotected
+  EXPECT_EQ(dec.open_windows(), receiver::FecDecoder::kMaxWindows);
+  EXPECT_EQ(dec.counters().windows_no_parity, 0u);  // no newer window was given up for it
+  const Datagram next = source(2000, 0, 100, 98);  // a newer window does push the oldest out
+  ASSERT_EQ(common::decode_packet(next, &p), common::DecodeStatus::kOk);
+  EXPECT_TRUE(dec.add_source(p.header, next, none));
+  EXPECT_EQ(dec.counters().windows_no_parity, 1u);
+}
+
 TEST(FecWindows, ParityThatContradictsItsWindowIsDropped) {
   const common::FecParams p{8, 2, 1};
   const Stream s = make_stream(p, 8, 5);
