@@ -132,6 +132,17 @@ int main(int argc, char** argv) {
     std::deque<Held> held;
     std::vector<std::span<const uint8_t>> out;
     std::vector<std::vector<uint8_t>> released;  // held packets going out in this batch
+    auto pass_on = [&](std::span<const uint8_t> d) {
+      out.push_back(d);
+      ++forwarded;
+    };
+    // The oldest held-back packet goes out with this batch (its buffer moves, it is not copied).
+    auto release_front = [&] {
+      released.push_back(std::move(held.front().data));
+      held.pop_front();
+      pass_on(released.back());
+    };
+    auto last_failure_log = steady_clock::now() - seconds(2);
     auto send = [&] {
       size_t bytes = 0;
       for (const auto& d : out) bytes += d.size();
@@ -145,10 +156,9 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_for(microseconds(200));
         } else if (ec) {
           // Like a link: what cannot be delivered is gone. Say so once a second at most.
-          static auto last = steady_clock::now() - seconds(2);
-          if (steady_clock::now() - last > seconds(1)) {
+          if (steady_clock::now() - last_failure_log > seconds(1)) {
             spdlog::warn("Warn: forwarding failed: {}", ec.message());
-            last = steady_clock::now();
+            last_failure_log = steady_clock::now();
           }
           ++done;
         }
@@ -164,12 +174,7 @@ int main(int argc, char** argv) {
       if (ec) throw std::system_error(ec, "receive failed");
       if (got == 0) {
         // Idle: whatever is held back goes out now (a real link does not keep packets forever).
-        while (!held.empty()) {
-          released.push_back(std::move(held.front().data));
-          held.pop_front();
-        }
-        for (const auto& r : released) out.emplace_back(r.data(), r.size());
-        forwarded += out.size();
+        while (!held.empty()) release_front();
         if (!out.empty()) send();
         if (any && o.idle_exit_s > 0 &&
             steady_clock::now() - last_packet > duration<double>(o.idle_exit_s)) {
@@ -179,7 +184,6 @@ int main(int argc, char** argv) {
       }
       any = true;
       last_packet = steady_clock::now();
-      released.reserve(got + held.size());
       for (size_t i = 0; i < got; ++i) {
         const size_t len = std::min(lens[i], bufs[i].size());
         uint8_t* d = bufs[i].data();
@@ -187,27 +191,13 @@ int main(int argc, char** argv) {
         if (v.drop) continue;
         if (v.flip_bit >= 0) d[v.flip_bit / 8] ^= static_cast<uint8_t>(1u << (v.flip_bit % 8));
         if (v.reorder) {
-          if (held.size() >= kMaxHeld) {
-            released.push_back(std::move(held.front().data));
-            held.pop_front();
-            out.emplace_back(released.back().data(), released.back().size());
-            ++forwarded;
-          }
+          if (held.size() >= kMaxHeld) release_front();
           held.push_back({std::vector<uint8_t>(d, d + len), forwarded + o.imp.reorder_depth});
           continue;
         }
-        out.emplace_back(d, len);
-        ++forwarded;
-        if (v.duplicate) {
-          out.emplace_back(d, len);
-          ++forwarded;
-        }
-        while (!held.empty() && held.front().release_after <= forwarded) {
-          released.push_back(std::move(held.front().data));
-          held.pop_front();
-          out.emplace_back(released.back().data(), released.back().size());
-          ++forwarded;
-        }
+        pass_on({d, len});
+        if (v.duplicate) pass_on({d, len});
+        while (!held.empty() && held.front().release_after <= forwarded) release_front();
       }
       send();
     }

@@ -965,13 +965,9 @@ void Assembler::check_timeouts() {
                                                                   f->end.copies)
                                                     : ""));
     } else if (f->superseded && now - f->superseded_at >= kEndGrace) {
-      expired.emplace_back(
-          f.get(), f->end_seen && f->chunks_received == f->chunks_total
-                       ? std::string("the sender went on to the next file before this one "
-                                     "was complete")
-                       : fmt::format("the sender went on to the next file before this one was "
-                                     "complete: {}",
-                                     f->end_seen ? "data lost" : "its end packet was lost"));
+      expired.emplace_back(f.get(), fmt::format("the sender went on to the next file before this "
+                                                "one was complete: {}",
+                                                f->end_seen ? "data lost" : "its end packet was lost"));
     } else if (now - f->last_packet > timeout + seconds(f->pause_s)) {
       expired.emplace_back(f.get(), fmt::format("no packet for {:.1f} s: the sender stopped or "
                                                 "the link went down before the file's end",

@@ -109,8 +109,8 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
       assembler.note_read_wait(clock_.now() - t0);
       if (n > 0) drain();
       // Ring overflow, by file: a few lines a second at most, well within a file's end grace.
-      if (clock_.now() - last_drop_check >= std::chrono::milliseconds(250)) {
-        last_drop_check = clock_.now();
+      if (t0 - last_drop_check >= std::chrono::milliseconds(250)) {
+        last_drop_check = t0;
         if (auto dropped = ingest.drops().take(); !dropped.empty()) {
           assembler.note_ring_drops(dropped);
         }

@@ -164,9 +164,12 @@ void finalize_sender_config(SenderConfig& cfg) {
   }
 }
 
+size_t source_datagram_size(const SenderConfig& cfg) {
+  return cfg.packet_size - (cfg.fec.enabled() ? common::kFecOverhead : 0);
+}
+
 size_t data_chunk_size(const SenderConfig& cfg) {
-  return cfg.packet_size - common::kHeaderSize - common::kDataHeaderSize -
-         (cfg.fec.enabled() ? common::kFecOverhead : 0);
+  return source_datagram_size(cfg) - common::kHeaderSize - common::kDataHeaderSize;
 }
 
 std::vector<std::string> translate_dfts_args(int argc, const char* const* argv) {

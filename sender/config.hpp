@@ -61,8 +61,10 @@ struct SenderConfig {
   long long test_drop_data = -1;
 };
 
-// Data bytes per data packet: the packet less its headers, and with FEC less the room the parity
-// header needs (a parity datagram must fit the packet size too).
+// The longest datagram but parity: the packet size, less with FEC the room the parity header
+// needs (a parity datagram carries a whole source datagram and must fit the packet size too).
+size_t source_datagram_size(const SenderConfig& cfg);
+// Data bytes per data packet: a source datagram less its headers.
 size_t data_chunk_size(const SenderConfig& cfg);
 
 // Registers every option on `app`, bound to `cfg`, including --config for a TOML/INI file.

@@ -23,7 +23,7 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
                                  cfg.intra_pkt_delay_ms, cfg.fs_interval_mb, cfg.fs_delay_ms,
                                  cfg.sleep_alg, cfg.eof_delay_ms}),
       chunk_size_(data_chunk_size(cfg)),
-      source_size_(cfg.packet_size - (cfg.fec.enabled() ? common::kFecOverhead : 0)),
+      source_size_(source_datagram_size(cfg)),
       arena_(cfg.batch * cfg.packet_size) {
   pending_.reserve(cfg.batch);
   totals_.session_id = session_id;
@@ -43,11 +43,13 @@ Header Transmitter::next_header(bool fec_source) {
 
 void Transmitter::commit(std::span<uint8_t> slot, size_t n, bool send) {
   const bool full = fec_ && fec_->add(common::load_le64(slot.data() + 16), slot.first(n));
-  if (send) {
-    pending_.emplace_back(slot.data(), n);
-    pending_bytes_ += n;
-  }
+  if (send) enqueue(slot.first(n));
   if (full) close_window();
+}
+
+void Transmitter::enqueue(std::span<const uint8_t> datagram) {
+  pending_.push_back(datagram);
+  pending_bytes_ += datagram.size();
 }
 
 void Transmitter::close_window() {
@@ -56,8 +58,7 @@ void Transmitter::close_window() {
     auto slot = next_slot();
     const size_t n = common::encode_parity(next_header(false), pa, shard, slot);
     if (n == 0) throw std::logic_error("parity datagram does not fit the packet size");
-    pending_.emplace_back(slot.data(), n);
-    pending_bytes_ += n;
+    enqueue(slot.first(n));
   });
 }
 

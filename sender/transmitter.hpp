@@ -42,6 +42,8 @@ class Transmitter {
   // with FEC it is added to its window first. `send` false: built, counted in its window, not
   // sent (the test hook's "lost on the link").
   void commit(std::span<uint8_t> slot, size_t n, bool send = true);
+  // Adds an encoded datagram to the batch being built (no FEC accounting).
+  void enqueue(std::span<const uint8_t> datagram);
   // With FEC, sends the parity of the window so far and starts a new one.
   void close_window();
   void flush();

@@ -23,32 +23,9 @@ using namespace std::chrono;
 
 constexpr size_t kChunk = 8952 - 48;  // data bytes per packet at the default packet size
 
-void write_pattern(const fs::path& p, uint64_t size, uint32_t seed) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary);
-  std::mt19937_64 rng(seed);
-  std::vector<uint64_t> block(1 << 17);  // 1 MiB
-  uint64_t left = size;
-  while (left > 0) {
-    for (auto& w : block) w = rng();
-    const uint64_t n = std::min<uint64_t>(left, block.size() * 8);
-    out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(n));
-    left -= n;
-  }
-}
-
 int count_matches(const std::string& text, const std::regex& re) {
   return static_cast<int>(
       std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
-}
-
-std::vector<fs::path> failed_records(const fs::path& out) {
-  std::vector<fs::path> recs;
-  if (!fs::exists(out / ".failed")) return recs;
-  for (const auto& e : fs::directory_iterator(out / ".failed")) {
-    if (e.path().extension() == ".json") recs.push_back(e.path());
-  }
-  return recs;
 }
 
 class EndToEnd : public ::testing::Test {

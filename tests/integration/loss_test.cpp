@@ -21,19 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono;
 
-void write_pattern(const fs::path& p, uint64_t size, uint64_t seed) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary);
-  std::mt19937_64 rng(seed);
-  std::vector<uint64_t> block(1 << 17);
-  for (uint64_t left = size; left > 0;) {
-    for (auto& w : block) w = rng();
-    const uint64_t n = std::min<uint64_t>(left, block.size() * 8);
-    out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(n));
-    left -= n;
-  }
-}
-
 long rss_kb(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -98,14 +85,7 @@ class LossTest : public ::testing::Test {
     return read_file(base_ / "linksim.log");
   }
   std::string log() { return read_file(base_ / "receive.log"); }
-  std::vector<fs::path> records() {
-    std::vector<fs::path> r;
-    if (!fs::exists(out_ / ".failed")) return r;
-    for (const auto& e : fs::directory_iterator(out_ / ".failed")) {
-      if (e.path().extension() == ".json") r.push_back(e.path());
-    }
-    return r;
-  }
+  std::vector<fs::path> records() { return failed_records(out_); }
 
   fs::path base_, src_, out_;
   uint16_t rx_port_ = 0, link_port_ = 0;

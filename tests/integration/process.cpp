@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -101,6 +102,28 @@ uint16_t free_udp_port() {
   ::getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(s);
   return ntohs(addr.sin_port);
+}
+
+void write_pattern(const std::filesystem::path& p, uint64_t size, uint64_t seed) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary);
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> block(1 << 17);  // 1 MiB
+  for (uint64_t left = size; left > 0;) {
+    for (auto& w : block) w = rng();
+    const uint64_t n = std::min<uint64_t>(left, block.size() * 8);
+    out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(n));
+    left -= n;
+  }
+}
+
+std::vector<std::filesystem::path> failed_records(const std::filesystem::path& out) {
+  std::vector<std::filesystem::path> recs;
+  if (!std::filesystem::exists(out / ".failed")) return recs;
+  for (const auto& e : std::filesystem::directory_iterator(out / ".failed")) {
+    if (e.path().extension() == ".json") recs.push_back(e.path());
+  }
+  return recs;
 }
 
 }  // namespace ddft::testing

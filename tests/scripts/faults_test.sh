@@ -34,25 +34,25 @@ head -c $((40 << 20)) /dev/urandom > "$work/src/a.bin"
 head -c 100000 /dev/urandom > "$work/src/b.bin"
 
 # 1. The disk stalls 2 s after 4 MiB while data arrives at 15 MB/s: 30 MB must wait in RAM.
+#    (a.bin then b.bin into out$1, the log in rx$1.log; returns the receiver's exit status.)
+stalled_transfer() {  # N BUFFER_MB WRITE_BUFFERS
+  p=$(port)
+  mkdir -p "$work/out$1"
+  start_rx "$work/out$1" "$work/rx$1.log" --buffer-mb "$2" --write-buffers "$3" \
+    --socket-buffer-mb 1 --test-stall-writer-s 2 --test-stall-after-mb 4
+  "$send_bin" "$work/src/a.bin" "$work/src/b.bin" --dest "127.0.0.1:$p" --rate 15 \
+    > "$work/tx$1.log" 2>&1
+  wait_rx
+}
 #    A 96 MB buffer (64 MB ring after the 32 MB write pool) loses nothing.
-p=$(port)
-mkdir -p "$work/out1"
-start_rx "$work/out1" "$work/rx1.log" --buffer-mb 96 --write-buffers 32 --socket-buffer-mb 1 \
-  --test-stall-writer-s 2 --test-stall-after-mb 4
-"$send_bin" "$work/src/a.bin" "$work/src/b.bin" --dest "127.0.0.1:$p" --rate 15 > "$work/tx1.log" 2>&1
-wait_rx
+stalled_transfer 1 96 32
 [[ $? -eq 0 ]] && ok || bad "stall, big ring: receiver exit"
 cmp -s "$work/src/a.bin" "$work/out1/a.bin" && ok || bad "stall, big ring: a.bin differs"
 grep -q "dropped" "$work/rx1.log" && bad "stall, big ring: drops: $(grep dropped "$work/rx1.log")" || ok
 
 #    A 16 MB buffer (12 MB ring) overflows: a.bin fails cleanly with its drops named, b.bin after it
 #    arrives whole.
-p=$(port)
-mkdir -p "$work/out2"
-start_rx "$work/out2" "$work/rx2.log" --buffer-mb 16 --write-buffers 4 --socket-buffer-mb 1 \
-  --test-stall-writer-s 2 --test-stall-after-mb 4
-"$send_bin" "$work/src/a.bin" "$work/src/b.bin" --dest "127.0.0.1:$p" --rate 15 > "$work/tx2.log" 2>&1
-wait_rx
+stalled_transfer 2 16 4
 [[ $? -eq 1 ]] && ok || bad "stall, small ring: receiver exit (want 1: a file failed)"
 [[ ! -e "$work/out2/a.bin" ]] && ok || bad "stall, small ring: a.bin delivered"
 cmp -s "$work/src/b.bin" "$work/out2/b.bin" && ok || bad "stall, small ring: b.bin not delivered"
