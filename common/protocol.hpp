@@ -27,6 +27,8 @@
 // flags bit 0 (kFlagFec): the datagram is a source of a forward-error-correction window and
 // fec_pos is its place in that window: the window starts at seq - fec_pos. Parity datagrams
 // (kParity) follow each window; they take sequence numbers but no window place.
+// flags bits 1 and 2 (kFlagAuth, kFlagEncrypt): the datagram is sealed with a key
+// (--key-file): see common/seal.hpp for the trailer and what the tag covers.
 //
 // The checksum covers the header and the payload, so a datagram damaged anywhere is dropped and
 // never written; the file hash (B2B) then still covers the file end to end.
@@ -92,8 +94,9 @@ inline constexpr size_t kDefaultPacketSize = 8952;
 inline constexpr size_t kMinPacketSize = 512;
 // Smallest chunk (data bytes per data packet) an announce may declare: what the smallest packet
 // carries. Bounds the receiver's per-file chunk bitmap.
-// With FEC a data packet is kFecOverhead shorter (room for the parity header).
-inline constexpr size_t kMinChunkSize = kMinPacketSize - kHeaderSize - kDataHeaderSize - 48;
+// With FEC a data packet is kFecOverhead (48) shorter (room for the parity header), and with a
+// key 32 shorter (the seal's salt and tag, common/seal.hpp).
+inline constexpr size_t kMinChunkSize = kMinPacketSize - kHeaderSize - kDataHeaderSize - 48 - 32;
 inline constexpr uint32_t kHeartbeatFinal = 1u;
 
 enum class PacketType : uint8_t {

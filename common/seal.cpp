@@ -1,0 +1,277 @@
+#include "common/seal.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/core_names.h>
+#include <openssl/kdf.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+#include <string_view>
+
+#include "common/fd.hpp"
+
+namespace ddft::common {
+namespace {
+
+constexpr size_t kChecksumOffset = 28;
+constexpr std::string_view kInfoLabel = "ddft-v1 session";
+constexpr std::string_view kMakeKey = "make one with: openssl rand -out FILE 32";
+
+void fill_nonce(uint64_t seq, uint8_t nonce[12]) {
+  store_le64(nonce, seq);
+  std::memset(nonce + 8, 0, 4);
+}
+
+[[noreturn]] void openssl_failed(const char* what) {
+  throw std::runtime_error(fmt::format("OpenSSL: {} failed", what));
+}
+
+CipherCtx new_gcm_context(const Key& key, bool for_encrypt) {
+  CipherCtx ctx(EVP_CIPHER_CTX_new());
+  if (!ctx) openssl_failed("EVP_CIPHER_CTX_new");
+  const int ok = for_encrypt
+                     ? EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), nullptr)
+                     : EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), nullptr);
+  if (ok != 1) openssl_failed("AES-256-GCM set-up");
+  return ctx;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+Key load_key_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd) {
+    throw std::runtime_error(
+        fmt::format("key file '{}' cannot be read: {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw std::runtime_error(fmt::format("key file '{}' is not a regular file", path));
+  }
+  if ((st.st_mode & 077) != 0) {
+    throw std::runtime_error(fmt::format(
+        "key file '{}' is open to group or others (mode {:04o}): make it its owner's only "
+        "(chmod 600)",
+        path, st.st_mode & 07777));
+  }
+  // Read one byte more than the longest valid file, to tell a long file from a valid one.
+  std::array<char, 72> buf{};
+  size_t got = 0;
+  while (got < buf.size()) {
+    const ssize_t n = ::read(fd.get(), buf.data() + got, buf.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw std::runtime_error(
+          fmt::format("key file '{}' cannot be read: {}", path, std::strerror(errno)));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  Key key{};
+  std::string_view text(buf.data(), got);
+  if (got == kKeySize) {
+    std::memcpy(key.data(), buf.data(), kKeySize);
+  } else {
+    if (text.ends_with('\n')) text.remove_suffix(1);
+    if (text.ends_with('\r')) text.remove_suffix(1);
+    bool hex = text.size() == 2 * kKeySize;
+    for (size_t i = 0; hex && i < kKeySize; ++i) {
+      const int hi = hex_value(text[2 * i]);
+      const int lo = hex_value(text[2 * i + 1]);
+      hex = hi >= 0 && lo >= 0;
+      key[i] = static_cast<uint8_t>(hi * 16 + lo);
+    }
+    if (!hex) {
+      throw std::runtime_error(fmt::format(
+          "key file '{}' holds {} bytes: a key is 32 random bytes or 64 hex digits ({})", path,
+          got == buf.size() ? fmt::format("more than {}", buf.size() - 1) : fmt::to_string(got),
+          kMakeKey));
+    }
+  }
+  if (std::all_of(key.begin(), key.end(), [](uint8_t b) { return b == 0; })) {
+    throw std::runtime_error(fmt::format("key file '{}' is all zeros: a key must be random ({})",
+                                         path, kMakeKey));
+  }
+  return key;
+}
+
+void hkdf_sha256(std::span<const uint8_t> ikm, std::span<const uint8_t> salt,
+                 std::span<const uint8_t> info, std::span<uint8_t> out) {
+  EVP_KDF* kdf = EVP_KDF_fetch(nullptr, "HKDF", nullptr);
+  if (kdf == nullptr) openssl_failed("EVP_KDF_fetch(HKDF)");
+  EVP_KDF_CTX* kctx = EVP_KDF_CTX_new(kdf);
+  EVP_KDF_free(kdf);
+  if (kctx == nullptr) openssl_failed("EVP_KDF_CTX_new");
+  char digest[] = "SHA256";
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest, 0),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, const_cast<uint8_t*>(ikm.data()),
+                                        ikm.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, const_cast<uint8_t*>(salt.data()),
+                                        salt.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, const_cast<uint8_t*>(info.data()),
+                                        info.size()),
+      OSSL_PARAM_construct_end()};
+  const int ok = EVP_KDF_derive(kctx, out.data(), out.size(), params);
+  EVP_KDF_CTX_free(kctx);
+  if (ok != 1) openssl_failed("HKDF");
+}
+
+Key derive_session_key(const Key& psk, const Salt& salt, uint64_t session_id) {
+  std::array<uint8_t, kInfoLabel.size() + 8> info{};
+  std::memcpy(info.data(), kInfoLabel.data(), kInfoLabel.size());
+  store_le64(info.data() + kInfoLabel.size(), session_id);
+  Key key{};
+  hkdf_sha256(psk, salt, info, key);
+  return key;
+}
+
+Salt make_session_salt() {
+  Salt s{};
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  store_le64(s.data(), static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+                           static_cast<uint64_t>(ts.tv_nsec));
+  if (RAND_bytes(s.data() + 8, 8) != 1) openssl_failed("RAND_bytes");
+  return s;
+}
+
+Sealer::Sealer(const Key& psk, uint64_t session_id, const Salt& salt, bool encrypt)
+    : session_id_(session_id),
+      salt_(salt),
+      encrypt_(encrypt),
+      ctx_(new_gcm_context(derive_session_key(psk, salt, session_id), true)) {}
+
+size_t Sealer::seal(std::span<uint8_t> buf, size_t len) {
+  if (len < kHeaderSize || len + kSealOverhead > buf.size() ||
+      len + kSealOverhead - kHeaderSize > 0xFFFF) {
+    throw std::logic_error("sealed datagram does not fit its buffer");
+  }
+  uint8_t* p = buf.data();
+  const uint64_t seq = load_le64(p + 16);
+  if (any_ && seq <= last_seq_) {
+    throw std::logic_error(fmt::format(
+        "sealing seq {} after seq {} would repeat a GCM nonce", seq, last_seq_));
+  }
+  if (load_le64(p + 8) != session_id_) throw std::logic_error("sealing another session's datagram");
+  any_ = true;
+  last_seq_ = seq;
+
+  const size_t body_len = len - kHeaderSize;
+  store_le16(p + 6, static_cast<uint16_t>(body_len + kSealOverhead));
+  store_le16(p + 24, static_cast<uint16_t>(load_le16(p + 24) | kFlagAuth |
+                                           (encrypt_ ? kFlagEncrypt : 0)));
+  uint8_t* body = p + kHeaderSize;
+  uint8_t* salt = body + body_len;
+  uint8_t* tag = salt + kSaltSize;
+  std::memcpy(salt, salt_.data(), kSaltSize);
+
+  uint8_t nonce[12];
+  fill_nonce(seq, nonce);
+  EVP_CIPHER_CTX* c = ctx_.get();
+  int n = 0;
+  bool ok = EVP_EncryptInit_ex(c, nullptr, nullptr, nullptr, nonce) == 1 &&
+            EVP_EncryptUpdate(c, nullptr, &n, p, kChecksumOffset) == 1;
+  if (encrypt_) {
+    ok = ok && EVP_EncryptUpdate(c, nullptr, &n, salt, kSaltSize) == 1 &&
+         (body_len == 0 || EVP_EncryptUpdate(c, body, &n, body, static_cast<int>(body_len)) == 1);
+  } else {
+    ok = ok &&
+         (body_len == 0 || EVP_EncryptUpdate(c, nullptr, &n, body, static_cast<int>(body_len)) == 1) &&
+         EVP_EncryptUpdate(c, nullptr, &n, salt, kSaltSize) == 1;
+  }
+  ok = ok && EVP_EncryptFinal_ex(c, body + body_len, &n) == 1 &&
+       EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, kTagSize, tag) == 1;
+  if (!ok) openssl_failed("AES-256-GCM seal");
+  const size_t sealed = len + kSealOverhead;
+  reseal(buf.first(sealed));
+  return sealed;
+}
+
+std::string_view open_status_name(OpenStatus s) {
+  switch (s) {
+    case OpenStatus::kOk: return "ok";
+    case OpenStatus::kNotSealed: return "not sealed";
+    case OpenStatus::kMalformed: return "malformed seal";
+    case OpenStatus::kBadTag: return "bad tag";
+  }
+  return "?";
+}
+
+Opener::Opener(const Key& psk) : psk_(psk) {}
+
+EVP_CIPHER_CTX* Opener::context_for(const Salt& salt, uint64_t session_id) {
+  Entry* oldest = &cache_[0];
+  for (Entry& e : cache_) {
+    if (e.ctx && e.salt == salt && e.session_id == session_id) {
+      e.used = ++clock_;
+      return e.ctx.get();
+    }
+    if (e.used < oldest->used) oldest = &e;
+  }
+  oldest->ctx = new_gcm_context(derive_session_key(psk_, salt, session_id), false);
+  oldest->salt = salt;
+  oldest->session_id = session_id;
+  oldest->used = ++clock_;
+  ++derived_;
+  return oldest->ctx.get();
+}
+
+OpenStatus Opener::open(std::span<const uint8_t> sealed, const Header& h, std::span<uint8_t> out,
+                        size_t* inner_len, Salt* salt) {
+  if ((h.flags & kFlagAuth) == 0) return OpenStatus::kNotSealed;
+  if (sealed.size() < kHeaderSize + kSealOverhead || out.size() < sealed.size()) {
+    return OpenStatus::kMalformed;
+  }
+  const size_t body_len = sealed.size() - kHeaderSize - kSealOverhead;
+  const uint8_t* p = sealed.data();
+  const uint8_t* body = p + kHeaderSize;
+  const uint8_t* salt_p = body + body_len;
+  const uint8_t* tag = salt_p + kSaltSize;
+  std::memcpy(salt->data(), salt_p, kSaltSize);
+  EVP_CIPHER_CTX* c = context_for(*salt, h.session_id);
+
+  uint8_t nonce[12];
+  fill_nonce(h.seq, nonce);
+  uint8_t* o = out.data();
+  const bool encrypted = (h.flags & kFlagEncrypt) != 0;
+  int n = 0;
+  bool ok = EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, nonce) == 1 &&
+            EVP_DecryptUpdate(c, nullptr, &n, p, kChecksumOffset) == 1;
+  if (encrypted) {
+    ok = ok && EVP_DecryptUpdate(c, nullptr, &n, salt_p, kSaltSize) == 1 &&
+         (body_len == 0 ||
+          EVP_DecryptUpdate(c, o + kHeaderSize, &n, body, static_cast<int>(body_len)) == 1);
+  } else {
+    ok = ok &&
+         (body_len == 0 || EVP_DecryptUpdate(c, nullptr, &n, body, static_cast<int>(body_len)) == 1) &&
+         EVP_DecryptUpdate(c, nullptr, &n, salt_p, kSaltSize) == 1;
+  }
+  ok = ok && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kTagSize, const_cast<uint8_t*>(tag)) == 1 &&
+       EVP_DecryptFinal_ex(c, o + kHeaderSize + body_len, &n) == 1;
+  if (!ok) return OpenStatus::kBadTag;
+  // The inner datagram: the header as the sender built it, the body, its own checksum.
+  std::memcpy(o, p, kHeaderSize);
+  if (!encrypted && body_len > 0) std::memcpy(o + kHeaderSize, body, body_len);
+  store_le16(o + 6, static_cast<uint16_t>(body_len));
+  store_le16(o + 24, static_cast<uint16_t>(h.flags & ~kSealFlags));
+  *inner_len = kHeaderSize + body_len;
+  reseal(out.first(*inner_len));
+  return OpenStatus::kOk;
+}
+
+}  // namespace ddft::common
