@@ -120,7 +120,27 @@ constexpr uint64_t kMaxFileSize = uint64_t{1} << 60;
 constexpr uint64_t kMaxBitmapWords = (uint64_t{16} << 20) / 8;
 // How long a file whose end packet has arrived may wait for reordered data before it fails.
 constexpr auto kEndGrace = std::chrono::milliseconds(500);
+// A flood of refused announces must not fill the failed folder: records beyond this many a
+// minute are left out (each refusal is still counted, and logged at a bounded rate).
+constexpr uint64_t kRecordsPerMinute = 120;
+// Authentication failures: the first in detail at once, then a count at most this often.
+constexpr auto kAuthLogInterval = std::chrono::seconds(10);
+// How often the replay state is saved while a session runs (it is saved at once when a session
+// starts).
+constexpr auto kMarkSaveInterval = std::chrono::seconds(1);
 }  // namespace
+
+std::string_view auth_reject_name(AuthReject r) {
+  switch (r) {
+    case AuthReject::kNoKey: return "sealed but this receiver has no --key-file";
+    case AuthReject::kNotSealed: return "not sealed";
+    case AuthReject::kMalformed: return "malformed seal";
+    case AuthReject::kBadTag: return "bad tag";
+    case AuthReject::kReplayed: return "replayed";
+    case AuthReject::kStaleSession: return "of an earlier session";
+  }
+  return "?";
+}
 
 Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo& writer,
                      common::AlignedBuffer& block_memory, common::Clock& clock)
@@ -137,6 +157,25 @@ Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo&
     blocks_[i].mem = block_memory.data() + i * block_size_;
     free_blocks_.push_back(static_cast<int>(count - 1 - i));
   }
+  if (cfg.key) {
+    opener_ = std::make_unique<common::Opener>(*cfg.key);
+    open_buf_.resize(cfg.max_packet_size);
+    std::optional<SessionMark> restored;
+    if (const auto text = out_.read_state()) {
+      std::string error;
+      restored = parse_session_mark(*text, &error);
+      if (!restored) {
+        throw std::runtime_error(fmt::format(
+            "session state '{}/{}' is damaged ({}): remove it to accept the next session the "
+            "sender starts",
+            out_.root(), kStateFileName, error));
+      }
+      spdlog::info("Info: replay protection: newest session {:016x} (started {} ns after the "
+                   "epoch by the sender's clock), datagrams up to seq {} taken",
+                   restored->session_id, restored->start_ns(), restored->max_seq);
+    }
+    guard_ = std::make_unique<ReplayGuard>(restored);
+  }
 }
 
 Assembler::Scope::~Scope() {
@@ -146,6 +185,7 @@ Assembler::Scope::~Scope() {
 Assembler::~Assembler() {
   // A destructor must not throw: an IO engine that already failed reports it again here.
   try {
+    if (guard_ && guard_->take_changed()) save_session_mark();
     if (!files_.empty() || !backlog_.empty() || writer_.in_flight() > 0) fail_all("receiver stopped");
   } catch (const std::exception& e) {
     spdlog::error("Error: files in flight could not be recorded as failed: {}", e.what());
@@ -173,6 +213,7 @@ void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
     }
     return;
   }
+  if (!unseal(&data, &p)) return;
   if (!accept_session(p)) return;
   const auto now = clock_.now();
   if (silence_warned_) {
@@ -213,6 +254,75 @@ void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
   }
 }
 
+bool Assembler::unseal(std::span<const uint8_t>* data, Packet* p) {
+  const bool sealed = (p->header.flags & common::kSealFlags) != 0;
+  if (!opener_) {
+    if (sealed) reject_auth(AuthReject::kNoKey, *p, data->size());
+    return !sealed;
+  }
+  size_t inner_len = 0;
+  common::Salt salt{};
+  switch (opener_->open(*data, p->header, open_buf_, &inner_len, &salt)) {
+    case common::OpenStatus::kOk: break;
+    case common::OpenStatus::kNotSealed: reject_auth(AuthReject::kNotSealed, *p, data->size()); return false;
+    case common::OpenStatus::kMalformed: reject_auth(AuthReject::kMalformed, *p, data->size()); return false;
+    case common::OpenStatus::kBadTag: reject_auth(AuthReject::kBadTag, *p, data->size()); return false;
+  }
+  switch (guard_->check(salt, p->header.session_id, p->header.seq)) {
+    case ReplayGuard::Verdict::kFresh:
+      break;
+    case ReplayGuard::Verdict::kNewSession:
+      save_session_mark();
+      spdlog::info("Info: sender session {:016x}: datagrams authenticated{} (AES-256-GCM)",
+                   p->header.session_id,
+                   (p->header.flags & common::kFlagEncrypt) ? " and encrypted" : ", not encrypted");
+      break;
+    case ReplayGuard::Verdict::kDuplicate:
+      ++counters_.duplicates;
+      return false;
+    case ReplayGuard::Verdict::kReplayed:
+      reject_auth(AuthReject::kReplayed, *p, data->size());
+      return false;
+    case ReplayGuard::Verdict::kStaleSession:
+      reject_auth(AuthReject::kStaleSession, *p, data->size());
+      return false;
+  }
+  *data = std::span<const uint8_t>(open_buf_.data(), inner_len);
+  if (common::decode_packet(*data, p) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return false;
+  }
+  return true;
+}
+
+void Assembler::reject_auth(AuthReject why, const Packet& p, size_t len) {
+  ++counters_.auth_rejected[static_cast<size_t>(why)];
+  const auto now = clock_.now();
+  if (auth_logged_ && now - last_auth_log_ < kAuthLogInterval) {
+    ++auth_unlogged_[static_cast<size_t>(why)];
+    return;
+  }
+  auth_logged_ = true;
+  last_auth_log_ = now;
+  spdlog::warn("Warn: dropped a datagram that failed authentication ({}; {} bytes, session "
+               "{:016x}, seq {}); its data is never written",
+               auth_reject_name(why), len, p.header.session_id, p.header.seq);
+}
+
+void Assembler::save_session_mark() {
+  if (!guard_ || !guard_->mark()) return;
+  last_mark_save_ = clock_.now();
+  std::string reason;
+  if (out_.write_state(format_session_mark(*guard_->mark()), &reason)) return;
+  const auto now = clock_.now();
+  if (save_error_logged_ && now - last_save_error_log_ < seconds(60)) return;
+  save_error_logged_ = true;
+  last_save_error_log_ = now;
+  spdlog::warn("Warn: cannot save the replay state '{}/{}': {} (after a restart the receiver "
+               "could take this session's datagrams again)",
+               out_.root(), kStateFileName, reason);
+}
+
 void Assembler::replay_window(const common::Header& announce) {
   if (announce.fec_pos > announce.seq) return;
   fec_.replay(announce.seq - announce.fec_pos, [this](std::span<const uint8_t> d) {
@@ -227,7 +337,8 @@ void Assembler::replay_window(const common::Header& announce) {
 void Assembler::on_rebuilt(std::span<const uint8_t> data) {
   Packet p;
   if (common::decode_packet(data, &p) != DecodeStatus::kOk || p.header.session_id != session_ ||
-      !(p.header.flags & common::kFlagFec) || p.header.type == PacketType::kParity) {
+      !(p.header.flags & common::kFlagFec) || (p.header.flags & common::kSealFlags) ||
+      p.header.type == PacketType::kParity) {
     ++counters_.rebuilt_bad;
     return;
   }
@@ -348,7 +459,10 @@ void Assembler::handle_announce(const Packet& p) {
     if (other->state == State::kReceiving) promised += other->size - other->bytes_received;
   }
   const uint64_t free = out_.free_bytes();
-  if (a.size > kMaxFileSize || bitmap_words > kMaxBitmapWords) {
+  if (cfg_.max_file_size > 0 && a.size > cfg_.max_file_size) {
+    reason = fmt::format("announced size {} bytes is over --max-file-size {}",
+                         common::with_commas(a.size), common::with_commas(cfg_.max_file_size));
+  } else if (a.size > kMaxFileSize || bitmap_words > kMaxBitmapWords) {
     reason = fmt::format("announced size {} is larger than this receiver accepts", a.size);
   } else if (free != UINT64_MAX && a.size > 0 && a.size + promised > free) {
     reason = fmt::format("not enough free space: {} bytes announced, {} free on the output "
@@ -357,6 +471,8 @@ void Assembler::handle_announce(const Packet& p) {
                          promised ? fmt::format(" ({} promised to files in flight)",
                                                 common::with_commas(promised))
                                   : "");
+  } else if (!make_room_for_file(&reason)) {
+    // refused below
   } else if (f->bitmap.assign(bitmap_words, 0),
              !out_.create_temp(f->path, temp_name(session_, f->id), &f->tmp, &reason)) {
     // refused below
@@ -367,17 +483,65 @@ void Assembler::handle_announce(const Packet& p) {
     files_.emplace(std::make_pair(session_, a.file_id), std::move(f));
     return;
   }
+  refuse(*f, reason);
+}
+
+bool Assembler::make_room_for_file(std::string* reason) {
+  if (files_.size() < cfg_.max_files_in_flight) return true;
+  // The oldest file still receiving fails; files finishing their writes cannot be hurried.
+  File* oldest = nullptr;
+  for (auto& [key, f] : files_) {
+    if (f->state == State::kReceiving && (oldest == nullptr || f->announced < oldest->announced)) {
+      oldest = f.get();
+    }
+  }
+  if (oldest != nullptr) {
+    ++counters_.files_evicted;
+    fail_file(*oldest, fmt::format("more than {} files in flight (--max-files-in-flight): the "
+                                   "oldest fails to make room for a new one",
+                                   cfg_.max_files_in_flight));
+  }
+  // A failed file stays until its writes are done: beyond twice the bound, new files wait.
+  if (files_.size() >= 2 * cfg_.max_files_in_flight ||
+      (oldest == nullptr && files_.size() >= cfg_.max_files_in_flight)) {
+    *reason = fmt::format("{} files in flight are still being written (--max-files-in-flight {})",
+                          files_.size(), cfg_.max_files_in_flight);
+    return false;
+  }
+  return true;
+}
+
+bool Assembler::take_record_slot() {
+  roll_record_window(clock_.now());
+  if (++records_in_window_ <= kRecordsPerMinute) return true;
+  ++counters_.records_suppressed;
+  return false;
+}
+
+void Assembler::roll_record_window(common::Clock::time_point now) {
+  if (now - record_window_ < minutes(1)) return;
+  if (records_in_window_ > kRecordsPerMinute) {
+    spdlog::warn("Warn: {} refused file(s), or failed ones that had received nothing, got no "
+                 "record and no log line (at most {} a minute: a flood of announces?)",
+                 records_in_window_ - kRecordsPerMinute, kRecordsPerMinute);
+  }
+  record_window_ = now;
+  records_in_window_ = 0;
+}
+
+void Assembler::refuse(const File& f, const std::string& reason) {
   ++counters_.files_refused;
+  if (!take_record_slot()) return;
   FailureRecord rec;
-  rec.rel_path = f->path;
+  rec.rel_path = f.path;
   rec.session = session_;
-  rec.file_id = f->id;
-  rec.expected_size = f->size;
+  rec.file_id = f.id;
+  rec.expected_size = f.size;
   rec.reason = "refused: " + reason;
-  rec.verify = std::string(common::verify_type_name(f->verify));
+  rec.verify = std::string(common::verify_type_name(f.verify));
   TempFile none;
   const std::string where = out_.fail(none, rec);
-  spdlog::error("Error: refused file {}: {} (record: {})", common::json_quote(f->path), reason,
+  spdlog::error("Error: refused file {}: {} (record: {})", common::json_quote(f.path), reason,
                 where.empty() ? "not written" : where);
 }
 
@@ -692,6 +856,25 @@ void Assembler::poll(bool wait) {
     lost_logged_ = lost;
     last_loss_log_ = now;
   }
+  roll_record_window(now);
+  if (guard_ && now - last_mark_save_ >= kMarkSaveInterval && guard_->take_changed()) {
+    save_session_mark();
+  }
+  uint64_t unlogged = 0;
+  for (uint64_t n : auth_unlogged_) unlogged += n;
+  if (unlogged > 0 && now - last_auth_log_ >= kAuthLogInterval) {
+    std::string kinds;
+    for (size_t i = 0; i < kAuthRejectCount; ++i) {
+      if (auth_unlogged_[i] == 0) continue;
+      kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", auth_unlogged_[i],
+                           auth_reject_name(static_cast<AuthReject>(i)));
+      auth_unlogged_[i] = 0;
+    }
+    spdlog::warn("Warn: {} more datagram(s) failed authentication since the last report ({}); "
+                 "none was written",
+                 unlogged, kinds);
+    last_auth_log_ = now;
+  }
   if (session_ != 0 && !session_final_ && !silence_warned_ &&
       now - last_session_packet_ >= 3 * heartbeat_interval_) {
     silence_warned_ = true;
@@ -884,13 +1067,20 @@ void Assembler::close_failed(File& f) {
   if (rec.missing_ranges_total > kMissingRangesInLog) {
     ranges += fmt::format(" and {} more", rec.missing_ranges_total - kMissingRangesInLog);
   }
+  // A file that received nothing holds no data to keep: under a flood of announces its record
+  // and line share the refusals' budget.
+  rec.no_record = f.bytes_received == 0 && !take_record_slot();
   const std::string where = out_.fail(f.tmp, rec);
+  ++counters_.files_failed;
+  if (rec.no_record) {
+    destroy(f);
+    return;
+  }
   spdlog::error("Error: {} FAILED: {}; received {} of {} bytes{}{}; record: {}", f.path,
                 f.fail_reason, common::with_commas(f.bytes_received), common::with_commas(f.size),
                 ranges.empty() ? "" : "; missing bytes " + ranges,
                 rec.discard_data ? "; partial data removed (disk full)" : "",
                 where.empty() ? "could not be written" : where);
-  ++counters_.files_failed;
   destroy(f);
 }
 
@@ -1039,14 +1229,17 @@ void Assembler::log_summary() const {
   const uint64_t rebuilt = fc.rebuilt - fec_at_session_.rebuilt;
   const uint64_t lost_groups =
       fc.groups_lost - fec_at_session_.groups_lost + fec_.unrepaired_open();
+  uint64_t auth = 0;
+  for (uint64_t n : counters_.auth_rejected) auth += n;
   spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused; packets: {} "
-               "received, {} lost, {} rejected, {} from other sessions{}",
+               "received, {} lost, {} rejected, {} from other sessions{}{}",
                session_, counters_.files_passed, counters_.files_failed, counters_.files_refused,
                seq_.received(), seq_.lost(), rejected, counters_.other_session,
                rebuilt + lost_groups > 0
                    ? fmt::format("; FEC rebuilt {}, {} group(s) beyond repair", rebuilt,
                                  lost_groups)
-                   : "");
+                   : "",
+               auth > 0 ? fmt::format("; {} failed authentication", auth) : "");
 }
 
 }  // namespace ddft::receiver

@@ -22,11 +22,13 @@
 #include "common/clock.hpp"
 #include "common/hash.hpp"
 #include "common/protocol.hpp"
+#include "common/seal.hpp"
 #include "common/block_io.hpp"
 #include "receiver/config.hpp"
 #include "receiver/fec_decoder.hpp"
 #include "receiver/ingest.hpp"
 #include "receiver/output_dir.hpp"
+#include "receiver/replay_guard.hpp"
 
 namespace ddft::receiver {
 
@@ -64,6 +66,18 @@ struct IntervalStat {
   std::string format() const;
 };
 
+// Why an authenticated receiver (--key-file) dropped a datagram. Such datagrams are never written.
+enum class AuthReject : uint8_t {
+  kNoKey = 0,     // sealed, but this receiver has no key
+  kNotSealed,     // not sealed, but this receiver requires it
+  kMalformed,     // too short for the seal's trailer
+  kBadTag,        // forged, damaged, or sealed with another key
+  kReplayed,      // of the current session, but taken before (older than the replay window)
+  kStaleSession,  // of a session that does not start after the newest one accepted
+};
+inline constexpr size_t kAuthRejectCount = 6;
+std::string_view auth_reject_name(AuthReject r);
+
 struct AssemblerCounters {
   uint64_t datagrams = 0;
   uint64_t rejected[common::kDecodeStatusCount] = {};
@@ -74,6 +88,9 @@ struct AssemblerCounters {
   uint64_t duplicates = 0;
   uint64_t handling_errors = 0;  // datagrams whose handling threw (memory, I/O set-up)
   uint64_t rebuilt_bad = 0;      // FEC output that failed its checksum (not from this sender)
+  uint64_t auth_rejected[kAuthRejectCount] = {};
+  uint64_t files_evicted = 0;    // failed to make room under --max-files-in-flight
+  uint64_t records_suppressed = 0;  // refusals past the record rate limit (logged, no record)
   uint64_t files_passed = 0;
   uint64_t files_failed = 0;
   uint64_t files_refused = 0;
@@ -152,6 +169,20 @@ class Assembler {
   };
 
   File* find_file(uint32_t id);
+  // --key-file: opens a sealed datagram into open_buf_ and checks it is fresh; `data` and `p` are
+  // then the inner datagram. Without a key, refuses sealed datagrams. False: dropped.
+  bool unseal(std::span<const uint8_t>* data, common::Packet* p);
+  void reject_auth(AuthReject why, const common::Packet& p, size_t len);
+  void save_session_mark();
+  // A refused announce: counted, logged, and recorded in the failed folder (at a bounded rate).
+  void refuse(const File& f, const std::string& reason);
+  // --max-files-in-flight: fails the oldest file still receiving when the bound is reached.
+  // False (with *reason) when every file in flight is finishing its writes.
+  bool make_room_for_file(std::string* reason);
+  // True when one more refusal record fits this minute's budget (kRecordsPerMinute).
+  bool take_record_slot();
+  // Starts a new minute of refusal records, logging how many the last one left out.
+  void roll_record_window(common::Clock::time_point now);
   void on_rebuilt(std::span<const uint8_t> data);
   // Offers the data of an announce's FEC window again (it came before the file was known).
   void replay_window(const common::Header& announce);
@@ -206,6 +237,17 @@ class Assembler {
   bool silence_warned_ = false;  // the 3-heartbeat silence warning is out
   std::chrono::milliseconds heartbeat_interval_{1000};
   FecDecoder fec_;
+  std::unique_ptr<common::Opener> opener_;  // --key-file
+  std::unique_ptr<ReplayGuard> guard_;
+  std::vector<uint8_t> open_buf_;           // the inner datagram of the sealed one in hand
+  uint64_t auth_unlogged_[kAuthRejectCount] = {};
+  common::Clock::time_point last_auth_log_{};
+  bool auth_logged_ = false;
+  common::Clock::time_point last_mark_save_{};
+  common::Clock::time_point last_save_error_log_{};
+  bool save_error_logged_ = false;
+  common::Clock::time_point record_window_{};  // refusal records: at most kRecordsPerMinute
+  uint64_t records_in_window_ = 0;
   FecCounters fec_at_session_;
   // Files in flight by (session, file id): a restarted sender reuses ids while the old session's
   // failed files may still be finishing their I/O.

@@ -82,6 +82,26 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
                  "on (warn where it does not), off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  app.add_option("--key-file", cfg.key_file,
+                 "Pre-shared key (32 random bytes or 64 hex digits, mode 0600): accept only "
+                 "datagrams sealed with it (AES-256-GCM), drop and count all others");
+  app.add_option("--max-file-size", cfg.max_file_size,
+                 "Refuse announced files larger than this (bytes, or with a unit: 500MB, 2GiB, "
+                 "1TB; KB = 1000, KiB = 1024); 0: no limit but the free space")
+      ->transform(CLI::AsSizeValue(true))
+      ->capture_default_str();
+  app.add_option("--max-files-in-flight", cfg.max_files_in_flight,
+                 "Files open at once; an announce beyond it fails the oldest file in flight")
+      ->check(CLI::Range(size_t{2}, size_t{100000}))
+      ->capture_default_str();
+  app.add_option("--max-path-length", cfg.path_limits.max_length,
+                 "Refuse announced paths longer than this, bytes")
+      ->check(CLI::Range(size_t{1}, common::kMaxPathSize))
+      ->capture_default_str();
+  app.add_option("--max-path-depth", cfg.path_limits.max_depth,
+                 "Refuse announced paths with more components (folders and the name) than this")
+      ->check(CLI::Range(size_t{1}, size_t{2048}))
+      ->capture_default_str();
   app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
   app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
   app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
@@ -120,6 +140,13 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
                                    cfg.buffer_mb, pool_mb, pool_mb + 8));
   }
   if (cfg.null_sink) cfg.io_engine = common::IoEngine::kNull;
+  if (!cfg.key_file.empty()) {
+    try {
+      cfg.key = common::load_key_file(cfg.key_file);
+    } catch (const std::exception& e) {
+      throw CLI::ValidationError("--key-file", e.what());
+    }
+  }
 }
 
 }  // namespace ddft::receiver

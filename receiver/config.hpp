@@ -4,9 +4,12 @@
 #include <CLI/CLI.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/logging.hpp"
+#include "common/seal.hpp"
 #include "common/transport.hpp"
 #include "common/block_io.hpp"
 #include "receiver/output_dir.hpp"
@@ -44,6 +47,13 @@ struct ReceiverConfig {
   size_t batch = 64;                  // datagrams per recvmmsg
   bool once = false;                  // exit when the first sender session has finished
   bool lock_memory = false;           // mlock the ring
+  // Security (--key-file): every datagram must be sealed with the pre-shared key.
+  std::string key_file;
+  std::optional<common::Key> key;     // loaded by finalize_receiver_config()
+  // Limits on what a sender may make the receiver hold.
+  uint64_t max_file_size = 0;         // bytes; 0: no limit but the free space
+  size_t max_files_in_flight = 32;    // files open at once; more fail the oldest
+  PathLimits path_limits;             // --max-path-length, --max-path-depth
   common::LogConfig log;
   // Test hook: the writer stalls once for this many seconds after test_stall_after_mb MiB were
   // written (0 = off). Hidden from --help.

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/protocol.hpp"
+#include "common/seal.hpp"
 
 namespace ddft::receiver {
 
@@ -17,7 +18,9 @@ void DropLedger::add(std::span<const std::span<uint8_t>> datagrams, std::span<co
     uint32_t file = 0;
     if (len >= common::kHeaderSize + common::kDataHeaderSize && common::load_le32(p) == common::kMagic) {
       session = common::load_le64(p + 8);
-      if (p[5] == static_cast<uint8_t>(common::PacketType::kData)) {
+      // An encrypted payload (--key-file) hides its file id.
+      const bool encrypted = (common::load_le16(p + 24) & common::kFlagEncrypt) != 0;
+      if (p[5] == static_cast<uint8_t>(common::PacketType::kData) && !encrypted) {
         file = common::load_le32(p + common::kHeaderSize);
       }
     }

@@ -3,10 +3,14 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -36,25 +40,48 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
+// Opens folder `name` (one path component) of `dir` with no symlink followed anywhere and nothing
+// resolved outside `dir` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS); kernels before 5.6
+// fall back to openat(O_NOFOLLOW), which refuses a symlink as the last (here: only) component.
+int open_dir_beneath(int dir, const char* name) {
+  static std::atomic<bool> have_openat2{true};
+  if (have_openat2) {
+    open_how how{};
+    how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    const long fd = ::syscall(SYS_openat2, dir, name, &how, sizeof how);
+    if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
+    have_openat2 = false;
+  }
+  return ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
 }  // namespace
 
-std::string check_wire_path(std::string_view path) {
+std::string check_wire_path(std::string_view path, const PathLimits& limits) {
   if (path.empty()) return "empty path";
-  if (path.size() > 4096) return "path longer than 4096 bytes";
+  if (path.size() > limits.max_length) {
+    return fmt::format("path of {} bytes is longer than --max-path-length {}", path.size(),
+                       limits.max_length);
+  }
   if (path.front() == '/') return "absolute path";
   for (unsigned char c : path) {
     if (c == 0) return "NUL byte in path";
     if (c < 0x20 || c == 0x7F) return "control character in path";
   }
   size_t start = 0;
+  size_t depth = 0;
   while (start <= path.size()) {
+    if (++depth > limits.max_depth) {
+      return fmt::format("path deeper than --max-path-depth {}", limits.max_depth);
+    }
     size_t end = path.find('/', start);
     if (end == std::string_view::npos) end = path.size();
     const std::string_view comp = path.substr(start, end - start);
     if (comp.empty()) return "empty path component";
     if (comp == "." || comp == "..") return "'.' or '..' in path";
     if (comp.size() > kNameMax) return "path component longer than 255 bytes";
-    if (is_temp_name(comp)) return "name of a receiver temporary file";
+    if (comp.starts_with(kTempPrefix)) return "a name the receiver keeps for its own files (.ddft-*)";
     start = end + 1;
   }
   return "";
@@ -118,13 +145,13 @@ bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, st
       return true;
     }
     const std::string comp(rel_path.substr(start, slash - start));
-    int fd = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open_dir_beneath(cur.get(), comp.c_str());
     if (fd < 0 && errno == ENOENT) {
       if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) {
         *reason = fmt::format("cannot create folder '{}': {}", comp, errno_text(errno));
         return false;
       }
-      fd = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      fd = open_dir_beneath(cur.get(), comp.c_str());
     }
     if (fd < 0) {
       *reason = (errno == ELOOP || errno == ENOTDIR)
@@ -153,7 +180,7 @@ bool OutputDir::enable_direct_io() {
 
 bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
                             std::string* reason) {
-  if (std::string why = check_wire_path(rel_path); !why.empty()) {
+  if (std::string why = check_wire_path(rel_path, limits_); !why.empty()) {
     *reason = why;
     return false;
   }
@@ -283,7 +310,7 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
   f.direct_fd.reset();
   if (f.fd || !f.tmp_name.empty()) {
     f.fd.reset();
-    if (rec.discard_data && f.dir) {
+    if ((rec.discard_data || rec.no_record) && f.dir) {
       ::unlinkat(f.dir.get(), f.tmp_name.c_str(), 0);
     } else if (f.dir && ::renameat(f.dir.get(), f.tmp_name.c_str(), failed_fd_.get(), name.c_str()) == 0) {
       data_path = failed_path_ + "/" + name;
@@ -291,6 +318,8 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
       ::unlinkat(f.dir.get(), f.tmp_name.c_str(), 0);
     }
   }
+
+  if (rec.no_record) return "";
 
   std::string json = "{\n";
   json += fmt::format("  \"name\": {},\n", common::json_quote(rec.rel_path));
@@ -320,6 +349,60 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
 }  // namespace ddft::receiver
 
 namespace ddft::receiver {
+
+void OutputDir::lock_exclusive() {
+  if (null_sink_) return;
+  // flock on the folder itself: nothing to create, and the lock goes with the process.
+  lock_fd_.reset(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!lock_fd_ || ::flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    lock_fd_.reset();
+    throw std::runtime_error(
+        err == EWOULDBLOCK
+            ? fmt::format("output folder '{}' is in use by another dd_file_receive (one receiver "
+                          "per folder)",
+                          root_)
+            : fmt::format("output folder '{}' cannot be locked: {}", root_, errno_text(err)));
+  }
+}
+
+std::optional<std::string> OutputDir::read_state() const {
+  common::UniqueFd fd(::openat(root_fd_.get(), kStateFileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  const std::string where = fmt::format("{}/{}", root_, kStateFileName);
+  if (!fd) {
+    if (errno == ENOENT) return std::nullopt;
+    throw std::runtime_error(
+        fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno)));
+  }
+  std::string text(4096, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw std::runtime_error(
+          fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno)));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
+
+bool OutputDir::write_state(std::string_view text, std::string* reason) {
+  if (null_sink_) return true;
+  const std::string tmp = std::string(kStateFileName) + ".new";
+  common::UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(),
+                               O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd || !write_all(fd.get(), text) || ::fsync(fd.get()) != 0 ||
+      ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), kStateFileName) != 0) {
+    *reason = errno_text(errno);
+    ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
+    return false;
+  }
+  return true;
+}
 
 uint64_t OutputDir::free_bytes() const {
   struct statvfs st {};

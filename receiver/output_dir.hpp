@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,10 +19,21 @@ namespace ddft::receiver {
 
 enum class CollisionPolicy { kRename, kOverwrite, kReject };
 
+// Bounds on the paths a sender may announce (--max-path-length, --max-path-depth).
+struct PathLimits {
+  size_t max_length = 4096;  // bytes
+  size_t max_depth = 64;     // components, the file name included
+};
+
 // Returns "" when `path` (relative, from the wire) is acceptable, else a one-line reason. Refused:
-// empty, absolute, longer than 4096 bytes, a NUL or control character, an empty, "." or ".."
-// component, a component over 255 bytes, or a name of the receiver's own temporary files.
-std::string check_wire_path(std::string_view path);
+// empty, absolute, longer than the limit, deeper than the limit, a NUL or control character, an
+// empty, "." or ".." component, a component over 255 bytes, or a name the receiver keeps for its
+// own files (".ddft-" and on: temporary files, the session state, the folder lock).
+std::string check_wire_path(std::string_view path, const PathLimits& limits = {});
+
+// The receiver's own files in the output folder: the replay state (--key-file) and the lock.
+inline constexpr const char* kStateFileName = ".ddft-session-state";
+inline constexpr const char* kLockFileName = ".ddft-lock";
 
 // The name an existing file is moved to under CollisionPolicy::kRename: "name.N.ext" ("a.tar.gz"
 // -> "a.tar.N.gz", ".bashrc" -> ".bashrc.N", "README" -> "README.N").
@@ -55,6 +67,7 @@ struct FailureRecord {
   std::string expected_key;  // hex digest from the sender, "" when unknown
   std::string computed_key;  // hex digest of what arrived, "" when not computed
   bool discard_data = false;  // remove the partial data instead of keeping it (disk full)
+  bool no_record = false;     // remove the temporary file and write no record (flood bound)
 };
 
 // A temporary file an earlier run left behind, found at start-up.
@@ -98,6 +111,21 @@ class OutputDir {
   // followed; the failed folder is skipped.
   std::vector<Leftover> recover_leftovers();
 
+  // Refuses announced paths beyond these limits (create_temp()).
+  void set_path_limits(const PathLimits& limits) { limits_ = limits; }
+
+  // Takes the output folder for this process alone: a second receiver on the same folder would
+  // move this one's temporary files away at its start-up. Throws std::runtime_error with a
+  // one-line reason when another process holds it. The lock lasts as long as this object.
+  void lock_exclusive();
+
+  // The receiver's small state file in the output folder (kStateFileName). read_state() returns
+  // nullopt when there is none, and throws std::runtime_error when it cannot be read.
+  // write_state() replaces it atomically (a temporary file, fsync, rename); on failure it returns
+  // false and sets *reason. Under --sink null nothing is written.
+  std::optional<std::string> read_state() const;
+  bool write_state(std::string_view text, std::string* reason);
+
   // Bytes an unprivileged writer may still use on the output folder's file system.
   uint64_t free_bytes() const;
 
@@ -117,7 +145,9 @@ class OutputDir {
   CollisionPolicy policy_;
   bool null_sink_;
   bool direct_io_ = false;
+  PathLimits limits_;
   common::UniqueFd root_fd_;
+  common::UniqueFd lock_fd_;
   common::UniqueFd failed_fd_;
   dev_t failed_dev_ = 0;
   ino_t failed_ino_ = 0;

@@ -15,6 +15,8 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
                    common::Clock& clock)
     : cfg_(cfg), clock_(clock) {
   out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision, cfg.null_sink);
+  out_->lock_exclusive();  // before the sweep: another receiver's files in flight are its own
+  out_->set_path_limits(cfg.path_limits);
   for (const Leftover& l : out_->recover_leftovers()) {
     spdlog::warn("Warn: {}: left incomplete by an earlier run of the receiver; moved to the failed "
                  "folder (record: {})",

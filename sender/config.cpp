@@ -56,6 +56,15 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
       ->check(CLI::Range(1u, 255u))
       ->group(loss)
       ->capture_default_str();
+  const std::string security = "Security";
+  app.add_option("--key-file", cfg.key_file,
+                 "Pre-shared key (32 random bytes or 64 hex digits, mode 0600): seal every "
+                 "datagram with AES-256-GCM under a key of this session's own")
+      ->group(security);
+  app.add_flag("--auth-only", cfg.auth_only,
+               "With --key-file: authenticate every datagram but send its contents in the clear "
+               "(for sites that must inspect the traffic)")
+      ->group(security);
   app.add_option("--read-block-kb", cfg.read_block_kb, "Reader block size in KiB")
       ->check(CLI::Range(size_t{4}, size_t{65536}))
       ->capture_default_str();
@@ -162,10 +171,21 @@ void finalize_sender_config(SenderConfig& cfg) {
   if (!common::check_fec_interleave(cfg.fec, &error)) {
     throw CLI::ValidationError("--fec-interleave", error);
   }
+  if (cfg.auth_only && cfg.key_file.empty()) {
+    throw CLI::ValidationError("--auth-only", "needs --key-file (it says how to seal, not what with)");
+  }
+  if (!cfg.key_file.empty()) {
+    try {
+      cfg.key = common::load_key_file(cfg.key_file);
+    } catch (const std::exception& e) {
+      throw CLI::ValidationError("--key-file", e.what());
+    }
+  }
 }
 
 size_t source_datagram_size(const SenderConfig& cfg) {
-  return cfg.packet_size - (cfg.fec.enabled() ? common::kFecOverhead : 0);
+  return cfg.packet_size - (cfg.fec.enabled() ? common::kFecOverhead : 0) -
+         (cfg.key ? common::kSealOverhead : 0);
 }
 
 size_t data_chunk_size(const SenderConfig& cfg) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "common/fec.hpp"
 #include "common/logging.hpp"
 #include "common/protocol.hpp"
+#include "common/seal.hpp"
 #include "common/transport.hpp"
 
 namespace ddft::sender {
@@ -52,6 +54,9 @@ struct SenderConfig {
   bool file_lock = false;             // FILE_LOCK=Y: shared lock on each source while it is read
   std::string file_lock_text = "N";
   double lock_timeout_s = 30;         // how long FILE_LOCK waits for a writer's lock
+  std::string key_file;               // --key-file: seal every datagram (common/seal.hpp)
+  bool auth_only = false;             // --auth-only: authenticate, do not encrypt
+  std::optional<common::Key> key;     // loaded by finalize_sender_config()
   ReportOption report = ReportOption::kSummary;
   std::string report_text = "S";
   size_t report_mb = 100;             // REPORT_OPTION V: a progress line every this many MB
@@ -62,7 +67,8 @@ struct SenderConfig {
 };
 
 // The longest datagram but parity: the packet size, less with FEC the room the parity header
-// needs (a parity datagram carries a whole source datagram and must fit the packet size too).
+// needs (a parity datagram carries a whole source datagram and must fit the packet size too),
+// less with --key-file the seal's trailer (salt and tag).
 size_t source_datagram_size(const SenderConfig& cfg);
 // Data bytes per data packet: a source datagram less its headers.
 size_t data_chunk_size(const SenderConfig& cfg);

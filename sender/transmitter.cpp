@@ -28,6 +28,10 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
   pending_.reserve(cfg.batch);
   totals_.session_id = session_id;
   if (cfg.fec.enabled()) fec_ = std::make_unique<FecEncoder>(cfg.fec, source_size_);
+  if (cfg.key) {
+    sealer_ = std::make_unique<common::Sealer>(*cfg.key, session_id, common::make_session_salt(),
+                                               !cfg.auth_only);
+  }
 }
 
 Header Transmitter::next_header(bool fec_source) {
@@ -43,22 +47,25 @@ Header Transmitter::next_header(bool fec_source) {
 
 void Transmitter::commit(std::span<uint8_t> slot, size_t n, bool send) {
   const bool full = fec_ && fec_->add(common::load_le64(slot.data() + 16), slot.first(n));
-  if (send) enqueue(slot.first(n));
+  if (send) enqueue(slot, n);
   if (full) close_window();
 }
 
-void Transmitter::enqueue(std::span<const uint8_t> datagram) {
-  pending_.push_back(datagram);
-  pending_bytes_ += datagram.size();
+void Transmitter::enqueue(std::span<uint8_t> slot, size_t n) {
+  // Sealed last, after FEC has taken the inner datagram: parity covers what the receiver gets
+  // back when it opens the seal.
+  if (sealer_) n = sealer_->seal(slot, n);
+  pending_.push_back(slot.first(n));
+  pending_bytes_ += n;
 }
 
 void Transmitter::close_window() {
   if (!fec_) return;
   fec_->close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
     auto slot = next_slot();
-    const size_t n = common::encode_parity(next_header(false), pa, shard, slot);
+    const size_t n = common::encode_parity(next_header(false), pa, shard, slot.first(source_size_ + common::kFecOverhead));
     if (n == 0) throw std::logic_error("parity datagram does not fit the packet size");
-    enqueue(slot.first(n));
+    enqueue(slot, n);
   });
 }
 

@@ -10,6 +10,7 @@
 #include "common/bounded_queue.hpp"
 #include "common/clock.hpp"
 #include "common/protocol.hpp"
+#include "common/seal.hpp"
 #include "common/transport.hpp"
 #include "sender/config.hpp"
 #include "sender/fec_encoder.hpp"
@@ -42,8 +43,9 @@ class Transmitter {
   // with FEC it is added to its window first. `send` false: built, counted in its window, not
   // sent (the test hook's "lost on the link").
   void commit(std::span<uint8_t> slot, size_t n, bool send = true);
-  // Adds an encoded datagram to the batch being built (no FEC accounting).
-  void enqueue(std::span<const uint8_t> datagram);
+  // Adds the datagram of `n` bytes encoded in `slot` to the batch being built (no FEC
+  // accounting), sealed first with --key-file.
+  void enqueue(std::span<uint8_t> slot, size_t n);
   // With FEC, sends the parity of the window so far and starts a new one.
   void close_window();
   void flush();
@@ -67,6 +69,7 @@ class Transmitter {
   size_t chunk_size_;  // data bytes per data packet
   size_t source_size_;  // longest datagram but parity (the packet size less the FEC room)
   std::unique_ptr<FecEncoder> fec_;
+  std::unique_ptr<common::Sealer> sealer_;  // --key-file
   common::Clock::time_point last_heartbeat_{};
   common::AlignedBuffer arena_;
   std::vector<std::span<const uint8_t>> pending_;

@@ -337,5 +337,65 @@ TEST_F(EndToEnd, GarbageOnThePortDoesNotDisturbATransfer) {
   EXPECT_NE(rx_log().find("500 rejected"), std::string::npos) << rx_log();
 }
 
+// --key-file: a key of 32 random bytes, the owner's only.
+fs::path make_key(const fs::path& p, uint64_t seed) {
+  write_pattern(p, 32, seed);
+  fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write);
+  return p;
+}
+
+TEST_F(EndToEnd, SealedTransfersArriveByteForByteEncryptedOrAuthenticatedOnly) {
+  const fs::path key = make_key(base_ / "link.key", 71);
+  write_pattern(src_ / "a.bin", 3 * 1024 * 1024 + 17, 72);
+  write_pattern(src_ / "sub/b.bin", 100'000, 73);
+  write_pattern(src_ / "empty", 0, 74);
+  start_receiver({"--key-file", key.string()});
+  ASSERT_EQ(send({src_.string() + "/", "--key-file", key.string()}), 0) << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  for (const char* name : {"a.bin", "sub/b.bin", "empty"}) {
+    EXPECT_TRUE(same_content(src_ / name, out_ / name)) << name;
+  }
+  EXPECT_NE(rx_log().find("datagrams authenticated and encrypted (AES-256-GCM)"),
+            std::string::npos)
+      << rx_log();
+  EXPECT_EQ(rx_log().find("failed authentication"), std::string::npos) << rx_log();
+
+  // Authenticated only, with FEC behind the seal: the next session of the same receiver folder.
+  fs::remove_all(out_ / "a.bin");
+  start_receiver({"--key-file", key.string()});
+  ASSERT_EQ(send({(src_ / "a.bin").string(), "--key-file", key.string(), "--auth-only", "--fec",
+                  "16:2"}),
+            0)
+      << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_TRUE(same_content(src_ / "a.bin", out_ / "a.bin"));
+  EXPECT_NE(rx_log().find("datagrams authenticated, not encrypted (AES-256-GCM)"),
+            std::string::npos)
+      << rx_log();
+  EXPECT_TRUE(failed_records(out_).empty());
+}
+
+TEST_F(EndToEnd, ASenderWithoutTheKeyDeliversNothing) {
+  const fs::path key = make_key(base_ / "link.key", 75);
+  const fs::path other = make_key(base_ / "other.key", 76);
+  write_pattern(src_ / "planted.bin", 200'000, 77);
+  start_receiver({"--key-file", key.string()}, /*once=*/false);
+  // Another key, then no key at all: both refused, counted, never written.
+  ASSERT_EQ(send({(src_ / "planted.bin").string(), "--key-file", other.string()}), 0) << tx_log();
+  ASSERT_EQ(send({(src_ / "planted.bin").string()}), 0) << tx_log();
+  ASSERT_TRUE(eventually(
+      [&] { return rx_log().find("failed authentication (bad tag;") != std::string::npos; },
+      seconds(10)))
+      << rx_log();
+  receiver_->signal(SIGTERM);
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_FALSE(fs::exists(out_ / "planted.bin"));
+  for (const auto& e : fs::recursive_directory_iterator(out_)) {
+    EXPECT_FALSE(e.is_regular_file() && e.path().filename() != ".ddft-session-state")
+        << "nothing written: " << e.path();
+  }
+  EXPECT_EQ(rx_log().find("receiving\n"), std::string::npos) << rx_log();
+}
+
 }  // namespace
 }  // namespace ddft::testing

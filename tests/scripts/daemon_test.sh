@@ -46,11 +46,18 @@ out=$("$recv_bin" --listen "127.0.0.1:$port" --output "$work/none" --buffer-mb 1
 expect "bad folder on a busy port: status" 1 "$?"
 [[ "$out" == *"output folder '$work/none' cannot be used"* && "$out" != *"cannot listen"* ]] && ok ||
   bad "bad folder on a busy port: $out"
-out=$("$recv_bin" --listen "127.0.0.1:$port" --output "$work/out" --buffer-mb 128 2>&1)
+mkdir -p "$work/out2"
+out=$("$recv_bin" --listen "127.0.0.1:$port" --output "$work/out2" --buffer-mb 128 2>&1)
 expect "busy port: status" 1 "$?"
 [[ "$out" == *"cannot listen on 127.0.0.1:$port: Address already in use"* ]] && ok ||
   bad "busy port: $out"
 [[ $(echo "$out" | grep -c .) -eq 1 ]] && ok || bad "busy port: more than one line: $out"
+# The daemon's own folder, on another port: taken (a second receiver's start-up sweep would move
+# the daemon's files in flight), named in one line, nothing touched.
+out=$("$recv_bin" --listen "127.0.0.1:0" --output "$work/out" --buffer-mb 128 2>&1)
+expect "folder in use: status" 1 "$?"
+[[ "$out" == *"output folder '$work/out' is in use by another dd_file_receive"* &&
+  $(echo "$out" | grep -c .) -eq 1 ]] && ok || bad "folder in use: $out"
 
 kill -TERM $rx
 wait $rx

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/hash.hpp"
+#include "common/seal.hpp"
 #include "sender/fec_encoder.hpp"
 
 namespace ddft::receiver {
@@ -789,6 +790,233 @@ TEST_P(AssemblerTest, SilenceOfThreeHeartbeatsIsWarnedAndTheResumeLogged) {
   feed(tx.heartbeat(false));
   EXPECT_NE(log.text().find("packets again after 5.1 s of silence"), std::string::npos)
       << log.text();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Security: sealed datagrams (--key-file), replays, and the limits on what a sender may ask for
+
+common::Key test_key(uint8_t fill) {
+  common::Key k{};
+  k.fill(fill);
+  return k;
+}
+
+common::Salt salt_at(uint64_t start_ns) {
+  common::Salt s{};
+  common::store_le64(s.data(), start_ns);
+  common::store_le64(s.data() + 8, start_ns * 31 + 1);
+  return s;
+}
+
+std::vector<Datagram> seal_all(common::Sealer& s, const std::vector<Datagram>& in) {
+  std::vector<Datagram> out;
+  for (Datagram d : in) {
+    const size_t n = d.size();
+    d.resize(n + common::kSealOverhead);
+    d.resize(s.seal(d, n));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+size_t files_below(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) n += e.is_regular_file();
+  return n;
+}
+
+TEST_P(AssemblerTest, SealedSessionIsDeliveredAndUnsealedDatagramsAreNot) {
+  cfg_.key = test_key(3);
+  build();
+  LogCapture log;
+  for (bool encrypt : {true, false}) {
+    FakeSender tx(encrypt ? 61 : 62);
+    common::Sealer sealer(*cfg_.key, encrypt ? 61 : 62, salt_at(encrypt ? 100 : 200), encrypt);
+    const std::string content = pattern(150'000, 61);
+    const std::string name = encrypt ? "secret.bin" : "inspected.bin";
+    feed(seal_all(sealer, tx.file(1, name, content)));
+    settle();
+    EXPECT_TRUE(read(base_ / "out" / name) == content) << name;
+  }
+  EXPECT_EQ(asm_->counters().files_passed, 2u);
+  // The same file unsealed, as anyone on the wire could send it: dropped before it is looked at.
+  FakeSender intruder(63);
+  feed(intruder.file(1, "planted.bin", "not from the sender"));
+  settle();
+  EXPECT_FALSE(fs::exists(base_ / "out/planted.bin"));
+  EXPECT_EQ(asm_->counters().auth_rejected[static_cast<size_t>(AuthReject::kNotSealed)], 3u);
+  EXPECT_TRUE(records().empty());
+  const std::string text = log.text();
+  EXPECT_NE(text.find("datagrams authenticated and encrypted (AES-256-GCM)"), std::string::npos);
+  EXPECT_NE(text.find("datagrams authenticated, not encrypted (AES-256-GCM)"), std::string::npos);
+  EXPECT_NE(text.find("failed authentication (not sealed;"), std::string::npos) << text;
+}
+
+TEST_P(AssemblerTest, ForgedDatagramsAreCountedLoggedAtABoundedRateAndNeverWritten) {
+  cfg_.key = test_key(3);
+  build();
+  LogCapture log;
+  FakeSender tx(64);
+  common::Sealer forger(test_key(4), 64, salt_at(100), true);  // another key
+  for (int i = 0; i < 20; ++i) {
+    feed(seal_all(forger, {tx.announce(static_cast<uint32_t>(i + 1), fmt::format("f{}", i), 10)}));
+  }
+  settle();
+  EXPECT_EQ(files_below(base_ / "out"), 0u);
+  EXPECT_EQ(asm_->counters().auth_rejected[static_cast<size_t>(AuthReject::kBadTag)], 20u);
+  const std::string first = log.text();
+  EXPECT_EQ(std::count(first.begin(), first.end(), '\n'), 1) << "one line for the first:\n" << first;
+  clock_.advance(std::chrono::seconds(11));
+  asm_->poll();
+  const std::string later = log.text();
+  EXPECT_NE(later.find("19 more datagram(s) failed authentication since the last report (19 "
+                       "bad tag); none was written"),
+            std::string::npos)
+      << later;
+  // A receiver without a key drops sealed datagrams rather than misread them.
+  cfg_.key.reset();
+  build();
+  common::Sealer sender(test_key(3), 65, salt_at(100), true);
+  FakeSender tx2(65);
+  feed(seal_all(sender, tx2.file(1, "sealed.bin", "abc")));
+  settle();
+  EXPECT_FALSE(fs::exists(base_ / "out/sealed.bin"));
+  EXPECT_EQ(asm_->counters().auth_rejected[static_cast<size_t>(AuthReject::kNoKey)], 3u);
+}
+
+TEST_P(AssemblerTest, ReplaysOfEarlierSessionsAreRefusedAcrossARestart) {
+  cfg_.key = test_key(3);
+  build();
+  FakeSender old_tx(71);
+  common::Sealer old_sealer(*cfg_.key, 71, salt_at(1000), true);
+  const auto old_wire = seal_all(old_sealer, old_tx.file(1, "report.txt", "version 1"));
+  feed(old_wire);
+  settle();
+  ASSERT_EQ(read(base_ / "out/report.txt"), "version 1");
+
+  FakeSender new_tx(72);
+  common::Sealer new_sealer(*cfg_.key, 72, salt_at(2000), true);
+  feed(seal_all(new_sealer, new_tx.file(1, "report.txt", "version 2")));
+  settle();
+  fs::remove(base_ / "out/report.txt");
+  fs::remove(base_ / "out/report.1.txt");
+
+  // The receiver restarts; an attacker who recorded the wire plays both sessions back.
+  build();
+  feed(old_wire);
+  settle();
+  EXPECT_FALSE(fs::exists(base_ / "out/report.txt")) << "an old session is not taken again";
+  EXPECT_EQ(asm_->counters().auth_rejected[static_cast<size_t>(AuthReject::kStaleSession)],
+            old_wire.size());
+  // The newest session's datagrams up to the saved mark: refused too.
+  FakeSender replay_tx(72);
+  common::Sealer replay_sealer(*cfg_.key, 72, salt_at(2000), true);
+  const auto replayed = seal_all(replay_sealer, replay_tx.file(1, "report.txt", "version 2"));
+  feed(replayed);
+  settle();
+  EXPECT_FALSE(fs::exists(base_ / "out/report.txt"));
+  EXPECT_EQ(asm_->counters().auth_rejected[static_cast<size_t>(AuthReject::kReplayed)],
+            replayed.size());
+  // The newest session going on after the restart is taken (its numbers are past the mark).
+  feed(seal_all(new_sealer, new_tx.file(2, "next.txt", "more")));
+  settle();
+  EXPECT_EQ(read(base_ / "out/next.txt"), "more");
+  // Within a session, a datagram played again is a duplicate and changes nothing.
+  const auto once = seal_all(new_sealer, new_tx.file(3, "once.txt", "x"));
+  feed(once);
+  feed(once);
+  settle();
+  EXPECT_EQ(asm_->counters().files_passed, 2u);
+}
+
+TEST_P(AssemblerTest, ADamagedSessionStateStopsTheReceiverWithOneLine) {
+  cfg_.key = test_key(3);
+  std::ofstream(base_ / "out" / kStateFileName) << "not a state line\n";
+  try {
+    build();
+    FAIL() << "a damaged state file must not be ignored";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("is damaged (not a ddft session state line): remove it"),
+              std::string::npos)
+        << what;
+  }
+}
+
+TEST_P(AssemblerTest, FecRebuildsLostPacketsBehindTheSeal) {
+  cfg_.key = test_key(3);
+  build();
+  FakeSender tx(73, 1000);
+  const std::string content = pattern(60'000, 73);
+  uint64_t seq = 0;
+  common::Sealer sealer(*cfg_.key, 73, salt_at(100), true);
+  auto wire = seal_all(sealer, with_fec(tx.file(1, "fec.bin", content), {16, 3, 1}, &seq));
+  for (size_t i = 0; i < wire.size(); ++i) {
+    if (i != 0 && i != 5 && i != 9) feed(wire[i]);  // the announce and two data packets lost
+  }
+  settle();
+  EXPECT_TRUE(read(base_ / "out/fec.bin") == content);
+  EXPECT_EQ(asm_->fec().rebuilt, 3u);
+}
+
+TEST_P(AssemblerTest, FilesOverTheSizeLimitAreRefused) {
+  cfg_.max_file_size = 1000;
+  build();
+  FakeSender tx(74);
+  feed(tx.file(1, "small.bin", std::string(1000, 's')));
+  feed(tx.file(2, "big.bin", std::string(1001, 'b')));
+  settle();
+  EXPECT_TRUE(fs::exists(base_ / "out/small.bin"));
+  EXPECT_FALSE(fs::exists(base_ / "out/big.bin"));
+  ASSERT_EQ(records().size(), 1u);
+  EXPECT_NE(read(records()[0]).find("announced size 1,001 bytes is over --max-file-size 1,000"),
+            std::string::npos);
+}
+
+TEST_P(AssemblerTest, AFloodOfAnnouncesStaysWithinTheFilesInFlightBound) {
+  cfg_.max_files_in_flight = 4;
+  build();
+  LogCapture log;
+  FakeSender tx(75);
+  for (uint32_t id = 1; id <= 300; ++id) {
+    feed(tx.announce(id, fmt::format("flood/{}.bin", id), 1'000'000));
+    // Never more temporary files than twice the bound, whatever the flood.
+    if (id % 50 == 0) {
+      size_t parts = 0;
+      for (const auto& e : fs::directory_iterator(base_ / "out/flood")) {
+        parts += is_temp_name(e.path().filename().string());
+      }
+      EXPECT_LE(parts, 2 * cfg_.max_files_in_flight);
+    }
+    asm_->poll();
+  }
+  settle();
+  EXPECT_GE(asm_->counters().files_evicted, 290u);
+  EXPECT_NE(log.text().find("more than 4 files in flight (--max-files-in-flight)"),
+            std::string::npos);
+  // Failure records are rate-limited so the flood cannot fill the failed folder.
+  EXPECT_LE(records().size(), 120u);
+  EXPECT_GT(asm_->counters().records_suppressed + records().size(), 0u);
+}
+
+TEST_P(AssemblerTest, PathsBeyondTheLimitsAreRefusedWithTheirReason) {
+  cfg_.path_limits = {40, 3};
+  out_ = nullptr;
+  build();
+  out_->set_path_limits(cfg_.path_limits);
+  FakeSender tx(76);
+  feed(tx.file(1, "a/b/ok.txt", "ok"));
+  feed(tx.file(2, "a/b/c/deep.txt", "deep"));
+  feed(tx.file(3, std::string(41, 'n'), "long"));
+  feed(tx.file(4, ".ddft-session-state", "x"));
+  settle();
+  EXPECT_EQ(read(base_ / "out/a/b/ok.txt"), "ok");
+  std::string all;
+  for (const auto& r : records()) all += read(r);
+  EXPECT_NE(all.find("path deeper than --max-path-depth 3"), std::string::npos) << all;
+  EXPECT_NE(all.find("path of 41 bytes is longer than --max-path-length 40"), std::string::npos);
+  EXPECT_NE(all.find("a name the receiver keeps for its own files"), std::string::npos);
+  EXPECT_EQ(asm_->counters().files_refused, 3u);
 }
 
 TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {
