@@ -11,6 +11,7 @@ namespace ddft::common {
 namespace {
 
 constexpr size_t kDecodeCacheLimit = 4096;
+constexpr size_t kDecodeCacheBytes = size_t{32} << 20;
 
 bool parse_unsigned(std::string_view s, unsigned* out) {
   if (s.empty()) return false;
@@ -111,7 +112,14 @@ bool RsCodec::rebuild(size_t len, const std::vector<bool>& present, uint8_t* con
     std::vector<uint8_t> tables(static_cast<size_t>(32) * k_ * missing.size());
     ec_init_tables(static_cast<int>(k_), static_cast<int>(missing.size()), rows.data(),
                    tables.data());
-    if (decode_cache_.size() >= kDecodeCacheLimit) decode_cache_.clear();
+    // Bounded by count and by bytes (a table is up to 32 x k x m bytes): a sender choosing
+    // patterns, or a hostile one, cannot grow it without end.
+    if (decode_cache_.size() >= kDecodeCacheLimit ||
+        decode_cache_bytes_ + tables.size() + key.size() > kDecodeCacheBytes) {
+      decode_cache_.clear();
+      decode_cache_bytes_ = 0;
+    }
+    decode_cache_bytes_ += tables.size() + key.size();
     it = decode_cache_.emplace(std::move(key), std::move(tables)).first;
   }
   std::vector<uint8_t*> in(k_);

@@ -54,6 +54,7 @@ class RsCodec {
   std::vector<uint8_t> matrix_;         // (k + m) x k; the top k rows are the identity
   std::vector<uint8_t> parity_tables_;  // ISA-L tables of the m parity rows
   std::unordered_map<std::string, std::vector<uint8_t>> decode_cache_;
+  size_t decode_cache_bytes_ = 0;
 };
 
 }  // namespace ddft::common

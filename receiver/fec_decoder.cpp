@@ -21,9 +21,22 @@ void FecDecoder::reset() {
 }
 
 common::RsCodec& FecDecoder::codec(unsigned k, unsigned m) {
-  auto& c = codecs_[{k, m}];
-  if (!c) c = std::make_unique<common::RsCodec>(k, m);
-  return *c;
+  // A sender uses one geometry; a few are kept (each holds up to a few MiB of tables), the one
+  // used longest ago makes room, so windows of ever new geometries cannot grow memory.
+  auto it = codecs_.find({k, m});
+  if (it == codecs_.end()) {
+    if (codecs_.size() >= kMaxCodecs) {
+      auto oldest = codecs_.begin();
+      for (auto c = codecs_.begin(); c != codecs_.end(); ++c) {
+        if (c->second.used < oldest->second.used) oldest = c;
+      }
+      codecs_.erase(oldest);
+    }
+    it = codecs_.emplace(std::make_pair(k, m), CodecEntry{std::make_unique<common::RsCodec>(k, m), 0})
+             .first;
+  }
+  it->second.used = ++codec_clock_;
+  return *it->second.codec;
 }
 
 FecDecoder::Window* FecDecoder::open_window(uint64_t seq) {

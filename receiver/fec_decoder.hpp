@@ -84,6 +84,12 @@ class FecDecoder {
   void free_slots(const Window& w);
   void try_group(uint64_t seq, Window& w, unsigned group, const Deliver& deliver);
   common::RsCodec& codec(unsigned k, unsigned m);
+
+ public:
+  // Codecs kept (one per window geometry seen lately, at most kMaxCodecs).
+  size_t codecs() const { return codecs_.size(); }
+
+ private:
   uint8_t* slot(int32_t i) { return pool_.get() + static_cast<size_t>(i) * slot_size_; }
 
   size_t slot_size_;
@@ -94,7 +100,13 @@ class FecDecoder {
   std::map<uint64_t, Window> windows_;
   std::set<uint64_t> finished_;
   std::deque<uint64_t> finished_order_;
-  std::map<std::pair<unsigned, unsigned>, std::unique_ptr<common::RsCodec>> codecs_;
+  struct CodecEntry {
+    std::unique_ptr<common::RsCodec> codec;
+    uint64_t used = 0;  // LRU stamp
+  };
+  static constexpr size_t kMaxCodecs = 4;
+  std::map<std::pair<unsigned, unsigned>, CodecEntry> codecs_;
+  uint64_t codec_clock_ = 0;
   FecCounters counters_;
 };
 

@@ -93,10 +93,11 @@ Datagram source(uint64_t seq, uint16_t pos, size_t payload, uint32_t seed) {
   return d;
 }
 
-Stream make_stream(const common::FecParams& p, size_t sources, uint32_t seed) {
+Stream make_stream(const common::FecParams& p, size_t sources, uint32_t seed,
+                   uint64_t first_seq = 0) {
   sender::FecEncoder enc(p, 9000);
   Stream s;
-  uint64_t seq = 0;
+  uint64_t seq = first_seq;
   std::mt19937 rng(seed);
   auto close = [&] {
     enc.close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
@@ -164,6 +165,19 @@ TEST(FecWindows, RebuildUpToMPerGroupIncludingAPartialLastWindow) {
   EXPECT_EQ(sources, 29u);
   EXPECT_EQ(dec.counters().rebuilt, 5u);
   EXPECT_EQ(dec.open_windows(), 0u);  // every window finished and freed
+}
+
+// A sender that changes the geometry with every window (as a hostile one could): each window is
+// still rebuilt, and the decoder keeps only a few codecs whatever the number of geometries.
+TEST(FecWindows, EverNewGeometriesKeepAFewCodecs) {
+  receiver::FecDecoder dec(9216, 1 << 20);
+  for (unsigned k = 2; k < 14; ++k) {
+    const Stream s = make_stream({k, 2, 1}, k, 40 + k, 100 * k);
+    const auto got = decode(dec, s, {0, 1});  // two sources of the window lost
+    EXPECT_EQ(got.size(), k) << "k " << k;
+    EXPECT_LE(dec.codecs(), 4u);
+  }
+  EXPECT_EQ(dec.counters().rebuilt, 2u * 12u);
 }
 
 TEST(FecWindows, InterleaveSpreadsABurst) {
