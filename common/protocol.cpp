@@ -108,7 +108,11 @@ DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out) {
   if (p[4] != kProtocolVersion) return DecodeStatus::kBadVersion;
   const uint16_t payload_len = load_le16(p + 6);
   if (kHeaderSize + payload_len != datagram.size()) return DecodeStatus::kBadLength;
-  if (load_le32(p + kChecksumOffset) != compute_checksum(p, p + kHeaderSize, payload_len)) {
+  // A sealed datagram's checksum (--key-file, common/seal.hpp) covers its header only: the GCM
+  // tag covers every bit, and the receiver checks it before it trusts anything past the header.
+  const bool sealed = (load_le16(p + 24) & kFlagAuth) != 0;
+  if (load_le32(p + kChecksumOffset) !=
+      compute_checksum(p, p + kHeaderSize, sealed ? 0 : payload_len)) {
     return DecodeStatus::kBadChecksum;
   }
   const uint8_t type = p[5];
@@ -314,6 +318,11 @@ size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_le
   Header hh = h;
   hh.type = PacketType::kData;
   return seal(hh, payload_len, buf);
+}
+
+void reseal_header(std::span<uint8_t> datagram) {
+  uint8_t* p = datagram.data();
+  store_le32(p + kChecksumOffset, compute_checksum(p, p + kHeaderSize, 0));
 }
 
 void reseal(std::span<uint8_t> datagram) {

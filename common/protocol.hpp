@@ -28,7 +28,8 @@
 // fec_pos is its place in that window: the window starts at seq - fec_pos. Parity datagrams
 // (kParity) follow each window; they take sequence numbers but no window place.
 // flags bits 1 and 2 (kFlagAuth, kFlagEncrypt): the datagram is sealed with a key
-// (--key-file): see common/seal.hpp for the trailer and what the tag covers.
+// (--key-file): see common/seal.hpp for the trailer and what the tag covers. A sealed datagram's
+// checksum covers its header only (as if its payload were empty): the tag covers every bit.
 //
 // The checksum covers the header and the payload, so a datagram damaged anywhere is dropped and
 // never written; the file hash (B2B) then still covers the file end to end.
@@ -82,6 +83,8 @@ static_assert(kHeaderSize + kParityHeaderSize == 48);
 // datagram of its group: with FEC on, sources are kept this much shorter than the packet size.
 inline constexpr size_t kFecOverhead = kHeaderSize + kParityHeaderSize;
 inline constexpr uint16_t kFlagFec = 1;
+inline constexpr uint16_t kFlagAuth = 2;     // sealed (common/seal.hpp): salt and GCM tag trail
+inline constexpr uint16_t kFlagEncrypt = 4;  // sealed, and the payload is encrypted
 inline constexpr size_t kMaxKeySize = 32;        // SHA-256
 inline constexpr size_t kMaxPathSize = 4096;     // PATH_MAX
 inline constexpr size_t kMaxAbortReason = 512;
@@ -234,6 +237,8 @@ size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_le
 // Recomputes the checksum of an encoded datagram after its header was changed (used by senders
 // that re-stamp seq on repeats). `datagram` must be a whole encoded datagram.
 void reseal(std::span<uint8_t> datagram);
+// The checksum of a sealed datagram (kFlagAuth set): over the header only.
+void reseal_header(std::span<uint8_t> datagram);
 
 // Little-endian helpers, exposed for the tests and for tools that inspect datagrams.
 inline void store_le16(uint8_t* p, uint16_t v) {

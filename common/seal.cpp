@@ -197,9 +197,8 @@ size_t Sealer::seal(std::span<uint8_t> buf, size_t len) {
   ok = ok && EVP_EncryptFinal_ex(c, body + body_len, &n) == 1 &&
        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, kTagSize, tag) == 1;
   if (!ok) openssl_failed("AES-256-GCM seal");
-  const size_t sealed = len + kSealOverhead;
-  reseal(buf.first(sealed));
-  return sealed;
+  reseal_header(buf);  // the tag covers the rest (common/protocol.hpp)
+  return len + kSealOverhead;
 }
 
 std::string_view open_status_name(OpenStatus s) {
@@ -212,42 +211,19 @@ std::string_view open_status_name(OpenStatus s) {
   return "?";
 }
 
-Opener::Opener(const Key& psk) : psk_(psk) {}
-
-EVP_CIPHER_CTX* Opener::context_for(const Salt& salt, uint64_t session_id) {
-  Entry* oldest = &cache_[0];
-  for (Entry& e : cache_) {
-    if (e.ctx && e.salt == salt && e.session_id == session_id) {
-      e.used = ++clock_;
-      return e.ctx.get();
-    }
-    if (e.used < oldest->used) oldest = &e;
-  }
-  oldest->ctx = new_gcm_context(derive_session_key(psk_, salt, session_id), false);
-  oldest->salt = salt;
-  oldest->session_id = session_id;
-  oldest->used = ++clock_;
-  ++derived_;
-  return oldest->ctx.get();
+Opener::Opener(std::vector<Key> psks) : psks_(std::move(psks)) {
+  if (psks_.empty()) throw std::logic_error("an Opener needs a key");
 }
 
-OpenStatus Opener::open(std::span<const uint8_t> sealed, const Header& h, std::span<uint8_t> out,
-                        size_t* inner_len, Salt* salt) {
-  if ((h.flags & kFlagAuth) == 0) return OpenStatus::kNotSealed;
-  if (sealed.size() < kHeaderSize + kSealOverhead || out.size() < sealed.size()) {
-    return OpenStatus::kMalformed;
-  }
+bool Opener::try_open(EVP_CIPHER_CTX* c, std::span<const uint8_t> sealed, const Header& h,
+                      uint8_t* o) const {
   const size_t body_len = sealed.size() - kHeaderSize - kSealOverhead;
   const uint8_t* p = sealed.data();
   const uint8_t* body = p + kHeaderSize;
   const uint8_t* salt_p = body + body_len;
   const uint8_t* tag = salt_p + kSaltSize;
-  std::memcpy(salt->data(), salt_p, kSaltSize);
-  EVP_CIPHER_CTX* c = context_for(*salt, h.session_id);
-
   uint8_t nonce[12];
   fill_nonce(h.seq, nonce);
-  uint8_t* o = out.data();
   const bool encrypted = (h.flags & kFlagEncrypt) != 0;
   int n = 0;
   bool ok = EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, nonce) == 1 &&
@@ -261,16 +237,56 @@ OpenStatus Opener::open(std::span<const uint8_t> sealed, const Header& h, std::s
          (body_len == 0 || EVP_DecryptUpdate(c, nullptr, &n, body, static_cast<int>(body_len)) == 1) &&
          EVP_DecryptUpdate(c, nullptr, &n, salt_p, kSaltSize) == 1;
   }
-  ok = ok && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kTagSize, const_cast<uint8_t*>(tag)) == 1 &&
-       EVP_DecryptFinal_ex(c, o + kHeaderSize + body_len, &n) == 1;
-  if (!ok) return OpenStatus::kBadTag;
+  return ok &&
+         EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kTagSize, const_cast<uint8_t*>(tag)) == 1 &&
+         EVP_DecryptFinal_ex(c, o + kHeaderSize + body_len, &n) == 1;
+}
+
+OpenStatus Opener::open(std::span<const uint8_t> sealed, const Header& h, std::span<uint8_t> out,
+                        size_t* inner_len, Salt* salt, size_t* key_index) {
+  if ((h.flags & kFlagAuth) == 0) return OpenStatus::kNotSealed;
+  if (sealed.size() < kHeaderSize + kSealOverhead || out.size() < sealed.size()) {
+    return OpenStatus::kMalformed;
+  }
+  const size_t body_len = sealed.size() - kHeaderSize - kSealOverhead;
+  std::memcpy(salt->data(), sealed.data() + kHeaderSize + body_len, kSaltSize);
+  uint8_t* o = out.data();
+
+  // A session seen lately: its key is known, the tag alone decides.
+  Entry* hit = nullptr;
+  Entry* oldest = &cache_[0];
+  for (Entry& e : cache_) {
+    if (e.ctx && e.salt == *salt && e.session_id == h.session_id) hit = &e;
+    if (e.used < oldest->used) oldest = &e;
+  }
+  if (hit != nullptr) {
+    hit->used = ++clock_;
+    if (!try_open(hit->ctx.get(), sealed, h, o)) return OpenStatus::kBadTag;
+    if (key_index != nullptr) *key_index = hit->key_index;
+  } else {
+    // A new session: each pre-shared key in turn; only one that authenticates is kept.
+    bool opened = false;
+    for (size_t i = 0; i < psks_.size() && !opened; ++i) {
+      CipherCtx ctx = new_gcm_context(derive_session_key(psks_[i], *salt, h.session_id), false);
+      ++derived_;
+      if (!try_open(ctx.get(), sealed, h, o)) continue;
+      opened = true;
+      *oldest = Entry{*salt, h.session_id, i, std::move(ctx), ++clock_};
+      if (key_index != nullptr) *key_index = i;
+    }
+    if (!opened) return OpenStatus::kBadTag;
+  }
   // The inner datagram: the header as the sender built it, the body, its own checksum.
+  const uint8_t* p = sealed.data();
   std::memcpy(o, p, kHeaderSize);
-  if (!encrypted && body_len > 0) std::memcpy(o + kHeaderSize, body, body_len);
+  if ((h.flags & kFlagEncrypt) == 0 && body_len > 0) {
+    std::memcpy(o + kHeaderSize, p + kHeaderSize, body_len);
+  }
   store_le16(o + 6, static_cast<uint16_t>(body_len));
   store_le16(o + 24, static_cast<uint16_t>(h.flags & ~kSealFlags));
   *inner_len = kHeaderSize + body_len;
-  reseal(out.first(*inner_len));
+  // Its own checksum matters only to FEC, whose parity covers the whole inner datagram.
+  if (h.flags & kFlagFec) reseal(out.first(*inner_len));
   return OpenStatus::kOk;
 }
 

@@ -10,7 +10,7 @@
 // A sealed datagram is the datagram the sender would have sent without a key (its "inner"
 // datagram) with two changes to the header and a trailer after the payload:
 //
-//   header (flags |= kFlagAuth [| kFlagEncrypt], payload_len += 32, checksum over all)
+//   header (flags |= kFlagAuth [| kFlagEncrypt], payload_len += 32, checksum of the header)
 //   body   (the inner payload: encrypted with kFlagEncrypt, in the clear without)
 //   salt   (16 bytes: start_ns u64 LE | random u64)
 //   tag    (16 bytes: the GCM tag)
@@ -19,11 +19,13 @@
 // session and the key is the session's own, so a nonce never repeats under one key; the sealer
 // refuses a seq that does not grow. Associated data: header bytes 0..27 (everything but the
 // checksum), then with kFlagAuth alone the body, then the salt. So no bit of a sealed datagram
-// can change without the tag failing, the checksum aside (it is recomputed over the result and
-// only spares the receiver the GCM work for datagrams damaged on the link).
+// can change without the tag failing. The checksum covers the header only (the tag does its work
+// on the payload: one pass per datagram on each side, not three); a damaged header is still
+// dropped before any key work, and an unsealed datagram whose seal flag a bit error set fails it.
 //
-// The receiver opens a sealed datagram into its inner datagram, byte for byte what the sender
-// built (FEC parity is computed over inner datagrams, so rebuilt ones need no key).
+// The receiver opens a sealed datagram into its inner datagram: what the sender built, its
+// checksum recomputed only for FEC sources (parity is computed over whole inner datagrams, so
+// rebuilt ones need no key); without FEC the inner checksum is not needed and left as it came.
 #pragma once
 
 #include <openssl/evp.h>
@@ -34,6 +36,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/protocol.hpp"
 
@@ -43,8 +46,6 @@ inline constexpr size_t kKeySize = 32;
 inline constexpr size_t kSaltSize = 16;
 inline constexpr size_t kTagSize = 16;
 inline constexpr size_t kSealOverhead = kSaltSize + kTagSize;
-inline constexpr uint16_t kFlagAuth = 2;     // sealed: salt and GCM tag trail the payload
-inline constexpr uint16_t kFlagEncrypt = 4;  // sealed, and the payload is encrypted
 inline constexpr uint16_t kSealFlags = kFlagAuth | kFlagEncrypt;
 
 using Key = std::array<uint8_t, kKeySize>;
@@ -101,27 +102,31 @@ enum class OpenStatus : uint8_t {
 std::string_view open_status_name(OpenStatus s);
 
 // Receiver side: opens sealed datagrams of any session, deriving each session's key once (a few
-// keys are kept for sessions seen lately). Not thread-safe.
+// keys are kept for sessions seen lately). It may hold more than one pre-shared key, for a key
+// rotation: a session is opened with whichever key its first authentic datagram proves. Not
+// thread-safe.
 class Opener {
  public:
-  explicit Opener(const Key& psk);
+  explicit Opener(std::vector<Key> psks);
   // `sealed` is a whole datagram that passed decode_packet with header `h`. On kOk the inner
   // datagram is written to `out` (at least sealed.size() bytes; may not overlap `sealed`),
-  // *inner_len is its length and *salt its session salt.
+  // *inner_len is its length, *salt its session salt and *key_index which pre-shared key opened it.
   OpenStatus open(std::span<const uint8_t> sealed, const Header& h, std::span<uint8_t> out,
-                  size_t* inner_len, Salt* salt);
+                  size_t* inner_len, Salt* salt, size_t* key_index = nullptr);
   uint64_t keys_derived() const { return derived_; }
 
  private:
   struct Entry {
     Salt salt{};
     uint64_t session_id = 0;
+    size_t key_index = 0;
     CipherCtx ctx;
     uint64_t used = 0;  // LRU stamp
   };
-  EVP_CIPHER_CTX* context_for(const Salt& salt, uint64_t session_id);
+  bool try_open(EVP_CIPHER_CTX* c, std::span<const uint8_t> sealed, const Header& h,
+                uint8_t* out) const;
 
-  Key psk_;
+  std::vector<Key> psks_;
   static constexpr size_t kCached = 4;
   std::array<Entry, kCached> cache_{};
   uint64_t clock_ = 0;

@@ -82,9 +82,12 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
                  "on (warn where it does not), off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
-  app.add_option("--key-file", cfg.key_file,
+  app.add_option("--key-file", cfg.key_files,
                  "Pre-shared key (32 random bytes or 64 hex digits, mode 0600): accept only "
-                 "datagrams sealed with it (AES-256-GCM), drop and count all others");
+                 "datagrams sealed with it (AES-256-GCM), drop and count all others. Give it "
+                 "twice (old and new key) while keys are rotated")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--max-file-size", cfg.max_file_size,
                  "Refuse announced files larger than this (bytes, or with a unit: 500MB, 2GiB, "
                  "1TB; KB = 1000, KiB = 1024); 0: no limit but the free space")
@@ -140,9 +143,12 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
                                    cfg.buffer_mb, pool_mb, pool_mb + 8));
   }
   if (cfg.null_sink) cfg.io_engine = common::IoEngine::kNull;
-  if (!cfg.key_file.empty()) {
+  if (cfg.key_files.size() > 2) {
+    throw CLI::ValidationError("--key-file", "at most two keys (the old and the new one)");
+  }
+  for (const std::string& f : cfg.key_files) {
     try {
-      cfg.key = common::load_key_file(cfg.key_file);
+      cfg.keys.push_back(common::load_key_file(f));
     } catch (const std::exception& e) {
       throw CLI::ValidationError("--key-file", e.what());
     }

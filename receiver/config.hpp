@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/logging.hpp"
 #include "common/seal.hpp"
@@ -47,9 +48,10 @@ struct ReceiverConfig {
   size_t batch = 64;                  // datagrams per recvmmsg
   bool once = false;                  // exit when the first sender session has finished
   bool lock_memory = false;           // mlock the ring
-  // Security (--key-file): every datagram must be sealed with the pre-shared key.
-  std::string key_file;
-  std::optional<common::Key> key;     // loaded by finalize_receiver_config()
+  // Security (--key-file): every datagram must be sealed with a pre-shared key; two during a key
+  // rotation (the old and the new one).
+  std::vector<std::string> key_files;
+  std::vector<common::Key> keys;      // loaded by finalize_receiver_config()
   // Limits on what a sender may make the receiver hold.
   uint64_t max_file_size = 0;         // bytes; 0: no limit but the free space
   size_t max_files_in_flight = 32;    // files open at once; more fail the oldest

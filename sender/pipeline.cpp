@@ -65,6 +65,10 @@ SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token sto
                               100.0 * cfg_.fec.m / cfg_.fec.k);
   }
   if (cfg_.repeat > 1) protection += fmt::format(", each file sent {} times", cfg_.repeat);
+  if (cfg_.key) {
+    protection += cfg_.auth_only ? ", sealed: authenticated (AES-256-GCM), not encrypted"
+                                 : ", sealed: authenticated and encrypted (AES-256-GCM)";
+  }
   spdlog::info("Info: session {:016x}: {} file(s) to {}, packet {} bytes, rate {}, verify {}{}",
                session_id_, files.size(),
                cfg_.transport_text == "device" ? "device " + cfg_.device : cfg_.dest.to_string(),

@@ -147,7 +147,7 @@ class SealTest : public ::testing::TestWithParam<bool> {
 TEST_P(SealTest, OpensToTheExactInnerDatagram) {
   const bool encrypt = GetParam();
   Sealer s(psk_, 42, salt_, encrypt);
-  Opener o(psk_);
+  Opener o({psk_});
   for (uint64_t seq = 5; seq < 8; ++seq) {
     const auto in = inner(42, seq, "the reason, in words " + std::to_string(seq));
     const Sealed sealed = seal_one(s, in);
@@ -163,23 +163,41 @@ TEST_P(SealTest, OpensToTheExactInnerDatagram) {
     Salt got{};
     ASSERT_EQ(o.open(sealed.bytes, sealed.header, out, &n, &got), OpenStatus::kOk);
     out.resize(n);
-    EXPECT_EQ(out, in) << "byte for byte, checksum included";
+    // Byte for byte but the checksum, which only FEC sources need (next test).
+    ASSERT_EQ(out.size(), in.size());
+    EXPECT_TRUE(std::equal(in.begin(), in.begin() + 28, out.begin()));
+    EXPECT_TRUE(std::equal(in.begin() + 32, in.end(), out.begin() + 32));
     EXPECT_EQ(got, salt_);
   }
   EXPECT_EQ(o.keys_derived(), 1u) << "one key per session, derived once";
 }
 
+TEST_P(SealTest, AnFecSourceOpensWithItsOwnChecksum) {
+  Sealer s(psk_, 42, salt_, GetParam());
+  Opener o({psk_});
+  auto in = inner(42, 9, "an FEC source");
+  store_le16(in.data() + 24, kFlagFec);
+  reseal(in);
+  const Sealed sealed = seal_one(s, in);
+  std::vector<uint8_t> out(sealed.bytes.size());
+  size_t n = 0;
+  Salt salt{};
+  ASSERT_EQ(o.open(sealed.bytes, sealed.header, out, &n, &salt), OpenStatus::kOk);
+  out.resize(n);
+  EXPECT_EQ(out, in) << "byte for byte, checksum included: FEC parity covers it";
+}
+
 TEST_P(SealTest, AnyChangedBitFailsTheTag) {
   Sealer s(psk_, 42, salt_, GetParam());
-  Opener o(psk_);
+  Opener o({psk_});
   const Sealed sealed = seal_one(s, inner(42, 1, "tamper with me"));
   std::vector<uint8_t> out(sealed.bytes.size());
   for (size_t i = 0; i < sealed.bytes.size(); ++i) {
-    if (i >= 28 && i < 32) continue;  // the checksum, recomputed below
+    if (i >= 28 && i < 32) continue;  // the checksum of the header: caught by decode_packet
     for (int bit : {0, 1, 2, 7}) {
       auto bad = sealed.bytes;
       bad[i] ^= static_cast<uint8_t>(1 << bit);
-      reseal(bad);  // as an attacker would: the checksum is no secret
+      if (bad[24] & kFlagAuth) reseal_header(bad);  // as an attacker would: it is no secret
       Packet p;
       if (decode_packet(bad, &p) != DecodeStatus::kOk) continue;  // e.g. a changed length
       size_t n = 0;
@@ -195,7 +213,7 @@ TEST_P(SealTest, AnotherKeyOrSessionFails) {
   const Sealed sealed = seal_one(s, inner(42, 1, "x"));
   Key other = psk_;
   other[0] ^= 1;
-  Opener wrong(other);
+  Opener wrong({other});
   std::vector<uint8_t> out(sealed.bytes.size());
   size_t n = 0;
   Salt salt{};
@@ -203,15 +221,48 @@ TEST_P(SealTest, AnotherKeyOrSessionFails) {
   // Moved to another session id (header rewritten, checksum fixed): another key, another AAD.
   auto moved = sealed.bytes;
   store_le64(moved.data() + 8, 43);
-  reseal(moved);
+  reseal_header(moved);
   Packet p;
   ASSERT_EQ(decode_packet(moved, &p), DecodeStatus::kOk);
-  Opener right(psk_);
+  Opener right({psk_});
   EXPECT_EQ(right.open(moved, p.header, out, &n, &salt), OpenStatus::kBadTag);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SealTest, ::testing::Values(true, false),
                          [](const auto& p) { return p.param ? "Encrypt" : "AuthOnly"; });
+
+// A key rotation: the receiver holds the old and the new key; sessions sealed with either open,
+// and it says which key did; a third key opens nothing.
+TEST(Opener, OpensSessionsOfEitherKeyDuringARotation) {
+  Key old_key{}, new_key{}, stranger{};
+  old_key.fill(1);
+  new_key.fill(2);
+  stranger.fill(3);
+  Opener o({old_key, new_key});
+  struct Case {
+    const Key* key;
+    uint64_t session;
+    OpenStatus want;
+    size_t index;
+  };
+  for (const Case& c : {Case{&new_key, 50, OpenStatus::kOk, 1}, Case{&old_key, 51, OpenStatus::kOk, 0},
+                        Case{&stranger, 52, OpenStatus::kBadTag, 0}}) {
+    Sealer s(*c.key, c.session, make_session_salt(), true);
+    for (uint64_t seq = 0; seq < 3; ++seq) {
+      const Sealed sealed = seal_one(s, inner(c.session, seq, "rotation"));
+      std::vector<uint8_t> out(sealed.bytes.size());
+      size_t n = 0, index = 99;
+      Salt salt{};
+      EXPECT_EQ(o.open(sealed.bytes, sealed.header, out, &n, &salt, &index), c.want);
+      if (c.want == OpenStatus::kOk) {
+        EXPECT_EQ(index, c.index);
+      }
+    }
+  }
+  // Two sessions opened: their keys derived once each (the new key's session tried one key, the
+  // old key's two); the stranger's three datagrams two each, and none kept.
+  EXPECT_EQ(o.keys_derived(), 1u + 2u + 3u * 2u);
+}
 
 TEST(Sealer, RefusesASeqThatDoesNotGrow) {
   Key psk{};
@@ -231,7 +282,7 @@ TEST(Sealer, RefusesASeqThatDoesNotGrow) {
 TEST(Opener, SaysWhatIsWrongWithUnsealedAndShortDatagrams) {
   Key psk{};
   psk.fill(1);
-  Opener o(psk);
+  Opener o({psk});
   const auto plain = inner(42, 1, "plain");
   Packet p;
   ASSERT_EQ(decode_packet(plain, &p), DecodeStatus::kOk);

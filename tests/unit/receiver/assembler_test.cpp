@@ -826,12 +826,12 @@ size_t files_below(const fs::path& dir) {
 }
 
 TEST_P(AssemblerTest, SealedSessionIsDeliveredAndUnsealedDatagramsAreNot) {
-  cfg_.key = test_key(3);
+  cfg_.keys = {test_key(3)};
   build();
   LogCapture log;
   for (bool encrypt : {true, false}) {
     FakeSender tx(encrypt ? 61 : 62);
-    common::Sealer sealer(*cfg_.key, encrypt ? 61 : 62, salt_at(encrypt ? 100 : 200), encrypt);
+    common::Sealer sealer(cfg_.keys[0], encrypt ? 61 : 62, salt_at(encrypt ? 100 : 200), encrypt);
     const std::string content = pattern(150'000, 61);
     const std::string name = encrypt ? "secret.bin" : "inspected.bin";
     feed(seal_all(sealer, tx.file(1, name, content)));
@@ -853,7 +853,7 @@ TEST_P(AssemblerTest, SealedSessionIsDeliveredAndUnsealedDatagramsAreNot) {
 }
 
 TEST_P(AssemblerTest, ForgedDatagramsAreCountedLoggedAtABoundedRateAndNeverWritten) {
-  cfg_.key = test_key(3);
+  cfg_.keys = {test_key(3)};
   build();
   LogCapture log;
   FakeSender tx(64);
@@ -874,7 +874,7 @@ TEST_P(AssemblerTest, ForgedDatagramsAreCountedLoggedAtABoundedRateAndNeverWritt
             std::string::npos)
       << later;
   // A receiver without a key drops sealed datagrams rather than misread them.
-  cfg_.key.reset();
+  cfg_.keys.clear();
   build();
   common::Sealer sender(test_key(3), 65, salt_at(100), true);
   FakeSender tx2(65);
@@ -885,17 +885,17 @@ TEST_P(AssemblerTest, ForgedDatagramsAreCountedLoggedAtABoundedRateAndNeverWritt
 }
 
 TEST_P(AssemblerTest, ReplaysOfEarlierSessionsAreRefusedAcrossARestart) {
-  cfg_.key = test_key(3);
+  cfg_.keys = {test_key(3)};
   build();
   FakeSender old_tx(71);
-  common::Sealer old_sealer(*cfg_.key, 71, salt_at(1000), true);
+  common::Sealer old_sealer(cfg_.keys[0], 71, salt_at(1000), true);
   const auto old_wire = seal_all(old_sealer, old_tx.file(1, "report.txt", "version 1"));
   feed(old_wire);
   settle();
   ASSERT_EQ(read(base_ / "out/report.txt"), "version 1");
 
   FakeSender new_tx(72);
-  common::Sealer new_sealer(*cfg_.key, 72, salt_at(2000), true);
+  common::Sealer new_sealer(cfg_.keys[0], 72, salt_at(2000), true);
   feed(seal_all(new_sealer, new_tx.file(1, "report.txt", "version 2")));
   settle();
   fs::remove(base_ / "out/report.txt");
@@ -910,7 +910,7 @@ TEST_P(AssemblerTest, ReplaysOfEarlierSessionsAreRefusedAcrossARestart) {
             old_wire.size());
   // The newest session's datagrams up to the saved mark: refused too.
   FakeSender replay_tx(72);
-  common::Sealer replay_sealer(*cfg_.key, 72, salt_at(2000), true);
+  common::Sealer replay_sealer(cfg_.keys[0], 72, salt_at(2000), true);
   const auto replayed = seal_all(replay_sealer, replay_tx.file(1, "report.txt", "version 2"));
   feed(replayed);
   settle();
@@ -930,7 +930,7 @@ TEST_P(AssemblerTest, ReplaysOfEarlierSessionsAreRefusedAcrossARestart) {
 }
 
 TEST_P(AssemblerTest, ADamagedSessionStateStopsTheReceiverWithOneLine) {
-  cfg_.key = test_key(3);
+  cfg_.keys = {test_key(3)};
   std::ofstream(base_ / "out" / kStateFileName) << "not a state line\n";
   try {
     build();
@@ -944,12 +944,12 @@ TEST_P(AssemblerTest, ADamagedSessionStateStopsTheReceiverWithOneLine) {
 }
 
 TEST_P(AssemblerTest, FecRebuildsLostPacketsBehindTheSeal) {
-  cfg_.key = test_key(3);
+  cfg_.keys = {test_key(3)};
   build();
   FakeSender tx(73, 1000);
   const std::string content = pattern(60'000, 73);
   uint64_t seq = 0;
-  common::Sealer sealer(*cfg_.key, 73, salt_at(100), true);
+  common::Sealer sealer(cfg_.keys[0], 73, salt_at(100), true);
   auto wire = seal_all(sealer, with_fec(tx.file(1, "fec.bin", content), {16, 3, 1}, &seq));
   for (size_t i = 0; i < wire.size(); ++i) {
     if (i != 0 && i != 5 && i != 9) feed(wire[i]);  // the announce and two data packets lost
