@@ -13,7 +13,9 @@
 #include <fstream>
 #include <random>
 #include <regex>
+#include <thread>
 
+#include "common/protocol.hpp"
 #include "process.hpp"
 
 namespace ddft::testing {
@@ -395,6 +397,99 @@ TEST_F(EndToEnd, ASenderWithoutTheKeyDeliversNothing) {
         << "nothing written: " << e.path();
   }
   EXPECT_EQ(rx_log().find("receiving\n"), std::string::npos) << rx_log();
+}
+
+// Hostile datagrams against the real daemon (no key: the worst case), each with what it gets.
+// Afterwards a real transfer still works and nothing exists outside the output folder.
+TEST_F(EndToEnd, HostileAnnouncesGetTheirRefusalAndNothingEscapes) {
+  fs::create_directories(base_ / "outside");
+  fs::create_symlink(base_ / "outside", out_ / "escape");  // planted in the output folder
+  start_receiver({"--max-files-in-flight", "8", "--max-file-size", "1GiB"}, /*once=*/false);
+  const int sock = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port_);
+  uint64_t seq = 0;
+  auto sendto = [&](const std::vector<uint8_t>& d) {
+    ::sendto(sock, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    if (seq % 64 == 0) std::this_thread::sleep_for(milliseconds(2));  // the socket buffer
+  };
+  auto announce = [&](uint32_t id, const std::string& path, uint64_t size) {
+    common::Header h;
+    h.session_id = 0xbad;
+    h.seq = seq++;
+    common::Announce a;
+    a.file_id = id;
+    a.size = size;
+    a.chunk_size = 1000;
+    a.path = path;
+    std::vector<uint8_t> b(common::kHeaderSize + common::kAnnounceFixedSize + path.size());
+    b.resize(common::encode_announce(h, a, b));
+    sendto(b);
+  };
+  auto data = [&](uint32_t id, const std::string& text) {
+    common::Header h;
+    h.session_id = 0xbad;
+    h.seq = seq++;
+    std::vector<uint8_t> b(common::kHeaderSize + common::kDataHeaderSize + text.size());
+    std::memcpy(b.data() + common::kHeaderSize + common::kDataHeaderSize, text.data(), text.size());
+    b.resize(common::encode_data_in_place(h, {id, 0, 0}, text.size(), b));
+    sendto(b);
+  };
+  std::string deep;
+  for (int i = 0; i < 100; ++i) deep += "d/";
+  const std::pair<std::string, std::string> cases[] = {
+      {"../evil", "'.' or '..' in path"},
+      {"/etc/evil", "absolute path"},
+      {"escape/evil", "'escape' in the output folder is a symlink or not a folder"},
+      {".ddft-session-state", "a name the receiver keeps for its own files"},
+      {deep + "x", "path deeper than --max-path-depth 64"},
+      {"a\x01" "b", "control character in path"},
+  };
+  uint32_t id = 1;
+  for (const auto& [path, why] : cases) {
+    announce(id, path, 5);
+    data(id, "evil!");
+    ++id;
+  }
+  announce(id++, "huge.bin", uint64_t{1} << 40);
+  // A flood of announces: never more than twice the bound of temporary files, and the oldest fail.
+  size_t most_parts = 0;
+  for (int i = 0; i < 2000; ++i) {
+    announce(id++, "flood/" + std::to_string(i), 1000);
+    if (i % 100 == 0 && fs::exists(out_ / "flood")) {
+      size_t parts = 0;
+      for (const auto& e : fs::directory_iterator(out_ / "flood")) {
+        parts += e.path().extension() == ".part";
+      }
+      most_parts = std::max(most_parts, parts);
+    }
+  }
+  ::close(sock);
+  ASSERT_TRUE(eventually([&] { return rx_log().find("huge.bin") != std::string::npos; },
+                         seconds(10)));
+  const std::string log = rx_log();
+  for (const auto& [path, why] : cases) {
+    EXPECT_NE(log.find(why), std::string::npos) << why << "\n" << log;
+  }
+  EXPECT_NE(log.find("is over --max-file-size 1,073,741,824"), std::string::npos) << log;
+  EXPECT_LE(most_parts, 16u);
+  EXPECT_TRUE(eventually([&] { return rx_log().find("more than 8 files in flight") != std::string::npos; },
+                         seconds(5)))
+      << rx_log();
+
+  // The daemon still works for the real sender.
+  write_pattern(src_ / "clean.bin", 300'000, 11);
+  ASSERT_EQ(send({(src_ / "clean.bin").string()}), 0) << tx_log();
+  ASSERT_TRUE(eventually([&] { return fs::exists(out_ / "clean.bin"); }, seconds(20))) << rx_log();
+  receiver_->signal(SIGTERM);
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_TRUE(same_content(src_ / "clean.bin", out_ / "clean.bin"));
+  EXPECT_TRUE(fs::is_empty(base_ / "outside"));
+  EXPECT_FALSE(fs::exists(base_ / "evil"));
+  EXPECT_FALSE(fs::exists("/etc/evil"));
+  EXPECT_TRUE(fs::is_symlink(out_ / "escape")) << "the planted link is left as it was";
 }
 
 }  // namespace
