@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstddef>
+
 #include <utility>
 
 namespace ddft::common {
@@ -34,5 +37,19 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
+
+// Reads until `len` bytes or the end of the file, retrying on EINTR. Returns the bytes read, or
+// -1 with errno set.
+inline ssize_t read_up_to(int fd, char* buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    const ssize_t n = ::read(fd, buf + got, len - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(got);
+}
 
 }  // namespace ddft::common

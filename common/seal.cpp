@@ -70,17 +70,12 @@ Key load_key_file(const std::string& path) {
   }
   // Read one byte more than the longest valid file, to tell a long file from a valid one.
   std::array<char, 72> buf{};
-  size_t got = 0;
-  while (got < buf.size()) {
-    const ssize_t n = ::read(fd.get(), buf.data() + got, buf.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw std::runtime_error(
-          fmt::format("key file '{}' cannot be read: {}", path, std::strerror(errno)));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
+  const ssize_t n = read_up_to(fd.get(), buf.data(), buf.size());
+  if (n < 0) {
+    throw std::runtime_error(
+        fmt::format("key file '{}' cannot be read: {}", path, std::strerror(errno)));
   }
+  const auto got = static_cast<size_t>(n);
   Key key{};
   std::string_view text(buf.data(), got);
   if (got == kKeySize) {

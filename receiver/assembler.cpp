@@ -123,6 +123,8 @@ constexpr auto kEndGrace = std::chrono::milliseconds(500);
 // A flood of refused announces must not fill the failed folder: records beyond this many a
 // minute are left out (each refusal is still counted, and logged at a bounded rate).
 constexpr uint64_t kRecordsPerMinute = 120;
+// Files finishing their writes, as a multiple of --max-files-in-flight, before new ones wait.
+constexpr size_t kFinishingPerBound = 16;
 // Authentication failures: the first in detail at once, then a count at most this often.
 constexpr auto kAuthLogInterval = std::chrono::seconds(10);
 // How often the replay state is saved while a session runs (it is saved at once when a session
@@ -477,6 +479,8 @@ void Assembler::handle_announce(const Packet& p) {
                          promised ? fmt::format(" ({} promised to files in flight)",
                                                 common::with_commas(promised))
                                   : "");
+  } else if (reason = out_.check_path(f->path); !reason.empty()) {
+    // refused below, before any file in flight is made to give way
   } else if (!make_room_for_file(&reason)) {
     // refused below
   } else if (f->bitmap.assign(bitmap_words, 0),
@@ -493,39 +497,43 @@ void Assembler::handle_announce(const Packet& p) {
 }
 
 bool Assembler::make_room_for_file(std::string* reason) {
-  if (files_.size() < cfg_.max_files_in_flight) return true;
-  // The oldest file still receiving fails; files finishing their writes cannot be hurried.
+  // The bound is on files still receiving: a file finishing its writes or its sync (a slow disk,
+  // --write-mode rwd) has all its data and must not cost a later file its place.
+  size_t receiving = 0;
   File* oldest = nullptr;
   for (auto& [key, f] : files_) {
-    if (f->state == State::kReceiving && (oldest == nullptr || f->announced < oldest->announced)) {
-      oldest = f.get();
-    }
+    if (f->state != State::kReceiving) continue;
+    ++receiving;
+    if (oldest == nullptr || f->announced < oldest->announced) oldest = f.get();
   }
-  if (oldest != nullptr) {
+  if (receiving >= cfg_.max_files_in_flight) {
     ++counters_.files_evicted;
     fail_file(*oldest, fmt::format("more than {} files in flight (--max-files-in-flight): the "
                                    "oldest fails to make room for a new one",
                                    cfg_.max_files_in_flight));
   }
-  // A failed file stays until its writes are done: beyond twice the bound, new files wait.
-  if (files_.size() >= 2 * cfg_.max_files_in_flight ||
-      (oldest == nullptr && files_.size() >= cfg_.max_files_in_flight)) {
-    *reason = fmt::format("{} files in flight are still being written (--max-files-in-flight {})",
-                          files_.size(), cfg_.max_files_in_flight);
+  // Files finishing their I/O hold a descriptor each: far beyond the bound, new ones wait.
+  if (files_.size() >= kFinishingPerBound * cfg_.max_files_in_flight) {
+    *reason = fmt::format("{} files in flight are still being written (the disk is not keeping "
+                          "up)",
+                          files_.size());
     return false;
   }
   return true;
 }
 
 bool Assembler::take_record_slot() {
+  // With a key only the authenticated sender can make refusals: each is recorded, whatever the
+  // rate (a full disk refusing a thousand files must say which).
+  if (opener_) return true;
   roll_record_window(clock_.now());
   if (++records_in_window_ <= kRecordsPerMinute) return true;
   ++counters_.records_suppressed;
   return false;
 }
 
-void Assembler::roll_record_window(common::Clock::time_point now) {
-  if (now - record_window_ < minutes(1)) return;
+void Assembler::roll_record_window(common::Clock::time_point now, bool force) {
+  if (!force && now - record_window_ < minutes(1)) return;
   if (records_in_window_ > kRecordsPerMinute) {
     spdlog::warn("Warn: {} refused file(s), or failed ones that had received nothing, got no "
                  "record and no log line (at most {} a minute: a flood of announces?)",
@@ -1121,7 +1129,9 @@ void Assembler::note_ring_drops(const std::vector<DropLedger::Entry>& dropped) {
   uint64_t other = 0;
   for (const auto& e : dropped) {
     File* f = nullptr;
-    if (e.file_id != 0) {
+    // The ledger reads headers unchecked: with a key they may be forged, so drops are not pinned
+    // on a file.
+    if (e.file_id != 0 && !opener_) {
       auto it = files_.find({e.session, e.file_id});
       if (it != files_.end()) f = it->second.get();
     }
@@ -1186,6 +1196,8 @@ void Assembler::fail_all(const std::string& reason) {
   open.clear();
   for (auto& [key, f] : files_) open.push_back(f.get());
   for (File* f : open) close_failed(*f);
+  roll_record_window(clock_.now(), /*force=*/true);  // say how many went unrecorded, if any
+  if (guard_ && guard_->take_changed()) save_session_mark();
 }
 
 bool Assembler::session_finished() const {

@@ -182,7 +182,8 @@ class Assembler {
   // True when one more refusal record fits this minute's budget (kRecordsPerMinute).
   bool take_record_slot();
   // Starts a new minute of refusal records, logging how many the last one left out.
-  void roll_record_window(common::Clock::time_point now);
+  // `force`: now (at shutdown), whatever the time.
+  void roll_record_window(common::Clock::time_point now, bool force = false);
   void on_rebuilt(std::span<const uint8_t> data);
   // Offers the data of an announce's FEC window again (it came before the file was known).
   void replay_window(const common::Header& announce);

@@ -41,8 +41,9 @@ bool write_all(int fd, std::string_view data) {
 }
 
 // Opens folder `name` (one path component) of `dir` with no symlink followed anywhere and nothing
-// resolved outside `dir` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS); kernels before 5.6
-// fall back to openat(O_NOFOLLOW), which refuses a symlink as the last (here: only) component.
+// resolved outside `dir` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS). Kernels before 5.6
+// (ENOSYS) and sandboxes whose system-call filter predates openat2 (EPERM: systemd 246-247, older
+// container profiles) fall back to openat(O_NOFOLLOW), which for one component is as strict.
 int open_dir_beneath(int dir, const char* name) {
   static std::atomic<bool> have_openat2{true};
   if (have_openat2) {
@@ -50,7 +51,7 @@ int open_dir_beneath(int dir, const char* name) {
     how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     const long fd = ::syscall(SYS_openat2, dir, name, &how, sizeof how);
-    if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return static_cast<int>(fd);
     have_openat2 = false;
   }
   return ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -367,41 +368,52 @@ void OutputDir::lock_exclusive() {
 }
 
 std::optional<std::string> OutputDir::read_state() const {
-  common::UniqueFd fd(::openat(root_fd_.get(), kStateFileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO planted under the name must not hang the start-up.
+  common::UniqueFd fd(::openat(root_fd_.get(), kStateFileName,
+                               O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   const std::string where = fmt::format("{}/{}", root_, kStateFileName);
   if (!fd) {
     if (errno == ENOENT) return std::nullopt;
     throw std::runtime_error(
         fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno)));
   }
-  std::string text(4096, '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw std::runtime_error(
-          fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno)));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw std::runtime_error(fmt::format("session state '{}' is not a regular file", where));
   }
-  text.resize(got);
+  std::string text(4096, '\0');
+  const ssize_t got = common::read_up_to(fd.get(), text.data(), text.size());
+  if (got < 0) {
+    throw std::runtime_error(
+        fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno)));
+  }
+  text.resize(static_cast<size_t>(got));
   return text;
 }
 
 bool OutputDir::write_state(std::string_view text, std::string* reason) {
   if (null_sink_) return true;
   const std::string tmp = std::string(kStateFileName) + ".new";
+  // Whatever sits under the temporary name (a FIFO, a hard link to another file) is removed, not
+  // opened; O_EXCL then makes a new file or fails.
+  ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
   common::UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(),
-                               O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                               0600));
+  // Durable before it counts: the data, the rename, and the folder entry (a replay mark lost in a
+  // power cut would reopen the door to what was taken before it).
   if (!fd || !write_all(fd.get(), text) || ::fsync(fd.get()) != 0 ||
-      ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), kStateFileName) != 0) {
+      ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), kStateFileName) != 0 ||
+      ::fsync(root_fd_.get()) != 0) {
     *reason = errno_text(errno);
     ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
     return false;
   }
   return true;
+}
+
+std::string OutputDir::check_path(std::string_view rel_path) const {
+  return check_wire_path(rel_path, limits_);
 }
 
 uint64_t OutputDir::free_bytes() const {

@@ -113,6 +113,8 @@ class OutputDir {
 
   // Refuses announced paths beyond these limits (create_temp()).
   void set_path_limits(const PathLimits& limits) { limits_ = limits; }
+  // check_wire_path() under this folder's limits.
+  std::string check_path(std::string_view rel_path) const;
 
   // Takes the output folder for this process alone: a second receiver on the same folder would
   // move this one's temporary files away at its start-up. Throws std::runtime_error with a

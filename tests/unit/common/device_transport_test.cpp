@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "common/protocol.hpp"
+#include "common/seal.hpp"
 
 namespace ddft::common {
 namespace {
@@ -78,6 +79,36 @@ TEST_F(DeviceTransportTest, FramesSurviveArbitraryReadBoundariesAndGarbage) {
   ASSERT_EQ(got.size(), frames.size());
   for (size_t i = 0; i < frames.size(); ++i) EXPECT_EQ(got[i], frames[i]) << i;
   EXPECT_EQ(src.link_drops(), long(6 + frame(99, 50).size()));
+}
+
+// FEC parity (the last packet type) and sealed datagrams (--key-file) are frames like any other.
+TEST_F(DeviceTransportTest, ParityAndSealedFramesPassThrough) {
+  DeviceSource src(node_.string());
+  const int raw = ::open(node_.c_str(), O_WRONLY);
+  ASSERT_GE(raw, 0);
+  std::vector<std::vector<uint8_t>> frames;
+  Header h;
+  h.session_id = 5;
+  h.seq = 1;
+  const std::vector<uint8_t> shard(300, 0xAB);
+  std::vector<uint8_t> parity(kFecOverhead + shard.size());
+  parity.resize(encode_parity(h, Parity{0, 4, 4, 2, 1, 0, 1}, shard, parity));
+  ASSERT_GT(parity.size(), 0u);
+  frames.push_back(parity);
+  Key key{};
+  key.fill(9);
+  Sealer sealer(key, 5, make_session_salt(), true);
+  auto sealed = frame(2, 200);
+  store_le64(sealed.data() + 8, 5);
+  const size_t n = sealed.size();
+  sealed.resize(n + kSealOverhead);
+  sealed.resize(sealer.seal(sealed, n));
+  frames.push_back(sealed);
+  for (const auto& f : frames) ASSERT_EQ(::write(raw, f.data(), f.size()), ssize_t(f.size()));
+  const auto got = receive_all(src, frames.size());
+  ::close(raw);
+  EXPECT_EQ(got, frames);
+  EXPECT_EQ(src.link_drops(), 0);
 }
 
 TEST_F(DeviceTransportTest, DamagedLengthDoesNotHoldBackTheFramesBehindIt) {

@@ -2,6 +2,7 @@
 #include "receiver/assembler.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -997,6 +998,53 @@ TEST_P(AssemblerTest, AFloodOfAnnouncesStaysWithinTheFilesInFlightBound) {
   // Failure records are rate-limited so the flood cannot fill the failed folder.
   EXPECT_LE(records().size(), 120u);
   EXPECT_GT(asm_->counters().records_suppressed + records().size(), 0u);
+}
+
+// A slow disk: files finishing their sync (--write-mode rwd) do not count against the bound, so
+// a sender's next files are never refused or made to fail for them.
+TEST_P(AssemblerTest, FilesFinishingTheirWritesDoNotCostLaterFilesTheirPlace) {
+  cfg_.max_files_in_flight = 2;
+  cfg_.write_mode = WriteMode::kDataSync;
+  build();
+  FakeSender tx(77);
+  std::vector<std::string> contents;
+  for (uint32_t id = 1; id <= 6; ++id) {
+    contents.push_back(pattern(3000, 770 + id));
+    feed(tx.file(id, fmt::format("s{}.bin", id), contents.back()));  // no poll: syncs stay open
+  }
+  settle();
+  for (uint32_t id = 1; id <= 6; ++id) {
+    EXPECT_TRUE(read(base_ / fmt::format("out/s{}.bin", id)) == contents[id - 1]) << id;
+  }
+  EXPECT_EQ(asm_->counters().files_passed, 6u);
+  EXPECT_EQ(asm_->counters().files_evicted, 0u);
+  EXPECT_TRUE(records().empty());
+}
+
+// Planted where the receiver keeps its replay mark: a FIFO under the temporary name is replaced,
+// not opened (which would block the writer thread); a FIFO under the state name stops the start
+// with one line instead of hanging it.
+TEST_P(AssemblerTest, PlantedFifosCannotHangTheReplayMark) {
+  cfg_.keys = {test_key(3)};
+  const fs::path tmp = base_ / "out" / (std::string(kStateFileName) + ".new");
+  ASSERT_EQ(::mkfifo(tmp.c_str(), 0600), 0);
+  build();
+  FakeSender tx(78);
+  common::Sealer sealer(cfg_.keys[0], 78, salt_at(100), true);
+  feed(seal_all(sealer, tx.file(1, "f.txt", "x")));
+  settle();
+  EXPECT_EQ(read(base_ / "out/f.txt"), "x");
+  EXPECT_NE(read(base_ / "out" / kStateFileName).find("session=000000000000004e"),
+            std::string::npos);
+  asm_.reset();
+  fs::remove(base_ / "out" / kStateFileName);
+  ASSERT_EQ(::mkfifo((base_ / "out" / kStateFileName).c_str(), 0600), 0);
+  try {
+    build();
+    FAIL() << "a FIFO is not a state file";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();
+  }
 }
 
 TEST_P(AssemblerTest, PathsBeyondTheLimitsAreRefusedWithTheirReason) {
