@@ -94,7 +94,8 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
       ->transform(CLI::AsSizeValue(true))
       ->capture_default_str();
   app.add_option("--max-files-in-flight", cfg.max_files_in_flight,
-                 "Files open at once; an announce beyond it fails the oldest file in flight")
+                 "Files receiving at once; an announce beyond it fails the oldest of them (files "
+                 "finishing their writes do not count)")
       ->check(CLI::Range(size_t{2}, size_t{100000}))
       ->capture_default_str();
   app.add_option("--max-path-length", cfg.path_limits.max_length,
