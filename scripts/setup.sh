@@ -14,6 +14,9 @@ packages=(
   # the systemd unit's test: systemd-analyze verify/security (fresh Debian 12 containers lack
   # the systemd package), strace for the system calls of a transfer against its filter
   systemd strace
+  # the fuzz harnesses (scripts/fuzz.sh): libFuzzer comes with clang 14, whose fuzzer, ASan and
+  # UBSan runtimes are the separate libclang-rt-14-dev
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -203,7 +203,15 @@ TEST_F(LossTest, SoakOfAThousandFilesThroughOnePercentLoss) {
   ASSERT_GT(rss.size(), 8u);
   const long settled = *std::max_element(rss.begin(), rss.begin() + rss.size() / 4);
   const long peak = *std::max_element(rss.begin(), rss.end());
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer (scripts/sanitize.sh builds the receiver with it too) freed memory
+  // waits in the sanitizer's quarantine before it is reused, so RSS climbs whatever the code
+  // does: the bound only means something in a normal build.
+  (void)settled;
+  (void)peak;
+#else
   EXPECT_LE(peak - settled, 8 * 1024) << "RSS kB: settled " << settled << ", peak " << peak;
+#endif
   std::cout << "soak: " << total << " bytes in 1000 files; receiver RSS " << settled << " -> "
             << peak << " kB; " << link;
 }

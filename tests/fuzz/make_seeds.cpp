@@ -1,0 +1,530 @@
+// Writes the fuzz harnesses' seed corpora from the real encoders (common/protocol.hpp and the
+// sender's FEC encoder), so that the fuzzers start from datagrams a sender really sends.
+//
+//   make_seeds DIR     (re)writes DIR/packet, DIR/announce, DIR/path and DIR/receiver; files
+//                      already in those four folders are removed first
+//
+// The output is deterministic: run it again and git shows no change unless an encoder changed.
+// scripts/fuzz.sh --seeds regenerates tests/fuzz/corpus with it. Each harness's input layout is
+// described at the top of its fuzz_<name>.cpp.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/hash.hpp"
+#include "common/protocol.hpp"
+#include "common/seal.hpp"
+#include "fuzz_support.hpp"
+#include "sender/fec_encoder.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+using namespace ddft::common;
+using Bytes = std::vector<uint8_t>;
+
+// Receiver-harness record flags (fuzz_receiver.cpp).
+constexpr uint8_t kFix = 1;        // fix the header and reseal
+constexpr uint8_t kPoll = 16;      // poll() after the datagram
+constexpr uint8_t kRingDrop = 32;  // dropped in a full ring
+uint8_t advance(unsigned step) { return static_cast<uint8_t>(step << 1); }  // 0..7
+
+// Deterministic file contents.
+std::string pattern(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  uint32_t x = seed * 2654435761u + 1;
+  for (char& c : s) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return s;
+}
+
+// The datagrams of one sender session, as dd_file_send builds them.
+class Session {
+ public:
+  explicit Session(uint64_t id, uint32_t chunk = 500) : id_(id), chunk_(chunk) {}
+
+  Bytes announce(uint32_t file, const std::string& path, uint64_t size,
+                 VerifyType v = VerifyType::kB2B, uint8_t pause_s = 0) {
+    Announce a;
+    a.file_id = file;
+    a.verify = v;
+    a.pause_s = pause_s;
+    a.size = size;
+    a.mtime_ns = 1'700'000'000'000'000'000;
+    a.mode = 0640;
+    a.chunk_size = chunk_;
+    a.path = path;
+    Bytes b(kHeaderSize + kAnnounceFixedSize + path.size());
+    b.resize(encode_announce(next(), a, b));
+    return b;
+  }
+  std::vector<Bytes> data(uint32_t file, const std::string& content, uint8_t copy = 0) {
+    std::vector<Bytes> out;
+    for (size_t off = 0; off < content.size(); off += chunk_) {
+      const size_t len = std::min<size_t>(chunk_, content.size() - off);
+      Bytes b(kHeaderSize + kDataHeaderSize + len);
+      std::memcpy(b.data() + kHeaderSize + kDataHeaderSize, content.data() + off, len);
+      b.resize(encode_data_in_place(next(), {file, off, copy}, len, b));
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+  Bytes end(uint32_t file, const std::string& content, VerifyType v = VerifyType::kB2B,
+            uint8_t copy = 0, uint8_t copies = 1) {
+    const Digest d =
+        hash_buffer(v, {reinterpret_cast<const uint8_t*>(content.data()), content.size()});
+    End e;
+    e.file_id = file;
+    e.verify = v;
+    e.size = content.size();
+    e.key_len = d.size;
+    e.key = d.bytes;
+    e.copy = copy;
+    e.copies = copies;
+    Bytes b(kHeaderSize + kEndFixedSize + kMaxKeySize);
+    b.resize(encode_end(next(), e, b));
+    return b;
+  }
+  Bytes abort(uint32_t file, const std::string& reason) {
+    Bytes b(kHeaderSize + kAbortFixedSize + reason.size());
+    b.resize(encode_abort(next(), Abort{file, reason}, b));
+    return b;
+  }
+  Bytes heartbeat(bool final, uint32_t interval_ms = 1000) {
+    const Heartbeat hb{final ? kHeartbeatFinal : 0u, interval_ms, seq_, 1};
+    Bytes b(kHeaderSize + kHeartbeatSize);
+    b.resize(encode_heartbeat(next(), hb, b));
+    return b;
+  }
+  // Announce, data, end.
+  std::vector<Bytes> file(uint32_t id, const std::string& path, const std::string& content,
+                          VerifyType v = VerifyType::kB2B) {
+    std::vector<Bytes> out{announce(id, path, content.size(), v)};
+    for (Bytes& d : data(id, content)) out.push_back(std::move(d));
+    out.push_back(end(id, content, v));
+    return out;
+  }
+  uint64_t id() const { return id_; }
+  uint64_t* seq() { return &seq_; }
+
+ private:
+  Header next() {
+    Header h;
+    h.session_id = id_;
+    h.seq = seq_++;
+    return h;
+  }
+  uint64_t id_;
+  uint32_t chunk_;
+  uint64_t seq_ = 0;
+};
+
+// Re-stamps `in` as a sender with --fec sends it (window place, flag, sequence number) and adds
+// each window's parity from the sender's own encoder.
+std::vector<Bytes> with_fec(const std::vector<Bytes>& in, const FecParams& p, uint64_t session,
+                            uint64_t* seq) {
+  ddft::sender::FecEncoder enc(p, 2000);
+  std::vector<Bytes> out;
+  auto close = [&] {
+    enc.close([&](const Parity& pa, std::span<const uint8_t> shard) {
+      Header h;
+      h.session_id = session;
+      h.seq = (*seq)++;
+      Bytes b(shard.size() + kFecOverhead);
+      b.resize(encode_parity(h, pa, shard, b));
+      out.push_back(std::move(b));
+    });
+  };
+  for (Bytes d : in) {
+    store_le16(d.data() + 24, kFlagFec);
+    store_le16(d.data() + 26, enc.next_pos());
+    store_le64(d.data() + 16, *seq);
+    reseal(d);
+    const bool full = enc.add((*seq)++, d);
+    out.push_back(std::move(d));
+    if (full) close();
+  }
+  close();
+  return out;
+}
+
+// Seals each datagram as a sender with --key-file does (the harness's key, a fixed salt so that
+// the output does not change from run to run).
+std::vector<Bytes> sealed(const std::vector<Bytes>& in, uint64_t session, bool encrypt) {
+  Salt salt{};
+  store_le64(salt.data(), 1'700'000'000'000'000'000);
+  for (size_t i = 8; i < salt.size(); ++i) salt[i] = static_cast<uint8_t>(i * 11);
+  Sealer sealer(ddft::fuzz::fuzz_key(), session, salt, encrypt);
+  std::vector<Bytes> out;
+  for (Bytes d : in) {
+    const size_t len = d.size();
+    d.resize(len + kSealOverhead);
+    d.resize(sealer.seal(d, len));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// One receiver-harness input: a settings byte, then records.
+class Script {
+ public:
+  explicit Script(uint8_t settings) : bytes_{settings} {}
+  Script& add(const Bytes& d, uint8_t ctl = kFix) {
+    bytes_.push_back(ctl);
+    bytes_.push_back(static_cast<uint8_t>(d.size()));
+    bytes_.push_back(static_cast<uint8_t>(d.size() >> 8));
+    bytes_.insert(bytes_.end(), d.begin(), d.end());
+    return *this;
+  }
+  Script& add(const std::vector<Bytes>& ds, uint8_t ctl = kFix) {
+    for (const Bytes& d : ds) add(d, ctl);
+    return *this;
+  }
+  // A zero-length record that only moves the clock and polls.
+  Script& wait(unsigned step) { return add(Bytes{}, static_cast<uint8_t>(advance(step) | kPoll)); }
+  const Bytes& bytes() const { return bytes_; }
+
+ private:
+  Bytes bytes_;
+};
+
+class Writer {
+ public:
+  explicit Writer(fs::path root) : root_(std::move(root)) {}
+  void prepare(const std::string& harness) {
+    const fs::path dir = root_ / harness;
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.is_regular_file()) fs::remove(e.path());
+    }
+  }
+  void put(const std::string& harness, const std::string& name, const Bytes& b) {
+    std::ofstream out(root_ / harness / name, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    if (!out) throw std::runtime_error("cannot write " + (root_ / harness / name).string());
+    ++count_;
+  }
+  size_t count() const { return count_; }
+
+ private:
+  fs::path root_;
+  size_t count_ = 0;
+};
+
+Bytes with_ctl(uint8_t ctl, const Bytes& d) {
+  Bytes b{ctl};
+  b.insert(b.end(), d.begin(), d.end());
+  return b;
+}
+Bytes text(uint8_t ctl, const std::string& s) {
+  Bytes b{ctl};
+  b.insert(b.end(), s.begin(), s.end());
+  return b;
+}
+Bytes payload_of(const Bytes& d) { return Bytes(d.begin() + kHeaderSize, d.end()); }
+
+// Paths from the wire: ordinary ones, and every kind the receiver must refuse or contain.
+struct NamedPath {
+  const char* name;
+  std::string path;
+};
+std::vector<NamedPath> paths() {
+  std::string deepest;  // 64 components: the deepest path accepted
+  for (int i = 0; i < 63; ++i) deepest += "d/";
+  std::string too_deep = deepest + "e/deep.bin";
+  deepest += "deep.bin";
+  std::string longest;  // 4096 bytes in 17 components of 240: the longest path accepted
+  for (int i = 0; i < 16; ++i) longest += std::string(240, static_cast<char>('a' + i)) + "/";
+  longest += std::string(240, 'z');
+  std::string too_long = longest + "x";
+  std::string many;  // 2048 components: far too deep
+  for (int i = 0; i < 2047; ++i) many += "a/";
+  many += "z";
+  return {
+      {"plain", "a.txt"},
+      {"nested", "dir/sub/file.bin"},
+      {"utf8", "caf\xc3\xa9/r\xc3\xa9sum\xc3\xa9.pdf"},
+      {"dots-in-name", "a..b/..."},
+      {"dotdot", "../x"},
+      {"dotdot-inner", "a/../../x"},
+      {"dot", "./a"},
+      {"double-slash", "a//b"},
+      {"trailing-slash", "a/"},
+      {"absolute", "/etc/passwd"},
+      {"temp-name", ".ddft-1-2.part"},
+      {"temp-name-full", "d/.ddft-0123456789abcdef-1.part"},
+      {"control-char", "a\nb"},
+      {"escape-seq", "a\x1b[31m"},
+      {"nul", std::string("a\0b", 3)},
+      {"long-component", std::string(256, 'x')},
+      {"component-255", std::string(255, 'y')},
+      {"deepest", deepest},
+      {"too-deep", too_deep},
+      {"far-too-deep", many},
+      {"longest", longest},
+      {"too-long", too_long},
+      {"state-file", ".ddft-session-state"},
+      {"lock-file", "sub/.ddft-lock"},
+      {"symlink-dir", "link/escaped.txt"},
+      {"symlink-dir-nested", "dir/link/escaped.txt"},
+      {"symlink-file", "flink"},
+      {"existing-file", "exists"},
+      {"existing-folder", "dir"},
+      {"failed-folder", ".failed"},
+      {"into-failed-folder", ".failed/x"},
+  };
+}
+
+void packet_seeds(Writer& w) {
+  w.prepare("packet");
+  Session s(0x1111);
+  const std::string content = pattern(600, 1);
+  w.put("packet", "announce-b2b", with_ctl(0, s.announce(1, "dir/a.bin", content.size())));
+  w.put("packet", "announce-sha256",
+        with_ctl(1, s.announce(2, "reports/2026/r.csv", 123456, VerifyType::kSha256, 3)));
+  w.put("packet", "announce-none", with_ctl(0, s.announce(3, "x", 0, VerifyType::kNone)));
+  const auto data = s.data(1, content);
+  w.put("packet", "data-first", with_ctl(0, data.at(0)));
+  w.put("packet", "data-last", with_ctl(1, data.at(1)));
+  w.put("packet", "data-copy1", with_ctl(0, s.data(1, content.substr(0, 40), 1).at(0)));
+  w.put("packet", "end-b2b", with_ctl(0, s.end(1, content)));
+  w.put("packet", "end-sha256", with_ctl(1, s.end(2, content, VerifyType::kSha256, 1, 2)));
+  w.put("packet", "end-none", with_ctl(0, s.end(3, "", VerifyType::kNone)));
+  w.put("packet", "abort", with_ctl(0, s.abort(1, "file changed while it was read")));
+  w.put("packet", "heartbeat", with_ctl(0, s.heartbeat(false)));
+  w.put("packet", "heartbeat-final", with_ctl(1, s.heartbeat(true, 250)));
+  uint64_t seq = 100;
+  const auto fec = with_fec(s.file(4, "f.bin", pattern(1200, 2)), {4, 2, 2}, s.id(), &seq);
+  for (const Bytes& d : fec) {
+    if (d[5] == static_cast<uint8_t>(PacketType::kParity)) {
+      w.put("packet", "parity", with_ctl(0, d));
+      break;
+    }
+  }
+  w.put("packet", "data-fec", with_ctl(0, fec.at(1)));
+  Bytes bad_sum = s.heartbeat(false);
+  bad_sum[28] ^= 1;
+  w.put("packet", "bad-checksum", with_ctl(0, bad_sum));
+  w.put("packet", "bad-checksum-fixed", with_ctl(1, bad_sum));
+  w.put("packet", "too-short", with_ctl(0, Bytes(20, 0x44)));
+}
+
+void announce_seeds(Writer& w) {
+  w.prepare("announce");
+  Session s(0x2222);
+  for (const NamedPath& p : paths()) {
+    // The encoder refuses a path over 4096 bytes: that payload is put together by hand.
+    Bytes payload = payload_of(s.announce(1, "x", 1000));
+    payload.resize(kAnnounceFixedSize);
+    store_le16(payload.data() + 6, static_cast<uint16_t>(p.path.size()));
+    payload.insert(payload.end(), p.path.begin(), p.path.end());
+    w.put("announce", p.name, payload);
+  }
+  w.put("announce", "sha256-big",
+        payload_of(s.announce(9, "big.iso", uint64_t{1} << 40, VerifyType::kSha256)));
+}
+
+void path_seeds(Writer& w) {
+  w.prepare("path");
+  constexpr uint8_t kFinalize = 1;
+  constexpr uint8_t kOverwrite = 2;
+  constexpr uint8_t kReject = 4;
+  constexpr uint8_t kTwice = 8;
+  for (const NamedPath& p : paths()) w.put("path", p.name, text(kFinalize, p.path));
+  w.put("path", "fail-nested", text(0, "dir/new/file.bin"));
+  w.put("path", "symlink-file-overwrite", text(kFinalize | kOverwrite, "flink"));
+  w.put("path", "existing-file-reject", text(kFinalize | kReject, "exists"));
+  w.put("path", "existing-file-overwrite", text(kFinalize | kOverwrite, "exists"));
+  w.put("path", "existing-folder-overwrite", text(kFinalize | kOverwrite, "dir"));
+  w.put("path", "twice-rename", text(kFinalize | kTwice, "dir/twice.txt"));
+  w.put("path", "twice-fail", text(kTwice, "twice.txt"));
+  constexpr uint8_t kTight = 16;  // --max-path-length 100 --max-path-depth 4
+  w.put("path", "tight-ok", text(kFinalize | kTight, "a/b/c/d.txt"));
+  w.put("path", "tight-too-deep", text(kFinalize | kTight, "a/b/c/d/e.txt"));
+  w.put("path", "tight-too-long", text(kFinalize | kTight, std::string(101, 'n')));
+}
+
+void receiver_seeds(Writer& w) {
+  w.prepare("receiver");
+  constexpr uint8_t kRename = 0, kOverwrite = 1, kReject = 2;
+  constexpr uint8_t kRwd = 1 << 2, kRws = 2 << 2;
+  constexpr uint8_t kKeyed = 16;  // the receiver has the harness's key
+  {                               // two whole files and the final heartbeat
+    Session s(0x3001);
+    Script sc(kRename);
+    sc.add(s.heartbeat(false));
+    sc.add(s.file(1, "dir/a.bin", pattern(1700, 3)));
+    sc.add(s.file(2, "b.txt", pattern(10, 4), VerifyType::kSha256), kFix | kPoll);
+    sc.add(s.file(3, "empty", "", VerifyType::kNone));
+    sc.add(s.heartbeat(true), kFix | kPoll);
+    w.put("receiver", "session-two-files", sc.bytes());
+  }
+  {  // FEC 4:2 x2, with packets lost that parity rebuilds
+    Session s(0x3002);
+    uint64_t seq = 0;
+    auto wire = with_fec(s.file(1, "fec/rebuilt.bin", pattern(1200, 5)), {4, 2, 2}, s.id(), &seq);
+    Script sc(kRwd);
+    for (size_t i = 0; i < wire.size(); ++i) {
+      if (i != 2 && i != 3) sc.add(wire[i]);
+    }
+    sc.wait(4);
+    w.put("receiver", "session-fec-rebuild", sc.bytes());
+  }
+  {  // FEC 4:2 x2: the announce lost, its window's data and end packet came before parity
+    Session s(0x300B);
+    uint64_t seq = 0;
+    auto wire =
+        with_fec(s.file(1, "fec/announce-lost.bin", pattern(1200, 14)), {4, 2, 2}, s.id(), &seq);
+    Script sc(kRename);
+    for (size_t i = 1; i < wire.size(); ++i) sc.add(wire[i]);
+    sc.wait(4);
+    w.put("receiver", "session-fec-announce-lost", sc.bytes());
+  }
+  {  // FEC 2:1, too much lost in one group: the file fails with its missing range
+    Session s(0x3003);
+    uint64_t seq = 0;
+    auto wire = with_fec(s.file(1, "fec/lost.bin", pattern(1000, 6)), {2, 1, 1}, s.id(), &seq);
+    Script sc(kRename);
+    for (size_t i = 0; i < wire.size(); ++i) {
+      if (i != 1 && i != 2) sc.add(wire[i]);
+    }
+    sc.wait(4).wait(7);
+    w.put("receiver", "session-fec-beyond-repair", sc.bytes());
+  }
+  {  // hostile names next to planted symlinks, under each collision policy
+    const std::string c = pattern(100, 7);
+    const char* names[] = {"link/escaped.txt", "flink",      "dir/link/x", "exists", "../x", "dir",
+                           ".failed/x",        "/etc/passwd"};
+    const uint8_t policies[] = {kRename, kOverwrite, kReject};
+    for (const uint8_t policy : policies) {
+      Session s(0x3100 + policy);
+      Script sc(policy);
+      uint32_t id = 1;
+      for (const char* n : names) sc.add(s.file(id++, n, c), kFix | kPoll);
+      sc.add(s.heartbeat(true));
+      w.put("receiver", "hostile-names-policy" + std::to_string(policy), sc.bytes());
+    }
+  }
+  {  // data out of order and duplicated, end before the last data packet
+    Session s(0x3004, 416);
+    const std::string c = pattern(2500, 8);
+    auto ann = s.announce(1, "shuffled.bin", c.size());
+    auto data = s.data(1, c);
+    auto end = s.end(1, c);
+    Script sc(kRws);
+    sc.add(ann).add(data[3]).add(data[0]).add(data[5]).add(data[0]).add(data[2]).add(data[1]);
+    sc.add(end).add(data[4], kFix | advance(2) | kPoll).add(data[6]).add(end);
+    w.put("receiver", "reordered-duplicates", sc.bytes());
+  }
+  {  // a file whose data stops: the 5 s file timeout, then a new file; an abort
+    Session s(0x3005);
+    const std::string c = pattern(1500, 9);
+    auto data = s.data(1, c);
+    Script sc(kRename);
+    sc.add(s.announce(1, "stalled.bin", c.size())).add(data[0]);
+    sc.wait(6);
+    sc.add(s.announce(2, "aborted.bin", c.size())).add(s.data(2, c)[0]);
+    sc.add(s.abort(2, "interrupted"), kFix | kPoll);
+    sc.add(s.announce(3, "superseded.bin", c.size())).add(s.announce(4, "next.bin", 0));
+    sc.wait(4);
+    w.put("receiver", "timeout-abort-superseded", sc.bytes());
+  }
+  {  // the sender restarts (new session), and packets of the old one come late
+    Session a(0x3006), b(0x3007);
+    const std::string c = pattern(900, 10);
+    Script sc(kRename);
+    sc.add(a.announce(1, "restart.bin", c.size())).add(a.data(1, c)[0]);
+    sc.add(b.file(1, "restart.bin", c));
+    sc.add(a.data(1, c)[1]).add(a.end(1, c)).add(b.heartbeat(true), kFix | kPoll);
+    w.put("receiver", "sender-restart", sc.bytes());
+  }
+  {  // --repeat 2: holes of copy 0 filled by copy 1; one datagram lost in a full ring
+    Session s(0x3008);
+    const std::string c = pattern(1600, 11);
+    auto first = s.data(1, c, 0);
+    Script sc(kRename);
+    sc.add(s.announce(1, "twice.bin", c.size()));
+    sc.add(first[0]).add(first[1], kRingDrop).add(first[3]);
+    sc.add(s.end(1, c, VerifyType::kB2B, 0, 2));
+    sc.add(s.data(1, c, 1)).add(s.end(1, c, VerifyType::kB2B, 1, 2), kFix | kPoll);
+    w.put("receiver", "repeat-and-ring-drop", sc.bytes());
+  }
+  {  // damage: a bad checksum left as it is, an end that disagrees with the announce, a bad key
+    Session s(0x3009);
+    const std::string c = pattern(800, 12);
+    Bytes broken = s.data(1, c)[0];
+    broken[40] ^= 0xFF;
+    Script sc(kRename);
+    sc.add(s.announce(1, "mismatch.bin", c.size())).add(broken, 0);
+    sc.add(s.data(1, c)).add(s.end(1, c + "x"));
+    sc.add(s.file(2, "sha256.bin", c, VerifyType::kSha256));
+    Bytes wrong_key = s.end(3, c, VerifyType::kSha256);
+    wrong_key[kHeaderSize + kEndFixedSize] ^= 1;
+    sc.add(s.announce(3, "wrongkey.bin", c.size(), VerifyType::kSha256)).add(s.data(3, c));
+    sc.add(wrong_key);
+    sc.add(s.heartbeat(true)).wait(5);
+    w.put("receiver", "damage", sc.bytes());
+  }
+  {  // --key-file: sealed and encrypted, one datagram lost that FEC rebuilds, then a forged and
+     // a replayed datagram, and an unsealed one
+    Session s(0x300C);
+    uint64_t seq = 0;
+    const std::string c = pattern(1100, 15);
+    std::vector<Bytes> inner = s.file(1, "sealed/enc.bin", c);
+    auto wire = sealed(with_fec(inner, {4, 1, 1}, s.id(), &seq), s.id(), true);
+    Script sc(kKeyed);
+    for (size_t i = 0; i < wire.size(); ++i) {
+      if (i != 2) sc.add(wire[i]);
+    }
+    Bytes forged = wire[1];
+    forged[kHeaderSize + 20] ^= 1;
+    sc.add(forged).add(wire[1]).add(inner[1], kFix | kPoll);
+    w.put("receiver", "sealed-encrypted-fec", sc.bytes());
+  }
+  {  // --key-file: authenticated only (no encryption), two files
+    Session s(0x300D);
+    std::vector<Bytes> inner = s.file(1, "auth/a.txt", pattern(700, 16));
+    for (Bytes& d : s.file(2, "auth/b.txt", pattern(30, 17), VerifyType::kSha256)) {
+      inner.push_back(std::move(d));
+    }
+    inner.push_back(s.heartbeat(true));
+    Script sc(kKeyed | kRwd);
+    sc.add(sealed(inner, s.id(), false), kFix | kPoll);
+    w.put("receiver", "sealed-auth-only", sc.bytes());
+  }
+  {  // a pause announced (pause_s), silence, heartbeats with a short interval
+    Session s(0x300A);
+    const std::string c = pattern(600, 13);
+    Script sc(kRename);
+    sc.add(s.heartbeat(false, 100)).add(s.announce(1, "paused.bin", c.size(), VerifyType::kB2B, 9));
+    sc.wait(6).wait(3);
+    sc.add(s.data(1, c)).add(s.end(1, c)).wait(7);
+    w.put("receiver", "pause-and-silence", sc.bytes());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_seeds DIR   (writes DIR/{packet,announce,path,receiver})\n");
+    return 2;
+  }
+  try {
+    Writer w(argv[1]);
+    packet_seeds(w);
+    announce_seeds(w);
+    path_seeds(w);
+    receiver_seeds(w);
+    std::printf("make_seeds: %zu seed files written below %s\n", w.count(), argv[1]);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "make_seeds: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
