@@ -372,7 +372,10 @@ TEST_F(EndToEnd, SealedTransfersArriveByteForByteEncryptedOrAuthenticatedOnly) {
   EXPECT_EQ(rx_log().find("failed authentication"), std::string::npos) << rx_log();
 
   // Authenticated only, with FEC behind the seal: the next session of the same receiver folder.
+  // A fresh log: start_receiver() waits for the new receiver's own "receiving on" line (under ASan
+  // the first one's line let the sender start before the new socket was bound).
   fs::remove_all(out_ / "a.bin");
+  fs::remove(base_ / "receive.log");
   start_receiver({"--key-file", key.string()});
   ASSERT_EQ(send({(src_ / "a.bin").string(), "--key-file", key.string(), "--auth-only", "--fec",
                   "16:2"}),
