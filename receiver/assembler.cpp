@@ -334,8 +334,12 @@ void Assembler::save_session_mark() {
 void Assembler::replay_window(const common::Header& announce) {
   if (announce.fec_pos > announce.seq) return;
   fec_.replay(announce.seq - announce.fec_pos, [this](std::span<const uint8_t> d) {
+    // Data, and the end or abort of a small file whose whole life fits in the window: all of it
+    // went to no file while the announce was missing. Seq order: data before its end.
     Packet q;
-    if (common::decode_packet(d, &q) == DecodeStatus::kOk && q.header.type == PacketType::kData) {
+    if (common::decode_packet(d, &q) == DecodeStatus::kOk &&
+        (q.header.type == PacketType::kData || q.header.type == PacketType::kEnd ||
+         q.header.type == PacketType::kAbort)) {
       dispatch(q);
     }
   });
