@@ -36,11 +36,31 @@ void fill_nonce(uint64_t seq, uint8_t nonce[12]) {
 CipherCtx new_gcm_context(const Key& key, bool for_encrypt) {
   CipherCtx ctx(EVP_CIPHER_CTX_new());
   if (!ctx) openssl_failed("EVP_CIPHER_CTX_new");
-  const int ok = for_encrypt
-                     ? EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), nullptr)
-                     : EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), nullptr);
-  if (ok != 1) openssl_failed("AES-256-GCM set-up");
+  if (EVP_CipherInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), nullptr,
+                        for_encrypt ? 1 : 0) != 1) {
+    openssl_failed("AES-256-GCM set-up");
+  }
   return ctx;
+}
+
+// One GCM pass over a sealed datagram, the same on both sides (the context's direction decides
+// whether it seals or opens): nonce from seq, then the associated data in the format's order
+// (header bytes 0..27; with encryption the salt, then the body through the cipher into `out`;
+// without, the body then the salt). The caller finishes with the tag.
+bool gcm_pass(EVP_CIPHER_CTX* c, uint64_t seq, bool encrypted, const uint8_t* header,
+              const uint8_t* body, size_t body_len, const uint8_t* salt, uint8_t* out) {
+  uint8_t nonce[12];
+  fill_nonce(seq, nonce);
+  int n = 0;
+  const int len = static_cast<int>(body_len);
+  bool ok = EVP_CipherInit_ex(c, nullptr, nullptr, nullptr, nonce, -1) == 1 &&
+            EVP_CipherUpdate(c, nullptr, &n, header, kChecksumOffset) == 1;
+  if (encrypted) {
+    return ok && EVP_CipherUpdate(c, nullptr, &n, salt, kSaltSize) == 1 &&
+           (body_len == 0 || EVP_CipherUpdate(c, out, &n, body, len) == 1);
+  }
+  return ok && (body_len == 0 || EVP_CipherUpdate(c, nullptr, &n, body, len) == 1) &&
+         EVP_CipherUpdate(c, nullptr, &n, salt, kSaltSize) == 1;
 }
 
 int hex_value(char c) {
@@ -175,22 +195,11 @@ size_t Sealer::seal(std::span<uint8_t> buf, size_t len) {
   uint8_t* tag = salt + kSaltSize;
   std::memcpy(salt, salt_.data(), kSaltSize);
 
-  uint8_t nonce[12];
-  fill_nonce(seq, nonce);
   EVP_CIPHER_CTX* c = ctx_.get();
   int n = 0;
-  bool ok = EVP_EncryptInit_ex(c, nullptr, nullptr, nullptr, nonce) == 1 &&
-            EVP_EncryptUpdate(c, nullptr, &n, p, kChecksumOffset) == 1;
-  if (encrypt_) {
-    ok = ok && EVP_EncryptUpdate(c, nullptr, &n, salt, kSaltSize) == 1 &&
-         (body_len == 0 || EVP_EncryptUpdate(c, body, &n, body, static_cast<int>(body_len)) == 1);
-  } else {
-    ok = ok &&
-         (body_len == 0 || EVP_EncryptUpdate(c, nullptr, &n, body, static_cast<int>(body_len)) == 1) &&
-         EVP_EncryptUpdate(c, nullptr, &n, salt, kSaltSize) == 1;
-  }
-  ok = ok && EVP_EncryptFinal_ex(c, body + body_len, &n) == 1 &&
-       EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, kTagSize, tag) == 1;
+  const bool ok = gcm_pass(c, seq, encrypt_, p, body, body_len, salt, body) &&
+                  EVP_CipherFinal_ex(c, body + body_len, &n) == 1 &&
+                  EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, kTagSize, tag) == 1;
   if (!ok) openssl_failed("AES-256-GCM seal");
   reseal_header(buf);  // the tag covers the rest (common/protocol.hpp)
   return len + kSealOverhead;
@@ -214,27 +223,13 @@ bool Opener::try_open(EVP_CIPHER_CTX* c, std::span<const uint8_t> sealed, const 
                       uint8_t* o) const {
   const size_t body_len = sealed.size() - kHeaderSize - kSealOverhead;
   const uint8_t* p = sealed.data();
-  const uint8_t* body = p + kHeaderSize;
-  const uint8_t* salt_p = body + body_len;
-  const uint8_t* tag = salt_p + kSaltSize;
-  uint8_t nonce[12];
-  fill_nonce(h.seq, nonce);
-  const bool encrypted = (h.flags & kFlagEncrypt) != 0;
+  const uint8_t* salt = p + kHeaderSize + body_len;
+  const uint8_t* tag = salt + kSaltSize;
   int n = 0;
-  bool ok = EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, nonce) == 1 &&
-            EVP_DecryptUpdate(c, nullptr, &n, p, kChecksumOffset) == 1;
-  if (encrypted) {
-    ok = ok && EVP_DecryptUpdate(c, nullptr, &n, salt_p, kSaltSize) == 1 &&
-         (body_len == 0 ||
-          EVP_DecryptUpdate(c, o + kHeaderSize, &n, body, static_cast<int>(body_len)) == 1);
-  } else {
-    ok = ok &&
-         (body_len == 0 || EVP_DecryptUpdate(c, nullptr, &n, body, static_cast<int>(body_len)) == 1) &&
-         EVP_DecryptUpdate(c, nullptr, &n, salt_p, kSaltSize) == 1;
-  }
-  return ok &&
+  return gcm_pass(c, h.seq, (h.flags & kFlagEncrypt) != 0, p, p + kHeaderSize, body_len, salt,
+                  o + kHeaderSize) &&
          EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kTagSize, const_cast<uint8_t*>(tag)) == 1 &&
-         EVP_DecryptFinal_ex(c, o + kHeaderSize + body_len, &n) == 1;
+         EVP_CipherFinal_ex(c, o + kHeaderSize + body_len, &n) == 1;
 }
 
 OpenStatus Opener::open(std::span<const uint8_t> sealed, const Header& h, std::span<uint8_t> out,
