@@ -24,36 +24,24 @@ using common::PacketType;
 void SeqCounter::reset() { *this = SeqCounter(); }
 
 bool SeqCounter::record(uint64_t seq) {
-  auto bit = [&](uint64_t s) -> uint64_t& { return window_[(s % kWindow) / 64]; };
-  const auto mask = [](uint64_t s) { return uint64_t{1} << (s % 64); };
-  if (!started_) {
-    started_ = true;
-    first_ = max_ = seq;
-    bit(seq) |= mask(seq);
-    received_ = 1;
-    return true;
+  const bool first = !window_.started();
+  switch (window_.take(seq)) {
+    case Window::Take::kTooOld:
+      ++received_;  // too old to tell a late packet from a duplicate; count it as late
+      return true;
+    case Window::Take::kSeen:
+      return false;
+    case Window::Take::kNew:
+      break;
   }
-  if (seq > max_) {
-    // Clear the bits of the numbers skipped over (they may be reused by the window).
-    // Counting down from seq by k never wraps, even for seq = UINT64_MAX.
-    const uint64_t gap = std::min<uint64_t>(seq - max_, kWindow);
-    for (uint64_t k = 0; k < gap; ++k) bit(seq - k) &= ~mask(seq - k);
-    max_ = seq;
-  } else if (max_ - seq >= kWindow) {
-    ++received_;  // too old to tell a late packet from a duplicate; count it as late
-    return true;
-  } else if (seq < first_) {
-    first_ = seq;
-  }
-  if (bit(seq) & mask(seq)) return false;
-  bit(seq) |= mask(seq);
+  if (first || seq < first_) first_ = seq;
   ++received_;
   return true;
 }
 
 uint64_t SeqCounter::lost() const {
-  if (!started_) return 0;
-  const uint64_t expected = max_ - first_ + 1;
+  if (!window_.started()) return 0;
+  const uint64_t expected = window_.max() - first_ + 1;
   return expected > received_ ? expected - received_ : 0;
 }
 

@@ -29,6 +29,7 @@
 #include "receiver/ingest.hpp"
 #include "receiver/output_dir.hpp"
 #include "receiver/replay_guard.hpp"
+#include "receiver/seq_window.hpp"
 
 namespace ddft::receiver {
 
@@ -44,12 +45,10 @@ class SeqCounter {
   uint64_t lost() const;
 
  private:
-  static constexpr uint64_t kWindow = 4096;
-  bool started_ = false;
-  uint64_t first_ = 0;
-  uint64_t max_ = 0;
+  using Window = SeqWindow<4096>;
+  Window window_;
+  uint64_t first_ = 0;  // the lowest number taken
   uint64_t received_ = 0;
-  std::vector<uint64_t> window_ = std::vector<uint64_t>(kWindow / 64);
 };
 
 // Average and peak of time samples over a reporting interval (DR and FW of the Rcvd: line).

@@ -74,37 +74,30 @@ bool ReplayGuard::take_changed() { return std::exchange(changed_, false); }
 
 ReplayGuard::Verdict ReplayGuard::check(const common::Salt& salt, uint64_t session_id,
                                         uint64_t seq) {
-  if (mark_ && mark_->salt == salt && mark_->session_id == session_id) {
-    if (have_floor_ && seq <= floor_) return Verdict::kReplayed;
-    if (!started_) {
-      started_ = true;
-      window_[(seq % kWindow) / 64] |= uint64_t{1} << (seq % 64);
-      if (seq > mark_->max_seq || !have_floor_) mark_->max_seq = seq;
-      changed_ = true;
-      return Verdict::kFresh;
-    }
-    auto word = [&](uint64_t s) -> uint64_t& { return window_[(s % kWindow) / 64]; };
-    const auto bit = [](uint64_t s) { return uint64_t{1} << (s % 64); };
-    if (seq > mark_->max_seq) {
-      const uint64_t gap = std::min<uint64_t>(seq - mark_->max_seq, kWindow);
-      for (uint64_t k = 0; k < gap; ++k) word(seq - k) &= ~bit(seq - k);
-      mark_->max_seq = seq;
-      changed_ = true;
-    } else if (mark_->max_seq - seq >= kWindow) {
-      return Verdict::kReplayed;
-    }
-    if (word(seq) & bit(seq)) return Verdict::kDuplicate;
-    word(seq) |= bit(seq);
-    return Verdict::kFresh;
+  Verdict fresh = Verdict::kFresh;
+  if (!mark_ || mark_->salt != salt || mark_->session_id != session_id) {
+    if (mark_ && common::salt_start_ns(salt) <= mark_->start_ns()) return Verdict::kStaleSession;
+    mark_ = SessionMark{salt, session_id, seq};
+    have_floor_ = false;
+    window_ = Window();
+    changed_ = true;
+    fresh = Verdict::kNewSession;
+  } else if (have_floor_ && seq <= floor_) {
+    return Verdict::kReplayed;
   }
-  if (mark_ && common::salt_start_ns(salt) <= mark_->start_ns()) return Verdict::kStaleSession;
-  mark_ = SessionMark{salt, session_id, seq};
-  have_floor_ = false;
-  started_ = true;
-  changed_ = true;
-  std::fill(window_.begin(), window_.end(), 0);
-  window_[(seq % kWindow) / 64] |= uint64_t{1} << (seq % 64);
-  return Verdict::kNewSession;
+  switch (window_.take(seq)) {
+    case Window::Take::kTooOld:
+      return Verdict::kReplayed;
+    case Window::Take::kSeen:
+      return Verdict::kDuplicate;
+    case Window::Take::kNew:
+      break;
+  }
+  if (window_.max() != mark_->max_seq) {
+    mark_->max_seq = window_.max();
+    changed_ = true;
+  }
+  return fresh;
 }
 
 }  // namespace ddft::receiver

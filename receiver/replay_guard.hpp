@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "common/seal.hpp"
+#include "receiver/seq_window.hpp"
 
 namespace ddft::receiver {
 
@@ -51,12 +51,12 @@ class ReplayGuard {
 
  private:
 
-  std::optional<SessionMark> mark_;
+  using Window = SeqWindow<kWindow>;
+  std::optional<SessionMark> mark_;  // max_seq follows the window's highest number
   uint64_t floor_ = 0;        // restored session: numbers <= floor_ are refused
   bool have_floor_ = false;
-  bool started_ = false;      // a number of the current session was taken
   bool changed_ = false;
-  std::vector<uint64_t> window_ = std::vector<uint64_t>(kWindow / 64);
+  Window window_;             // numbers of the mark's session taken by this run
 };
 
 }  // namespace ddft::receiver
