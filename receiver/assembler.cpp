@@ -307,6 +307,7 @@ void Assembler::reject_auth(AuthReject why, const Packet& p, size_t len) {
 
 void Assembler::save_session_mark() {
   if (!guard_ || !guard_->mark()) return;
+  guard_->take_changed();  // what is saved now need not be saved again by the next poll
   last_mark_save_ = clock_.now();
   std::string reason;
   if (out_.write_state(format_session_mark(*guard_->mark()), &reason)) return;
