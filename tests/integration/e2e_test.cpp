@@ -42,6 +42,7 @@ class EndToEnd : public ::testing::Test {
     port_ = free_udp_port();
   }
   void TearDown() override {
+    if (raw_ >= 0) ::close(raw_);
     receiver_.reset();
     if (!HasFailure()) fs::remove_all(base_);
   }
@@ -75,12 +76,22 @@ class EndToEnd : public ::testing::Test {
     return run(argv, base_ / "send.log");
   }
   int finish_receiver() { return receiver_->wait(seconds(60)); }
+  // Sends one datagram to the receiver's port, as anything on that wire could.
+  void send_raw(const std::vector<uint8_t>& d) {
+    if (raw_ < 0) raw_ = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port_);
+    ::sendto(raw_, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  }
   std::string rx_log() { return read_file(base_ / "receive.log"); }
   std::string tx_log() { return read_file(base_ / "send.log"); }
 
   fs::path base_, src_, out_;
   uint16_t port_ = 0;
   std::unique_ptr<Process> receiver_;
+  int raw_ = -1;  // send_raw()'s socket
 };
 
 TEST_F(EndToEnd, EdgeSizesArriveByteForByte) {
@@ -329,19 +340,13 @@ TEST_F(EndToEnd, ReadOnlyOutputRefusesToStart) {
 TEST_F(EndToEnd, GarbageOnThePortDoesNotDisturbATransfer) {
   write_pattern(src_ / "clean.bin", 2 << 20, 10);
   start_receiver();
-  const int s = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port_);
   std::mt19937 rng(1);
   for (int i = 0; i < 500; ++i) {
     std::vector<uint8_t> junk(rng() % 9000 + 1);
     for (auto& c : junk) c = static_cast<uint8_t>(rng());
     if (i % 2 && junk.size() >= 4) std::memcpy(junk.data(), "DDFT", 4);
-    ::sendto(s, junk.data(), junk.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    send_raw(junk);
   }
-  ::close(s);
   ASSERT_EQ(send({(src_ / "clean.bin").string()}), 0) << tx_log();
   ASSERT_EQ(finish_receiver(), 0) << rx_log();
   EXPECT_TRUE(same_content(src_ / "clean.bin", out_ / "clean.bin"));
@@ -417,14 +422,9 @@ TEST_F(EndToEnd, HostileAnnouncesGetTheirRefusalAndNothingEscapes) {
   fs::create_directories(base_ / "outside");
   fs::create_symlink(base_ / "outside", out_ / "escape");  // planted in the output folder
   start_receiver({"--max-files-in-flight", "8", "--max-file-size", "1GiB"}, /*once=*/false);
-  const int sock = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port_);
   uint64_t seq = 0;
   auto sendto = [&](const std::vector<uint8_t>& d) {
-    ::sendto(sock, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    send_raw(d);
     if (seq % 64 == 0) std::this_thread::sleep_for(milliseconds(2));  // the socket buffer
   };
   auto announce = [&](uint32_t id, const std::string& path, uint64_t size) {
@@ -478,7 +478,6 @@ TEST_F(EndToEnd, HostileAnnouncesGetTheirRefusalAndNothingEscapes) {
       most_parts = std::max(most_parts, parts);
     }
   }
-  ::close(sock);
   ASSERT_TRUE(eventually([&] { return rx_log().find("huge.bin") != std::string::npos; },
                          seconds(10)));
   const std::string log = rx_log();
