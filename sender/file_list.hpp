@@ -15,6 +15,9 @@ struct SourceFile {
   // measuring the other stages alone.
   bool synthetic = false;
   uint64_t synthetic_size = 0;
+  // Opaque to the pipeline: the FileSource that made this entry finds it again by it in the
+  // SendObserver callbacks (FileMeta::tag).
+  uint64_t tag = 0;
 };
 
 struct FileList {

@@ -52,13 +52,17 @@ Sender::Sender(const SenderConfig& cfg, common::DatagramSink& sink, common::Cloc
     : cfg_(cfg), sink_(sink), clock_(clock), session_id_(new_session_id()) {}
 
 SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token stop) {
+  ListSource source(files);
+  return run(source, stop);
+}
+
+SendTotals Sender::run(FileSource& files, std::stop_token stop) {
   BufferPool pool(cfg_.read_buffers, reader_block_size(cfg_));
-  if (std::any_of(files.begin(), files.end(), [](const SourceFile& f) { return f.synthetic; })) {
-    pool.fill_pseudo_random();
-  }
+  // Cheap (one pass over the pool), so done whether or not a synthetic source comes.
+  pool.fill_pseudo_random();
   common::BoundedQueue<WorkItem> queue(cfg_.read_buffers + 4);
   Reader reader(files, cfg_, clock_, pool, queue);
-  Transmitter tx(cfg_, session_id_, sink_, clock_, pool, queue);
+  Transmitter tx(cfg_, session_id_, sink_, clock_, pool, queue, observers_);
   std::string protection;
   if (cfg_.fec.enabled()) {
     protection += fmt::format(", FEC {} (+{:.1f}% packets)", common::format_fec(cfg_.fec),
@@ -69,8 +73,8 @@ SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token sto
     protection += cfg_.auth_only ? ", sealed: authenticated (AES-256-GCM), not encrypted"
                                  : ", sealed: authenticated and encrypted (AES-256-GCM)";
   }
-  spdlog::info("Info: session {:016x}: {} file(s) to {}, packet {} bytes, rate {}, verify {}{}",
-               session_id_, files.size(),
+  spdlog::info("Info: session {:016x}: {} to {}, packet {} bytes, rate {}, verify {}{}",
+               session_id_, files.describe(),
                cfg_.transport_text == "device" ? "device " + cfg_.device : cfg_.dest.to_string(),
                cfg_.packet_size,
                cfg_.rate_mb > 0 ? fmt::format("{} MB/s", cfg_.rate_mb) : "unlimited",

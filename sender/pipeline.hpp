@@ -29,6 +29,7 @@
 #include "common/hash.hpp"
 #include "common/transport.hpp"
 #include "sender/config.hpp"
+#include "sender/events.hpp"
 #include "sender/file_list.hpp"
 
 namespace ddft::sender {
@@ -40,19 +41,22 @@ struct FileMeta {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   uint32_t mode = 0644;
+  uint64_t tag = 0;  // SourceFile::tag
 };
 
 // One unit of work from the reader to the transmitter. Blocks refer to a pool buffer by index;
-// the transmitter gives the buffer back once its data is packetised.
+// the transmitter gives the buffer back once its data is packetised. kSkip: a file that could not
+// be opened (never announced); it reaches the transmitter only so that observers hear of it in
+// order.
 struct WorkItem {
-  enum class Kind { kBegin, kBlock, kEnd, kAbort };
+  enum class Kind { kBegin, kBlock, kEnd, kAbort, kSkip };
   Kind kind = Kind::kBegin;
   std::shared_ptr<const FileMeta> meta;
   int buffer = -1;
   uint64_t offset = 0;
   size_t len = 0;
   common::Digest digest{};  // kEnd
-  std::string reason{};     // kAbort
+  std::string reason{};     // kAbort, kSkip
   uint8_t copy = 0;         // --repeat: which copy of the file (kBegin, kBlock, kEnd)
 };
 
@@ -93,8 +97,12 @@ struct SendTotals {
 class Sender {
  public:
   Sender(const SenderConfig& cfg, common::DatagramSink& sink, common::Clock& clock);
-  // Sends everything; returns when done or when `stop` is requested (the file in progress is
-  // then aborted on the wire). Files that could not be read are counted in files_failed.
+  // `o` hears of every file (from the transmit thread); it must outlive run(). Before run().
+  void add_observer(SendObserver* o) { observers_.add(o); }
+  // Sends every file `files` gives until it gives none; returns then or when `stop` is requested
+  // (the file in progress is then aborted on the wire). Files that could not be read are counted
+  // in files_failed.
+  SendTotals run(FileSource& files, std::stop_token stop);
   SendTotals run(const std::vector<SourceFile>& files, std::stop_token stop);
   uint64_t session_id() const { return session_id_; }
 
@@ -103,6 +111,7 @@ class Sender {
   common::DatagramSink& sink_;
   common::Clock& clock_;
   uint64_t session_id_;
+  ObserverList observers_;
 };
 
 // The reader's block size: --read-block-kb rounded down to whole data chunks, so that no data

@@ -13,34 +13,54 @@
 #include "common/fd.hpp"
 
 namespace ddft::sender {
+namespace {
 
-Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
-               BufferPool& pool, common::BoundedQueue<WorkItem>& out)
-    : files_(files), cfg_(cfg), clock_(clock), pool_(pool), out_(out) {
+std::unique_ptr<common::BlockIo> make_io(const SenderConfig& cfg, BufferPool& pool) {
   common::BlockIoOptions io;
   io.threads = cfg.readers;
   io.queue_depth = cfg.read_queue_depth;
   io.fixed = pool.memory();
   io.thread_name = "rio";
   std::string note;
-  io_ = common::make_block_io(io, &note);
+  auto engine = common::make_block_io(io, &note);
   if (!note.empty()) spdlog::warn("Warn: {}", note);
+  return engine;
 }
 
-bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop) {
+}  // namespace
+
+Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
+               BufferPool& pool, common::BoundedQueue<WorkItem>& out)
+    : owned_list_(std::make_unique<ListSource>(files)),
+      files_(*owned_list_),
+      cfg_(cfg),
+      clock_(clock),
+      pool_(pool),
+      out_(out),
+      io_(make_io(cfg, pool)) {}
+
+Reader::Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
+               common::BoundedQueue<WorkItem>& out)
+    : files_(files), cfg_(cfg), clock_(clock), pool_(pool), out_(out), io_(make_io(cfg, pool)) {}
+
+bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop,
+                         std::string* why) {
   const auto deadline =
       clock_.now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::duration<double>(cfg_.lock_timeout_s));
   while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    if (stop.stop_requested()) return false;
+    if (stop.stop_requested()) {
+      *why = "sender stopped";
+      return false;
+    }
     if (errno != EWOULDBLOCK && errno != EINTR) {
-      spdlog::error("Error: cannot lock '{}' for reading: {}", path, std::strerror(errno));
+      *why = fmt::format("cannot lock '{}' for reading: {}", path, std::strerror(errno));
       return false;
     }
     if (clock_.now() >= deadline) {
-      spdlog::error("Error: cannot read '{}': a writer held its lock for {} s (FILE_LOCK=Y, "
-                    "--lock-timeout)",
-                    path, cfg_.lock_timeout_s);
+      *why = fmt::format("cannot read '{}': a writer held its lock for {} s (FILE_LOCK=Y, "
+                         "--lock-timeout)",
+                         path, cfg_.lock_timeout_s);
       return false;
     }
     clock_.sleep_until(std::min(deadline, clock_.now() + std::chrono::milliseconds(100)));
@@ -48,11 +68,25 @@ bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop)
   return true;
 }
 
+bool Reader::skip(const SourceFile& src, const std::string& why) {
+  spdlog::error("Error: {}", why);
+  ++open_failures_;
+  auto meta = std::make_shared<FileMeta>();
+  meta->rel_path = src.rel_path;
+  meta->src_path = src.path;
+  meta->tag = src.tag;
+  WorkItem item{WorkItem::Kind::kSkip, std::move(meta)};
+  item.reason = why;
+  return out_.push(std::move(item));
+}
+
 void Reader::run(std::stop_token stop) {
   try {
     uint32_t next_id = 1;
-    for (const SourceFile& src : files_) {
-      if (stop.stop_requested()) break;
+    while (true) {
+      std::optional<SourceFile> next = files_.next(stop);
+      if (!next || stop.stop_requested()) break;
+      const SourceFile& src = *next;
       if (src.synthetic) {
         auto meta = std::make_shared<FileMeta>();
         meta->file_id = next_id++;
@@ -62,26 +96,26 @@ void Reader::run(std::stop_token stop) {
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
         meta->mode = 0644;
+        meta->tag = src.tag;
         if (!send_copies([&](uint8_t c) { return read_synthetic(meta, c, stop); })) break;
         continue;
       }
       common::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
       if (!fd) {
-        spdlog::error("Error: cannot read '{}': {}", src.path, std::strerror(errno));
-        ++open_failures_;
+        if (!skip(src, fmt::format("cannot read '{}': {}", src.path, std::strerror(errno)))) break;
         continue;
       }
       // Under FILE_LOCK the size is taken after the lock: a writer that held it may have
       // changed the file meanwhile.
-      if (cfg_.file_lock && !lock_shared(fd.get(), src.path, stop)) {
-        ++open_failures_;
+      std::string why;
+      if (cfg_.file_lock && !lock_shared(fd.get(), src.path, stop, &why)) {
+        if (stop.stop_requested() || !skip(src, why)) break;
         continue;
       }
       struct stat st {};
       if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        spdlog::error("Error: cannot read '{}': {}", src.path,
-                      std::strerror(S_ISREG(st.st_mode) ? errno : EINVAL));
-        ++open_failures_;
+        const int err = S_ISREG(st.st_mode) ? errno : EINVAL;
+        if (!skip(src, fmt::format("cannot read '{}': {}", src.path, std::strerror(err)))) break;
         continue;
       }
       ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -92,6 +126,7 @@ void Reader::run(std::stop_token stop) {
       meta->size = static_cast<uint64_t>(st.st_size);
       meta->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
       meta->mode = st.st_mode & 07777;
+      meta->tag = src.tag;
       if (!send_copies([&](uint8_t c) { return read_file(fd.get(), meta, c, stop); })) break;
     }
   } catch (const std::exception& e) {

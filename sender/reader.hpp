@@ -12,15 +12,20 @@
 #include "common/bounded_queue.hpp"
 #include "common/clock.hpp"
 #include "sender/config.hpp"
+#include "sender/events.hpp"
 #include "sender/pipeline.hpp"
 
 namespace ddft::sender {
 
 class Reader {
  public:
-  // `pool` and `out` must outlive run(). `failed` counts files that could not be opened.
-  // With `cfg.file_lock`, each file is read under a shared flock(), waiting up to
-  // cfg.lock_timeout_s (on `clock`) while a writer holds an exclusive one.
+  // `files`, `pool` and `out` must outlive run(). A file that cannot be opened is logged, counted
+  // (open_failures()) and handed on as a kSkip item. With `cfg.file_lock`, each file is read
+  // under a shared flock(), waiting up to cfg.lock_timeout_s (on `clock`) while a writer holds an
+  // exclusive one.
+  Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
+         common::BoundedQueue<WorkItem>& out);
+  // The same over a fixed list (which must outlive run()).
   Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
          BufferPool& pool, common::BoundedQueue<WorkItem>& out);
   // Runs on the reader thread. Closes `out` when done (also when stopped or on error).
@@ -40,10 +45,13 @@ class Reader {
   template <typename ReadCopy>
   bool send_copies(ReadCopy&& read_copy);
 
-  // Takes the FILE_LOCK shared lock; returns false (and logs why) when it cannot.
-  bool lock_shared(int fd, const std::string& path, std::stop_token& stop);
+  // Takes the FILE_LOCK shared lock; returns false (with *why) when it cannot.
+  bool lock_shared(int fd, const std::string& path, std::stop_token& stop, std::string* why);
+  // A file that cannot be opened: logged, counted and handed on as kSkip. False when stopped.
+  bool skip(const SourceFile& src, const std::string& why);
 
-  const std::vector<SourceFile>& files_;
+  std::unique_ptr<ListSource> owned_list_;  // the list constructor's
+  FileSource& files_;
   const SenderConfig& cfg_;
   common::Clock& clock_;
   BufferPool& pool_;

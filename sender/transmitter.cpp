@@ -12,13 +12,14 @@ using common::Header;
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
                          common::Clock& clock, BufferPool& pool,
-                         common::BoundedQueue<WorkItem>& in)
+                         common::BoundedQueue<WorkItem>& in, SendObserver& observer)
     : cfg_(cfg),
       session_id_(session_id),
       sink_(sink),
       clock_(clock),
       pool_(pool),
       in_(in),
+      observer_(observer),
       pacer_(clock, PacingConfig{cfg.rate_mb * 1024.0 * 1024.0, cfg.intra_pkt_interval,
                                  cfg.intra_pkt_delay_ms, cfg.fs_interval_mb, cfg.fs_delay_ms,
                                  cfg.sleep_alg, cfg.eof_delay_ms}),
@@ -137,7 +138,7 @@ void Transmitter::send_heartbeat(bool final) {
 
 void Transmitter::begin_file(const WorkItem& item) {
   if (item.copy == 0) {
-    current_ = {item.meta, clock_.now(), 0, cfg_.report_mb * 1024 * 1024};
+    current_ = {item.meta, clock_.now(), 0, 0, cfg_.report_mb * 1024 * 1024};
     ++files_announced_;
   } else {
     // A further copy: the same file id, so the receiver fills one copy's holes from the next.
@@ -158,6 +159,7 @@ void Transmitter::begin_file(const WorkItem& item) {
   send_control([&](const Header& h, std::span<uint8_t> buf) {
     return common::encode_announce(h, a, buf);
   });
+  if (item.copy == 0) observer_.file_started(*item.meta);
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
     close_window();
@@ -193,6 +195,8 @@ void Transmitter::send_block(const WorkItem& item) {
   }
   totals_.bytes += item.len;
   current_.sent += item.len;
+  current_.all_copies += item.len;
+  observer_.file_progress(*item.meta, current_.all_copies);
   if (cfg_.report == ReportOption::kVerbose && current_.sent >= current_.next_report &&
       current_.sent < item.meta->size) {
     while (current_.next_report <= current_.sent) current_.next_report += cfg_.report_mb << 20;
@@ -232,6 +236,7 @@ void Transmitter::end_file(const WorkItem& item) {
                  item.meta->rel_path, common::with_commas(item.meta->size),
                  common::format_hms_ms(elapsed), common::mib_per_s(item.meta->size, elapsed), key);
   }
+  observer_.file_sent(*item.meta, item.digest);
   current_ = {};
   // Between files, a heartbeat when the last one is an interval old (long files send none).
   if (clock_.now() - last_heartbeat_ >= std::chrono::milliseconds(cfg_.heartbeat_ms)) {
@@ -252,12 +257,14 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
   flush();
   ++totals_.files_failed;
   spdlog::error("Error: {} not sent: {}", meta->rel_path, reason);
+  observer_.file_failed(*meta, reason);
   current_ = {};
 }
 
 void Transmitter::run(std::stop_token stop) {
   pacer_.set_stop(stop);
   last_heartbeat_ = clock_.now();
+  observer_.session_started(session_id_);
   const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
   while (true) {
     auto item = in_.pop_for(heartbeat);
@@ -285,11 +292,15 @@ void Transmitter::run(std::stop_token stop) {
       case WorkItem::Kind::kAbort:
         abort_file(item->meta, item->reason);
         break;
+      case WorkItem::Kind::kSkip:  // never announced: nothing goes on the wire
+        observer_.file_failed(*item->meta, item->reason);
+        break;
     }
   }
   if (current_.meta) abort_file(current_.meta, "sender stopped");
   flush();
   send_heartbeat(true);
+  observer_.session_finished(session_id_);
 }
 
 }  // namespace ddft::sender

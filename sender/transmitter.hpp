@@ -23,7 +23,8 @@ class Transmitter {
  public:
   // All references must outlive run().
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
-              common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in);
+              common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
+              SendObserver& observer);
   // Runs on the transmit thread until the queue is closed and drained, then sends the final
   // heartbeat. On stop, remaining data is skipped and the file in progress is aborted on the wire.
   void run(std::stop_token stop);
@@ -33,7 +34,8 @@ class Transmitter {
   struct FileProgress {
     std::shared_ptr<const FileMeta> meta;
     common::Clock::time_point started{};
-    uint64_t sent = 0;         // file bytes packetised so far
+    uint64_t sent = 0;         // file bytes packetised so far (this copy)
+    uint64_t all_copies = 0;   // the same over every copy (--repeat)
     uint64_t next_report = 0;  // REPORT_OPTION V
     uint8_t copy = 0;          // --repeat: the copy being sent
   };
@@ -65,6 +67,7 @@ class Transmitter {
   common::Clock& clock_;
   BufferPool& pool_;
   common::BoundedQueue<WorkItem>& in_;
+  SendObserver& observer_;
   Pacer pacer_;
   size_t chunk_size_;  // data bytes per data packet
   size_t source_size_;  // longest datagram but parity (the packet size less the FEC room)

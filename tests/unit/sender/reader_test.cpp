@@ -97,7 +97,12 @@ TEST_F(ReaderTest, FileLockWaitsForTheWriterThenGivesUp) {
   common::BoundedQueue<WorkItem> q(4);
   Reader r(files_, cfg_, clock_, pool, q);
   const auto items = read_all(r, pool, q);
-  EXPECT_TRUE(items.empty());  // not sent: the writer kept its lock
+  // Not sent: the writer kept its lock. Only the skip goes on, so that observers hear why.
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].kind, WorkItem::Kind::kSkip);
+  EXPECT_EQ(items[0].meta->file_id, 0u);
+  EXPECT_NE(items[0].reason.find("a writer held its lock for 2 s"), std::string::npos)
+      << items[0].reason;
   EXPECT_EQ(r.open_failures(), 1u);
   EXPECT_GE(clock_.slept(), std::chrono::seconds(2));
   EXPECT_LE(clock_.slept(), std::chrono::milliseconds(2100));

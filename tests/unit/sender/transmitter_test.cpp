@@ -57,6 +57,24 @@ class RecordingSink final : public common::DatagramSink {
   int refuse_;
 };
 
+// Records the observer callbacks as one line each.
+class RecordingObserver final : public SendObserver {
+ public:
+  void session_started(uint64_t id) override { events.push_back("session " + std::to_string(id)); }
+  void file_started(const FileMeta& f) override { events.push_back("start " + f.rel_path); }
+  void file_progress(const FileMeta& f, uint64_t sent) override {
+    events.push_back("progress " + f.rel_path + " " + std::to_string(sent));
+  }
+  void file_sent(const FileMeta& f, const common::Digest& d) override {
+    events.push_back("sent " + f.rel_path + " key " + std::to_string(d.key32()));
+  }
+  void file_failed(const FileMeta& f, const std::string& reason) override {
+    events.push_back("failed " + f.rel_path + " id " + std::to_string(f.file_id) + ": " + reason);
+  }
+  void session_finished(uint64_t id) override { events.push_back("done " + std::to_string(id)); }
+  std::vector<std::string> events;
+};
+
 class TransmitterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -68,7 +86,7 @@ class TransmitterTest : public ::testing::Test {
   void run(std::vector<uint64_t> sizes, RecordingSink& sink) {
     BufferPool pool(4, 10000);
     common::BoundedQueue<WorkItem> q(1000);
-    Transmitter tx(cfg_, 77, sink, clock_, pool, q);
+    Transmitter tx(cfg_, 77, sink, clock_, pool, q, observer_);
     std::thread producer([&] {
       uint32_t id = 1;
       for (uint64_t size : sizes) {
@@ -99,7 +117,71 @@ class TransmitterTest : public ::testing::Test {
 
   SenderConfig cfg_;
   common::FakeClock clock_;
+  RecordingObserver observer_;
 };
+
+TEST_F(TransmitterTest, ObserversHearOfEveryFileInWireOrder) {
+  cfg_.repeat = 2;
+  RecordingSink sink(clock_);
+  BufferPool pool(4, 10000);
+  common::BoundedQueue<WorkItem> q(100);
+  Transmitter tx(cfg_, 77, sink, clock_, pool, q, observer_);
+  auto meta = std::make_shared<FileMeta>();
+  meta->file_id = 1;
+  meta->rel_path = "a";
+  meta->size = 15000;
+  const common::Digest digest = common::hash_buffer(common::VerifyType::kB2B, {});
+  for (uint8_t copy = 0; copy < 2; ++copy) {
+    WorkItem begin{WorkItem::Kind::kBegin, meta};
+    begin.copy = copy;
+    q.push(std::move(begin));
+    for (uint64_t off = 0; off < meta->size; off += 10000) {
+      const int b = pool.acquire();
+      WorkItem block{WorkItem::Kind::kBlock, meta, b, off,
+                     static_cast<size_t>(std::min<uint64_t>(10000, meta->size - off))};
+      block.copy = copy;
+      q.push(std::move(block));
+    }
+    WorkItem end{WorkItem::Kind::kEnd, meta};
+    end.digest = digest;
+    end.copy = copy;
+    q.push(std::move(end));
+  }
+  auto missing = std::make_shared<FileMeta>();
+  missing->rel_path = "b";
+  WorkItem skip{WorkItem::Kind::kSkip, missing};
+  skip.reason = "cannot read 'b': No such file or directory";
+  q.push(std::move(skip));
+  auto torn = std::make_shared<FileMeta>();
+  torn->file_id = 2;
+  torn->rel_path = "c";
+  torn->size = 100;
+  q.push(WorkItem{WorkItem::Kind::kBegin, torn});
+  WorkItem abort{WorkItem::Kind::kAbort, torn};
+  abort.reason = "read error: Input/output error";
+  q.push(std::move(abort));
+  q.close();
+  tx.run(std::stop_token{});
+
+  const std::vector<std::string> want = {
+      "session 77",
+      "start a",  // once, not per copy
+      "progress a 10000",
+      "progress a 15000",
+      "progress a 25000",  // the second copy counts on
+      "progress a 30000",
+      "sent a key " + std::to_string(digest.key32()),  // after the last copy only
+      "failed b id 0: cannot read 'b': No such file or directory",
+      "start c",
+      "failed c id 2: read error: Input/output error",
+      "done 77",
+  };
+  EXPECT_EQ(observer_.events, want);
+  // The skipped file put nothing on the wire: two announces x 3 copies for a, 3 for c.
+  EXPECT_EQ(count(sink, common::PacketType::kAnnounce), 9u);
+  EXPECT_EQ(tx.totals().files_sent, 1u);
+  EXPECT_EQ(tx.totals().files_failed, 1u);  // the abort; the skip is the reader's to count
+}
 
 TEST_F(TransmitterTest, SessionShapeAndSequenceNumbers) {
   RecordingSink sink(clock_);

@@ -1,0 +1,31 @@
+#include "sender/events.hpp"
+
+namespace ddft::sender {
+
+std::optional<SourceFile> ListSource::next(std::stop_token stop) {
+  if (stop.stop_requested() || next_ >= files_.size()) return std::nullopt;
+  return files_[next_++];
+}
+
+std::string ListSource::describe() const { return std::to_string(files_.size()) + " file(s)"; }
+
+void ObserverList::session_started(uint64_t id) {
+  for (auto* o : observers_) o->session_started(id);
+}
+void ObserverList::file_started(const FileMeta& f) {
+  for (auto* o : observers_) o->file_started(f);
+}
+void ObserverList::file_progress(const FileMeta& f, uint64_t sent) {
+  for (auto* o : observers_) o->file_progress(f, sent);
+}
+void ObserverList::file_sent(const FileMeta& f, const common::Digest& d) {
+  for (auto* o : observers_) o->file_sent(f, d);
+}
+void ObserverList::file_failed(const FileMeta& f, const std::string& reason) {
+  for (auto* o : observers_) o->file_failed(f, reason);
+}
+void ObserverList::session_finished(uint64_t id) {
+  for (auto* o : observers_) o->session_finished(id);
+}
+
+}  // namespace ddft::sender

@@ -1,0 +1,82 @@
+// What the sender tells the rest of the program about each file: the seams the send manifest, the
+// progress display, the hot folder and the metrics hang on, so that none of them reaches into the
+// pipeline.
+//
+//   FileSource ──> Reader ──> Transmitter ──> SendObserver(s)
+//   (list, or the      reads       every callback comes from the transmit thread,
+//    hot folder)                   in the order the wire sees the files
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/hash.hpp"
+#include "sender/file_list.hpp"
+
+namespace ddft::sender {
+
+struct FileMeta;
+
+// Where the reader takes the files of a session from.
+class FileSource {
+ public:
+  virtual ~FileSource() = default;
+  // The next file to send. Blocks until one is ready; nothing when the session should end (no
+  // more files, or `stop` requested). Called from the reader thread only.
+  virtual std::optional<SourceFile> next(std::stop_token stop) = 0;
+  // For the session's first log line: "3 file(s)", "the hot folder /srv/outbox".
+  virtual std::string describe() const = 0;
+};
+
+// The files of a command line, in order.
+class ListSource final : public FileSource {
+ public:
+  explicit ListSource(const std::vector<SourceFile>& files) : files_(files) {}
+  std::optional<SourceFile> next(std::stop_token stop) override;
+  std::string describe() const override;
+
+ private:
+  const std::vector<SourceFile>& files_;
+  size_t next_ = 0;
+};
+
+// Callbacks from the transmit thread. Implementations must be quick (the link waits) and must
+// not throw. Each file ends in exactly one of file_sent() / file_failed().
+class SendObserver {
+ public:
+  virtual ~SendObserver() = default;
+  virtual void session_started(uint64_t /*session_id*/) {}
+  // The file's announce is on the wire (its first copy with --repeat).
+  virtual void file_started(const FileMeta& /*file*/) {}
+  // `sent` bytes of the file packetised so far (of every copy with --repeat: 0..size*copies).
+  virtual void file_progress(const FileMeta& /*file*/, uint64_t /*sent*/) {}
+  // Every copy of the file and its end are on the wire. `digest` is what the receiver will check
+  // (empty with --verify none).
+  virtual void file_sent(const FileMeta& /*file*/, const common::Digest& /*digest*/) {}
+  // The file was not sent whole: it could not be opened or read, or the sender stopped. `file`
+  // has file_id 0 when the file never got an announce.
+  virtual void file_failed(const FileMeta& /*file*/, const std::string& /*reason*/) {}
+  // The session's final heartbeat is out (the sender is done).
+  virtual void session_finished(uint64_t /*session_id*/) {}
+};
+
+// Passes every callback on to each of several observers, in the order they were added.
+class ObserverList final : public SendObserver {
+ public:
+  void add(SendObserver* o) { observers_.push_back(o); }
+  bool empty() const { return observers_.empty(); }
+  void session_started(uint64_t id) override;
+  void file_started(const FileMeta& f) override;
+  void file_progress(const FileMeta& f, uint64_t sent) override;
+  void file_sent(const FileMeta& f, const common::Digest& d) override;
+  void file_failed(const FileMeta& f, const std::string& reason) override;
+  void session_finished(uint64_t id) override;
+
+ private:
+  std::vector<SendObserver*> observers_;
+};
+
+}  // namespace ddft::sender
