@@ -109,6 +109,7 @@ touch -d '2025-12-31 23:59:00' rx-old.log
   echo "Info: a/same.txt: the existing file of that name was kept as a/same.1.txt"
   file_line a/same.txt 11 "Key: 0x0000BBBB, B2B Passed"
   echo "Warn: on-complete \"a/same.txt\": exit 3 (0.012 s)"
+  echo "Error: on-complete \"a/rep.bin\": cannot start /usr/local/bin/scan: No such file or directory"
   announce 'a/odd FAILED: name.txt' 10
   echo "Error: a/odd FAILED: name.txt FAILED: no packet for 5.0 s: the sender stopped or the link went down before the file's end; received 0 of 10 bytes; missing bytes 0-10; record: $rec/x.json"
   file_line x/extra.txt 3 "Key: 0x0000EEEE, B2B Passed"
@@ -176,7 +177,7 @@ check $A a/bad.txt "key mismatch|manifest key 0x11111111, receive log key 0x2222
 check $A a/lost.bin "failed|the sender went on to the next file before this one was complete: data lost; received 1,000 of 2,000 bytes; missing bytes 1000-2000; record: $rec/20251231-235505-$A-4-lost.bin.json|"
 check $A ../evil "refused|path has a '..' component (record: $rec/20260101-000001-$A-5-evil.json)|"
 check $A a/skip.tmp "filtered|matches --exclude '*.tmp'|"
-check $A a/rep.bin "delivered|key 0x0000AAAA|complete after copy 2 of 3 (--repeat)"
+check $A a/rep.bin "delivered|key 0x0000AAAA|complete after copy 2 of 3 (--repeat); on-complete: cannot start /usr/local/bin/scan: No such file or directory (Error)"
 check $A a/same.txt "delivered|key 0x0000BBBB|the existing file of that name was kept as a/same.1.txt; on-complete: exit 3 (0.012 s) (Warn)"
 check $A "a/odd FAILED: name.txt" "failed|no packet for 5.0 s: the sender stopped or the link went down before the file's end; received 0 of 10 bytes"
 check $A a/slow.bin "failed|sender restarted (new session); received 1,000 of 1,000 bytes; record: $rec/y.json|"
@@ -214,7 +215,7 @@ expect "logs copied without their times" "$(cat report.json)" "$(cat copied.json
 "$reconcile" --json manifest.jsonl rx-new.log rx-mid.log > partial.json
 check_p() { local got; got=$(outcome_of partial.json "$1" "$2"); [[ "$got" == "$3"* ]] && ok || bad "partial: $2: expected '$3...', got '$got'"; }
 check_p $A a/ok.txt "never seen||session $A does not start in the receive logs"
-check_p $A a/rep.bin "delivered|key 0x0000AAAA|complete after copy 2 of 3 (--repeat); session $A does not start in the receive logs: matched by path alone"
+check_p $A a/rep.bin "delivered|key 0x0000AAAA|complete after copy 2 of 3 (--repeat); on-complete: cannot start /usr/local/bin/scan: No such file or directory (Error); session $A does not start in the receive logs: matched by path alone"
 
 # --- 2. The same run as --log-format json (msg is the text line's message) gives the same report.
 to_json() {
