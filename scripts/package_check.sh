@@ -41,12 +41,18 @@ if [[ "${1:-}" == --install-test ]]; then
     say FAIL "dpkg -i: $(tail -n 5 "$work/dpkg-i.log")"
     exit 0
   fi
-  IFS=: read -r _ _ uid _ _ home shell < <(getent passwd ddft)
-  check "ddft's shell" /usr/sbin/nologin "$shell"
-  check "ddft's home" /nonexistent "$home"
-  check "ddft is a system user" yes "$( ((uid < 1000)) && echo yes || echo "no (uid $uid)")"
-  check "group ddft" yes "$(getent group ddft > /dev/null && echo yes || echo no)"
-  check "ddft's primary group" ddft "$(id -gn ddft)"
+  check_user() {  # HOW: the user and group the postinst made
+    local uid home shell
+    IFS=: read -r _ _ uid _ _ home shell < <(getent passwd ddft)
+    check "ddft's shell ($1)" /usr/sbin/nologin "$shell"
+    check "ddft's home ($1)" /nonexistent "$home"
+    check "ddft is a system user ($1)" yes "$( ((uid < 1000)) && echo yes || echo "no (uid $uid)")"
+    check "group ddft ($1)" yes "$(getent group ddft > /dev/null && echo yes || echo no)"
+    check "ddft's primary group ($1)" ddft "$(id -gn ddft)"
+  }
+  how=useradd
+  command -v adduser > /dev/null && how=adduser
+  check_user $how
   for spec in "/srv/ddft 755 root root" "/srv/ddft/inbox 750 ddft ddft" \
     "/srv/ddft/outbox 2770 ddft ddft" "/srv/ddft/sent 750 ddft ddft" \
     "/var/log/ddft 750 ddft ddft"; do
@@ -86,6 +92,18 @@ if [[ "${1:-}" == --install-test ]]; then
   check "purge: received data kept" data "$(cat /srv/ddft/inbox/received.bin 2>&1)"
   check "purge: the user kept (files on disk are still its)" yes \
     "$(getent passwd ddft > /dev/null && echo yes || echo no)"
+  # Where adduser is missing (a minimal system), useradd from passwd makes the user.
+  if [[ $how == adduser ]]; then
+    userdel ddft
+    getent group ddft > /dev/null && groupdel ddft
+    rm -f "$(command -v adduser)" "$(command -v addgroup)"
+    hash -r
+    if dpkg -i "$deb" > "$work/dpkg-i3.log" 2>&1; then say PASS "dpkg -i without adduser"; else
+      say FAIL "dpkg -i without adduser: $(tail -n 5 "$work/dpkg-i3.log")"
+    fi
+    check_user useradd
+    dpkg -P ddft > /dev/null 2>&1
+  fi
   exit 0
 fi
 
