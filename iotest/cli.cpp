@@ -17,6 +17,7 @@
 
 #include "common/logging.hpp"
 #include "common/signals.hpp"
+#include "common/version.hpp"
 #include "iotest/disk.hpp"
 
 namespace ddft::iotest {
@@ -180,6 +181,8 @@ int iotest_main(int argc, char** argv, const std::string& prog, std::optional<Ki
                      "IO code. Run on a terminal with no options, it asks for each setting."};
   app.name(prog);
   if (!kind) {
+    // Only the stand-alone program: under --test-io, --version is the host program's.
+    app.set_version_flag("--version", prog + " " + common::kVersion);
     app.add_option("--test", test_text, "write (for dd_file_receive) or read (for dd_file_send)")
         ->check(CLI::IsMember({"write", "read"}))
         ->capture_default_str();
@@ -208,6 +211,8 @@ int iotest_main(int argc, char** argv, const std::string& prog, std::optional<Ki
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());

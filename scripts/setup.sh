@@ -14,6 +14,10 @@ packages=(
   # the systemd unit's test: systemd-analyze verify/security (fresh Debian 12 containers lack
   # the systemd package), strace for the system calls of a transfer against its filter
   systemd strace
+  # the Debian package (scripts/package_check.sh): its man pages are made with help2man; its
+  # check reads them with man, runs its logrotate file and dpkg-deb, cpack and dpkg-shlibdeps
+  # (dpkg-dev, with build-essential)
+  help2man man-db logrotate
   # the fuzz harnesses (scripts/fuzz.sh): libFuzzer comes with clang 14, whose fuzzer, ASan and
   # UBSan runtimes are the separate libclang-rt-14-dev
   clang libclang-rt-14-dev

@@ -9,12 +9,18 @@
 #      (MemoryDenyWriteExecute=);
 #   5. (as root) the unit's credentials, emulated with setpriv: no capabilities at all, yet the
 #      receiver runs at the unit's nice and realtime IO class, and receives a file;
-#   6. (as root, with systemd as PID 1) the unit started for real, receiving a file.
+#   6. (as root, with systemd as PID 1) the unit started for real, receiving a file;
+#   7. with SEND_UNIT and SEND_CONF, the hot-folder sender's unit: its directives, one writable
+#      mount for its hot folder and sent folder, systemd-analyze verify and security, the system
+#      calls of a traced send against its filter (and no bind, no /proc beyond processes), and
+#      its credentials emulated with setpriv.
 # A part that cannot run here says why. Exit 77 (skipped) when systemd-analyze is missing.
-# Usage: systemd_test.sh UNIT CONF DD_FILE_SEND DD_FILE_RECEIVE
+# Usage: systemd_test.sh UNIT CONF DD_FILE_SEND DD_FILE_RECEIVE [SEND_UNIT SEND_CONF]
 set -uo pipefail
 # Absolute paths: ExecStart= takes no other, and sections 5 and 6 run from other users/folders.
 unit=$(realpath "$1") conf=$(realpath "$2") send_bin=$(realpath "$3") recv_bin=$(realpath "$4")
+send_unit= send_conf=
+if (($# >= 6)); then send_unit=$(realpath "$5") send_conf=$(realpath "$6"); fi
 # Measured 1.2 with systemd 252 (Debian 12); the unit before hardening measured 9.6.
 kMaxExposure=1.5
 
@@ -40,11 +46,13 @@ expect() { if [[ "$2" == "$3" ]]; then ok; else bad "$1: expected '$2', got '$3'
 port() { echo $((20000 + RANDOM % 30000)); }
 
 # --- 1. Directives. Only [Service] lines count; comments never match "^Key=".
-sed -n '/^\[Service\]/,/^\[/p' "$unit" | grep -E '^[A-Za-z]+=' > "$work/service"
+# The unit whose [Service] lines value(), items() and allowed_calls() read.
+service="$work/service"
+sed -n '/^\[Service\]/,/^\[/p' "$unit" | grep -E '^[A-Za-z]+=' > "$service"
 # The last assignment of KEY (systemd's rule for single-valued settings); "<unset>" when absent.
 value() {
   local v
-  v=$(grep -E "^$1=" "$work/service" | tail -n 1) || { echo "<unset>"; return; }
+  v=$(grep -E "^$1=" "$service" | tail -n 1) || { echo "<unset>"; return; }
   echo "${v#*=}"
 }
 # A list setting: every assignment appends, an empty one resets. One item a line.
@@ -53,10 +61,12 @@ items() {
   while IFS= read -r line; do
     line=${line#*=}
     if [[ -z "$line" ]]; then list=(); else read -ra more <<< "$line" && list+=("${more[@]}"); fi
-  done < <(grep -E "^$1=" "$work/service")
+  done < <(grep -E "^$1=" "$service")
   ((${#list[@]})) && printf '%s\n' "${list[@]}"
 }
-want() { expect "$1=" "$2" "$(value "$1")"; }
+# who: what the messages of want() name (the sender's unit in section 7).
+who=
+want() { expect "$who$1=" "$2" "$(value "$1")"; }
 
 expect "User= is set, and not root" yes \
   "$([[ "$(value User)" != "<unset>" && "$(value User)" != root && "$(value User)" != 0 ]] &&
@@ -86,16 +96,16 @@ grep -qx '@system-service' <<< "$(items SystemCallFilter)" && ok ||
   bad "SystemCallFilter= does not start from @system-service"
 # ... and takes away what the receiver never calls (setpriority, ioprio_set, chown, setuid, ...).
 for g in @privileged @resources; do
-  grep -qE "^SystemCallFilter=~.*$g( |$)" "$work/service" && ok || bad "SystemCallFilter= keeps $g"
+  grep -qE "^SystemCallFilter=~.*$g( |$)" "$service" && ok || bad "SystemCallFilter= keeps $g"
 done
 
 # ReadWritePaths= must name exactly the folders the example config writes to: the output folder,
 # the failed-files folder when it lies outside it, and the log folder (the folder of log-file, or
 # /var/log/<LogsDirectory=> when the config leaves log-file unset). A "-" prefix only makes a
 # missing path non-fatal.
-conf_value() {
-  sed -nE "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\"?([^\"]*)\"?[[:space:]]*$/\1/p" "$conf" |
-    tail -n 1
+conf_value() {  # KEY [FILE]: the value of KEY in FILE (default: the receiver's config)
+  sed -nE "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\"?([^\"]*)\"?[[:space:]]*$/\1/p" \
+    "${2:-$conf}" | tail -n 1
 }
 output=$(conf_value output)
 failed=$(conf_value failed-dir)
@@ -111,7 +121,7 @@ fi
 expect "ReadWritePaths= (output, failed and log folders of $(basename "$conf"))" \
   "$(printf '%s\n' "${expected[@]}" | sort | xargs)" \
   "$(items ReadWritePaths | sed -E 's/^[-+]+//' | sort | xargs)"
-grep -qE '^(ReadWriteDirectories|InaccessiblePaths|BindPaths)=' "$work/service" &&
+grep -qE '^(ReadWriteDirectories|InaccessiblePaths|BindPaths)=' "$service" &&
   bad "writable paths set outside ReadWritePaths=" || ok
 
 # The unit under test, ExecStart pointed at this build's binary (verify checks that it exists).
@@ -183,15 +193,11 @@ expand_calls() {
   done
 }
 
-# --- 4. What the receiver really calls, against the filters of the unit.
-if ! command -v strace > /dev/null || ! strace -f -qq -o /dev/null true 2> /dev/null; then
-  skip "system call check: strace is missing or may not trace here (scripts/setup.sh installs it)"
-elif ! command -v systemd-analyze > /dev/null; then
-  skip "system call check: needs systemd-analyze to expand the filter's groups"
-else
-  # The allow list, in order: "~" lines take away. The settings that add a filter of their own
-  # take away their group too (PrivateDevices= @raw-io, ProtectClock= @clock,
-  # ProtectKernelModules= @module).
+# The system calls the filters of $service allow, one a line, into $work/allowed. The allow list,
+# in order: "~" lines take away. The settings that add a filter of their own take away their
+# group too (PrivateDevices= @raw-io, ProtectClock= @clock, ProtectKernelModules= @module).
+allowed_calls() {
+  local line toks
   : > "$work/allowed"
   while IFS= read -r line; do
     line=${line#*=}
@@ -205,10 +211,25 @@ else
     else
       expand_calls "${toks[@]}" >> "$work/allowed"
     fi
-  done < <(grep -E '^SystemCallFilter=' "$work/service")
+  done < <(grep -E '^SystemCallFilter=' "$service")
   expand_calls @raw-io @clock @module | sort -u > "$work/deny"
   sort -u "$work/allowed" | grep -vxFf "$work/deny" > "$work/allowed.new"
   mv "$work/allowed.new" "$work/allowed"
+}
+# The names of the system calls in strace output FILE, one a line.
+traced_calls() {
+  sed -E 's/^[0-9]+ +//; s/^<\.\.\. ([a-z_0-9]+) resumed>.*/\1(/' "$1" |
+    grep -oE '^[a-z_0-9]+\(' | tr -d '(' | sort -u
+}
+strace_ok() { command -v strace > /dev/null && strace -f -qq -o /dev/null true 2> /dev/null; }
+
+# --- 4. What the receiver really calls, against the filters of the unit.
+if ! strace_ok; then
+  skip "system call check: strace is missing or may not trace here (scripts/setup.sh installs it)"
+elif ! command -v systemd-analyze > /dev/null; then
+  skip "system call check: needs systemd-analyze to expand the filter's groups"
+else
+  allowed_calls
   for c in io_uring_setup io_uring_enter io_uring_register; do
     grep -qx "$c" "$work/allowed" && ok || bad "SystemCallFilter= refuses $c (the io_uring writer)"
   done
@@ -231,8 +252,7 @@ else
   kill "$rx" 2> /dev/null
   wait "$rx"
   rx=
-  sed -E 's/^[0-9]+ +//; s/^<\.\.\. ([a-z_0-9]+) resumed>.*/\1(/' "$work/strace" |
-    grep -oE '^[a-z_0-9]+\(' | tr -d '(' | sort -u > "$work/called"
+  traced_calls "$work/strace" > "$work/called"
   echo "system calls made: $(wc -l < "$work/called")"
   [[ -s "$work/called" ]] && ok || bad "strace recorded no system call"
   grep -q io_uring_enter "$work/called" ||
@@ -345,6 +365,180 @@ else
     expect "live: result" success "$(systemctl show -p Result --value "$live_unit")"
   else
     bad "live: the unit did not start: $(journalctl -u "$live_unit" -n 20 --no-pager 2>&1)"
+  fi
+fi
+
+# --- 7. The hot-folder sender's unit: what applies of the above (it runs no faster than others,
+#        so no Nice=, IO class or LimitMEMLOCK=; it reads, so no io_uring writer, but io_uring
+#        reads).
+if [[ -z "$send_unit" ]]; then
+  skip "the hot-folder sender's unit: not given (SEND_UNIT SEND_CONF)"
+else
+  echo "--- $(basename "$send_unit")"
+  service="$work/send-service" who="sender: "
+  sed -n '/^\[Service\]/,/^\[/p' "$send_unit" | grep -E '^[A-Za-z]+=' > "$service"
+  expect "sender: User= is set, and not root" yes \
+    "$([[ "$(value User)" != "<unset>" && "$(value User)" != root && "$(value User)" != 0 ]] &&
+      echo yes || echo "no ($(value User))")"
+  want User ddft
+  want Group ddft
+  expect "sender: DynamicUser= (the journal and sent files need a stable owner)" no \
+    "$([[ "$(value DynamicUser)" =~ ^(yes|true|1|on)$ ]] && echo yes || echo no)"
+  want CapabilityBoundingSet ""
+  want AmbientCapabilities ""
+  for kv in NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes ProtectHome=yes \
+    PrivateDevices=yes PrivateMounts=yes PrivateIPC=yes RemoveIPC=yes ProtectKernelTunables=yes \
+    ProtectKernelModules=yes ProtectKernelLogs=yes ProtectControlGroups=yes ProtectClock=yes \
+    ProtectHostname=yes ProtectProc=invisible ProcSubset=pid RestrictNamespaces=yes \
+    RestrictRealtime=yes RestrictSUIDSGID=yes LockPersonality=yes MemoryDenyWriteExecute=yes \
+    SystemCallArchitectures=native SystemCallErrorNumber=EPERM UMask=0027 LogsDirectory=ddft \
+    SocketBindDeny=any; do
+    want "${kv%%=*}" "${kv#*=}"
+  done
+  expect "sender: RestrictAddressFamilies=" "AF_INET AF_INET6 AF_UNIX" \
+    "$(items RestrictAddressFamilies | sort | xargs)"
+  grep -qx '@system-service' <<< "$(items SystemCallFilter)" && ok ||
+    bad "sender: SystemCallFilter= does not start from @system-service"
+  for g in @privileged @resources; do
+    grep -qE "^SystemCallFilter=~.*$g( |$)" "$service" && ok ||
+      bad "sender: SystemCallFilter= keeps $g"
+  done
+
+  # ExecStart= runs the installed sender on the example config's path, watching a folder.
+  read -ra argv <<< "$(value ExecStart)"
+  arg_of() {  # the value after option $1 in ExecStart=
+    local i
+    for ((i = 1; i + 1 < ${#argv[@]}; i++)); do
+      [[ "${argv[i]}" == "$1" ]] && { echo "${argv[i + 1]}"; return; }
+    done
+  }
+  expect "sender: ExecStart= program" /usr/bin/dd_file_send "${argv[0]}"
+  expect "sender: ExecStart= --config" /etc/ddft/dd_file_send.conf "$(arg_of --config)"
+  watch=$(arg_of --watch) sent=$(arg_of --sent-dir)
+  [[ -n "$watch" && -n "$sent" ]] && ok || bad "sender: ExecStart= lacks --watch or --sent-dir"
+  # The hot folder and the sent folder must be writable through ONE ReadWritePaths= entry, their
+  # nearest common folder: each entry is a bind mount, and rename(2), which moves a sent file,
+  # fails with EXDEV across mount points even within one file system. Nothing else is writable
+  # but the log folder (the folder of the config's log-file, else /var/log/<LogsDirectory=>).
+  # The watch journal's default place is inside the hot folder.
+  mapfile -t rw < <(items ReadWritePaths | sed -E 's/^[-+]+//')
+  holder() {  # the deepest entry that is folder $1 or holds it
+    local best= e
+    for e in "${rw[@]}"; do
+      if [[ "$1" == "$e" || "$1" == "$e"/* ]] && ((${#e} > ${#best})); then best=$e; fi
+    done
+    echo "$best"
+  }
+  common=$watch
+  while [[ "$sent" != "$common" && "$sent" != "$common"/* ]]; do common=$(dirname "$common"); done
+  expect "sender: the ReadWritePaths= entry holding --watch $watch" "$common" "$(holder "$watch")"
+  expect "sender: the ReadWritePaths= entry holding --sent-dir $sent" "$common" "$(holder "$sent")"
+  send_log=$(conf_value log-file "$send_conf")
+  log_dir=/var/log/$(value LogsDirectory)
+  [[ -n "$send_log" ]] && log_dir=$(dirname "$send_log")
+  expect "sender: ReadWritePaths= (the folders' common folder and the log folder)" \
+    "$(printf '%s\n' "$common" "$log_dir" | sort -u | xargs)" \
+    "$(printf '%s\n' "${rw[@]}" | sort | xargs)"
+  grep -qE '^(ReadWriteDirectories|InaccessiblePaths|BindPaths)=' "$service" &&
+    bad "sender: writable paths set outside ReadWritePaths=" || ok
+
+  copy="$work/dd_file_send-watch.service"
+  sed "s|/usr/bin/dd_file_send|$send_bin|" "$send_unit" > "$copy"
+  if command -v systemd-analyze > /dev/null; then
+    # --man=no: the man page its Documentation= names is installed by the package, whose check
+    # (scripts/package_check.sh) verifies the unit with it.
+    out=$(systemd-analyze verify --man=no "$copy" 2>&1)
+    expect "sender: systemd-analyze verify status" 0 "$?"
+    [[ -z "$out" ]] && ok || bad "sender: systemd-analyze verify printed: $out"
+    systemd-analyze security --offline=yes "$copy" > "$work/security-send" 2>&1
+    exposure=$(sed -nE 's/.*Overall exposure level for [^:]*: ([0-9.]+).*/\1/p' \
+      "$work/security-send")
+    if [[ -z "$exposure" ]]; then
+      bad "sender: systemd-analyze security gave no exposure: $(cat "$work/security-send")"
+    elif awk -v e="$exposure" -v m="$kMaxExposure" 'BEGIN { exit !(e < m) }'; then
+      echo "sender exposure: $exposure (must be below $kMaxExposure)"
+      ok
+    else
+      bad "sender: exposure $exposure is not below $kMaxExposure; what is left open:"
+      grep '✗' "$work/security-send"
+    fi
+  fi
+
+  # What a send really calls (a one-shot send of the example config; the hot folder's own calls,
+  # inotify and rename, are checked against the filter by name).
+  if ! strace_ok || ! command -v systemd-analyze > /dev/null; then
+    skip "sender: system call check: needs strace and systemd-analyze"
+  else
+    allowed_calls
+    for c in io_uring_setup io_uring_enter io_uring_register inotify_init1 inotify_add_watch \
+      inotify_rm_watch renameat2 unlinkat sendmmsg; do
+      grep -qx "$c" "$work/allowed" && ok || bad "sender: SystemCallFilter= refuses $c"
+    done
+    p=$(port)
+    mkdir -p "$work/send-out"
+    if start_rx "$work/send-rx.log" "$recv_bin" --listen "127.0.0.1:$p" \
+      --output "$work/send-out" --buffer-mb 128 --log-file "$work/send-rx.log" --quiet; then
+      strace -f -qq -o "$work/strace-send" "$send_bin" --config "$send_conf" "$work/a.bin" \
+        --dest "127.0.0.1:$p" > "$work/send.log" 2>&1
+      expect "sender: traced send status" 0 "$?"
+      for _ in $(seq 100); do
+        grep -q "File: a.bin.*Passed" "$work/send-rx.log" && break
+        sleep 0.1
+      done
+      grep -q "File: a.bin.*Passed" "$work/send-rx.log" && ok ||
+        bad "sender: the traced send did not arrive: $(cat "$work/send.log")"
+      kill -TERM "$rx"
+      wait "$rx"
+      rx=
+    fi
+    traced_calls "$work/strace-send" > "$work/called-send"
+    echo "sender: system calls made: $(wc -l < "$work/called-send")"
+    [[ -s "$work/called-send" ]] && ok || bad "sender: strace recorded no system call"
+    outside=$(grep -vxFf "$work/allowed" "$work/called-send" | xargs)
+    [[ -z "$outside" ]] && ok || bad "sender: system calls outside SystemCallFilter=: $outside"
+    families=$(grep -oE 'socket\(AF_[A-Z0-9]+' "$work/strace-send" | sed 's/socket(//' |
+      sort -u | xargs)
+    for f in $families; do
+      grep -qx "$f" <<< "$(items RestrictAddressFamilies)" && ok ||
+        bad "sender: socket family $f not allowed"
+    done
+    # SocketBindDeny=any: the sender must never bind (its UDP socket is only connected).
+    grep -qx bind "$work/called-send" && bad "sender: it calls bind(), refused by SocketBindDeny=" ||
+      ok
+    # ProcSubset=pid: nothing under /proc but processes.
+    procs=$(grep -oE '"/proc/[^"]*"' "$work/strace-send" |
+      grep -vE '^"/proc/(self|thread-self|[0-9]+)(/|")' | sort -u | xargs)
+    [[ -z "$procs" ]] && ok || bad "sender: opens /proc beyond processes (ProcSubset=pid): $procs"
+    grep -E 'mprotect\(.*PROT_EXEC|mmap\(.*PROT_WRITE\|PROT_EXEC' "$work/strace-send" &&
+      bad "sender: writable and executable memory (MemoryDenyWriteExecute=)" || ok
+  fi
+
+  # Its credentials: as nobody, no capabilities, no_new_privs, the send works.
+  if [[ $(id -u) -ne 0 ]]; then
+    skip "sender: credential emulation: needs root to drop to nobody"
+  elif ! command -v setpriv > /dev/null; then
+    skip "sender: credential emulation: setpriv is missing"
+  else
+    chmod 755 "$work"
+    chmod 644 "$work/a.bin"
+    p=$(port)
+    mkdir -p "$work/send-emu"
+    if start_rx "$work/send-emu.log" "$recv_bin" --listen "127.0.0.1:$p" \
+      --output "$work/send-emu" --buffer-mb 128 --log-file "$work/send-emu.log" --quiet; then
+      setpriv --reuid=65534 --regid=65534 --clear-groups --bounding-set=-all --inh-caps=-all \
+        --no-new-privs -- "$send_bin" --config "$send_conf" "$work/a.bin" --dest "127.0.0.1:$p" \
+        > "$work/send.log" 2>&1
+      expect "sender: emulation: send status" 0 "$?"
+      for _ in $(seq 100); do
+        grep -q "File: a.bin.*Passed" "$work/send-emu.log" && break
+        sleep 0.1
+      done
+      grep -q "File: a.bin.*Passed" "$work/send-emu.log" && ok ||
+        bad "sender: emulation: not received: $(cat "$work/send.log")"
+      kill -TERM "$rx"
+      wait "$rx"
+      rx=
+    fi
   fi
 fi
 
