@@ -400,14 +400,20 @@ bool Assembler::accept_session(const Packet& p) {
   heartbeat_interval_ = milliseconds(1000);
   silence_warned_ = false;
   seen_ids_.clear();
+  session_files_ = {};
   ++counters_.sessions;
   spdlog::info("Info: sender session {:016x} started", s);
   return true;
 }
 
 void Assembler::retire_session(const std::string& reason) {
+  // Files still receiving never get the rest of their data. Those whose end came are only
+  // waiting for their writes: they finish on their own (they are keyed by session, so the new
+  // session's files cannot clash with them).
   std::vector<File*> open;
-  for (auto& [key, f] : files_) open.push_back(f.get());
+  for (auto& [key, f] : files_) {
+    if (f->state == State::kReceiving) open.push_back(f.get());
+  }
   for (File* f : open) fail_file(*f, reason);
   log_summary();
   retired_sessions_.insert(session_);
@@ -538,6 +544,7 @@ void Assembler::roll_record_window(common::Clock::time_point now, bool force) {
 
 void Assembler::refuse(const File& f, const std::string& reason) {
   ++counters_.files_refused;
+  if (f.session == session_) ++session_files_.refused;
   if (!take_record_slot()) return;
   FailureRecord rec;
   rec.rel_path = f.path;
@@ -1021,6 +1028,7 @@ void Assembler::finish_rename(File& f) {
                common::with_commas(f.size), common::format_hms_ms(elapsed),
                common::mib_per_s(f.size, elapsed), key);
   ++counters_.files_passed;
+  if (f.session == session_) ++session_files_.passed;
   counters_.bytes_delivered += f.size;
   destroy(f);
 }
@@ -1079,6 +1087,7 @@ void Assembler::close_failed(File& f) {
   rec.no_record = f.bytes_received == 0 && !take_record_slot();
   const std::string where = out_.fail(f.tmp, rec);
   ++counters_.files_failed;
+  if (f.session == session_) ++session_files_.failed;
   if (rec.no_record) {
     destroy(f);
     return;
@@ -1242,9 +1251,16 @@ void Assembler::log_summary() const {
       fc.groups_lost - fec_at_session_.groups_lost + fec_.unrepaired_open();
   uint64_t auth = 0;
   for (uint64_t n : counters_.auth_rejected) auth += n;
-  spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused; packets: {} "
+  uint64_t finishing = 0;
+  for (const auto& [key, f] : files_) {
+    if (key.first == session_ && (f->state == State::kEnding || f->state == State::kSyncing)) {
+      ++finishing;
+    }
+  }
+  spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused{}; packets: {} "
                "received, {} lost, {} rejected, {} from other sessions{}{}",
-               session_, counters_.files_passed, counters_.files_failed, counters_.files_refused,
+               session_, session_files_.passed, session_files_.failed, session_files_.refused,
+               finishing > 0 ? fmt::format(", {} still being written", finishing) : "",
                seq_.received(), seq_.lost(), rejected, counters_.other_session,
                rebuilt + lost_groups > 0
                    ? fmt::format("; FEC rebuilt {}, {} group(s) beyond repair", rebuilt,

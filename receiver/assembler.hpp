@@ -249,6 +249,13 @@ class Assembler {
   common::Clock::time_point record_window_{};  // refusal records: at most kRecordsPerMinute
   uint64_t records_in_window_ = 0;
   FecCounters fec_at_session_;
+  // The current session's files, for its summary line (counters_ counts since start).
+  struct SessionFiles {
+    uint64_t passed = 0;
+    uint64_t failed = 0;
+    uint64_t refused = 0;
+  };
+  SessionFiles session_files_;
   // Files in flight by (session, file id): a restarted sender reuses ids while the old session's
   // failed files may still be finishing their I/O.
   std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;

@@ -400,6 +400,45 @@ TEST_P(AssemblerTest, NewSessionFailsTheOldOnesFilesAndIgnoresItsStragglers) {
   EXPECT_GE(asm_->counters().other_session, 1u);
 }
 
+TEST_P(AssemblerTest, NewSessionLetsTheOldOnesFinishedFilesBeWritten) {
+  FakeSender a(24);
+  FakeSender b(25);
+  const std::string content = pattern(5000, 12);
+  // a.bin came whole, end included, but no poll() yet: its writes and sync are still in flight
+  // (a receiver behind a slow disk) when the sender restarts.
+  feed(a.file(1, "a.bin", content));
+  feed(a.announce(2, "cut.bin", content.size()));
+  feed(a.data(2, content)[0]);
+  feed(b.heartbeat(false));
+  feed(b.file(1, "b.bin", content));
+  settle();
+  EXPECT_TRUE(read(base_ / "out/a.bin") == content);
+  EXPECT_TRUE(read(base_ / "out/b.bin") == content);
+  auto recs = records();
+  ASSERT_EQ(recs.size(), 1u);  // only the file that was cut off
+  EXPECT_NE(read(recs[0]).find("cut.bin"), std::string::npos);
+  EXPECT_NE(read(recs[0]).find("sender restarted"), std::string::npos);
+  EXPECT_EQ(asm_->counters().files_passed, 2u);
+}
+
+TEST_P(AssemblerTest, SessionSummaryCountsThatSessionsFilesOnly) {
+  LogCapture log;
+  FakeSender a(26);
+  FakeSender b(27);
+  feed(a.file(1, "one.bin", pattern(3000, 1)));
+  feed(a.file(2, "two.bin", pattern(3000, 2)));
+  settle();
+  feed(b.heartbeat(false));
+  feed(b.file(1, "three.bin", pattern(3000, 3)));
+  settle();
+  asm_->log_summary();
+  const std::string text = log.text();
+  EXPECT_NE(text.find("session 000000000000001a: 2 file(s) passed, 0 failed, 0 refused;"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("session 000000000000001b: 1 file(s) passed, 0 failed, 0 refused;"),
+            std::string::npos) << text;
+}
+
 TEST_P(AssemblerTest, DataWithoutASessionOpenerIsDropped) {
   FakeSender tx(23);
   feed(tx.data(1, "hello"));
