@@ -59,6 +59,7 @@ SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token sto
   common::BoundedQueue<WorkItem> queue(cfg_.read_buffers + 4);
   Reader reader(files, cfg_, clock_, pool, queue);
   Transmitter tx(cfg_, session_id_, sink_, clock_, pool, queue);
+  tx.set_status(status_);
   std::string protection;
   if (cfg_.fec.enabled()) {
     protection += fmt::format(", FEC {} (+{:.1f}% packets)", common::format_fec(cfg_.fec),
@@ -97,6 +98,7 @@ SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token sto
   if (tx_error) std::rethrow_exception(tx_error);
   SendTotals totals = tx.totals();
   totals.files_failed += reader.open_failures();
+  if (status_) status_->files_failed.fetch_add(reader.open_failures(), std::memory_order_relaxed);
   return totals;
 }
 
