@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/buffers_iterator.hpp>
 #include <boost/asio/io_context.hpp>
@@ -362,7 +363,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
         code, reason, type, body.size(), extra);
     if (!head_only) out_ += body;
     asio::async_write(socket_, asio::buffer(out_),
-                      [self = shared_from_this()](error_code, size_t) { self->close(); });
+                      [self = shared_from_this()](error_code ec, size_t) {
+                        if (ec) {
+                          self->close();
+                          return;
+                        }
+                        // Closing with unread input would make the kernel send a reset and throw
+                        // away the answer still queued (a 431 before the client has sent its whole
+                        // head). So: end our side, read and discard until the client closes
+                        // (or the connection's deadline), then close.
+                        error_code ignored;
+                        self->socket_.shutdown(tcp::socket::shutdown_send, ignored);
+                        self->discard_input();
+                      });
+  }
+
+  void discard_input() {
+    socket_.async_read_some(asio::buffer(scratch_),
+                            [self = shared_from_this()](error_code ec, size_t) {
+                              if (ec) {
+                                self->close();
+                              } else {
+                                self->discard_input();
+                              }
+                            });
   }
 
   void close() {
@@ -379,6 +403,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::steady_timer timer_;
   asio::streambuf head_;
   std::string out_;
+  std::array<char, 4096> scratch_;  // input discarded after the answer
 };
 
 }  // namespace
