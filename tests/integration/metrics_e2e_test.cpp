@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -194,8 +193,6 @@ TEST_F(MetricsEndToEnd, ScrapesDuringATransferShowTheCountersMoving) {
   EXPECT_GE(value_or_nan(rx3, "ddft_receive_dr_interval_avg_seconds"), 0) << rx3;
   EXPECT_GE(value_or_nan(rx3, "ddft_receive_fw_interval_peak_seconds"), 0) << rx3;
   EXPECT_TRUE(same_content(src_ / "paced.bin", out_ / "paced.bin"));
-  // Save one real scrape beside the test's output, for the record.
-  std::ofstream(base_.parent_path() / "ddft_metrics_last_scrape.txt") << rx3;
 
   receiver_->signal(SIGTERM);
   EXPECT_EQ(receiver_->wait(seconds(60)), 0) << rx_log();
