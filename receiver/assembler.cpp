@@ -393,6 +393,7 @@ bool Assembler::accept_session(const Packet& p) {
   session_ = s;
   session_final_ = false;
   silence_logged_ = false;
+  counters_.lost_in_past_sessions += seq_.lost();
   seq_.reset();
   fec_.reset();
   fec_at_session_ = fec_.counters();
@@ -909,6 +910,7 @@ void Assembler::on_completion(const common::IoCompletion& c) {
   Block& b = *reinterpret_cast<Block*>(c.cookie);
   File& f = *b.file;
   fw_.add(c.latency_ns);
+  waits_.fw_all.add(c.latency_ns);
   --b.writes_pending;
   --f.ops_pending;
   if (c.error != 0 && f.io_error == 0) f.io_error = c.error;
@@ -1122,6 +1124,8 @@ void Assembler::report_progress(File& f) {
                100.0 * static_cast<double>(f.bytes_received) / static_cast<double>(f.size),
                common::mib_per_s(f.bytes_received, dur), common::format_hms(dur), dr_.format(),
                fw_.format());
+  waits_.dr_last = dr_;
+  waits_.fw_last = fw_;
   dr_ = {};
   fw_ = {};
 }
@@ -1154,7 +1158,9 @@ void Assembler::note_ring_drops(const std::vector<DropLedger::Entry>& dropped) {
 }
 
 void Assembler::note_read_wait(nanoseconds waited) {
-  dr_.add(static_cast<uint64_t>(std::max<int64_t>(0, waited.count())));
+  const auto ns = static_cast<uint64_t>(std::max<int64_t>(0, waited.count()));
+  dr_.add(ns);
+  waits_.dr_all.add(ns);
 }
 
 void Assembler::check_timeouts() {

@@ -95,6 +95,16 @@ struct AssemblerCounters {
   uint64_t files_refused = 0;
   uint64_t bytes_delivered = 0;
   uint64_t sessions = 0;
+  uint64_t lost_in_past_sessions = 0;  // sequence gaps of the sessions before the current one
+};
+
+// DR and FW (see IntervalStat) as the last Rcvd: line printed them (count 0 before the first),
+// and summed since start.
+struct WaitStats {
+  IntervalStat dr_last;
+  IntervalStat fw_last;
+  IntervalStat dr_all;
+  IntervalStat fw_all;
 };
 
 class Assembler {
@@ -131,6 +141,9 @@ class Assembler {
   const AssemblerCounters& counters() const { return counters_; }
   const SeqCounter& seq() const { return seq_; }
   const FecCounters& fec() const { return fec_.counters(); }
+  // Files announced and not finished yet, those finishing their writes included.
+  size_t files_in_flight() const { return files_.size(); }
+  const WaitStats& wait_stats() const { return waits_; }
   // Logs the session summary line ("Info: session ... : N passed, M failed, ...").
   void log_summary() const;
 
@@ -270,6 +283,7 @@ class Assembler {
   common::Clock::time_point last_timeout_check_{};
   IntervalStat dr_;
   IntervalStat fw_;
+  WaitStats waits_;
   AssemblerCounters counters_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/metrics.hpp"
 #include "common/protocol.hpp"
 
 namespace ddft::receiver {
@@ -108,6 +109,7 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
       ->capture_default_str();
   app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
   app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
+  common::add_metrics_option(app, cfg.metrics);
   app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
   app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
   app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");

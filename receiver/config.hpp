@@ -56,6 +56,7 @@ struct ReceiverConfig {
   uint64_t max_file_size = 0;         // bytes; 0: no limit but the free space
   size_t max_files_in_flight = 32;    // files open at once; more fail the oldest
   PathLimits path_limits;             // --max-path-length, --max-path-depth
+  std::string metrics;                // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   common::LogConfig log;
   // Test hook: the writer stalls once for this many seconds after test_stall_after_mb MiB were
   // written (0 = off). Hidden from --help.

@@ -74,6 +74,9 @@ void Ingest::run(std::stop_token stop) {
       }
       if (got == 0) continue;
       counters_.datagrams.fetch_add(got, std::memory_order_relaxed);
+      counters_.last_datagram_ns.store(
+          duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count(),
+          std::memory_order_relaxed);
       uint64_t bytes = 0;
       for (size_t i = 0; i < got; ++i) bytes += lens[i];
       counters_.bytes.fetch_add(bytes, std::memory_order_relaxed);

@@ -19,6 +19,9 @@ struct IngestCounters {
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> ring_full_drops{0};
   std::atomic<uint64_t> ring_high_water{0};  // most slots ever in use
+  // std::chrono::steady_clock time of the last datagram received (ns since its epoch), 0 before
+  // the first. Relaxed: for --metrics only.
+  std::atomic<int64_t> last_datagram_ns{0};
 };
 
 // Datagrams dropped in a full ring, by the file whose data they carried (read from their header

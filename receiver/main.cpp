@@ -1,16 +1,18 @@
 // dd_file_receive: the receive daemon. Drains the link into a RAM ring and writes verified files.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "common/device_transport.hpp"
 #include "common/logging.hpp"
+#include "common/metrics.hpp"
 #include "common/signals.hpp"
 #include "common/udp_transport.hpp"
 #include "common/version.hpp"
 #include "iotest/cli.hpp"
 #include "receiver/config.hpp"
+#include "receiver/metrics.hpp"
 #include "receiver/pipeline.hpp"
 
 int main(int argc, char** argv) {
@@ -36,6 +38,8 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // --metrics is bound first: a taken port stops the daemon before it opens anything else.
+    const std::unique_ptr<common::MetricsServer> metrics = common::open_metrics_server(cfg.metrics);
     auto open_source = [&cfg]() -> std::unique_ptr<common::DatagramSource> {
       if (cfg.transport_text == "device") return std::make_unique<common::DeviceSource>(cfg.device);
       auto udp = std::make_unique<common::UdpSource>(cfg.listen, cfg.socket_buffer_mb << 20);
@@ -43,6 +47,9 @@ int main(int argc, char** argv) {
       return udp;
     };
     receiver::Receiver rx(cfg, open_source, common::SteadyClock::instance());
+    common::MetricsRegistry registry;
+    receiver::add_receiver_metrics(registry, rx, cfg);
+    const common::MetricsServing serving(metrics.get(), registry);  // stops before rx goes
 
     // SIGTERM / Ctrl-C: finish what the ring holds, record files in flight as failed, exit 0.
     std::stop_source stop;

@@ -38,6 +38,7 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
   const size_t ring_bytes = cfg.buffer_mb * 1024 * 1024 - pool_bytes;
   const size_t slots = std::max<size_t>(cfg.batch * 2, ring_bytes / cfg.max_packet_size);
   ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size, /*populate=*/true);
+  ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch);
   if (cfg.lock_memory) {
     if (const int err = ring_->memory().lock(); err != 0) {
       spdlog::warn("Warn: cannot lock the receive buffer in RAM: {} (run as root or raise "
@@ -70,9 +71,45 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
 
 Receiver::~Receiver() = default;
 
+void Receiver::publish(const Assembler& assembler) {
+  WriterStatus s;
+  s.counters = assembler.counters();
+  s.fec = assembler.fec();
+  s.waits = assembler.wait_stats();
+  s.packets_lost = s.counters.lost_in_past_sessions + assembler.seq().lost();
+  s.session = assembler.current_session();
+  s.files_in_flight = assembler.files_in_flight();
+  std::lock_guard lock(status_mu_);
+  // A gap filled by a late packet shrinks seq().lost(); a counter must not go down.
+  s.packets_lost = std::max(s.packets_lost, published_.packets_lost);
+  published_ = s;
+}
+
+ReceiverStatus Receiver::status() const {
+  ReceiverStatus s;
+  {
+    std::lock_guard lock(status_mu_);
+    s.writer = published_;
+  }
+  const IngestCounters& c = ingest_->counters();
+  s.datagrams = c.datagrams.load(std::memory_order_relaxed);
+  s.datagram_bytes = c.bytes.load(std::memory_order_relaxed);
+  s.ring_full_drops = c.ring_full_drops.load(std::memory_order_relaxed);
+  s.ring_slots = ring_->capacity();
+  s.slot_size = ring_->slot_size();
+  s.ring_used = ring_->used();
+  s.ring_high_water =
+      std::max<size_t>(s.ring_used, c.ring_high_water.load(std::memory_order_relaxed));
+  s.last_datagram_ns = c.last_datagram_ns.load(std::memory_order_relaxed);
+  // UDP reads the kernel's count from /proc, safe from any thread; the device transport's is a
+  // plain field of the receive thread's.
+  if (cfg_.transport_text == "udp") s.link_drops = source_->link_drops();
+  return s;
+}
+
 ReceiveTotals Receiver::run(std::stop_token stop) {
   Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
-  Ingest ingest(*source_, *ring_, cfg_.batch);
+  Ingest& ingest = *ingest_;
   std::stop_source ingest_stop;
   std::jthread rx([&] {
     pthread_setname_np(pthread_self(), "udp_rx");
@@ -116,6 +153,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
         if (auto dropped = ingest.drops().take(); !dropped.empty()) {
           assembler.note_ring_drops(dropped);
         }
+        publish(assembler);
       }
       assembler.poll(false);
       if (cfg_.once && assembler.session_finished()) break;
@@ -128,6 +166,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   try {
     drain();
     assembler.fail_all("receiver stopped before the file was complete");
+    publish(assembler);
   } catch (const std::exception& e) {
     spdlog::error("Error: while stopping: {}", e.what());
   }

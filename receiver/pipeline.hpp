@@ -19,12 +19,14 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 
 #include "common/clock.hpp"
 #include "common/transport.hpp"
 #include "receiver/assembler.hpp"
 #include "receiver/config.hpp"
+#include "receiver/ingest.hpp"
 #include "receiver/slot_ring.hpp"
 
 namespace ddft::receiver {
@@ -38,6 +40,32 @@ struct ReceiveTotals {
   uint64_t lost = 0;
 };
 
+// What the writer thread's Assembler has counted, as it last published it (every 250 ms, and once
+// more when it stops).
+struct WriterStatus {
+  AssemblerCounters counters;
+  FecCounters fec;
+  WaitStats waits;
+  uint64_t packets_lost = 0;  // sequence gaps over all sessions; never goes down
+  uint64_t session = 0;       // the current sender session, 0 before the first
+  size_t files_in_flight = 0;
+};
+
+// A view of the receiver from any thread (for --metrics): the writer's last published snapshot,
+// and the ingest thread's counters and the ring's fill read live.
+struct ReceiverStatus {
+  WriterStatus writer;
+  uint64_t datagrams = 0;  // taken off the link, before any check
+  uint64_t datagram_bytes = 0;
+  uint64_t ring_full_drops = 0;
+  size_t ring_slots = 0;
+  size_t slot_size = 0;
+  size_t ring_used = 0;          // slots holding datagrams the writer has not taken yet
+  size_t ring_high_water = 0;    // most slots ever in use
+  int64_t last_datagram_ns = 0;  // steady_clock ns of the last datagram received, 0 before
+  long link_drops = -1;          // UDP: datagrams the kernel dropped on the socket; else -1
+};
+
 class Receiver {
  public:
   using SourceOpener = std::function<std::unique_ptr<common::DatagramSource>()>;
@@ -48,15 +76,22 @@ class Receiver {
   ~Receiver();
   // Runs until `stop` is requested or, with cfg.once, the first session has finished.
   ReceiveTotals run(std::stop_token stop);
+  // Thread-safe; cheap but for link_drops (a read of /proc/net/udp).
+  ReceiverStatus status() const;
 
  private:
+  void publish(const Assembler& assembler);
+
   const ReceiverConfig& cfg_;
   std::unique_ptr<common::DatagramSource> source_;
   common::Clock& clock_;
   std::unique_ptr<OutputDir> out_;
   std::unique_ptr<SlotRing> ring_;
+  std::unique_ptr<Ingest> ingest_;
   common::AlignedBuffer block_memory_;
   std::unique_ptr<common::BlockIo> writer_;
+  mutable std::mutex status_mu_;
+  WriterStatus published_;  // guarded by status_mu_
 };
 
 }  // namespace ddft::receiver

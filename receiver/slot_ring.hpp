@@ -3,6 +3,7 @@
 // the consumer: when no slot is free it drops and counts (the diode cannot be asked to wait).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -30,6 +31,15 @@ class SlotRing {
   size_t capacity() const { return slot_count_; }
   size_t slot_size() const { return slot_size_; }
   common::AlignedBuffer& memory() { return mem_; }
+
+  // --- any thread ---
+  // Slots in use (published and not yet released), for monitoring. The tail is read first: the
+  // head read after it can only be further on, so the difference never goes negative.
+  size_t used() const {
+    const uint64_t tail = tail_.load(std::memory_order_acquire);
+    const uint64_t head = head_.load(std::memory_order_acquire);
+    return static_cast<size_t>(std::min<uint64_t>(head - tail, slot_count_));
+  }
 
   // --- producer side (one thread) ---
   // Slots the producer may fill now.

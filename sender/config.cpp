@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "common/metrics.hpp"
+
 namespace ddft::sender {
 
 void add_sender_options(CLI::App& app, SenderConfig& cfg) {
@@ -138,6 +140,7 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 30))
       ->group(dfts)
       ->capture_default_str();
+  common::add_metrics_option(app, cfg.metrics);
   app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
   app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
   app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");

@@ -60,6 +60,7 @@ struct SenderConfig {
   ReportOption report = ReportOption::kSummary;
   std::string report_text = "S";
   size_t report_mb = 100;             // REPORT_OPTION V: a progress line every this many MB
+  std::string metrics;                // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   common::LogConfig log;
   // Test hook: the data packet with this 0-based index in the session is built and given its
   // sequence number but not sent, as if the link lost it. -1 = off. Hidden from --help.

@@ -1,17 +1,19 @@
 // dd_file_send: sends files and folders across the diode (simulator mode: UDP).
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "common/device_transport.hpp"
 #include "common/logging.hpp"
+#include "common/metrics.hpp"
 #include "common/signals.hpp"
 #include "common/udp_transport.hpp"
 #include "common/version.hpp"
 #include "iotest/cli.hpp"
 #include "sender/config.hpp"
 #include "sender/file_list.hpp"
+#include "sender/metrics.hpp"
 #include "sender/pipeline.hpp"
 
 int main(int argc, char** argv) {
@@ -41,8 +43,15 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // --metrics is bound first: a taken port stops the program before it reads or sends anything.
+    const std::unique_ptr<common::MetricsServer> metrics = common::open_metrics_server(cfg.metrics);
+    sender::SendStatus status;
+    common::MetricsRegistry registry;
+    sender::add_sender_metrics(registry, status, cfg, common::SteadyClock::instance());
+    const common::MetricsServing serving(metrics.get(), registry);  // stops before status goes
     const sender::FileList list = sender::discover_files(cfg.sources);
     for (const auto& err : list.errors) spdlog::error("Error: {}", err);
+    status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
     std::unique_ptr<common::DatagramSink> sink;
     if (cfg.transport_text == "device") {
       sink = std::make_unique<common::DeviceSink>(cfg.device);
@@ -57,6 +66,7 @@ int main(int argc, char** argv) {
     common::StopOnSignals on_signal(stop);
 
     sender::Sender s(cfg, *sink, common::SteadyClock::instance());
+    s.set_status(&status);
     const sender::SendTotals t = s.run(list.files, stop.get_token());
 
     const uint64_t failed = t.files_failed + list.errors.size();

@@ -63,6 +63,7 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
   common::BoundedQueue<WorkItem> queue(cfg_.read_buffers + 4);
   Reader reader(files, cfg_, clock_, pool, queue);
   Transmitter tx(cfg_, session_id_, sink_, clock_, pool, queue, observers_);
+  tx.set_status(status_);
   std::string protection;
   if (cfg_.fec.enabled()) {
     protection += fmt::format(", FEC {} (+{:.1f}% packets)", common::format_fec(cfg_.fec),
@@ -99,9 +100,7 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
     });
   }
   if (tx_error) std::rethrow_exception(tx_error);
-  SendTotals totals = tx.totals();
-  totals.files_failed += reader.open_failures();
-  return totals;
+  return tx.totals();  // files that could not be opened included (kSkip)
 }
 
 }  // namespace ddft::sender

@@ -92,6 +92,21 @@ struct SendTotals {
   uint64_t session_id = 0;
 };
 
+// Live numbers for --metrics, written by the transmit thread with relaxed atomics (no lock on the
+// send path) and read by any thread. Give the same one to every Sender of a program: the totals
+// add up over its sessions.
+struct SendStatus {
+  std::atomic<uint64_t> files_sent{0};
+  std::atomic<uint64_t> files_failed{0};  // aborted on the wire, or never read (no file id)
+  std::atomic<uint64_t> bytes{0};         // file bytes packetised (every --repeat copy)
+  std::atomic<uint64_t> datagrams{0};
+  std::atomic<uint64_t> wire_bytes{0};
+  std::atomic<uint64_t> file_bytes{0};   // the file being sent: bytes of it packetised
+  std::atomic<uint64_t> file_size{0};    // its size (0 between files)
+  std::atomic<int64_t> last_send_ns{0};  // Clock time of the last batch sent, 0 before
+  std::atomic<uint64_t> session_id{0};   // the current session, 0 before the first
+};
+
 // Runs one sending session over `sink`: every file of `files`, then the final heartbeat.
 // `clock` paces; both must outlive the call. Thread-safe to construct; run() once.
 class Sender {
@@ -105,6 +120,8 @@ class Sender {
   SendTotals run(FileSource& files, std::stop_token stop);
   SendTotals run(const std::vector<SourceFile>& files, std::stop_token stop);
   uint64_t session_id() const { return session_id_; }
+  // Publishes this session's numbers into `status` (must outlive run()). Call before run().
+  void set_status(SendStatus* status) { status_ = status; }
 
  private:
   const SenderConfig& cfg_;
@@ -112,6 +129,7 @@ class Sender {
   common::Clock& clock_;
   uint64_t session_id_;
   ObserverList observers_;
+  SendStatus* status_ = nullptr;
 };
 
 // The reader's block size: --read-block-kb rounded down to whole data chunks, so that no data

@@ -35,6 +35,11 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
   }
 }
 
+void Transmitter::set_status(SendStatus* status) {
+  status_ = status;
+  if (status_) status_->session_id.store(session_id_, std::memory_order_relaxed);
+}
+
 Header Transmitter::next_header(bool fec_source) {
   Header h;
   h.session_id = session_id_;
@@ -91,6 +96,11 @@ void Transmitter::flush() {
   }
   totals_.datagrams += pending_.size();
   totals_.wire_bytes += pending_bytes_;
+  if (status_ && !pending_.empty()) {
+    status_->datagrams.fetch_add(pending_.size(), std::memory_order_relaxed);
+    status_->wire_bytes.fetch_add(pending_bytes_, std::memory_order_relaxed);
+    status_->last_send_ns.store(clock_.now().time_since_epoch().count(), std::memory_order_relaxed);
+  }
   pending_.clear();
   pending_bytes_ = 0;
 }
@@ -147,6 +157,10 @@ void Transmitter::begin_file(const WorkItem& item) {
     current_.next_report = cfg_.report_mb * 1024 * 1024;
   }
   current_.copy = item.copy;
+  if (status_) {
+    status_->file_size.store(item.meta->size, std::memory_order_relaxed);
+    status_->file_bytes.store(0, std::memory_order_relaxed);
+  }
   common::Announce a;
   a.file_id = item.meta->file_id;
   a.verify = cfg_.verify;
@@ -196,6 +210,10 @@ void Transmitter::send_block(const WorkItem& item) {
   totals_.bytes += item.len;
   current_.sent += item.len;
   current_.all_copies += item.len;
+  if (status_) {
+    status_->bytes.fetch_add(item.len, std::memory_order_relaxed);
+    status_->file_bytes.store(current_.sent, std::memory_order_relaxed);
+  }
   observer_.file_progress(*item.meta, current_.all_copies);
   if (cfg_.report == ReportOption::kVerbose && current_.sent >= current_.next_report &&
       current_.sent < item.meta->size) {
@@ -227,6 +245,11 @@ void Transmitter::end_file(const WorkItem& item) {
   if (item.copy + 1u < cfg_.repeat) return;  // more copies follow
   const auto elapsed = clock_.now() - current_.started;
   ++totals_.files_sent;
+  if (status_) {
+    status_->files_sent.fetch_add(1, std::memory_order_relaxed);
+    status_->file_size.store(0, std::memory_order_relaxed);
+    status_->file_bytes.store(0, std::memory_order_relaxed);
+  }
   const std::string key = cfg_.verify == common::VerifyType::kNone
                               ? std::string("Key: none, NONE")
                               : fmt::format("Key: 0x{:08X}, {}", item.digest.key32(),
@@ -256,6 +279,11 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
   close_window();
   flush();
   ++totals_.files_failed;
+  if (status_) {
+    status_->files_failed.fetch_add(1, std::memory_order_relaxed);
+    status_->file_size.store(0, std::memory_order_relaxed);
+    status_->file_bytes.store(0, std::memory_order_relaxed);
+  }
   spdlog::error("Error: {} not sent: {}", meta->rel_path, reason);
   observer_.file_failed(*meta, reason);
   current_ = {};
@@ -293,6 +321,8 @@ void Transmitter::run(std::stop_token stop) {
         abort_file(item->meta, item->reason);
         break;
       case WorkItem::Kind::kSkip:  // never announced: nothing goes on the wire
+        ++totals_.files_failed;
+        if (status_) status_->files_failed.fetch_add(1, std::memory_order_relaxed);
         observer_.file_failed(*item->meta, item->reason);
         break;
     }

@@ -29,6 +29,8 @@ class Transmitter {
   // heartbeat. On stop, remaining data is skipped and the file in progress is aborted on the wire.
   void run(std::stop_token stop);
   const SendTotals& totals() const { return totals_; }
+  // Also publishes the totals into `status` as they change (null: not). Call before run().
+  void set_status(SendStatus* status);
 
  private:
   struct FileProgress {
@@ -82,6 +84,7 @@ class Transmitter {
   uint32_t files_announced_ = 0;
   FileProgress current_;
   SendTotals totals_;
+  SendStatus* status_ = nullptr;
 };
 
 }  // namespace ddft::sender

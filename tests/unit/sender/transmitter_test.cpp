@@ -180,7 +180,7 @@ TEST_F(TransmitterTest, ObserversHearOfEveryFileInWireOrder) {
   // The skipped file put nothing on the wire: two announces x 3 copies for a, 3 for c.
   EXPECT_EQ(count(sink, common::PacketType::kAnnounce), 9u);
   EXPECT_EQ(tx.totals().files_sent, 1u);
-  EXPECT_EQ(tx.totals().files_failed, 1u);  // the abort; the skip is the reader's to count
+  EXPECT_EQ(tx.totals().files_failed, 2u);  // the skip and the abort
 }
 
 TEST_F(TransmitterTest, SessionShapeAndSequenceNumbers) {

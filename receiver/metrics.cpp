@@ -1,0 +1,209 @@
+#include "receiver/metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "common/version.hpp"
+
+namespace ddft::receiver {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Label values for AuthReject, in its order.
+constexpr const char* kAuthReasons[kAuthRejectCount] = {"auth_no_key",    "auth_not_sealed",
+                                                        "auth_malformed", "auth_bad_tag",
+                                                        "auth_replayed",  "auth_stale_session"};
+
+std::string decode_reason(size_t i) {
+  std::string s(common::decode_status_name(static_cast<common::DecodeStatus>(i)));
+  for (char& c : s) {
+    if (c == ' ') c = '_';
+  }
+  return s;
+}
+
+double seconds(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+}  // namespace
+
+void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
+                          const ReceiverConfig& cfg) {
+  using common::MetricType;
+  constexpr auto kCounter = MetricType::kCounter;
+  constexpr auto kGauge = MetricType::kGauge;
+  // One status per scrape, so the numbers of one scrape agree with each other.
+  auto st = std::make_shared<ReceiverStatus>();
+  reg.on_scrape([st, &rx] { *st = rx.status(); });
+  auto num = [](auto v) { return static_cast<double>(v); };
+
+  reg.add(kGauge, "ddft_build_info", "The program and its version; always 1", [] { return 1.0; },
+          {{"program", "dd_file_receive"}, {"version", common::kVersion}});
+
+  // Files.
+  reg.add(kCounter, "ddft_receive_files_delivered_total",
+          "Files verified and renamed into place under --output",
+          [st, num] { return num(st->writer.counters.files_passed); });
+  reg.add(kCounter, "ddft_receive_files_failed_total",
+          "Files moved to the failed folder with a record (data lost, digest mismatch, timeout, "
+          "aborted by the sender, disk error, receiver stopped)",
+          [st, num] { return num(st->writer.counters.files_failed); });
+  reg.add(kCounter, "ddft_receive_files_refused_total",
+          "Announced files refused at once (name, limits, free space, collision policy); "
+          "recorded in the failed folder",
+          [st, num] { return num(st->writer.counters.files_refused); });
+  reg.add(kCounter, "ddft_receive_bytes_delivered_total",
+          "Bytes of the files delivered, counted when each file is in place",
+          [st, num] { return num(st->writer.counters.bytes_delivered); });
+  reg.add(kGauge, "ddft_receive_files_in_flight",
+          "Files announced and not finished yet, those finishing their writes included",
+          [st, num] { return num(st->writer.files_in_flight); });
+
+  // Packets.
+  reg.add(kCounter, "ddft_receive_packets_received_total",
+          "Datagrams taken off the link, before any check (from any sender; damaged ones and "
+          "those dropped in a full ring included)",
+          [st, num] { return num(st->datagrams); });
+  reg.add(kCounter, "ddft_receive_packet_bytes_total",
+          "Bytes of the datagrams taken off the link, headers included",
+          [st, num] { return num(st->datagram_bytes); });
+  reg.add(kCounter, "ddft_receive_packets_lost_total",
+          "Packets of the sender sessions that never arrived (sequence-number gaps, as a diode's "
+          "hardware counter counts them), those FEC rebuilt and those dropped in a full ring "
+          "included; a packet counted here that arrives late stays counted",
+          [st, num] { return num(st->writer.packets_lost); });
+  reg.add(kCounter, "ddft_receive_packets_recovered_total", "Lost packets rebuilt from FEC parity",
+          [st, num] { return num(st->writer.fec.rebuilt); });
+  reg.add(kCounter, "ddft_receive_fec_groups_unrepaired_total",
+          "FEC groups given up with packets missing and too little parity (their files fail "
+          "unless a later copy fills the holes)",
+          [st, num] { return num(st->writer.fec.groups_lost); });
+  const char* rejected_help =
+      "Datagrams dropped before use, by reason: the packet check (too_short, bad_magic, "
+      "bad_version, bad_length, bad_checksum, bad_type, bad_payload; a datagram larger than "
+      "--max-packet-size is bad_length) or, with --key-file, authentication (auth_*); none of "
+      "their data is written";
+  for (size_t i = 1; i < common::kDecodeStatusCount; ++i) {
+    reg.add(kCounter, "ddft_receive_packets_rejected_total", rejected_help,
+            [st, num, i] { return num(st->writer.counters.rejected[i]); },
+            {{"reason", decode_reason(i)}});
+  }
+  for (size_t i = 0; i < kAuthRejectCount; ++i) {
+    reg.add(kCounter, "ddft_receive_packets_rejected_total", rejected_help,
+            [st, num, i] { return num(st->writer.counters.auth_rejected[i]); },
+            {{"reason", kAuthReasons[i]}});
+  }
+  const char* ignored_help =
+      "Well-formed datagrams not used, by reason: duplicate (seen before, or already rebuilt), "
+      "other_session (of a sender session that is not the current one), unknown_file (for a "
+      "file not in flight), bad_data (outside the announced file), rebuilt_bad (FEC output "
+      "failing its check), handling_error (its handling failed: memory, I/O set-up)";
+  const std::pair<const char*, uint64_t AssemblerCounters::*> ignored[] = {
+      {"duplicate", &AssemblerCounters::duplicates},
+      {"other_session", &AssemblerCounters::other_session},
+      {"unknown_file", &AssemblerCounters::unknown_file},
+      {"bad_data", &AssemblerCounters::bad_data},
+      {"rebuilt_bad", &AssemblerCounters::rebuilt_bad},
+      {"handling_error", &AssemblerCounters::handling_errors}};
+  for (const auto& [reason, field] : ignored) {
+    reg.add(kCounter, "ddft_receive_packets_ignored_total", ignored_help,
+            [st, num, field] { return num(st->writer.counters.*field); }, {{"reason", reason}});
+  }
+  reg.add(kCounter, "ddft_receive_ring_drops_total",
+          "Datagrams dropped because the receive ring was full (the writer or the disk did not "
+          "keep up)",
+          [st, num] { return num(st->ring_full_drops); });
+  if (cfg.transport_text == "udp") {
+    reg.add_family(kCounter, "ddft_receive_socket_drops_total",
+                   "Datagrams the kernel dropped on the receive socket because its buffer was full "
+                   "(from /proc/net/udp; absent when it cannot be read)",
+                   [st] {
+                     std::vector<common::MetricSample> out;
+                     if (st->link_drops >= 0)
+                       out.push_back({{}, static_cast<double>(st->link_drops)});
+                     return out;
+                   });
+  }
+
+  // The ring.
+  reg.add(kGauge, "ddft_receive_ring_capacity_bytes",
+          "Size of the receive ring (slots x --max-packet-size)",
+          [st, num] { return num(st->ring_slots * st->slot_size); });
+  reg.add(kGauge, "ddft_receive_ring_used_bytes",
+          "Receive ring in use: slots holding datagrams not yet taken by the writer, x the slot "
+          "size (a slot holds one datagram of up to --max-packet-size)",
+          [st, num] { return num(st->ring_used * st->slot_size); });
+  reg.add(kGauge, "ddft_receive_ring_fill_ratio", "Receive ring in use, 0 to 1",
+          [st, num] { return st->ring_slots ? num(st->ring_used) / num(st->ring_slots) : 0.0; });
+  reg.add(kGauge, "ddft_receive_ring_high_water_bytes",
+          "Most of the receive ring ever in use since start (slots x slot size)",
+          [st, num] { return num(st->ring_high_water * st->slot_size); });
+  reg.add(kGauge, "ddft_receive_ring_high_water_ratio",
+          "Most of the receive ring ever in use since start, 0 to 1", [st, num] {
+            return st->ring_slots ? num(st->ring_high_water) / num(st->ring_slots) : 0.0;
+          });
+
+  // DR and FW: the Rcvd: line's figures, and their sums for rate() over any window.
+  auto avg = [](const IntervalStat& s) {
+    return s.count ? seconds(s.sum_ns) / static_cast<double>(s.count) : kNaN;
+  };
+  auto peak = [](const IntervalStat& s) { return s.count ? seconds(s.max_ns) : kNaN; };
+  reg.add(kGauge, "ddft_receive_dr_interval_avg_seconds",
+          "DR of the last Rcvd: line: average wait of the writer thread for data from the "
+          "receive ring over that line's interval (the log prints ms); NaN before the first",
+          [st, avg] { return avg(st->writer.waits.dr_last); });
+  reg.add(kGauge, "ddft_receive_dr_interval_peak_seconds",
+          "DR of the last Rcvd: line: longest wait for data from the ring in that interval (the "
+          "log rounds it up to whole ms); NaN before the first",
+          [st, peak] { return peak(st->writer.waits.dr_last); });
+  reg.add(kGauge, "ddft_receive_fw_interval_avg_seconds",
+          "FW of the last Rcvd: line: average time of one block write over that line's interval "
+          "(the log prints ms); NaN before the first",
+          [st, avg] { return avg(st->writer.waits.fw_last); });
+  reg.add(kGauge, "ddft_receive_fw_interval_peak_seconds",
+          "FW of the last Rcvd: line: longest block write in that interval (the log rounds it "
+          "up to whole ms); NaN before the first",
+          [st, peak] { return peak(st->writer.waits.fw_last); });
+  reg.add(kCounter, "ddft_receive_dr_wait_seconds_total",
+          "Seconds the writer thread waited for data from the receive ring (DR), idle time "
+          "included; rate() of it over rate() of ddft_receive_dr_waits_total is the average DR",
+          [st] { return seconds(st->writer.waits.dr_all.sum_ns); });
+  reg.add(kCounter, "ddft_receive_dr_waits_total", "Waits of the writer thread for the ring",
+          [st, num] { return num(st->writer.waits.dr_all.count); });
+  reg.add(kCounter, "ddft_receive_fw_write_seconds_total",
+          "Seconds of block writes (FW), summed over writes (they overlap when several are in "
+          "flight)",
+          [st] { return seconds(st->writer.waits.fw_all.sum_ns); });
+  reg.add(kCounter, "ddft_receive_fw_writes_total", "Block writes completed",
+          [st, num] { return num(st->writer.waits.fw_all.count); });
+
+  // The link and the session.
+  reg.add(kGauge, "ddft_receive_seconds_since_last_packet",
+          "Seconds since the receiver last took a datagram off the link (any datagram; an idle "
+          "sender sends a heartbeat every second); NaN before the first",
+          [st] {
+            if (st->last_datagram_ns == 0) return kNaN;
+            const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now().time_since_epoch())
+                                    .count();
+            return std::max(0.0, static_cast<double>(now - st->last_datagram_ns) / 1e9);
+          });
+  reg.add(kCounter, "ddft_receive_sessions_total", "Sender sessions started",
+          [st, num] { return num(st->writer.counters.sessions); });
+  reg.add_family(kGauge, "ddft_receive_session_info",
+                 "The current sender session (as the log prints it); absent before the first",
+                 [st] {
+                   std::vector<common::MetricSample> out;
+                   if (st->writer.session != 0) {
+                     out.push_back({{{"session", fmt::format("{:016x}", st->writer.session)}}, 1});
+                   }
+                   return out;
+                 });
+}
+
+}  // namespace ddft::receiver

@@ -1,0 +1,16 @@
+// dd_file_receive's Prometheus metrics (--metrics): every number the receiver exposes, with what
+// it means, read from Receiver::status() once per scrape.
+#pragma once
+
+#include "common/metrics.hpp"
+#include "receiver/config.hpp"
+#include "receiver/pipeline.hpp"
+
+namespace ddft::receiver {
+
+// Registers the receiver's metrics (ddft_receive_*, and ddft_build_info) on `registry`. `rx`
+// must outlive every render of the registry (stop the server before destroying it).
+void add_receiver_metrics(common::MetricsRegistry& registry, const Receiver& rx,
+                          const ReceiverConfig& cfg);
+
+}  // namespace ddft::receiver

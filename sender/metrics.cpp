@@ -1,0 +1,77 @@
+#include "sender/metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <memory>
+
+#include "common/version.hpp"
+
+namespace ddft::sender {
+
+void add_sender_metrics(common::MetricsRegistry& reg, const SendStatus& st, const SenderConfig& cfg,
+                        const common::Clock& clock) {
+  using common::MetricType;
+  constexpr auto kCounter = MetricType::kCounter;
+  constexpr auto kGauge = MetricType::kGauge;
+  auto read = [&st](const std::atomic<uint64_t> SendStatus::*field) {
+    return
+        [&st, field] { return static_cast<double>((st.*field).load(std::memory_order_relaxed)); };
+  };
+
+  reg.add(kGauge, "ddft_build_info", "The program and its version; always 1", [] { return 1.0; },
+          {{"program", "dd_file_send"}, {"version", common::kVersion}});
+  reg.add(kCounter, "ddft_send_files_sent_total",
+          "Files sent whole with their end packet (every --repeat copy of one file counts once); "
+          "the sender cannot know whether they arrived",
+          read(&SendStatus::files_sent));
+  reg.add(kCounter, "ddft_send_files_failed_total",
+          "Files that could not be sent: unreadable (never announced) or aborted on the wire "
+          "(read error, sender stopped)",
+          read(&SendStatus::files_failed));
+  reg.add(kCounter, "ddft_send_bytes_total",
+          "File bytes packetised and sent (each --repeat copy counted)", read(&SendStatus::bytes));
+  reg.add(kCounter, "ddft_send_datagrams_total",
+          "Datagrams sent: data, control, heartbeat and FEC parity", read(&SendStatus::datagrams));
+  reg.add(kCounter, "ddft_send_wire_bytes_total",
+          "Bytes of the datagrams sent, headers, parity and seals included (what --rate limits)",
+          read(&SendStatus::wire_bytes));
+  reg.add(kGauge, "ddft_send_file_bytes",
+          "Bytes of the file being sent packetised so far (of its current copy); 0 between files",
+          read(&SendStatus::file_bytes));
+  reg.add(kGauge, "ddft_send_file_size_bytes", "Size of the file being sent; 0 between files",
+          read(&SendStatus::file_size));
+  reg.add(kGauge, "ddft_send_rate_limit_bytes_per_second",
+          "The configured --rate in bytes per second on the wire; 0: unlimited",
+          [rate = cfg.rate_mb * 1024.0 * 1024.0] { return rate; });
+  // Sampled twice a second on the server thread; the gauge spans the last 5 s.
+  auto meter = std::make_shared<common::RateMeter>(std::chrono::seconds(5));
+  reg.every(std::chrono::milliseconds(500), [meter, &st, &clock] {
+    meter->sample(clock.now().time_since_epoch(),
+                  static_cast<double>(st.wire_bytes.load(std::memory_order_relaxed)));
+  });
+  reg.add(kGauge, "ddft_send_rate_bytes_per_second",
+          "Measured rate on the wire (all datagrams, headers included) over the last 5 s, in "
+          "bytes per second",
+          [meter] { return meter->rate(); });
+  reg.add(kGauge, "ddft_send_seconds_since_last_datagram",
+          "Seconds since the last datagram was sent (an idle sender sends a heartbeat every "
+          "--heartbeat-ms); NaN before the first",
+          [&st, &clock] {
+            const int64_t t = st.last_send_ns.load(std::memory_order_relaxed);
+            if (t == 0) return std::numeric_limits<double>::quiet_NaN();
+            const int64_t now = clock.now().time_since_epoch().count();
+            return std::max(0.0, static_cast<double>(now - t) / 1e9);
+          });
+  reg.add_family(kGauge, "ddft_send_session_info",
+                 "The current sender session (as the logs print it); absent before the first",
+                 [&st] {
+                   std::vector<common::MetricSample> out;
+                   if (const uint64_t s = st.session_id.load(std::memory_order_relaxed); s != 0) {
+                     out.push_back({{{"session", fmt::format("{:016x}", s)}}, 1});
+                   }
+                   return out;
+                 });
+}
+
+}  // namespace ddft::sender
