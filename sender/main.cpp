@@ -14,6 +14,7 @@
 #include "sender/file_list.hpp"
 #include "sender/manifest.hpp"
 #include "sender/pipeline.hpp"
+#include "sender/progress.hpp"
 
 int main(int argc, char** argv) {
   using namespace ddft;
@@ -65,6 +66,16 @@ int main(int argc, char** argv) {
 
     sender::Sender s(cfg, *sink, common::SteadyClock::instance());
     if (manifest) s.add_observer(manifest.get());
+    std::unique_ptr<sender::ProgressDisplay> progress;
+    if (sender::progress_wanted(cfg.progress_text, cfg.log.quiet, sender::stdout_is_terminal())) {
+      sender::ProgressOptions po;
+      po.copies = cfg.repeat;
+      po.planned.emplace();
+      for (const auto& f : list.files) po.planned->push_back(f.size);
+      progress = std::make_unique<sender::ProgressDisplay>(
+          common::stdout_console(), common::SteadyClock::instance(), std::move(po));
+      s.add_observer(progress.get());
+    }
     const sender::SendTotals t = s.run(list.files, stop.get_token());
 
     const uint64_t failed = t.files_failed + list.errors.size();
