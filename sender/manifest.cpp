@@ -18,11 +18,12 @@ std::string manifest_line(std::chrono::system_clock::time_point time, uint64_t s
                           uint32_t file_id, std::string_view path, uint64_t size,
                           common::VerifyType verify, std::string_view key, bool sent,
                           std::string_view reason) {
-  std::string line = fmt::format(
-      R"({{"time":"{}","session":"{:016x}","file_id":{},"path":{},"size":{},"verify":"{}","key":{},"status":"{}")",
-      common::iso8601_local(time), session_id, file_id, common::json_quote(path), size,
-      common::verify_type_name(verify), key.empty() ? "null" : common::json_quote(key),
-      sent ? "sent" : "failed");
+  std::string line =
+      fmt::format(R"({{"time":"{}","session":"{:016x}","file_id":{},"path":{},"size":{},)"
+                  R"("verify":"{}","key":{},"status":"{}")",
+                  common::iso8601_local(time), session_id, file_id, common::json_quote(path), size,
+                  common::verify_type_name(verify), key.empty() ? "null" : common::json_quote(key),
+                  sent ? "sent" : "failed");
   if (!reason.empty() || !sent) line += R"(,"reason":)" + common::json_quote(reason);
   line += '}';
   return line;

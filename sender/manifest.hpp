@@ -79,8 +79,8 @@ class ManifestWriter final : public SendObserver {
   WallClock wall_;
   common::UniqueFd fd_;
   uint64_t session_id_ = 0;
-  bool dirty_ = false;       // lines written since the last sync
-  bool broken_ = false;      // a write was cut short: the next line starts on a line of its own
+  bool dirty_ = false;   // lines written since the last sync
+  bool broken_ = false;  // a write was cut short: the next line starts on a line of its own
   common::Clock::time_point last_sync_{};
   uint64_t errors_ = 0;
   uint64_t syncs_ = 0;

@@ -21,8 +21,11 @@ Glyphs to_glyphs(std::string_view s) {
   Glyphs out;
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
-                                : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    size_t len = c < 0x80                 ? 1
+                 : c >= 0xC2 && c <= 0xDF ? 2
+                 : c >= 0xE0 && c <= 0xEF ? 3
+                 : c >= 0xF0 && c <= 0xF4 ? 4
+                                          : 0;
     if (len == 1 && (c < 0x20 || c == 0x7F)) len = 0;
     if (len > 1 && i + len <= s.size()) {
       for (size_t k = 1; k < len; ++k) {
@@ -66,7 +69,8 @@ int unit_of(uint64_t n) {
 
 std::string in_unit(uint64_t n, int u) {
   if (u == 0) return std::to_string(n);
-  return fmt::format("{:.1f}", static_cast<double>(n) / static_cast<double>(uint64_t{1} << (10 * u)));
+  return fmt::format("{:.1f}",
+                     static_cast<double>(n) / static_cast<double>(uint64_t{1} << (10 * u)));
 }
 
 // "1.5 GB"
@@ -84,8 +88,9 @@ std::string format_pair(uint64_t done, uint64_t total) {
 }
 
 std::string format_percent(uint64_t done, uint64_t total) {
-  const double p = total == 0 ? 100.0 : 100.0 * static_cast<double>(std::min(done, total)) /
-                                            static_cast<double>(total);
+  const double p =
+      total == 0 ? 100.0
+                 : 100.0 * static_cast<double>(std::min(done, total)) / static_cast<double>(total);
   return fmt::format("{:5.1f}%", p);
 }
 
@@ -106,7 +111,7 @@ struct Field {
   int rank;
 };
 
-constexpr size_t kMinBar = 10;    // inner columns below which no bar is drawn
+constexpr size_t kMinBar = 10;  // inner columns below which no bar is drawn
 constexpr size_t kMaxBar = 30;
 constexpr size_t kMinLabel = 16;  // the label shrinks to this before stats are dropped
 constexpr const char* kSep = "  ";
@@ -145,7 +150,8 @@ std::string compose(const Layout& l, size_t label_cols, size_t bar, size_t avail
   if (bar > 0) {
     line = fit_left(*l.label, label_cols);
     line.append(label_cols - std::min(label_cols, l.label->size()), ' ');
-    const auto full = static_cast<size_t>(std::clamp(*l.fraction, 0.0, 1.0) * static_cast<double>(bar));
+    const auto full =
+        static_cast<size_t>(std::clamp(*l.fraction, 0.0, 1.0) * static_cast<double>(bar));
     line += " [" + std::string(full, '#') + std::string(bar - full, '-') + "]";
   } else {
     const size_t stats = width_of(l.fields);
@@ -187,9 +193,9 @@ std::vector<std::string> render_progress(const ProgressView& v, size_t width) {
 
   std::vector<Layout> layouts;
   if (v.has_file) {
-    const double fraction = v.file_total == 0 ? 1.0
-                                              : static_cast<double>(v.file_done) /
-                                                    static_cast<double>(v.file_total);
+    const double fraction =
+        v.file_total == 0 ? 1.0
+                          : static_cast<double>(v.file_done) / static_cast<double>(v.file_total);
     const uint64_t left = v.file_total - std::min(v.file_done, v.file_total);
     layouts.push_back({&file_glyphs,
                        fraction,
@@ -214,7 +220,8 @@ std::vector<std::string> render_progress(const ProgressView& v, size_t width) {
                                  {format_rate(v.batch_rate), 2}};
     if (v.backlog) {
       fields.push_back(
-          {fmt::format("queued {} files, {}", v.backlog->files, format_bytes(v.backlog->bytes)), 1});
+          {fmt::format("queued {} files, {}", v.backlog->files, format_bytes(v.backlog->bytes)),
+           1});
     }
     layouts.push_back({&batch_glyphs, std::nullopt, std::move(fields)});
   }
@@ -400,8 +407,6 @@ void ProgressDisplay::erase(std::FILE* out) {
   std::fwrite(seq.data(), 1, seq.size(), out);
 }
 
-void ProgressDisplay::draw(std::FILE* out) {
-  std::fwrite(shown_.data(), 1, shown_.size(), out);
-}
+void ProgressDisplay::draw(std::FILE* out) { std::fwrite(shown_.data(), 1, shown_.size(), out); }
 
 }  // namespace ddft::sender

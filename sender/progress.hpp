@@ -37,8 +37,8 @@ bool stdout_is_terminal();
 
 // What the display shows at one moment: the input of render_progress().
 struct ProgressView {
-  bool has_file = false;  // a file is being sent
-  std::string file_name;  // as the receiver is told it
+  bool has_file = false;    // a file is being sent
+  std::string file_name;    // as the receiver is told it
   uint64_t file_done = 0;   // its bytes sent (of every copy with --repeat)
   uint64_t file_total = 0;  // its bytes to send (size x copies)
   double file_rate = 0;     // MB/s (2^20 bytes), since the file started
@@ -131,8 +131,8 @@ class ProgressDisplay final : public SendObserver, private common::Console::Over
   std::optional<Current> current_;
   uint64_t files_done_ = 0;
   uint64_t files_failed_ = 0;
-  uint64_t planned_done_ = 0;  // listed bytes of the files done (one-shot)
-  uint64_t bytes_sent_ = 0;    // every file byte packetised in the session
+  uint64_t planned_done_ = 0;   // listed bytes of the files done (one-shot)
+  uint64_t bytes_sent_ = 0;     // every file byte packetised in the session
   std::deque<Sample> samples_;  // (time, bytes_sent_) at each redraw, for the batch rate
   common::Clock::time_point next_draw_{};
 

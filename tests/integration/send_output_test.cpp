@@ -135,11 +135,11 @@ class SendOutput : public ::testing::Test {
     port_ = free_udp_port();
     receiver_ = std::make_unique<Process>(
         std::vector<std::string>{DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
-                                 "--output", out_.string(), "--buffer-mb", "64", "--write-buffers", "16",
-                                 "--socket-buffer-mb", "32"},
+                                 "--output", out_.string(), "--buffer-mb", "64", "--write-buffers",
+                                 "16", "--socket-buffer-mb", "32"},
         base_ / "receive.log");
-    ASSERT_TRUE(eventually(
-        [&] { return has(read_file(base_ / "receive.log"), "receiving on"); }, seconds(10)))
+    ASSERT_TRUE(eventually([&] { return has(read_file(base_ / "receive.log"), "receiving on"); },
+                           seconds(10)))
         << read_file(base_ / "receive.log");
   }
   void TearDown() override {
@@ -160,7 +160,8 @@ class SendOutput : public ::testing::Test {
         [&] {
           const std::string log = read_file(base_ / "receive.log");
           int c = 0;
-          for (size_t p = log.find("File: "); p != std::string::npos; p = log.find("File: ", p + 1)) {
+          for (size_t p = log.find("File: "); p != std::string::npos;
+               p = log.find("File: ", p + 1)) {
             ++c;
           }
           return c >= n;
@@ -185,8 +186,9 @@ TEST_F(SendOutput, OnATerminalTheDisplayIsRedrawnInPlaceAndLogLinesStayWhole) {
   const auto f = frames(r.text);
   ASSERT_GE(f.size(), 5u) << r.text;
   std::set<std::string> percents;
-  const std::regex percent(R"(big\.bin +\[[#-]+\] +(\d+\.\d)%  +[\d.]+/40\.0 MB  +[\d.]+ MB/s  ETA \d\d:\d\d:\d\d\r\n)"
-                           R"(total 0/1 files \[[#-]+\] +\d+\.\d%  +[\d.]+/40\.0 MB  +[\d.]+ MB/s  ETA \d\d:\d\d:\d\d)");
+  const std::regex percent(
+      R"(big\.bin +\[[#-]+\] +(\d+\.\d)%  +[\d.]+/40\.0 MB  +[\d.]+ MB/s  ETA \d\d:\d\d:\d\d\r\n)"
+      R"(total 0/1 files \[[#-]+\] +\d+\.\d%  +[\d.]+/40\.0 MB  +[\d.]+ MB/s  ETA \d\d:\d\d:\d\d)");
   for (const auto& frame : f) {
     std::smatch m;
     if (std::regex_match(frame, m, percent)) percents.insert(m[1]);
@@ -285,23 +287,26 @@ TEST_F(SendOutput, TheManifestHasALineForEveryFileWithTheKeyTheReceiverLogs) {
     std::smatch km;
     ASSERT_TRUE(std::regex_search(line, km, std::regex(R"re("key":"(0x[0-9A-F]{8})")re"))) << line;
     EXPECT_TRUE(has(log, std::string("File: dir/") + name + ", Trans: ")) << log;
-    EXPECT_TRUE(std::regex_search(
-        log, std::regex(std::string("File: dir/") + name + R"(, Trans: .*Key: )" + km[1].str() +
-                        ", B2B Passed")))
-        << km[1] << "\n" << log;
+    EXPECT_TRUE(
+        std::regex_search(log, std::regex(std::string("File: dir/") + name + R"(, Trans: .*Key: )" +
+                                          km[1].str() + ", B2B Passed")))
+        << km[1] << "\n"
+        << log;
   }
   EXPECT_TRUE(has(lines[1], "\"file_id\":0,\"path\":\"dir/b.bin\",\"size\":0,")) << lines[1];
-  EXPECT_TRUE(has(lines[1], "\"key\":null,\"status\":\"failed\",\"reason\":\"cannot read ")) << lines[1];
+  EXPECT_TRUE(has(lines[1], "\"key\":null,\"status\":\"failed\",\"reason\":\"cannot read "))
+      << lines[1];
   EXPECT_TRUE(has(lines[1], "FILE_LOCK=Y")) << lines[1];
   EXPECT_TRUE(std::regex_search(
-      lines[0], std::regex(R"re(^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d",)re")))
+      lines[0],
+      std::regex(R"re(^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d",)re")))
       << lines[0];
 }
 
 TEST_F(SendOutput, AManifestThatCannotBeOpenedStopsTheSenderBeforeItSends) {
   write_pattern(src_ / "a.bin", 1000, 6);
-  const Output r = run_on_pipe(
-      send_argv({(src_ / "a.bin").string(), "--manifest", (base_ / "missing" / "m.jsonl").string()}));
+  const Output r = run_on_pipe(send_argv(
+      {(src_ / "a.bin").string(), "--manifest", (base_ / "missing" / "m.jsonl").string()}));
   EXPECT_EQ(r.status, 2) << r.text;
   EXPECT_TRUE(std::regex_match(
       r.text, std::regex(R"(\d\d/\d\d-\d\d:\d\d:\d\d Error: cannot open the manifest '.*/missing/)"
@@ -309,7 +314,8 @@ TEST_F(SendOutput, AManifestThatCannotBeOpenedStopsTheSenderBeforeItSends) {
       << r.text;
   // Nothing went out: the receiver never heard of a session.
   ::usleep(300'000);
-  EXPECT_FALSE(has(read_file(base_ / "receive.log"), "sender session")) << read_file(base_ / "receive.log");
+  EXPECT_FALSE(has(read_file(base_ / "receive.log"), "sender session"))
+      << read_file(base_ / "receive.log");
 }
 
 }  // namespace

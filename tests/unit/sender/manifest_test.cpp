@@ -66,10 +66,11 @@ TEST(Iso8601Local, MillisecondsAndTheZonesOffset) {
 
 TEST(ManifestLine, ExactlyTheSpecifiedFields) {
   ScopedTz tz("CET-1");
-  EXPECT_EQ(manifest_line(kTime, 0x0f3c9a7d12e45b60, 3, "a/b.txt", 1048576, common::VerifyType::kB2B,
-                          "0x6999CF78", true, ""),
-            R"({"time":"2026-11-22T18:20:01.123+01:00","session":"0f3c9a7d12e45b60","file_id":3,)"
-            R"("path":"a/b.txt","size":1048576,"verify":"B2B","key":"0x6999CF78","status":"sent"})");
+  EXPECT_EQ(
+      manifest_line(kTime, 0x0f3c9a7d12e45b60, 3, "a/b.txt", 1048576, common::VerifyType::kB2B,
+                    "0x6999CF78", true, ""),
+      R"({"time":"2026-11-22T18:20:01.123+01:00","session":"0f3c9a7d12e45b60","file_id":3,)"
+      R"("path":"a/b.txt","size":1048576,"verify":"B2B","key":"0x6999CF78","status":"sent"})");
   EXPECT_EQ(manifest_line(kTime, 0x0f3c9a7d12e45b60, 0, "a/c.txt", 0, common::VerifyType::kB2B, "",
                           false, "cannot read '/x/a/c.txt': Permission denied"),
             R"({"time":"2026-11-22T18:20:01.123+01:00","session":"0f3c9a7d12e45b60","file_id":0,)"
@@ -151,13 +152,16 @@ TEST_F(ManifestTest, EveryFileSentOrFailedIsOneJsonLine) {
   }
   const auto lines = parsed();
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0],
-            R"({"file_id": 1, "key": "0x6999CF78", "path": "a/b.txt", "session": "0f3c9a7d12e45b60", )"
-            R"("size": 1048576, "status": "sent", "time": "2026-11-22T18:20:01.123+01:00", "verify": "B2B"})");
-  EXPECT_EQ(lines[1],
-            R"({"file_id": 0, "key": null, "path": "a/c.txt", "reason": "cannot read '/x/a/c.txt': )"
-            R"(Permission denied", "session": "0f3c9a7d12e45b60", "size": 0, "status": "failed", )"
-            R"("time": "2026-11-22T18:20:01.123+01:00", "verify": "B2B"})");
+  EXPECT_EQ(
+      lines[0],
+      R"({"file_id": 1, "key": "0x6999CF78", "path": "a/b.txt", "session": "0f3c9a7d12e45b60", )"
+      R"("size": 1048576, "status": "sent", "time": "2026-11-22T18:20:01.123+01:00", )"
+      R"("verify": "B2B"})");
+  EXPECT_EQ(
+      lines[1],
+      R"({"file_id": 0, "key": null, "path": "a/c.txt", "reason": "cannot read '/x/a/c.txt': )"
+      R"(Permission denied", "session": "0f3c9a7d12e45b60", "size": 0, "status": "failed", )"
+      R"("time": "2026-11-22T18:20:01.123+01:00", "verify": "B2B"})");
   EXPECT_EQ(lines[2],
             R"({"file_id": 2, "key": null, "path": "big.iso", "reason": "sender stopped", )"
             R"("session": "0f3c9a7d12e45b60", "size": 5000, "status": "failed", )"
@@ -204,7 +208,8 @@ TEST_F(ManifestTest, OddNamesSurvive) {
   EXPECT_NE(lines[2].find(R"("path": "caf\u00e9 \ud83d\udcc1")"), std::string::npos) << lines[2];
   // A byte that is not UTF-8 reads as the code point of the same value.
   EXPECT_NE(lines[3].find(R"("path": "latin1-\u00e9\u00ff")"), std::string::npos) << lines[3];
-  EXPECT_NE(lines[4].find(R"("path": "x\"y", "reason": "cannot read 'x\"y': No such file\nor directory")"),
+  EXPECT_NE(lines[4].find(
+                R"("path": "x\"y", "reason": "cannot read 'x\"y': No such file\nor directory")"),
             std::string::npos)
       << lines[4];
 }

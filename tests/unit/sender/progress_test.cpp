@@ -146,7 +146,10 @@ TEST(RenderProgress, ControlBytesAndBadUtf8InNamesCannotReachTheTerminal) {
   ProgressView v = half_file();
   v.file_name = "evil\x1b]0;owned\x07\r\n\xff-\xc3\xa9.txt";  // é stays
   const auto line = render_progress(v, 120)[0];
-  EXPECT_TRUE(line.starts_with("evil?]0;owned????" "-\xc3\xa9.txt")) << line;
+  EXPECT_TRUE(
+      line.starts_with("evil?]0;owned????"
+                       "-\xc3\xa9.txt"))
+      << line;
   for (char c : line) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20) << line;
 }
 
@@ -161,7 +164,8 @@ TEST(RenderProgress, AnOpenEndedBatchShowsFilesBytesAndQueueButNoPercentOrEta) {
   EXPECT_EQ(lines[0], "total 12 files, 1 failed  1.5 GB sent   97.50 MB/s");
   v.backlog = Backlog{3, 12 * kMB};
   lines = render_progress(v, 120);
-  EXPECT_EQ(lines[0], "total 12 files, 1 failed  1.5 GB sent   97.50 MB/s  queued 3 files, 12.0 MB");
+  EXPECT_EQ(lines[0],
+            "total 12 files, 1 failed  1.5 GB sent   97.50 MB/s  queued 3 files, 12.0 MB");
   EXPECT_FALSE(contains(lines[0], "%"));
   EXPECT_FALSE(contains(lines[0], "ETA"));
   // Narrow: the queue goes first, the bytes sent stay.
@@ -342,8 +346,8 @@ TEST_F(ProgressDisplayTest, FollowsTheTerminalWidth) {
 }
 
 TEST_F(ProgressDisplayTest, ALogLineErasesTheDisplayAndItIsDrawnAgainBelow) {
-  auto logger = std::make_shared<spdlog::logger>("progress_test",
-                                                 common::make_console_sink(mem_.console()));
+  auto logger =
+      std::make_shared<spdlog::logger>("progress_test", common::make_console_sink(mem_.console()));
   logger->set_pattern("%v");
   ProgressDisplay d(mem_.console(), clock_, options({40 * kMB}));
   logger->info("Info: before the session");
