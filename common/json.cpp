@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 namespace ddft::common {
 namespace {
 
@@ -58,6 +60,21 @@ std::string json_quote(std::string_view s) {
   }
   out += '"';
   return out;
+}
+
+std::string iso8601_local(std::chrono::system_clock::time_point t) {
+  using namespace std::chrono;
+  const auto ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
+  // Floor division: a time before 1970 keeps its milliseconds positive.
+  const auto secs = static_cast<std::time_t>(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
+  const auto frac = static_cast<int>(ms - static_cast<long long>(secs) * 1000);
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  const long off = tm.tm_gmtoff / 60;  // minutes east of UTC
+  const long abs_off = off < 0 ? -off : off;
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}{}{:02}:{:02}", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac,
+                     off < 0 ? '-' : '+', abs_off / 60, abs_off % 60);
 }
 
 }  // namespace ddft::common

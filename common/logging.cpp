@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <spdlog/details/file_helper.h>
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
 
 #include <mutex>
 #include <vector>
@@ -33,10 +32,55 @@ class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
   spdlog::details::file_helper file_;
 };
 
+// The console sink: formats under its own mutex, writes through the Console's lock.
+class ConsoleSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit ConsoleSink(Console& console) : console_(console) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    console_.write_line(std::string_view(formatted.data(), formatted.size()));
+  }
+  void flush_() override { console_.flush(); }
+
+ private:
+  Console& console_;
+};
+
 std::mutex g_file_sink_mu;
 std::shared_ptr<ReopenableFileSink> g_file_sink;  // guarded by g_file_sink_mu
 
 }  // namespace
+
+void Console::write_line(std::string_view line) {
+  std::lock_guard lock(mu_);
+  if (overlay_) overlay_->erase(out_);
+  std::fwrite(line.data(), 1, line.size(), out_);
+  if (overlay_) overlay_->draw(out_);
+  std::fflush(out_);
+}
+
+void Console::flush() {
+  std::lock_guard lock(mu_);
+  std::fflush(out_);
+}
+
+void Console::set_overlay(Overlay* overlay) {
+  std::lock_guard lock(mu_);
+  overlay_ = overlay;
+}
+
+Console& stdout_console() {
+  // Never destroyed: threads may still log while static objects are torn down at exit.
+  static Console* const console = new Console(stdout);
+  return *console;
+}
+
+spdlog::sink_ptr make_console_sink(Console& console) {
+  return std::make_shared<ConsoleSink>(console);
+}
 
 void reopen_log_file() {
   std::shared_ptr<ReopenableFileSink> sink;
@@ -49,7 +93,7 @@ void reopen_log_file() {
 
 std::shared_ptr<spdlog::logger> setup_logging(const LogConfig& cfg, const std::string& name) {
   std::vector<spdlog::sink_ptr> sinks;
-  if (!cfg.quiet) sinks.push_back(std::make_shared<spdlog::sinks::stdout_sink_mt>());
+  if (!cfg.quiet) sinks.push_back(make_console_sink(stdout_console()));
   if (!cfg.log_file.empty()) {
     auto file = std::make_shared<ReopenableFileSink>(cfg.log_file);
     sinks.push_back(file);

@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 
 namespace ddft::common {
 
@@ -19,6 +22,53 @@ struct LogConfig {
 // The DFTS timestamp prefix: "10/02-15:52:54 " then the message, which carries its own
 // "Info:", "Rcvd:", "File:", "Warn:" or "Error:" word.
 inline constexpr const char* kDftsPattern = "%m/%d-%H:%M:%S %v";
+
+// Where the console log lines go (stdout), shared with anything else that draws there (the
+// sender's progress bar), so that a log line is never written into the middle of it: everything
+// written to the console goes through one lock. Thread-safe.
+class Console {
+ public:
+  // Something kept drawn below the log lines (a progress bar). The console calls erase() before
+  // it writes a log line and draw() after it, under its lock, so the line lands above the
+  // overlay, whole. Both write to `out` only: they must not log (the lock is held) nor throw.
+  class Overlay {
+   public:
+    virtual ~Overlay() = default;
+    virtual void erase(std::FILE* out) = 0;
+    virtual void draw(std::FILE* out) = 0;
+  };
+
+  // `out` must outlive the console.
+  explicit Console(std::FILE* out) : out_(out) {}
+  Console(const Console&) = delete;
+  Console& operator=(const Console&) = delete;
+
+  // Writes one formatted log line (it ends in '\n') between the overlay's erase and draw, and
+  // flushes it.
+  void write_line(std::string_view line);
+  void flush();
+  // Installs `overlay` (nullptr removes it); it must stay alive until it is removed.
+  void set_overlay(Overlay* overlay);
+  // Runs fn(out) under the console lock: how an overlay redraws itself between log lines. `fn`
+  // must not log.
+  template <typename Fn>
+  void locked(Fn&& fn) {
+    std::lock_guard lock(mu_);
+    fn(out_);
+  }
+  std::FILE* file() const { return out_; }
+
+ private:
+  std::mutex mu_;
+  std::FILE* const out_;
+  Overlay* overlay_ = nullptr;  // guarded by mu_
+};
+
+// The process's console on stdout; lives for the whole program.
+Console& stdout_console();
+
+// An spdlog sink that writes each formatted line to `console`, which must outlive it.
+spdlog::sink_ptr make_console_sink(Console& console);
 
 // Builds the process-wide logger "ddft" (console on stdout, plus `cfg.log_file` when set) with
 // the DFTS pattern, registers it as spdlog's default and returns it. Throws spdlog::spdlog_ex when

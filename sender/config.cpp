@@ -144,6 +144,14 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
   app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
   app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");
+  app.add_option("--progress", cfg.progress_text,
+                 "Live progress of the file and of the whole batch (bytes, rate, ETA): auto when "
+                 "stdout is a terminal and not --quiet, on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  app.add_option("--manifest", cfg.manifest,
+                 "Append one JSON line per file sent or failed to this file (time, session, file "
+                 "id, path, size, verification key, status)");
   app.add_option("--test-drop-data", cfg.test_drop_data)->group("");
 }
 

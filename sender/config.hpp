@@ -62,6 +62,8 @@ struct SenderConfig {
   size_t report_mb = 100;             // REPORT_OPTION V: a progress line every this many MB
   std::string metrics;                // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   common::LogConfig log;
+  std::string progress_text = "auto";  // --progress auto|on|off (sender/progress.hpp)
+  std::string manifest;                // --manifest FILE: JSON lines (sender/manifest.hpp)
   // Test hook: the data packet with this 0-based index in the session is built and given its
   // sequence number but not sent, as if the link lost it. -1 = off. Hidden from --help.
   long long test_drop_data = -1;

@@ -24,6 +24,9 @@ void ObserverList::file_sent(const FileMeta& f, const common::Digest& d) {
 void ObserverList::file_failed(const FileMeta& f, const std::string& reason) {
   for (auto* o : observers_) o->file_failed(f, reason);
 }
+void ObserverList::idle() {
+  for (auto* o : observers_) o->idle();
+}
 void ObserverList::session_finished(uint64_t id) {
   for (auto* o : observers_) o->session_finished(id);
 }

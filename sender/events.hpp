@@ -20,6 +20,12 @@ namespace ddft::sender {
 
 struct FileMeta;
 
+// What a source still holds: the files it will give and their bytes (for a progress display).
+struct Backlog {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+};
+
 // Where the reader takes the files of a session from.
 class FileSource {
  public:
@@ -29,6 +35,10 @@ class FileSource {
   virtual std::optional<SourceFile> next(std::stop_token stop) = 0;
   // For the session's first log line: "3 file(s)", "the hot folder /srv/outbox".
   virtual std::string describe() const = 0;
+  // The files waiting to be given by next() (a hot folder's queue), or nothing when the source
+  // cannot tell (the default). Called from the transmit thread, about 10 times a second at most,
+  // while next() runs on the reader thread: implementations must be thread-safe and quick.
+  virtual std::optional<Backlog> backlog() const { return std::nullopt; }
 };
 
 // The files of a command line, in order.
@@ -59,6 +69,9 @@ class SendObserver {
   // The file was not sent whole: it could not be opened or read, or the sender stopped. `file`
   // has file_id 0 when the file never got an announce.
   virtual void file_failed(const FileMeta& /*file*/, const std::string& /*reason*/) {}
+  // Nothing to send for a heartbeat interval (a heartbeat went out): a chance to refresh what an
+  // observer shows while no other callback comes.
+  virtual void idle() {}
   // The session's final heartbeat is out (the sender is done).
   virtual void session_finished(uint64_t /*session_id*/) {}
 };
@@ -73,6 +86,7 @@ class ObserverList final : public SendObserver {
   void file_progress(const FileMeta& f, uint64_t sent) override;
   void file_sent(const FileMeta& f, const common::Digest& d) override;
   void file_failed(const FileMeta& f, const std::string& reason) override;
+  void idle() override;
   void session_finished(uint64_t id) override;
 
  private:

@@ -49,7 +49,12 @@ void walk_folder(const fs::path& root, const std::string& prefix, FileList* out)
           fmt::format("skipping '{}': not a regular file", entry.path().string()));
       continue;
     }
-    found.push_back({entry.path().string(), join_rel(prefix, entry.path().lexically_relative(root))});
+    // The size only sizes a progress display's batch; a file that vanished since counts 0 here
+    // and gives its error when the reader opens it.
+    const uint64_t size = entry.file_size(sec);
+    found.push_back({.path = entry.path().string(),
+                     .rel_path = join_rel(prefix, entry.path().lexically_relative(root)),
+                     .size = sec ? 0 : size});
   }
   std::sort(found.begin(), found.end(),
             [](const SourceFile& a, const SourceFile& b) { return a.rel_path < b.rel_path; });
@@ -95,6 +100,7 @@ FileList discover_files(const std::vector<std::string>& sources) {
       f.rel_path = fmt::format("synthetic-{}.bin", size);
       f.synthetic = true;
       f.synthetic_size = size;
+      f.size = size;
       out.files.push_back(std::move(f));
       continue;
     }
@@ -115,7 +121,8 @@ FileList discover_files(const std::vector<std::string>& sources) {
       }
       walk_folder(p, prefix, &out);
     } else if (fs::is_regular_file(st)) {
-      out.files.push_back({src, p.filename().string()});
+      const uint64_t size = fs::file_size(p, ec);
+      out.files.push_back({.path = src, .rel_path = p.filename().string(), .size = ec ? 0 : size});
     } else {
       out.errors.push_back(fmt::format("cannot send '{}': not a regular file or folder", src));
     }

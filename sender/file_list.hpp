@@ -18,6 +18,10 @@ struct SourceFile {
   // Opaque to the pipeline: the FileSource that made this entry finds it again by it in the
   // SendObserver callbacks (FileMeta::tag).
   uint64_t tag = 0;
+  // Bytes when listed (discover_files stats every file; synthetic: synthetic_size). What the
+  // reader sends is the size when it opens the file; this one only sizes the batch for a
+  // progress display.
+  uint64_t size = 0;
 };
 
 struct FileList {

@@ -13,8 +13,10 @@
 #include "iotest/cli.hpp"
 #include "sender/config.hpp"
 #include "sender/file_list.hpp"
+#include "sender/manifest.hpp"
 #include "sender/metrics.hpp"
 #include "sender/pipeline.hpp"
+#include "sender/progress.hpp"
 
 int main(int argc, char** argv) {
   using namespace ddft;
@@ -49,6 +51,12 @@ int main(int argc, char** argv) {
     common::MetricsRegistry registry;
     sender::add_sender_metrics(registry, status, cfg, common::SteadyClock::instance());
     const common::MetricsServing serving(metrics.get(), registry);  // stops before status goes
+    // Opened before anything is sent: a manifest that cannot be written stops the program here.
+    std::unique_ptr<sender::ManifestWriter> manifest;
+    if (!cfg.manifest.empty()) {
+      manifest = std::make_unique<sender::ManifestWriter>(cfg.manifest, cfg.verify,
+                                                          common::SteadyClock::instance());
+    }
     const sender::FileList list = sender::discover_files(cfg.sources);
     for (const auto& err : list.errors) spdlog::error("Error: {}", err);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
@@ -67,13 +75,25 @@ int main(int argc, char** argv) {
 
     sender::Sender s(cfg, *sink, common::SteadyClock::instance());
     s.set_status(&status);
+    if (manifest) s.add_observer(manifest.get());
+    std::unique_ptr<sender::ProgressDisplay> progress;
+    if (sender::progress_wanted(cfg.progress_text, cfg.log.quiet, sender::stdout_is_terminal())) {
+      sender::ProgressOptions po;
+      po.copies = cfg.repeat;
+      po.planned.emplace();
+      for (const auto& f : list.files) po.planned->push_back(f.size);
+      progress = std::make_unique<sender::ProgressDisplay>(
+          common::stdout_console(), common::SteadyClock::instance(), std::move(po));
+      s.add_observer(progress.get());
+    }
     const sender::SendTotals t = s.run(list.files, stop.get_token());
 
     const uint64_t failed = t.files_failed + list.errors.size();
     spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams",
                  t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams);
     if (stop.stop_requested()) return 130;
-    return failed == 0 ? 0 : 1;
+    // A manifest line that could not be written was logged instead; the run still says so.
+    return failed == 0 && (!manifest || manifest->errors() == 0) ? 0 : 1;
   } catch (const std::exception& e) {
     spdlog::error("Error: {}", e.what());
     return 2;

@@ -300,6 +300,7 @@ void Transmitter::run(std::stop_token stop) {
       if (in_.closed()) break;
       flush();
       send_heartbeat(false);
+      observer_.idle();
       continue;
     }
     switch (item->kind) {

@@ -40,6 +40,19 @@ TEST_F(FileListTest, FolderKeepsItsNameAndOrder) {
                                               "photos/b.jpg"}));
 }
 
+TEST_F(FileListTest, EachFileCarriesItsListedSize) {
+  std::ofstream(root_ / "photos/2024/c.jpg") << std::string(1234, 'c');
+  const auto l = discover_files({(root_ / "photos").string(), (root_ / "single.txt").string(),
+                                 "synthetic:2K"});
+  ASSERT_EQ(l.files.size(), 5u);
+  EXPECT_EQ(l.files[0].rel_path, "photos/2024/c.jpg");
+  EXPECT_EQ(l.files[0].size, 1234u);
+  EXPECT_EQ(l.files[1].size, 1u);
+  EXPECT_EQ(l.files[3].rel_path, "single.txt");
+  EXPECT_EQ(l.files[3].size, 1u);
+  EXPECT_EQ(l.files[4].size, 2048u);
+}
+
 TEST_F(FileListTest, TrailingSlashSendsContentsOnly) {
   const auto l = discover_files({(root_ / "photos").string() + "/"});
   EXPECT_EQ(rel(l), (std::vector<std::string>{"2024/c.jpg", "a.jpg", "b.jpg"}));

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -72,7 +73,9 @@ class RecordingObserver final : public SendObserver {
     events.push_back("failed " + f.rel_path + " id " + std::to_string(f.file_id) + ": " + reason);
   }
   void session_finished(uint64_t id) override { events.push_back("done " + std::to_string(id)); }
+  void idle() override { ++idles; }
   std::vector<std::string> events;
+  std::atomic<int> idles{0};
 };
 
 class TransmitterTest : public ::testing::Test {
@@ -181,6 +184,23 @@ TEST_F(TransmitterTest, ObserversHearOfEveryFileInWireOrder) {
   EXPECT_EQ(count(sink, common::PacketType::kAnnounce), 9u);
   EXPECT_EQ(tx.totals().files_sent, 1u);
   EXPECT_EQ(tx.totals().files_failed, 2u);  // the skip and the abort
+}
+
+TEST_F(TransmitterTest, ObserversHearWhenNothingComesForAHeartbeatInterval) {
+  cfg_.heartbeat_ms = 10;
+  RecordingSink sink(clock_);
+  BufferPool pool(4, 10000);
+  common::BoundedQueue<WorkItem> q(100);
+  Transmitter tx(cfg_, 77, sink, clock_, pool, q, observer_);
+  std::thread run([&] { tx.run(std::stop_token{}); });
+  // The queue stays empty: each heartbeat interval without work sends a heartbeat and says so.
+  for (int i = 0; i < 500 && observer_.idles.load() < 2; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  q.close();
+  run.join();
+  EXPECT_GE(observer_.idles.load(), 2);
+  EXPECT_GE(count(sink, common::PacketType::kHeartbeat), 3u * (2 + 1));  // the idle ones and the final
 }
 
 TEST_F(TransmitterTest, SessionShapeAndSequenceNumbers) {

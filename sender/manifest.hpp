@@ -1,0 +1,89 @@
+// The send manifest (--manifest FILE): one JSON object per line for every file the sender sent or
+// failed, appended, for reconciliation against the receive log (scripts/dd_reconcile):
+//
+//   {"time":"2026-11-22T18:20:01.123+01:00","session":"0f3c9a7d12e45b60","file_id":3,
+//    "path":"a/b.txt","size":1048576,"verify":"B2B","key":"0x6999CF78","status":"sent"}
+//   {..."file_id":0,"path":"a/c.txt","size":0,"verify":"B2B","key":null,"status":"failed",
+//    "reason":"cannot read '/x/a/c.txt': Permission denied"}
+//
+// (each object on one line). `session` is printed as the logs print it; `key` as the receive
+// log's "Key:" field, null with verify NONE and for a failed file; `file_id` 0 for a file that
+// never got one (it could not be opened); `path` is the name the receiver is told. Strings are
+// JSON (common::json_quote): a byte of a name that is not UTF-8 is written as \u00XX (XX >= 80),
+// which a reader maps back to that byte, since real characters from U+0080 on are written as
+// UTF-8, never escaped.
+//
+// Each line is written whole with one write() on a descriptor opened O_APPEND, so a crash leaves
+// no half line and several senders may share one manifest. Lines are made durable (fdatasync)
+// when the session ends and, while files keep coming, at most once a second: a sync per line
+// would cost the link's thread a disk flush per file (thousands a second with small files), and
+// the page cache already keeps every written line across a crash of the program.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "common/clock.hpp"
+#include "common/fd.hpp"
+#include "common/hash.hpp"
+#include "common/protocol.hpp"
+#include "sender/events.hpp"
+
+namespace ddft::sender {
+
+// The manifest's line for one file (no newline). `key` empty: null. `reason` empty: no reason
+// field (a sent file).
+std::string manifest_line(std::chrono::system_clock::time_point time, uint64_t session_id,
+                          uint32_t file_id, std::string_view path, uint64_t size,
+                          common::VerifyType verify, std::string_view key, bool sent,
+                          std::string_view reason);
+
+// The SendObserver that writes the manifest. Callbacks come from the transmit thread.
+class ManifestWriter final : public SendObserver {
+ public:
+  using WallClock = std::function<std::chrono::system_clock::time_point()>;
+
+  // Opens `path` for appending (created with mode 0644 when missing). Throws std::runtime_error
+  // with one line ("cannot open the manifest '/x/m.jsonl': Permission denied") when it cannot:
+  // at start, before anything is sent. `clock` times the periodic syncs and must outlive the
+  // writer; `wall` gives each line's time (the system clock unless a test fixes it).
+  ManifestWriter(const std::string& path, common::VerifyType verify, common::Clock& clock,
+                 WallClock wall = std::chrono::system_clock::now);
+  // Syncs what is not yet synced and closes the file.
+  ~ManifestWriter() override;
+  ManifestWriter(const ManifestWriter&) = delete;
+  ManifestWriter& operator=(const ManifestWriter&) = delete;
+
+  void session_started(uint64_t session_id) override;
+  void file_sent(const FileMeta& file, const common::Digest& digest) override;
+  void file_failed(const FileMeta& file, const std::string& reason) override;
+  void session_finished(uint64_t session_id) override;
+
+  // Makes every line written so far durable (fdatasync). Returns false, with an Error: line
+  // logged, when the disk refuses.
+  bool sync();
+  // Lines that could not be written, and failed syncs. Each was logged with an Error: line
+  // (a lost line with its text, so that nothing is lost); the program's exit status says so.
+  uint64_t errors() const { return errors_; }
+  // fdatasync calls made that synced something.
+  uint64_t syncs() const { return syncs_; }
+
+ private:
+  void append(const std::string& line);
+
+  std::string path_;
+  common::VerifyType verify_;
+  common::Clock& clock_;
+  WallClock wall_;
+  common::UniqueFd fd_;
+  uint64_t session_id_ = 0;
+  bool dirty_ = false;   // lines written since the last sync
+  bool broken_ = false;  // a write was cut short: the next line starts on a line of its own
+  common::Clock::time_point last_sync_{};
+  uint64_t errors_ = 0;
+  uint64_t syncs_ = 0;
+};
+
+}  // namespace ddft::sender
