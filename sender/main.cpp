@@ -12,6 +12,7 @@
 #include "iotest/cli.hpp"
 #include "sender/config.hpp"
 #include "sender/file_list.hpp"
+#include "sender/hot_folder.hpp"
 #include "sender/pipeline.hpp"
 
 int main(int argc, char** argv) {
@@ -41,7 +42,18 @@ int main(int argc, char** argv) {
   }
 
   try {
-    const sender::FileList list = sender::discover_files(cfg.sources);
+    // --watch: the hot folder is checked (one line on a bad setting) before anything is sent.
+    std::unique_ptr<sender::HotFolder> hot;
+    sender::FileList list;
+    if (!cfg.watch_dir.empty()) {
+      hot = std::make_unique<sender::HotFolder>(sender::hot_folder_options(cfg),
+                                                common::SteadyClock::instance());
+    } else {
+      list = sender::discover_files(cfg.sources, cfg.filter);
+      if (!cfg.filter.empty()) {
+        spdlog::info("Info: --include/--exclude left out {} file(s)", list.filtered.size());
+      }
+    }
     for (const auto& err : list.errors) spdlog::error("Error: {}", err);
     std::unique_ptr<common::DatagramSink> sink;
     if (cfg.transport_text == "device") {
@@ -57,11 +69,15 @@ int main(int argc, char** argv) {
     common::StopOnSignals on_signal(stop);
 
     sender::Sender s(cfg, *sink, common::SteadyClock::instance());
-    const sender::SendTotals t = s.run(list.files, stop.get_token());
+    if (hot) s.add_observer(hot.get());
+    const sender::SendTotals t =
+        hot ? s.run(*hot, stop.get_token()) : s.run(list.files, stop.get_token());
 
     const uint64_t failed = t.files_failed + list.errors.size();
     spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams",
                  t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams);
+    // A hot folder runs until stopped: SIGTERM is its clean end (what failed stays in DIR).
+    if (hot) return hot->lost_root() ? 1 : 0;
     if (stop.stop_requested()) return 130;
     return failed == 0 ? 0 : 1;
   } catch (const std::exception& e) {
