@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "common/json.hpp"
+
 namespace ddft::sender {
 namespace fs = std::filesystem;
 namespace {
@@ -267,6 +269,18 @@ std::optional<std::string> HotFolder::finish(const JournalRecord& r, std::string
 }
 
 bool HotFolder::admit(const std::string& rel) {
+  // The receiver refuses such a name, and a hot folder deletes what it sent: it would be lost.
+  for (const unsigned char c : rel) {
+    if (c < 0x20 || c == 0x7F) {
+      if (filtered_.insert(rel).second) {
+        spdlog::warn(
+            "Warn: hot folder: leaving {} in place, not sent: the receiver refuses names "
+            "with control characters",
+            common::json_quote(rel));
+      }
+      return false;
+    }
+  }
   auto why = opt_.filter.refusal(rel);
   if (!why) return true;
   if (filtered_.insert(rel).second) {
@@ -350,6 +364,21 @@ void HotFolder::add_tree(const std::string& rel_dir, common::Clock::time_point n
   }
 }
 
+void HotFolder::forget_watches(const std::string& rel_dir) {
+  // The folder itself, then what is below it ("a/b" sorts after "a-b", so it is a second range).
+  const auto drop = [&](std::map<std::string, int>::iterator it) {
+    ::inotify_rm_watch(inotify_.get(), it->second);  // moved out: its path is stale
+    watches_.erase(it->second);
+    return watch_of_.erase(it);
+  };
+  if (auto it = watch_of_.find(rel_dir); it != watch_of_.end()) drop(it);
+  const std::string prefix = rel_dir + "/";
+  for (auto it = watch_of_.lower_bound(prefix);
+       it != watch_of_.end() && it->first.starts_with(prefix);) {
+    it = drop(it);
+  }
+}
+
 void HotFolder::rescan(common::Clock::time_point now) {
   rescan_pending_ = false;
   tracker_.rescan_begin();
@@ -413,13 +442,7 @@ void HotFolder::read_events(common::Clock::time_point now) {
           add_tree(rel, now);  // files may have landed in it before its watch
         } else if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
           tracker_.gone_under(rel);
-          const std::string prefix = rel + "/";
-          for (auto it = watch_of_.lower_bound(rel); it != watch_of_.end();) {
-            if (it->first != rel && !it->first.starts_with(prefix)) break;
-            ::inotify_rm_watch(inotify_.get(), it->second);  // moved out: its path is stale
-            watches_.erase(it->second);
-            it = watch_of_.erase(it);
-          }
+          forget_watches(rel);
         }
         continue;
       }

@@ -89,6 +89,8 @@ class HotFolder final : public FileSource, public SendObserver {
   // Watches `rel_dir` and every folder below it, and reports every file found there.
   void add_tree(const std::string& rel_dir, common::Clock::time_point now);
   void rescan(common::Clock::time_point now);
+  // Stops watching `rel_dir` and every folder below it (deleted or moved out).
+  void forget_watches(const std::string& rel_dir);
   void remove_folders(common::Clock::time_point now);
   // Notices DIR deleted or replaced. An open file inside it (the journal) delays the kernel's
   // IN_DELETE_SELF until that file is closed, so the events alone cannot tell.

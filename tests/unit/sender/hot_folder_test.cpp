@@ -143,6 +143,34 @@ TEST_F(HotFolderTest, NewSubfoldersAreWatchedAndScanned) {
   EXPECT_EQ(names(drain()), std::vector<std::string>{"new/deep/y.bin"});
 }
 
+TEST_F(HotFolderTest, AFolderMovedWithinTheTreeIsFollowedAndItsNeighboursStayWatched) {
+  fs::create_directories(dir_ / "a/deep");
+  fs::create_directories(dir_ / "a-b");  // sorts between "a" and "a/deep"
+  start();
+  fs::rename(dir_ / "a", dir_ / "c");
+  drain();
+  put(dir_ / "c/deep/y", "y");
+  put(dir_ / "a-b/z", "z");
+  drain();
+  clock_.advance(kSettle);
+  EXPECT_EQ(names(drain()), (std::vector<std::string>{"a-b/z", "c/deep/y"}));
+  put(dir_ / "c/deep/w", "w");
+  drain();
+  clock_.advance(kSettle);
+  EXPECT_EQ(names(drain()), std::vector<std::string>{"c/deep/w"});
+}
+
+TEST_F(HotFolderTest, ANameTheReceiverWouldRefuseStaysInPlace) {
+  put(dir_ / "bad\nname", "b");
+  put(dir_ / "good", "g");
+  start();
+  clock_.advance(kSettle);
+  EXPECT_EQ(names(drain()), std::vector<std::string>{"good"});
+  clock_.advance(10 * kSettle);
+  EXPECT_TRUE(drain().empty());
+  EXPECT_TRUE(fs::exists(dir_ / "bad\nname"));
+}
+
 TEST_F(HotFolderTest, AWriterThatKeepsTheFileOpenIsNotSentUntilItCloses) {
   start();
   const int fd = ::open((dir_ / "slow.bin").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
