@@ -15,8 +15,7 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("sources", cfg.sources,
                  "Files and folders to send; a folder is sent recursively under its own name, "
                  "'folder/' sends only its contents; synthetic:SIZE sends generated data (e.g. "
-                 "synthetic:2G) without reading a disk")
-      ->required();
+                 "synthetic:2G) without reading a disk");
   app.add_option("--transport", cfg.transport_text,
                  "udp (simulator mode, a plain NIC) or device (the diode card driver's node)")
       ->check(CLI::IsMember({"udp", "device"}))
@@ -141,6 +140,7 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
       ->group(dfts)
       ->capture_default_str();
   common::add_metrics_option(app, cfg.metrics);
+  add_hot_folder_options(app, cfg);
   app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
   app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
   app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");
@@ -185,6 +185,7 @@ void finalize_sender_config(SenderConfig& cfg) {
   if (cfg.auth_only && cfg.key_file.empty()) {
     throw CLI::ValidationError("--auth-only", "needs --key-file (it says how to seal, not what with)");
   }
+  finalize_hot_folder_config(cfg);
   if (!cfg.key_file.empty()) {
     try {
       cfg.key = common::load_key_file(cfg.key_file);

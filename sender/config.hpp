@@ -12,6 +12,7 @@
 #include "common/block_io.hpp"
 #include "common/fec.hpp"
 #include "common/logging.hpp"
+#include "common/path_filter.hpp"
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
@@ -64,6 +65,17 @@ struct SenderConfig {
   common::LogConfig log;
   std::string progress_text = "auto";  // --progress auto|on|off (sender/progress.hpp)
   std::string manifest;                // --manifest FILE: JSON lines (sender/manifest.hpp)
+  // Hot folder (--watch, sender/hot_folder.hpp) and the globs of both modes.
+  std::string watch_dir;              // --watch DIR: send what lands there; no sources then
+  std::string sent_dir;               // --sent-dir: move sent files there (default: delete)
+  double settle_s = 5;                // --settle: seconds a file must stay unchanged
+  std::string watch_journal;          // --watch-journal (default DIR/.ddft-watch-journal)
+  std::vector<std::string> includes;  // --include GLOB
+  std::vector<std::string> excludes;  // --exclude GLOB
+  common::PathFilter filter;          // built from both by finalize_sender_config()
+  // Test hook: SIGKILL itself after this many hot-folder "sent" records, before removing the
+  // file (the restart path, for real). 0 = off. Hidden from --help.
+  unsigned test_crash_after_sent = 0;
   // Test hook: the data packet with this 0-based index in the session is built and given its
   // sequence number but not sent, as if the link lost it. -1 = off. Hidden from --help.
   long long test_drop_data = -1;
@@ -78,6 +90,12 @@ size_t data_chunk_size(const SenderConfig& cfg);
 
 // Registers every option on `app`, bound to `cfg`, including --config for a TOML/INI file.
 void add_sender_options(CLI::App& app, SenderConfig& cfg);
+
+// The hot folder's options and --include/--exclude (part of add_sender_options()).
+void add_hot_folder_options(CLI::App& app, SenderConfig& cfg);
+// Builds cfg.filter and checks that exactly one of sources and --watch is given (part of
+// finalize_sender_config()). Throws CLI::ValidationError / CLI::RequiredError with one line.
+void finalize_hot_folder_config(SenderConfig& cfg);
 
 // Checks and derives fields after parsing. Throws CLI::ValidationError with a one-line reason.
 void finalize_sender_config(SenderConfig& cfg);

@@ -85,7 +85,7 @@ bool parse_size(std::string_view text, uint64_t* out) {
   return true;
 }
 
-FileList discover_files(const std::vector<std::string>& sources) {
+FileList discover_files(const std::vector<std::string>& sources, const common::PathFilter& filter) {
   FileList out;
   for (const std::string& src : sources) {
     if (src.starts_with("synthetic:")) {
@@ -126,6 +126,17 @@ FileList discover_files(const std::vector<std::string>& sources) {
     } else {
       out.errors.push_back(fmt::format("cannot send '{}': not a regular file or folder", src));
     }
+  }
+  if (!filter.empty()) {
+    std::vector<SourceFile> kept;
+    for (auto& f : out.files) {
+      if (filter.accepts(f.rel_path)) {
+        kept.push_back(std::move(f));
+      } else {
+        out.filtered.push_back(f.rel_path);
+      }
+    }
+    out.files = std::move(kept);
   }
   return out;
 }

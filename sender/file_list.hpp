@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/path_filter.hpp"
+
 namespace ddft::sender {
 
 struct SourceFile {
@@ -26,7 +28,8 @@ struct SourceFile {
 
 struct FileList {
   std::vector<SourceFile> files;
-  std::vector<std::string> errors;  // one line each: a source that cannot be sent
+  std::vector<std::string> errors;    // one line each: a source that cannot be sent
+  std::vector<std::string> filtered;  // relative paths --include/--exclude left out
 };
 
 // Expands `sources`: a file is sent under its base name; a folder recursively, under its own name
@@ -35,8 +38,11 @@ struct FileList {
 // (no loops). Sockets, FIFOs and devices are skipped with an error line. A missing or unreadable
 // source gives an error line and the others are still listed. Files of one folder are in name
 // order. "synthetic:SIZE" (SIZE in bytes, or with K, M, G or T for powers of 1024) adds a
-// generated file named "synthetic-SIZE.bin" that costs nothing to produce.
-FileList discover_files(const std::vector<std::string>& sources);
+// generated file named "synthetic-SIZE.bin" that costs nothing to produce. `filter`
+// (--include/--exclude) is applied to every relative path, a file named on the command line
+// included; what it refuses goes to `filtered`, not to `files`.
+FileList discover_files(const std::vector<std::string>& sources,
+                        const common::PathFilter& filter = {});
 
 // Parses "123", "64K", "2G"... into bytes. Returns false on anything else.
 bool parse_size(std::string_view text, uint64_t* out);

@@ -13,6 +13,7 @@
 #include "iotest/cli.hpp"
 #include "sender/config.hpp"
 #include "sender/file_list.hpp"
+#include "sender/hot_folder.hpp"
 #include "sender/manifest.hpp"
 #include "sender/metrics.hpp"
 #include "sender/pipeline.hpp"
@@ -57,7 +58,18 @@ int main(int argc, char** argv) {
       manifest = std::make_unique<sender::ManifestWriter>(cfg.manifest, cfg.verify,
                                                           common::SteadyClock::instance());
     }
-    const sender::FileList list = sender::discover_files(cfg.sources);
+    // --watch: the hot folder is checked (one line on a bad setting) before anything is sent.
+    std::unique_ptr<sender::HotFolder> hot;
+    sender::FileList list;
+    if (!cfg.watch_dir.empty()) {
+      hot = std::make_unique<sender::HotFolder>(sender::hot_folder_options(cfg),
+                                                common::SteadyClock::instance());
+    } else {
+      list = sender::discover_files(cfg.sources, cfg.filter);
+      if (!cfg.filter.empty()) {
+        spdlog::info("Info: --include/--exclude left out {} file(s)", list.filtered.size());
+      }
+    }
     for (const auto& err : list.errors) spdlog::error("Error: {}", err);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
     std::unique_ptr<common::DatagramSink> sink;
@@ -75,22 +87,34 @@ int main(int argc, char** argv) {
 
     sender::Sender s(cfg, *sink, common::SteadyClock::instance());
     s.set_status(&status);
-    if (manifest) s.add_observer(manifest.get());
+    // The manifest hears of a file (and syncs its line) before the hot folder deletes or moves it.
+    if (manifest) {
+      manifest->sync_each_line(hot != nullptr);
+      s.add_observer(manifest.get());
+    }
+    if (hot) s.add_observer(hot.get());
     std::unique_ptr<sender::ProgressDisplay> progress;
     if (sender::progress_wanted(cfg.progress_text, cfg.log.quiet, sender::stdout_is_terminal())) {
       sender::ProgressOptions po;
       po.copies = cfg.repeat;
-      po.planned.emplace();
-      for (const auto& f : list.files) po.planned->push_back(f.size);
+      if (hot) {
+        po.source = hot.get();  // open-ended: its queue instead of a batch total
+      } else {
+        po.planned.emplace();
+        for (const auto& f : list.files) po.planned->push_back(f.size);
+      }
       progress = std::make_unique<sender::ProgressDisplay>(
           common::stdout_console(), common::SteadyClock::instance(), std::move(po));
       s.add_observer(progress.get());
     }
-    const sender::SendTotals t = s.run(list.files, stop.get_token());
+    const sender::SendTotals t =
+        hot ? s.run(*hot, stop.get_token()) : s.run(list.files, stop.get_token());
 
     const uint64_t failed = t.files_failed + list.errors.size();
     spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams",
                  t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams);
+    // A hot folder runs until stopped: SIGTERM is its clean end (what failed stays in DIR).
+    if (hot) return hot->lost_root() ? 1 : 0;
     if (stop.stop_requested()) return 130;
     // A manifest line that could not be written was logged instead; the run still says so.
     return failed == 0 && (!manifest || manifest->errors() == 0) ? 0 : 1;

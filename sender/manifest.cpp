@@ -80,7 +80,7 @@ void ManifestWriter::append(const std::string& line) {
   // Between files, at most once a second: bounds what a power cut can take to about a second's
   // lines for the cost of a disk flush a second on the transmit thread.
   const auto now = clock_.now();
-  if (now - last_sync_ >= std::chrono::seconds(1)) sync();
+  if (sync_each_line_ || now - last_sync_ >= std::chrono::seconds(1)) sync();
 }
 
 bool ManifestWriter::sync() {

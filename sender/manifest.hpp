@@ -56,6 +56,10 @@ class ManifestWriter final : public SendObserver {
   ManifestWriter(const ManifestWriter&) = delete;
   ManifestWriter& operator=(const ManifestWriter&) = delete;
 
+  // Syncs after every line. The hot folder asks for it: it deletes or moves a file once it is sent,
+  // so its line must not be lost to a power cut after the file is gone.
+  void sync_each_line(bool on) { sync_each_line_ = on; }
+
   void session_started(uint64_t session_id) override;
   void file_sent(const FileMeta& file, const common::Digest& digest) override;
   void file_failed(const FileMeta& file, const std::string& reason) override;
@@ -79,6 +83,7 @@ class ManifestWriter final : public SendObserver {
   WallClock wall_;
   common::UniqueFd fd_;
   uint64_t session_id_ = 0;
+  bool sync_each_line_ = false;
   bool dirty_ = false;   // lines written since the last sync
   bool broken_ = false;  // a write was cut short: the next line starts on a line of its own
   common::Clock::time_point last_sync_{};

@@ -80,5 +80,20 @@ TEST_F(FileListTest, SymlinkedFolderIsNotDescendedAndFifoIsSkipped) {
   EXPECT_NE(l.errors[0].find("not a regular file"), std::string::npos);
 }
 
+TEST_F(FileListTest, FilterAppliesToRelativePathsAndNamedFiles) {
+  touch(root_ / "photos/2024/c.tmp");
+  const common::PathFilter filter({}, {"*.tmp", "photos/2024/*"});
+  const auto l =
+      discover_files({(root_ / "photos").string(), (root_ / "single.txt").string()}, filter);
+  EXPECT_TRUE(l.errors.empty());
+  EXPECT_EQ(rel(l), (std::vector<std::string>{"photos/a.jpg", "photos/b.jpg", "single.txt"}));
+  EXPECT_EQ(l.filtered, (std::vector<std::string>{"photos/2024/c.jpg", "photos/2024/c.tmp"}));
+  // A file named on the command line is filtered too (by its base name, what it is sent as).
+  const auto named = discover_files({(root_ / "single.txt").string()},
+                                    common::PathFilter({"*.jpg"}, {}));
+  EXPECT_TRUE(named.files.empty());
+  EXPECT_EQ(named.filtered, std::vector<std::string>{"single.txt"});
+}
+
 }  // namespace
 }  // namespace ddft::sender

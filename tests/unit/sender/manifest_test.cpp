@@ -260,6 +260,14 @@ TEST_F(ManifestTest, SyncedAtMostOnceASecondAndAtTheEnd) {
   EXPECT_EQ(m.syncs(), 2u);
 }
 
+TEST_F(ManifestTest, TheHotFolderHasEveryLineSyncedBeforeItRemovesTheFile) {
+  ManifestWriter m(path_.string(), common::VerifyType::kB2B, clock_, fixed_time());
+  m.sync_each_line(true);
+  m.session_started(1);
+  for (uint32_t i = 1; i <= 3; ++i) m.file_sent(meta(i, "f", 1), digest(i));  // no time passes
+  EXPECT_EQ(m.syncs(), 3u);
+}
+
 TEST_F(ManifestTest, ALineThatCannotBeWrittenIsCountedAndTheRestGoesOn) {
   // /dev/full takes the open and refuses every write (ENOSPC).
   ManifestWriter m("/dev/full", common::VerifyType::kB2B, clock_, fixed_time());

@@ -1,0 +1,143 @@
+// The hot folder (dd_file_send --watch DIR): one long session that sends every regular file that
+// lands in DIR or a subfolder, under its path relative to DIR, once it is complete, then deletes
+// it or moves it to --sent-dir.
+//
+//   inotify (every folder of the tree) ──events──> ReadinessTracker (sender/readiness.hpp)
+//   scans (start, overflow, new folder) ─found──>      │ take_ready
+//                                                      v
+//   Reader <── next() ── HotFolder ── file_sent ──> journal "sent" (fdatasync) ──> delete or move
+//   (reader thread)                   (tx thread)   ──> journal "done" ──> emptied folders removed
+//                                                                          after the settle time
+//   file_failed ──> the file stays, held until it changes
+//
+// Symlinks, FIFOs, sockets and devices are skipped with a warning (once per path); names starting
+// ".ddft-" are reserved (the journal); --include/--exclude leave a file in place, logged once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/clock.hpp"
+#include "common/fd.hpp"
+#include "common/path_filter.hpp"
+#include "sender/events.hpp"
+#include "sender/pipeline.hpp"
+#include "sender/readiness.hpp"
+#include "sender/watch_journal.hpp"
+
+namespace ddft::sender {
+
+struct HotFolderOptions {
+  std::string dir;       // --watch
+  std::string sent_dir;  // --sent-dir; empty: delete sent files
+  double settle_s = 5;   // --settle
+  std::string journal;   // --watch-journal; empty: DIR/.ddft-watch-journal
+  common::PathFilter filter;
+  // Test hook: after this many "sent" records (1-based), the process kills itself with SIGKILL
+  // before deleting or moving the file, as a crash there would. 0 = off.
+  unsigned crash_after_sent = 0;
+};
+
+// The options of `cfg` that concern the hot folder.
+HotFolderOptions hot_folder_options(const SenderConfig& cfg);
+
+// A FileSource for Sender::run() and the SendObserver that must be added to the same Sender (it
+// removes what was sent). next() runs on the reader thread, the callbacks on the transmit thread;
+// a mutex serialises them. Ignores SIGIO process-wide (see probe()).
+class HotFolder final : public FileSource, public SendObserver {
+ public:
+  // Checks the paths, opens the journal and finishes what it recorded as sent, watches DIR and
+  // scans it. Throws std::runtime_error with a one-line reason on a bad setting (DIR missing or not
+  // a folder; --sent-dir missing, inside DIR or on another filesystem; a journal inside DIR whose
+  // name does not start with ".ddft-"), before touching any file. `clock` must outlive this.
+  HotFolder(HotFolderOptions opt, common::Clock& clock);
+  ~HotFolder() override;
+  HotFolder(const HotFolder&) = delete;
+  HotFolder& operator=(const HotFolder&) = delete;
+
+  // Blocks until a file is ready (polling inotify, probing files as their settle time passes);
+  // nothing once `stop` is requested or DIR itself went away.
+  std::optional<SourceFile> next(std::stop_token stop) override;
+  std::string describe() const override;
+  // What waits for its settle time or to be sent (thread-safe).
+  std::optional<Backlog> backlog() const override;
+
+  void file_sent(const FileMeta& file, const common::Digest& digest) override;
+  void file_failed(const FileMeta& file, const std::string& reason) override;
+
+  // One step of next() without waiting: reads the pending events, rescans after an overflow,
+  // removes emptied folders that are due, probes what is due. Returns a ready file, if any.
+  // Tests call it with a FakeClock.
+  std::optional<SourceFile> poll();
+  // True once DIR itself was deleted or moved away: the session ends.
+  bool lost_root() const;
+  // Files deleted or moved after sending, in this run (replayed ones included).
+  uint64_t files_removed() const;
+
+ private:
+  struct Handout {
+    std::string rel;
+    FileIdentity id;
+  };
+
+  // Under mu_:
+  void read_events(common::Clock::time_point now);
+  // Watches `rel_dir` and every folder below it, and reports every file found there.
+  void add_tree(const std::string& rel_dir, common::Clock::time_point now);
+  void rescan(common::Clock::time_point now);
+  // Stops watching `rel_dir` and every folder below it (deleted or moved out).
+  void forget_watches(const std::string& rel_dir);
+  void remove_folders(common::Clock::time_point now);
+  // Notices DIR deleted or replaced. An open file inside it (the journal) delays the kernel's
+  // IN_DELETE_SELF until that file is closed, so the events alone cannot tell.
+  void check_root();
+  // Whether a regular file at `rel` is to be tracked: not reserved, passes the filter (logged
+  // once when not).
+  bool admit(const std::string& rel);
+  // Warns once about a non-regular file at `rel`.
+  void warn_not_regular(const std::string& rel, unsigned mode);
+  void forget_warnings(const std::string& rel);
+  // Tells once that a name starting ".ddft-" is left alone (but for the journal's own files).
+  void note_reserved(const std::string& rel);
+  std::optional<FileProbe> probe(const std::string& rel);
+  // Deletes or moves a sent file; returns a one-line reason on failure. `*moved_to` gets the
+  // destination of a move.
+  std::optional<std::string> finish(const JournalRecord& r, std::string* moved_to);
+  // Finishes the files the journal recorded as sent before a restart.
+  void replay();
+  std::string abs(const std::string& rel) const;
+  void wake();
+
+  HotFolderOptions opt_;
+  common::Clock& clock_;
+  std::string journal_path_;
+  std::string own_prefix_;  // the journal's path relative to DIR (its kin start with it)
+  mutable std::mutex mu_;
+  ReadinessTracker tracker_;               // guarded by mu_
+  std::unique_ptr<WatchJournal> journal_;  // guarded by mu_
+  common::UniqueFd inotify_;
+  common::UniqueFd wake_fd_;                // eventfd: stop, or work for next() to do
+  std::map<int, std::string> watches_;      // wd -> relative folder ("" = DIR); guarded by mu_
+  std::map<std::string, int> watch_of_;     // the reverse; guarded by mu_
+  std::map<uint64_t, Handout> handed_out_;  // by SourceFile::tag; guarded by mu_
+  std::set<std::string> warned_;            // non-regular paths warned about; guarded by mu_
+  std::set<std::string> filtered_;          // paths the filter left in place; guarded by mu_
+  std::vector<JournalRecord> kept_after_replay_;  // sent before a restart, not removable
+  uint64_t next_tag_ = 0;
+  bool rescan_pending_ = false;
+  bool lost_root_ = false;
+  FileIdentity root_id_;       // DIR's dev and inode, to notice it going
+  bool watch_failed_ = false;  // a folder could not be watched: rescan periodically
+  common::Clock::time_point next_periodic_rescan_{};
+  uint64_t removed_ = 0;
+  unsigned sent_records_ = 0;
+  std::stop_token stop_;  // the session's, from next()
+};
+
+}  // namespace ddft::sender

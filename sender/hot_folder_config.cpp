@@ -1,0 +1,60 @@
+// The hot folder's command-line options and the send-side globs (declared in sender/config.hpp).
+#include <stdexcept>
+
+#include "sender/config.hpp"
+
+namespace ddft::sender {
+
+void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
+  const std::string hot = "Hot folder (one long session; SIGTERM ends it)";
+  auto* watch = app.add_option("--watch", cfg.watch_dir,
+                               "Send every file that lands in this folder or a subfolder (under "
+                               "its path there) once it is complete, then delete it (or move it "
+                               "to --sent-dir); instead of files and folders to send")
+                    ->group(hot);
+  app.add_option("--sent-dir", cfg.sent_dir,
+                 "Move sent files here, keeping their folders (a name taken gets a number: "
+                 "a.1.txt); on the same filesystem, outside --watch. Default: delete them")
+      ->needs(watch)
+      ->group(hot);
+  app.add_option("--settle", cfg.settle_s,
+                 "Seconds a file must stay unchanged, after its writer closed it or it was moved "
+                 "in, before it is sent")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->needs(watch)
+      ->group(hot)
+      ->capture_default_str();
+  app.add_option("--watch-journal", cfg.watch_journal,
+                 "Where the hot folder records what it sent, so that a restart neither sends a "
+                 "file twice nor forgets one (default DIR/.ddft-watch-journal)")
+      ->needs(watch)
+      ->group(hot);
+  const std::string globs = "Filters (one-shot sends and the hot folder)";
+  app.add_option("--include", cfg.includes,
+                 "Send only files matching this glob (repeatable); without '/' it matches the base "
+                 "name, with '/' the relative path ('*' crossing '/')")
+      ->group(globs);
+  app.add_option("--exclude", cfg.excludes,
+                 "Leave out files matching this glob (repeatable; wins over --include)")
+      ->group(globs);
+  app.add_option("--test-crash-after-sent", cfg.test_crash_after_sent)->group("");
+}
+
+void finalize_hot_folder_config(SenderConfig& cfg) {
+  try {
+    cfg.filter = common::PathFilter(cfg.includes, cfg.excludes);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError(e.what());
+  }
+  if (cfg.watch_dir.empty()) {
+    if (cfg.sources.empty()) throw CLI::RequiredError("files or folders to send (or --watch DIR)");
+    return;
+  }
+  if (!cfg.sources.empty()) {
+    throw CLI::ValidationError("--watch", "sends what lands in " + cfg.watch_dir +
+                                              ": give no files or folders with it (got '" +
+                                              cfg.sources.front() + "')");
+  }
+}
+
+}  // namespace ddft::sender
