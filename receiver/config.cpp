@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/log_format.hpp"
 #include "common/protocol.hpp"
 
 namespace ddft::receiver {
@@ -108,9 +109,7 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
       ->capture_default_str();
   app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
   app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
-  app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
-  app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
-  app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");
+  common::add_log_options(app, cfg.log);
   app.add_option("--test-stall-writer-s", cfg.test_stall_writer_s)->group("");
   app.add_option("--test-stall-after-mb", cfg.test_stall_after_mb)->group("");
 }

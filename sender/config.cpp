@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "common/log_format.hpp"
+
 namespace ddft::sender {
 
 void add_sender_options(CLI::App& app, SenderConfig& cfg) {
@@ -138,9 +140,7 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 30))
       ->group(dfts)
       ->capture_default_str();
-  app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
-  app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
-  app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");
+  common::add_log_options(app, cfg.log);
   app.add_option("--test-drop-data", cfg.test_drop_data)->group("");
 }
 
