@@ -452,6 +452,17 @@ void Assembler::handle_announce(const Packet& p) {
   f->announced = f->last_packet = clock_.now();
   f->next_report = cfg_.report_mb * 1024 * 1024;
 
+  // Receive filters are policy, not a failure: logged and counted, no record. They apply to
+  // acceptable names only, so a hostile name is refused (and recorded) as such whatever the
+  // patterns say. The file's data and end packets are then dropped as of an unknown file.
+  if (!cfg_.filter.empty() && out_.check_path(f->path).empty()) {
+    if (auto why = cfg_.filter.refusal(f->path)) {
+      ++counters_.files_filtered;
+      spdlog::info("Info: filtered {}: {}", common::json_quote(f->path), *why);
+      return;
+    }
+  }
+
   std::string reason;
   const uint64_t bitmap_words = f->chunks_total / 64 + 1;
   // Room for it: the free space less what the files still in flight will write.
@@ -1242,9 +1253,10 @@ void Assembler::log_summary() const {
       fc.groups_lost - fec_at_session_.groups_lost + fec_.unrepaired_open();
   uint64_t auth = 0;
   for (uint64_t n : counters_.auth_rejected) auth += n;
-  spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused; packets: {} "
-               "received, {} lost, {} rejected, {} from other sessions{}{}",
+  spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused, {} filtered; "
+               "packets: {} received, {} lost, {} rejected, {} from other sessions{}{}",
                session_, counters_.files_passed, counters_.files_failed, counters_.files_refused,
+               counters_.files_filtered,
                seq_.received(), seq_.lost(), rejected, counters_.other_session,
                rebuilt + lost_groups > 0
                    ? fmt::format("; FEC rebuilt {}, {} group(s) beyond repair", rebuilt,

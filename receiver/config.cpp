@@ -107,6 +107,17 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
                  "Refuse announced paths with more components (folders and the name) than this")
       ->check(CLI::Range(size_t{1}, size_t{2048}))
       ->capture_default_str();
+  app.add_option("--include", cfg.includes,
+                 "Take only files matching this glob (repeatable): without '/' it matches the base "
+                 "name, with '/' the whole relative path ('*' crossing '/'); others are logged and "
+                 "dropped")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--exclude", cfg.excludes,
+                 "Drop files matching this glob (repeatable; wins over --include): logged, not "
+                 "written, no failure record")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
   app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
   common::add_log_options(app, cfg.log);
@@ -125,6 +136,11 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
     throw CLI::ValidationError("--device", "--transport device needs --device PATH");
   }
   if (cfg.failed_dir.empty()) cfg.failed_dir = cfg.output + "/.failed";
+  try {
+    cfg.filter = common::PathFilter(cfg.includes, cfg.excludes);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError(e.what());  // "--exclude '[a': unclosed '['"
+  }
   cfg.write_mode = cfg.write_mode_text == "rwd"   ? WriteMode::kDataSync
                    : cfg.write_mode_text == "rws" ? WriteMode::kFullSync
                                                   : WriteMode::kBuffered;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/logging.hpp"
+#include "common/path_filter.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
 #include "common/block_io.hpp"
@@ -56,6 +57,11 @@ struct ReceiverConfig {
   uint64_t max_file_size = 0;         // bytes; 0: no limit but the free space
   size_t max_files_in_flight = 32;    // files open at once; more fail the oldest
   PathLimits path_limits;             // --max-path-length, --max-path-depth
+  // Receive filters (--include, --exclude GLOB, repeatable): a file they refuse is logged,
+  // counted and dropped at its announce; it is policy, so nothing goes to the failed folder.
+  std::vector<std::string> includes;
+  std::vector<std::string> excludes;
+  common::PathFilter filter;          // built from them by finalize_receiver_config()
   common::LogConfig log;
   // Test hook: the writer stalls once for this many seconds after test_stall_after_mb MiB were
   // written (0 = off). Hidden from --help.

@@ -150,6 +150,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   t.files_passed = assembler.counters().files_passed;
   t.files_failed = assembler.counters().files_failed;
   t.files_refused = assembler.counters().files_refused;
+  t.files_filtered = assembler.counters().files_filtered;
   t.datagrams = ingest.counters().datagrams.load();
   t.ring_full_drops = ingest.counters().ring_full_drops.load();
   t.lost = assembler.seq().lost();

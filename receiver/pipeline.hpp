@@ -33,6 +33,7 @@ struct ReceiveTotals {
   uint64_t files_passed = 0;
   uint64_t files_failed = 0;
   uint64_t files_refused = 0;
+  uint64_t files_filtered = 0;
   uint64_t datagrams = 0;
   uint64_t ring_full_drops = 0;
   uint64_t lost = 0;

@@ -1082,6 +1082,50 @@ TEST_P(AssemblerTest, PathsBeyondTheLimitsAreRefusedWithTheirReason) {
   EXPECT_EQ(asm_->counters().files_refused, 3u);
 }
 
+TEST_P(AssemblerTest, ReceiveFiltersDropFilesWithoutARecord) {
+  cfg_.filter = common::PathFilter({"*.txt", "keep/*"}, {"draft*", "keep/tmp/*"});
+  build();
+  LogCapture log;
+  FakeSender tx(77);
+  feed(tx.file(1, "a.txt", "delivered"));
+  feed(tx.file(2, "b.bin", "no include matches"));
+  feed(tx.file(3, "sub/draft.txt", "excluded by its base name"));
+  feed(tx.file(4, "keep/x.bin", "included by its path"));
+  feed(tx.file(5, "keep/tmp/y.txt", "excluded by its path"));
+  auto again = tx.announce(2, "b.bin", 18);
+  feed(again);  // a repeated announce of a filtered file is not logged twice
+  // A hostile name is refused and recorded as such, whatever the filters say.
+  feed(tx.file(6, "../evil.bin", "refused"));
+  settle();
+  asm_->log_summary();
+  EXPECT_EQ(read(base_ / "out/a.txt"), "delivered");
+  EXPECT_EQ(read(base_ / "out/keep/x.bin"), "included by its path");
+  EXPECT_FALSE(fs::exists(base_ / "out/b.bin"));
+  EXPECT_FALSE(fs::exists(base_ / "out/sub"));  // not even its folder
+  EXPECT_FALSE(fs::exists(base_ / "out/keep/tmp"));
+  EXPECT_EQ(asm_->counters().files_passed, 2u);
+  EXPECT_EQ(asm_->counters().files_filtered, 3u);
+  EXPECT_EQ(asm_->counters().files_failed, 0u);
+  EXPECT_EQ(asm_->counters().files_refused, 1u);
+  EXPECT_GT(asm_->counters().unknown_file, 0u);  // their data and end packets, dropped
+  ASSERT_EQ(records().size(), 1u);  // the hostile one's only: filtering is not a failure
+  EXPECT_NE(read(records()[0]).find("evil.bin"), std::string::npos);
+  const std::string text = log.text();
+  EXPECT_NE(text.find("Info: filtered \"b.bin\": matches no --include\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Info: filtered \"sub/draft.txt\": matches --exclude 'draft*'\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Info: filtered \"keep/tmp/y.txt\": matches --exclude 'keep/tmp/*'\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("filtered \"b.bin\"", text.find("filtered \"b.bin\"") + 1),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2 file(s) passed, 0 failed, 1 refused, 3 filtered;"), std::string::npos)
+      << text;
+}
+
 TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {
   SeqCounter c;
   c.record(5);
