@@ -1033,6 +1033,29 @@ void Assembler::finish_rename(File& f) {
                common::mib_per_s(f.size, elapsed), key);
   ++counters_.files_passed;
   counters_.bytes_delivered += f.size;
+  if (on_delivered_) {
+    DeliveredFile d;
+    std::string_view root = out_.root();
+    while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
+    d.final_path = std::string(root) + (root == "/" ? "" : "/") + f.path;
+    d.rel_path = f.path;
+    d.size = f.size;
+    if (f.verify == common::VerifyType::kNone) {
+      d.key = "none";
+    } else {
+      common::Digest digest;
+      digest.size = f.end.key_len;
+      digest.bytes = f.end.key;
+      d.key = fmt::format("0x{:08X}", digest.key32());
+    }
+    d.session = f.session;
+    if (!moved_old.empty()) {
+      // The old file was moved within the new one's folder.
+      const size_t slash = d.final_path.rfind('/');
+      d.displaced_to = d.final_path.substr(0, slash + 1) + moved_old;
+    }
+    on_delivered_(d);
+  }
   destroy(f);
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -25,6 +26,7 @@
 #include "common/seal.hpp"
 #include "common/block_io.hpp"
 #include "receiver/config.hpp"
+#include "receiver/delivered_file.hpp"
 #include "receiver/fec_decoder.hpp"
 #include "receiver/ingest.hpp"
 #include "receiver/output_dir.hpp"
@@ -134,6 +136,12 @@ class Assembler {
   const FecCounters& fec() const { return fec_.counters(); }
   // Logs the session summary line ("Info: session ... : N passed, M failed, ...").
   void log_summary() const;
+  // Called on the writer thread for each file verified and renamed into place, right after its
+  // File: line. It must not block (the --on-complete runner only queues). Set before the first
+  // datagram.
+  void set_on_delivered(std::function<void(const DeliveredFile&)> fn) {
+    on_delivered_ = std::move(fn);
+  }
 
  private:
   struct File;
@@ -265,6 +273,7 @@ class Assembler {
   IntervalStat dr_;
   IntervalStat fw_;
   AssemblerCounters counters_;
+  std::function<void(const DeliveredFile&)> on_delivered_;
 };
 
 }  // namespace ddft::receiver

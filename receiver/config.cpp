@@ -118,6 +118,20 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
                  "written, no failure record")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--on-complete", cfg.on_complete,
+                 "Run this command on each file verified and in place, off the receive path: "
+                 "/bin/sh -c 'CMD \"$@\"' with the file's final path as the last argument, and "
+                 "DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY, DDFT_SESSION in the environment. "
+                 "Its exit status is logged; whatever it does, the file stays delivered");
+  app.add_option("--on-complete-timeout", cfg.on_complete_timeout_s,
+                 "Seconds an --on-complete command may run; then its process group is killed "
+                 "(SIGTERM, SIGKILL 5 s later)")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--on-complete-jobs", cfg.on_complete_jobs,
+                 "--on-complete commands running at once")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
   app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
   app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
   common::add_log_options(app, cfg.log);

@@ -62,6 +62,10 @@ struct ReceiverConfig {
   std::vector<std::string> includes;
   std::vector<std::string> excludes;
   common::PathFilter filter;          // built from them by finalize_receiver_config()
+  // --on-complete CMD: run on each delivered file, off the receive path (receiver/hook_runner.hpp).
+  std::string on_complete;            // empty: none
+  double on_complete_timeout_s = 300;  // then its process group is killed
+  unsigned on_complete_jobs = 1;      // hooks running at once
   common::LogConfig log;
   // Test hook: the writer stalls once for this many seconds after test_stall_after_mb MiB were
   // written (0 = off). Hidden from --help.

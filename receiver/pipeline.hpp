@@ -12,9 +12,14 @@
 //                                                ──> OutputDir: temp file -> verify -> sync ->
 //                                                    rename (collision policy), or failed folder
 //                                                    + JSON record
+//                                                ──> HookRunner (--on-complete): the writer only
+//                                                    queues each delivered file; threads
+//                                                    "hook1".."hookN" run the command
 //
 // Stop: the ingest thread stops first; the writer drains what the ring already holds, then every
-// file still in flight is recorded as failed ("receiver stopped") and all I/O is waited for.
+// file still in flight is recorded as failed ("receiver stopped") and all I/O is waited for. Then
+// running hooks finish (each up to --on-complete-timeout; with --once, queued ones run too) and
+// every file whose hook never ran is logged.
 #pragma once
 
 #include <functional>
@@ -25,6 +30,7 @@
 #include "common/transport.hpp"
 #include "receiver/assembler.hpp"
 #include "receiver/config.hpp"
+#include "receiver/hook_runner.hpp"
 #include "receiver/slot_ring.hpp"
 
 namespace ddft::receiver {
@@ -49,6 +55,9 @@ class Receiver {
   ~Receiver();
   // Runs until `stop` is requested or, with cfg.once, the first session has finished.
   ReceiveTotals run(std::stop_token stop);
+  // The --on-complete runner (its counters() are readable from any thread), or null without
+  // --on-complete. Lives as long as the receiver.
+  const HookRunner* hooks() const { return hooks_.get(); }
 
  private:
   const ReceiverConfig& cfg_;
@@ -58,6 +67,7 @@ class Receiver {
   std::unique_ptr<SlotRing> ring_;
   common::AlignedBuffer block_memory_;
   std::unique_ptr<common::BlockIo> writer_;
+  std::unique_ptr<HookRunner> hooks_;
 };
 
 }  // namespace ddft::receiver

@@ -1126,6 +1126,46 @@ TEST_P(AssemblerTest, ReceiveFiltersDropFilesWithoutARecord) {
       << text;
 }
 
+TEST_P(AssemblerTest, EachDeliveredFileIsReportedWithItsFinalPathAndKey) {
+  cfg_.on_collision = CollisionPolicy::kRename;
+  build();
+  std::vector<DeliveredFile> got;
+  asm_->set_on_delivered([&](const DeliveredFile& d) { got.push_back(d); });
+  LogCapture log;
+  FakeSender tx(0x0f3c9a7d12e45b60);
+  feed(tx.file(1, "d/x.txt", "first"));
+  settle();
+  feed(tx.file(2, "d/x.txt", "second"));  // same name: the first is kept as d/x.1.txt
+  settle();
+  const std::string none = "not verified";
+  feed(tx.announce(3, "n.bin", none.size(), common::VerifyType::kNone));
+  feed(tx.data(3, none));
+  feed(tx.end(3, none, common::VerifyType::kNone));
+  feed(tx.announce(4, "failed.bin", 1));  // a file that fails verification is not reported
+  feed(tx.data(4, "x"));
+  feed(tx.end(4, "y"));
+  settle();
+  ASSERT_EQ(got.size(), 3u);
+  const std::string root = base_.string() + "/out/";
+  EXPECT_EQ(got[0].final_path, root + "d/x.txt");
+  EXPECT_EQ(got[0].rel_path, "d/x.txt");
+  EXPECT_EQ(got[0].size, 5u);
+  EXPECT_EQ(got[0].session, 0x0f3c9a7d12e45b60u);
+  EXPECT_EQ(got[0].displaced_to, "");
+  EXPECT_EQ(got[1].final_path, root + "d/x.txt");
+  EXPECT_EQ(got[1].displaced_to, root + "d/x.1.txt");
+  EXPECT_EQ(read(got[1].displaced_to), "first");
+  EXPECT_EQ(got[2].key, "none");
+  // The key is the File: line's.
+  const std::string text = log.text();
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(got[i].key.size(), 10u);
+    EXPECT_EQ(got[i].key.substr(0, 2), "0x");
+    EXPECT_NE(text.find("Key: " + got[i].key + ", B2B Passed"), std::string::npos) << text;
+  }
+  EXPECT_NE(got[0].key, got[1].key);
+}
+
 TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {
   SeqCounter c;
   c.record(5);
