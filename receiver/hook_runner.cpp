@@ -31,7 +31,9 @@ constexpr size_t kOutputLineMax = 200;  // bytes of one logged output line
 // finished hook whose output pipe is still held (a background child) takes to be noticed.
 constexpr int kTickMs = 50;
 
-std::string seconds_text(nanoseconds d) { return fmt::format("{:.3f} s", duration<double>(d).count()); }
+std::string seconds_text(nanoseconds d) {
+  return fmt::format("{:.3f} s", duration<double>(d).count());
+}
 
 // The last few lines of `out`, each cut to kOutputLineMax bytes, as one JSON string ("" when
 // there was no output).
@@ -159,8 +161,8 @@ void HookRunner::worker(unsigned index) {
     try {
       run_one(file);
     } catch (const std::exception& e) {
-      ++counters_.failed;
       spdlog::error("Error: on-complete {}: {}", common::json_quote(file.rel_path), e.what());
+      ++counters_.failed;
     }
     lock.lock();
     --running_;
@@ -169,9 +171,9 @@ void HookRunner::worker(unsigned index) {
 }
 
 void HookRunner::not_run(const DeliveredFile& file, const std::string& why) {
-  ++counters_.not_run;
   spdlog::warn("Warn: on-complete {}: not run ({}; file: {})", common::json_quote(file.rel_path),
                why, common::json_quote(file.final_path));
+  ++counters_.not_run;  // after the line: whoever sees the count finds the line
 }
 
 void HookRunner::run_one(const DeliveredFile& file) {
@@ -201,8 +203,8 @@ void HookRunner::run_one(const DeliveredFile& file) {
   posix_spawnattr_setpgroup(&s.attr, 0);
   posix_spawnattr_setsigmask(&s.attr, &none);
   posix_spawnattr_setsigdefault(&s.attr, &all);
-  posix_spawnattr_setflags(&s.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&s.attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   // The path is an argument, never shell text: "$@" expands to it verbatim.
   const std::string script = opts_.command + " \"$@\"";
@@ -232,8 +234,8 @@ void HookRunner::run_one(const DeliveredFile& file) {
 
   pid_t pid = -1;
   const auto start = clock_.now();
-  const int rc = ::posix_spawn(&pid, opts_.shell.c_str(), &s.actions, &s.attr, argv.data(),
-                               envp.data());
+  const int rc =
+      ::posix_spawn(&pid, opts_.shell.c_str(), &s.actions, &s.attr, argv.data(), envp.data());
   out_w.reset();  // the child has its copy; EOF comes when it (and what it started) closes it
   if (rc != 0) {
     not_run(file, fmt::format("cannot start {}: {}", opts_.shell, std::strerror(rc)));
@@ -299,22 +301,22 @@ void HookRunner::run_one(const DeliveredFile& file) {
   const std::string tail = output_tail(output);
   const std::string more = tail.empty() ? "" : "; output: " + tail;
   if (term_sent) {
-    ++counters_.timed_out;
     spdlog::warn("Warn: on-complete {}: timed out after {:g} s (process group killed{})", quoted,
                  duration<double>(opts_.timeout).count(), more);
+    ++counters_.timed_out;
   } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-    ++counters_.ok;
     spdlog::info("Info: on-complete {}: exit 0 ({})", quoted, seconds_text(took));
+    ++counters_.ok;
   } else if (WIFEXITED(status)) {
-    ++counters_.failed;
     spdlog::warn("Warn: on-complete {}: exit {} ({}{})", quoted, WEXITSTATUS(status),
                  seconds_text(took), more);
-  } else {
     ++counters_.failed;
+  } else {
     const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     const char* name = sigabbrev_np(sig);
     spdlog::warn("Warn: on-complete {}: killed by signal {} ({}{}{})", quoted, sig,
                  name ? fmt::format("SIG{}, ", name) : "", seconds_text(took), more);
+    ++counters_.failed;
   }
 }
 
