@@ -28,14 +28,21 @@ namespace {
 
 std::string_view level_name(spdlog::level::level_enum level) {
   switch (level) {
-    case spdlog::level::trace: return "trace";
-    case spdlog::level::debug: return "debug";
-    case spdlog::level::info: return "info";
-    case spdlog::level::warn: return "warning";
-    case spdlog::level::err: return "error";
-    case spdlog::level::critical: return "critical";
+    case spdlog::level::trace:
+      return "trace";
+    case spdlog::level::debug:
+      return "debug";
+    case spdlog::level::info:
+      return "info";
+    case spdlog::level::warn:
+      return "warning";
+    case spdlog::level::err:
+      return "error";
+    case spdlog::level::critical:
+      return "critical";
     case spdlog::level::off:
-    case spdlog::level::n_levels: break;
+    case spdlog::level::n_levels:
+      break;
   }
   return "off";
 }

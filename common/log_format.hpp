@@ -2,9 +2,9 @@
 // the --log-format json line formatter.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <spdlog/formatter.h>
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 

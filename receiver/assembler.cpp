@@ -1279,8 +1279,8 @@ void Assembler::log_summary() const {
   spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused, {} filtered; "
                "packets: {} received, {} lost, {} rejected, {} from other sessions{}{}",
                session_, counters_.files_passed, counters_.files_failed, counters_.files_refused,
-               counters_.files_filtered,
-               seq_.received(), seq_.lost(), rejected, counters_.other_session,
+               counters_.files_filtered, seq_.received(), seq_.lost(), rejected,
+               counters_.other_session,
                rebuilt + lost_groups > 0
                    ? fmt::format("; FEC rebuilt {}, {} group(s) beyond repair", rebuilt,
                                  lost_groups)

@@ -95,7 +95,7 @@ struct AssemblerCounters {
   uint64_t files_passed = 0;
   uint64_t files_failed = 0;
   uint64_t files_refused = 0;
-  uint64_t files_filtered = 0;   // refused by --include/--exclude (policy: logged, no record)
+  uint64_t files_filtered = 0;  // refused by --include/--exclude (policy: logged, no record)
   uint64_t bytes_delivered = 0;
   uint64_t sessions = 0;
 };

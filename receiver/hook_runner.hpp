@@ -42,11 +42,11 @@
 namespace ddft::receiver {
 
 struct HookOptions {
-  std::string command;                          // CMD; must not be empty
+  std::string command;  // CMD; must not be empty
   std::chrono::nanoseconds timeout = std::chrono::seconds(300);
   std::chrono::nanoseconds kill_grace = std::chrono::seconds(5);  // SIGTERM to SIGKILL
-  unsigned jobs = 1;                            // hooks running at once
-  size_t max_pending = 10000;                   // queued, not yet started
+  unsigned jobs = 1;                                              // hooks running at once
+  size_t max_pending = 10000;                                     // queued, not yet started
   std::string shell = "/bin/sh";
 };
 

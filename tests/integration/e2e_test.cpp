@@ -232,7 +232,8 @@ TEST_F(EndToEnd, OnCompleteHooksFiltersAndJsonLog) {
     ASSERT_TRUE(obj) << error << ": " << line;
     ASSERT_EQ(obj->size(), 4u) << line;
     EXPECT_EQ(obj->at("program"), "dd_file_receive");
-    EXPECT_TRUE(std::regex_match(obj->at("time"), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d)")))
+    EXPECT_TRUE(std::regex_match(
+        obj->at("time"), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d)")))
         << line;
     level_of[obj->at("msg")] = obj->at("level");
   }
@@ -243,7 +244,8 @@ TEST_F(EndToEnd, OnCompleteHooksFiltersAndJsonLog) {
     }
     return "";
   };
-  EXPECT_EQ(find("Info: filtered"), "info Info: filtered \"draft.skip\": matches --exclude '*.skip'");
+  EXPECT_EQ(find("Info: filtered"),
+            "info Info: filtered \"draft.skip\": matches --exclude '*.skip'");
   EXPECT_NE(find("Info: on-complete \"a.txt\": exit 0 ("), "") << rx_log();
   EXPECT_NE(find("Info: on-complete \"sub/b c.txt\": exit 0 ("), "") << rx_log();
   const std::string bad = find("Warn: on-complete \"bad.txt\": exit 7 (");

@@ -122,10 +122,15 @@ class JsonChecker {
     for (int k = 0; k < 4; ++k) {
       const char c = s_[i_++];
       *v <<= 4;
-      if (c >= '0' && c <= '9') *v |= static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') *v |= static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') *v |= static_cast<uint32_t>(c - 'A' + 10);
-      else return fail("bad \\u escape");
+      if (c >= '0' && c <= '9') {
+        *v |= static_cast<uint32_t>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        *v |= static_cast<uint32_t>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        *v |= static_cast<uint32_t>(c - 'A' + 10);
+      } else {
+        return fail("bad \\u escape");
+      }
     }
     return true;
   }
@@ -134,14 +139,21 @@ class JsonChecker {
     const auto b = [&](size_t k) { return static_cast<uint8_t>(s_[i_ + k]); };
     const uint8_t c = b(0);
     size_t len = 0;
-    uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) len = 3, lo = 0xA0;
-    else if (c >= 0xE1 && c <= 0xEF) len = 3, hi = c == 0xED ? 0x9F : 0xBF;
-    else if (c == 0xF0) len = 4, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else if (c == 0xF4) len = 4, hi = 0x8F;
-    else return 0;
+    uint8_t lo = 0x80;  // the allowed range of the second byte
+    uint8_t hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+    } else {
+      return 0;
+    }
     if (i_ + len > s_.size() || b(1) < lo || b(1) > hi) return 0;
     for (size_t k = 2; k < len; ++k) {
       if ((b(k) & 0xC0) != 0x80) return 0;
@@ -162,14 +174,30 @@ class JsonChecker {
         if (++i_ >= s_.size()) return fail("unfinished escape");
         const char e = s_[i_++];
         switch (e) {
-          case '"': *out += '"'; break;
-          case '\\': *out += '\\'; break;
-          case '/': *out += '/'; break;
-          case 'b': *out += '\b'; break;
-          case 'f': *out += '\f'; break;
-          case 'n': *out += '\n'; break;
-          case 'r': *out += '\r'; break;
-          case 't': *out += '\t'; break;
+          case '"':
+            *out += '"';
+            break;
+          case '\\':
+            *out += '\\';
+            break;
+          case '/':
+            *out += '/';
+            break;
+          case 'b':
+            *out += '\b';
+            break;
+          case 'f':
+            *out += '\f';
+            break;
+          case 'n':
+            *out += '\n';
+            break;
+          case 'r':
+            *out += '\r';
+            break;
+          case 't':
+            *out += '\t';
+            break;
           case 'u': {
             uint32_t cp = 0;
             if (!hex4(&cp)) return false;
@@ -186,7 +214,8 @@ class JsonChecker {
             put_utf8(cp, out);
             break;
           }
-          default: return fail("unknown escape");
+          default:
+            return fail("unknown escape");
         }
         continue;
       }

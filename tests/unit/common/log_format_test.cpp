@@ -103,9 +103,9 @@ TEST(JsonLogFormatter, TimeIsLocalWithMillisecondsAndTheOffset) {
 
 TEST(JsonLogFormatter, LevelNamesAreLowerCase) {
   const std::pair<spdlog::level::level_enum, const char*> levels[] = {
-      {spdlog::level::trace, "trace"},  {spdlog::level::debug, "debug"},
-      {spdlog::level::info, "info"},    {spdlog::level::warn, "warning"},
-      {spdlog::level::err, "error"},    {spdlog::level::critical, "critical"}};
+      {spdlog::level::trace, "trace"}, {spdlog::level::debug, "debug"},
+      {spdlog::level::info, "info"},   {spdlog::level::warn, "warning"},
+      {spdlog::level::err, "error"},   {spdlog::level::critical, "critical"}};
   for (const auto& [level, name] : levels) {
     const auto obj = JsonChecker::parse_flat_object(format("x", level));
     ASSERT_TRUE(obj) << format("x", level);
@@ -140,8 +140,13 @@ TEST(JsonLogFormatter, OddMessagesStayOneValidObjectAndRoundTrip) {
 
 TEST(JsonLogFormatter, BytesThatAreNotUtf8StayValidJson) {
   // A file name from the wire may hold any byte: each invalid one is escaped, never passed raw.
-  const std::string bad[] = {"\xff\xfe name", "cut \xe2\x82", "overlong \xc0\xaf", "\x80",
-                             "surrogate \xed\xa0\x80", "overlong \xe0\x80\xaf", "past U+10FFFF \xf4\x90\x80\x80"};
+  const std::string bad[] = {"\xff\xfe name",
+                             "cut \xe2\x82",
+                             "overlong \xc0\xaf",
+                             "\x80",
+                             "surrogate \xed\xa0\x80",
+                             "overlong \xe0\x80\xaf",
+                             "past U+10FFFF \xf4\x90\x80\x80"};
   for (const std::string& m : bad) {
     const std::string line = format(m);
     std::string error;

@@ -1119,8 +1119,7 @@ TEST_P(AssemblerTest, ReceiveFiltersDropFilesWithoutARecord) {
   EXPECT_NE(text.find("Info: filtered \"keep/tmp/y.txt\": matches --exclude 'keep/tmp/*'\n"),
             std::string::npos)
       << text;
-  EXPECT_EQ(text.find("filtered \"b.bin\"", text.find("filtered \"b.bin\"") + 1),
-            std::string::npos)
+  EXPECT_EQ(text.find("filtered \"b.bin\"", text.find("filtered \"b.bin\"") + 1), std::string::npos)
       << text;
   EXPECT_NE(text.find("2 file(s) passed, 0 failed, 1 refused, 3 filtered;"), std::string::npos)
       << text;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,9 +13,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 
 namespace ddft::receiver {
 namespace {
@@ -63,8 +62,9 @@ std::string read(const fs::path& p) {
 class HookRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ddft_hook_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("ddft_hook_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -72,10 +72,11 @@ class HookRunnerTest : public ::testing::Test {
     runner_.reset();  // stops it: nothing outlives the test
     fs::remove_all(dir_);
   }
-  // Writes an executable shell script and returns a command that runs it.
+  // Writes an executable shell script and returns a command that runs it. In `body`, $D is the
+  // test's folder.
   std::string script(const std::string& name, const std::string& body) {
     const fs::path p = dir_ / name;
-    std::ofstream(p) << "#!/bin/sh\n" << body << "\n";
+    std::ofstream(p) << "#!/bin/sh\nD='" << dir_.string() << "'\n" << body << "\n";
     fs::permissions(p, fs::perms::owner_all);
     return p.string();
   }
@@ -102,19 +103,18 @@ class HookRunnerTest : public ::testing::Test {
 
 TEST_F(HookRunnerTest, PathArrivesVerbatimAsAnArgumentAndInTheEnvironment) {
   // Spaces, quotes, a command substitution, backticks, a glob and a newline: all of it data.
-  const std::string rel = "a dir/it's \"q\" $(touch " + (dir_ / "PWNED").string() +
-                          ") `touch " + (dir_ / "PWNED2").string() + "` *;x\nline2.txt";
-  const std::string d = dir_.string();
+  const std::string rel = "a dir/it's \"q\" $(touch " + (dir_ / "PWNED").string() + ") `touch " +
+                          (dir_ / "PWNED2").string() + "` *;x\nline2.txt";
   const std::string cmd = script("hook.sh",
-                                 "printf '%s' \"$#\" > '" + d + "/argc'\n"
-                                 "printf '%s' \"$1\" > '" + d + "/arg'\n"
-                                 "printf '%s' \"$DDFT_PATH\" > '" + d + "/path'\n"
-                                 "printf '%s' \"$DDFT_REL_PATH\" > '" + d + "/rel'\n"
-                                 "printf '%s' \"$DDFT_SIZE\" > '" + d + "/size'\n"
-                                 "printf '%s' \"$DDFT_KEY\" > '" + d + "/key'\n"
-                                 "printf '%s' \"$DDFT_SESSION\" > '" + d + "/session'\n"
-                                 "ls -l /proc/self/fd/ > '" + d + "/fds'\n"
-                                 "cat > '" + d + "/stdin'\n");
+                                 "printf '%s' \"$#\" > \"$D/argc\"\n"
+                                 "printf '%s' \"$1\" > \"$D/arg\"\n"
+                                 "printf '%s' \"$DDFT_PATH\" > \"$D/path\"\n"
+                                 "printf '%s' \"$DDFT_REL_PATH\" > \"$D/rel\"\n"
+                                 "printf '%s' \"$DDFT_SIZE\" > \"$D/size\"\n"
+                                 "printf '%s' \"$DDFT_KEY\" > \"$D/key\"\n"
+                                 "printf '%s' \"$DDFT_SESSION\" > \"$D/session\"\n"
+                                 "ls -l /proc/self/fd/ > \"$D/fds\"\n"
+                                 "cat > \"$D/stdin\"\n");
   HookOptions o;
   o.command = cmd;
   start(o);
@@ -222,12 +222,12 @@ TEST_F(HookRunnerTest, MissingShellIsNotRun) {
 }
 
 TEST_F(HookRunnerTest, HangingHookAndWhatItStartedAreKilledAtTheTimeout) {
-  const std::string d = dir_.string();
   HookOptions o;
   o.timeout = seconds(10);
   // A background child in the same group, and a foreground wait.
-  o.command = script("hang.sh", "sleep 1000 & echo $! > '" + d + "/child'\n"
-                                "echo started > '" + d + "/started'\nwait");
+  o.command = script("hang.sh",
+                     "sleep 1000 & echo $! > \"$D/child\"\n"
+                     "echo started > \"$D/started\"\nwait");
   start(o);
   runner_->enqueue(file("slow.bin"));
   ASSERT_TRUE(eventually([&] { return fs::exists(dir_ / "started"); }));
@@ -239,8 +239,9 @@ TEST_F(HookRunnerTest, HangingHookAndWhatItStartedAreKilledAtTheTimeout) {
   clock_.advance(seconds(2));
   ASSERT_TRUE(eventually([&] { return finished() == 1; })) << log_.text();
   EXPECT_EQ(runner_->counters().timed_out, 1u);
-  EXPECT_TRUE(log_.has("Warn: on-complete \"slow.bin\": timed out after 10 s (process group "
-                       "killed)"))
+  EXPECT_TRUE(
+      log_.has("Warn: on-complete \"slow.bin\": timed out after 10 s (process group "
+               "killed)"))
       << log_.text();
   // The background child went with it (gone, or a zombie waiting for its new parent).
   EXPECT_TRUE(eventually([&] {
@@ -273,8 +274,9 @@ TEST_F(HookRunnerTest, QueueIsBoundedAndEnqueueNeverWaits) {
   const std::string d = dir_.string();
   HookOptions o;
   o.max_pending = 2;
-  o.command = script("gate.sh", "echo \"$1\" >> '" + d + "/started'\n"
-                                "while [ ! -e '" + d + "/release' ]; do sleep 0.02; done");
+  o.command = script("gate.sh",
+                     "echo \"$1\" >> \"$D/started\"\n"
+                     "while [ ! -e \"$D/release\" ]; do sleep 0.02; done");
   start(o);
   runner_->enqueue(file("1"));  // runs, and waits for the release
   ASSERT_TRUE(eventually([&] { return fs::exists(dir_ / "started"); }));
@@ -295,8 +297,9 @@ TEST_F(HookRunnerTest, QueueIsBoundedAndEnqueueNeverWaits) {
 TEST_F(HookRunnerTest, ShutdownWaitsForTheRunningHookAndNamesEveryFileNotRun) {
   const std::string d = dir_.string();
   HookOptions o;
-  o.command = script("gate.sh", "echo \"$1\" >> '" + d + "/started'\n"
-                                "while [ ! -e '" + d + "/release' ]; do sleep 0.02; done");
+  o.command = script("gate.sh",
+                     "echo \"$1\" >> \"$D/started\"\n"
+                     "while [ ! -e \"$D/release\" ]; do sleep 0.02; done");
   start(o);
   runner_->enqueue(file("running"));
   ASSERT_TRUE(eventually([&] { return fs::exists(dir_ / "started"); }));
@@ -323,8 +326,9 @@ TEST_F(HookRunnerTest, ShutdownWaitsForTheRunningHookAndNamesEveryFileNotRun) {
 TEST_F(HookRunnerTest, QueuedHookFollowsItsFileWhenANewerOneTakesItsName) {
   const std::string d = dir_.string();
   HookOptions o;
-  o.command = script("gate.sh", "echo \"$1\" >> '" + d + "/started'\n"
-                                "while [ ! -e '" + d + "/release' ]; do sleep 0.02; done");
+  o.command = script("gate.sh",
+                     "echo \"$1\" >> \"$D/started\"\n"
+                     "while [ ! -e \"$D/release\" ]; do sleep 0.02; done");
   start(o);
   runner_->enqueue(file("first"));
   ASSERT_TRUE(eventually([&] { return fs::exists(dir_ / "started"); }));
@@ -337,12 +341,12 @@ TEST_F(HookRunnerTest, QueuedHookFollowsItsFileWhenANewerOneTakesItsName) {
 }
 
 TEST_F(HookRunnerTest, SeveralJobsRunAtOnce) {
-  const std::string d = dir_.string();
   HookOptions o;
   o.jobs = 3;
   // Each waits until all three have started: with fewer at once this would never finish.
-  o.command = script("meet.sh", "echo x >> '" + d + "/started'\n"
-                                "while [ \"$(wc -l < '" + d + "/started')\" -lt 3 ]; do sleep 0.02; done");
+  o.command = script("meet.sh",
+                     "echo x >> \"$D/started\"\n"
+                     "while [ \"$(wc -l < \"$D/started\")\" -lt 3 ]; do sleep 0.02; done");
   start(o);
   for (const char* n : {"a", "b", "c"}) runner_->enqueue(file(n));
   ASSERT_TRUE(eventually([&] { return finished() == 3; })) << log_.text();
@@ -358,9 +362,8 @@ TEST_F(HookRunnerTest, WaitIdleReturnsWhenEveryHookRanOrOnStop) {
   EXPECT_TRUE(runner_->wait_idle(never.get_token()));
   EXPECT_EQ(runner_->counters().ok, 5u);
 
-  const std::string d = dir_.string();
   runner_.reset();
-  o.command = script("block.sh", "while [ ! -e '" + d + "/release' ]; do sleep 0.02; done");
+  o.command = script("block.sh", "while [ ! -e \"$D/release\" ]; do sleep 0.02; done");
   start(o);
   runner_->enqueue(file("blocked"));
   std::stop_source stop;
