@@ -7,21 +7,30 @@
 namespace ddft::common {
 namespace {
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF; JSON text must be valid UTF-8).
 size_t utf8_length(std::string_view s, size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
   size_t len = 0;
+  unsigned char lo = 0x80;  // the range of the second byte
+  unsigned char hi = 0xBF;
   if (c >= 0xC2 && c <= 0xDF) {
     len = 2;
   } else if (c >= 0xE0 && c <= 0xEF) {
     len = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong below
+    if (c == 0xED) hi = 0x9F;  // UTF-16 surrogates above
   } else if (c >= 0xF0 && c <= 0xF4) {
     len = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong below
+    if (c == 0xF4) hi = 0x8F;  // beyond U+10FFFF above
   } else {
     return 0;
   }
   if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
+  const auto second = static_cast<unsigned char>(s[i + 1]);
+  if (second < lo || second > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
     if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
   }
   return len;

@@ -3,9 +3,14 @@
 #include <fmt/format.h>
 #include <spdlog/details/file_helper.h>
 #include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/syslog_sink.h>
+#include <syslog.h>
 
 #include <mutex>
 #include <vector>
+
+#include "common/log_format.hpp"
 
 namespace ddft::common {
 namespace {
@@ -100,8 +105,20 @@ std::shared_ptr<spdlog::logger> setup_logging(const LogConfig& cfg, const std::s
     std::lock_guard lock(g_file_sink_mu);
     g_file_sink = file;
   }
+  if (cfg.syslog) {
+    // The bare message (formatting off): syslog adds its own time, host and ident. Levels map to
+    // syslog priorities (warn -> LOG_WARNING, err -> LOG_ERR, ...).
+    sinks.push_back(std::make_shared<spdlog::sinks::syslog_sink_mt>(name, LOG_PID, LOG_DAEMON,
+                                                                    /*enable_formatting=*/false));
+  }
   auto logger = std::make_shared<spdlog::logger>(name, sinks.begin(), sinks.end());
-  logger->set_pattern(kDftsPattern, spdlog::pattern_time_type::local);
+  if (cfg.format == "json") {
+    logger->set_formatter(std::make_unique<JsonLogFormatter>(name));
+  } else if (cfg.format == "text") {
+    logger->set_pattern(kDftsPattern, spdlog::pattern_time_type::local);
+  } else {
+    throw spdlog::spdlog_ex("unknown log format '" + cfg.format + "' (text or json)");
+  }
   logger->set_level(cfg.verbose ? spdlog::level::debug : spdlog::level::info);
   // Every line is an operator-visible event; flush each so a tail -f or a crash never hides one.
   logger->flush_on(spdlog::level::trace);

@@ -17,6 +17,8 @@ struct LogConfig {
   std::string log_file;   // empty: console only
   bool verbose = false;   // debug lines too
   bool quiet = false;     // no console output (the log file still gets everything)
+  bool syslog = false;    // also every line to syslog (facility daemon, ident = program name)
+  std::string format = "text";  // text (the DFTS lines) or json (console and log file)
 };
 
 // The DFTS timestamp prefix: "10/02-15:52:54 " then the message, which carries its own
@@ -70,9 +72,11 @@ Console& stdout_console();
 // An spdlog sink that writes each formatted line to `console`, which must outlive it.
 spdlog::sink_ptr make_console_sink(Console& console);
 
-// Builds the process-wide logger "ddft" (console on stdout, plus `cfg.log_file` when set) with
-// the DFTS pattern, registers it as spdlog's default and returns it. Throws spdlog::spdlog_ex when
-// the log file cannot be opened (startup only). Call once, from main, before any thread starts.
+// Builds the process-wide logger `name` (console on stdout, plus `cfg.log_file` when set, plus
+// syslog with `cfg.syslog`) in the DFTS format or, with cfg.format "json", one JSON object a line
+// (common/log_format.hpp; syslog always gets the bare message, it stamps lines itself), registers
+// it as spdlog's default and returns it. Throws spdlog::spdlog_ex when the log file cannot be
+// opened (startup only). Call once, from main, before any thread starts.
 std::shared_ptr<spdlog::logger> setup_logging(const LogConfig& cfg, const std::string& name);
 
 // Closes and reopens the log file (if any) under its configured name: what SIGHUP does, so that

@@ -459,6 +459,18 @@ void Assembler::handle_announce(const Packet& p) {
   f->announced = f->last_packet = clock_.now();
   f->next_report = cfg_.report_mb * 1024 * 1024;
 
+  // Receive filters are policy, not a failure: logged and counted, no record. They apply to
+  // acceptable names only, so a hostile name is refused (and recorded) as such whatever the
+  // patterns say. The file's data and end packets are then dropped as of an unknown file.
+  if (!cfg_.filter.empty() && out_.check_path(f->path).empty()) {
+    if (auto why = cfg_.filter.refusal(f->path)) {
+      ++counters_.files_filtered;
+      ++session_files_.filtered;
+      spdlog::info("Info: filtered {}: {}", common::json_quote(f->path), *why);
+      return;
+    }
+  }
+
   std::string reason;
   const uint64_t bitmap_words = f->chunks_total / 64 + 1;
   // Room for it: the free space less what the files still in flight will write.
@@ -1032,6 +1044,29 @@ void Assembler::finish_rename(File& f) {
   ++counters_.files_passed;
   if (f.session == session_) ++session_files_.passed;
   counters_.bytes_delivered += f.size;
+  if (on_delivered_) {
+    DeliveredFile d;
+    std::string_view root = out_.root();
+    while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
+    d.final_path = std::string(root) + (root == "/" ? "" : "/") + f.path;
+    d.rel_path = f.path;
+    d.size = f.size;
+    if (f.verify == common::VerifyType::kNone) {
+      d.key = "none";
+    } else {
+      common::Digest digest;
+      digest.size = f.end.key_len;
+      digest.bytes = f.end.key;
+      d.key = fmt::format("0x{:08X}", digest.key32());
+    }
+    d.session = f.session;
+    if (!moved_old.empty()) {
+      // The old file was moved within the new one's folder.
+      const size_t slash = d.final_path.rfind('/');
+      d.displaced_to = d.final_path.substr(0, slash + 1) + moved_old;
+    }
+    on_delivered_(d);
+  }
   destroy(f);
 }
 
@@ -1263,9 +1298,10 @@ void Assembler::log_summary() const {
       ++finishing;
     }
   }
-  spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused{}; packets: {} "
-               "received, {} lost, {} rejected, {} from other sessions{}{}",
+  spdlog::info("Info: session {:016x}: {} file(s) passed, {} failed, {} refused, {} filtered{}; "
+               "packets: {} received, {} lost, {} rejected, {} from other sessions{}{}",
                session_, session_files_.passed, session_files_.failed, session_files_.refused,
+               session_files_.filtered,
                finishing > 0 ? fmt::format(", {} still being written", finishing) : "",
                seq_.received(), seq_.lost(), rejected, counters_.other_session,
                rebuilt + lost_groups > 0

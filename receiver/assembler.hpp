@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -25,6 +26,7 @@
 #include "common/seal.hpp"
 #include "common/block_io.hpp"
 #include "receiver/config.hpp"
+#include "receiver/delivered_file.hpp"
 #include "receiver/fec_decoder.hpp"
 #include "receiver/ingest.hpp"
 #include "receiver/output_dir.hpp"
@@ -93,6 +95,7 @@ struct AssemblerCounters {
   uint64_t files_passed = 0;
   uint64_t files_failed = 0;
   uint64_t files_refused = 0;
+  uint64_t files_filtered = 0;  // refused by --include/--exclude (policy: logged, no record)
   uint64_t bytes_delivered = 0;
   uint64_t sessions = 0;
   uint64_t lost_in_past_sessions = 0;  // sequence gaps of the sessions before the current one
@@ -146,6 +149,12 @@ class Assembler {
   const WaitStats& wait_stats() const { return waits_; }
   // Logs the session summary line ("Info: session ... : N passed, M failed, ...").
   void log_summary() const;
+  // Called on the writer thread for each file verified and renamed into place, right after its
+  // File: line. It must not block (the --on-complete runner only queues). Set before the first
+  // datagram.
+  void set_on_delivered(std::function<void(const DeliveredFile&)> fn) {
+    on_delivered_ = std::move(fn);
+  }
 
  private:
   struct File;
@@ -267,6 +276,7 @@ class Assembler {
     uint64_t passed = 0;
     uint64_t failed = 0;
     uint64_t refused = 0;
+    uint64_t filtered = 0;
   };
   SessionFiles session_files_;
   // Files in flight by (session, file id): a restarted sender reuses ids while the old session's
@@ -285,6 +295,7 @@ class Assembler {
   IntervalStat fw_;
   WaitStats waits_;
   AssemblerCounters counters_;
+  std::function<void(const DeliveredFile&)> on_delivered_;
 };
 
 }  // namespace ddft::receiver

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/metrics.hpp"
+#include "common/log_format.hpp"
 #include "common/protocol.hpp"
 
 namespace ddft::receiver {
@@ -107,12 +108,35 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
                  "Refuse announced paths with more components (folders and the name) than this")
       ->check(CLI::Range(size_t{1}, size_t{2048}))
       ->capture_default_str();
+  app.add_option("--include", cfg.includes,
+                 "Take only files matching this glob (repeatable): without '/' it matches the base "
+                 "name, with '/' the whole relative path ('*' crossing '/'); others are logged and "
+                 "dropped")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--exclude", cfg.excludes,
+                 "Drop files matching this glob (repeatable; wins over --include): logged, not "
+                 "written, no failure record")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--on-complete", cfg.on_complete,
+                 "Run this command on each file verified and in place, off the receive path: "
+                 "/bin/sh -c 'CMD \"$@\"' with the file's final path as the last argument, and "
+                 "DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY, DDFT_SESSION in the environment. "
+                 "Its exit status is logged; whatever it does, the file stays delivered");
+  app.add_option("--on-complete-timeout", cfg.on_complete_timeout_s,
+                 "Seconds an --on-complete command may run; then its process group is killed "
+                 "(SIGTERM, SIGKILL 5 s later)")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--on-complete-jobs", cfg.on_complete_jobs,
+                 "--on-complete commands running at once")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
   app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
   app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
   common::add_metrics_option(app, cfg.metrics);
-  app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
-  app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
-  app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");
+  common::add_log_options(app, cfg.log);
   app.add_option("--test-stall-writer-s", cfg.test_stall_writer_s)->group("");
   app.add_option("--test-stall-after-mb", cfg.test_stall_after_mb)->group("");
 }
@@ -128,6 +152,11 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
     throw CLI::ValidationError("--device", "--transport device needs --device PATH");
   }
   if (cfg.failed_dir.empty()) cfg.failed_dir = cfg.output + "/.failed";
+  try {
+    cfg.filter = common::PathFilter(cfg.includes, cfg.excludes);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError(e.what());  // "--exclude '[a': unclosed '['"
+  }
   cfg.write_mode = cfg.write_mode_text == "rwd"   ? WriteMode::kDataSync
                    : cfg.write_mode_text == "rws" ? WriteMode::kFullSync
                                                   : WriteMode::kBuffered;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/logging.hpp"
+#include "common/path_filter.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
 #include "common/block_io.hpp"
@@ -57,6 +58,15 @@ struct ReceiverConfig {
   size_t max_files_in_flight = 32;    // files open at once; more fail the oldest
   PathLimits path_limits;             // --max-path-length, --max-path-depth
   std::string metrics;                // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
+  // Receive filters (--include, --exclude GLOB, repeatable): a file they refuse is logged,
+  // counted and dropped at its announce; it is policy, so nothing goes to the failed folder.
+  std::vector<std::string> includes;
+  std::vector<std::string> excludes;
+  common::PathFilter filter;          // built from them by finalize_receiver_config()
+  // --on-complete CMD: run on each delivered file, off the receive path (receiver/hook_runner.hpp).
+  std::string on_complete;            // empty: none
+  double on_complete_timeout_s = 300;  // then its process group is killed
+  unsigned on_complete_jobs = 1;      // hooks running at once
   common::LogConfig log;
   // Test hook: the writer stalls once for this many seconds after test_stall_after_mb MiB were
   // written (0 = off). Hidden from --help.

@@ -57,6 +57,27 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
           "Announced files refused at once (name, limits, free space, collision policy); "
           "recorded in the failed folder",
           [st, num] { return num(st->writer.counters.files_refused); });
+  reg.add(kCounter, "ddft_receive_files_filtered_total",
+          "Announced files dropped by --include/--exclude (policy: logged, no record)",
+          [st, num] { return num(st->writer.counters.files_filtered); });
+  if (const HookRunner* hooks = rx.hooks()) {
+    // The runner's counters are atomics of their own, read live.
+    const char* help =
+        "--on-complete commands by outcome: ok (exit 0), failed (another exit status or a "
+        "signal), timed_out (killed at --on-complete-timeout), not_run (queue full, receiver "
+        "stopping, or the shell could not start); the file stays delivered whatever the outcome";
+    const HookCounters& c = hooks->counters();
+    reg.add(kCounter, "ddft_receive_hooks_total", help, [&c, num] { return num(c.ok.load()); },
+            {{"outcome", "ok"}});
+    reg.add(kCounter, "ddft_receive_hooks_total", help,
+            [&c, num] { return num(c.failed.load()); }, {{"outcome", "failed"}});
+    reg.add(kCounter, "ddft_receive_hooks_total", help,
+            [&c, num] { return num(c.timed_out.load()); }, {{"outcome", "timed_out"}});
+    reg.add(kCounter, "ddft_receive_hooks_total", help,
+            [&c, num] { return num(c.not_run.load()); }, {{"outcome", "not_run"}});
+    reg.add(kGauge, "ddft_receive_hooks_pending", "--on-complete commands queued, not started",
+            [hooks, num] { return num(hooks->pending()); });
+  }
   reg.add(kCounter, "ddft_receive_bytes_delivered_total",
           "Bytes of the files delivered, counted when each file is in place",
           [st, num] { return num(st->writer.counters.bytes_delivered); });

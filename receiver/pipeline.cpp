@@ -3,8 +3,10 @@
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <thread>
 
+#include "common/json.hpp"
 #include "receiver/ingest.hpp"
 #include "receiver/slot_ring.hpp"
 #include "receiver/stall_hook.hpp"
@@ -60,6 +62,19 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
                                            uint64_t{cfg.test_stall_after_mb} << 20);
   }
   if (!note.empty()) spdlog::warn("Warn: {}", note);
+  if (!cfg.on_complete.empty() && cfg.null_sink) {
+    spdlog::warn("Warn: --on-complete is not run with --sink null (no file is written)");
+  } else if (!cfg.on_complete.empty()) {
+    HookOptions ho;
+    ho.command = cfg.on_complete;
+    ho.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(cfg.on_complete_timeout_s));
+    ho.jobs = cfg.on_complete_jobs;
+    hooks_ = std::make_unique<HookRunner>(ho, clock_);
+    spdlog::info("Info: on-complete: {} (at most {} at once, timeout {:g} s)",
+                 common::json_quote(cfg.on_complete), cfg.on_complete_jobs,
+                 cfg.on_complete_timeout_s);
+  }
   spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets "
                "of up to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
                cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string(),
@@ -109,6 +124,19 @@ ReceiverStatus Receiver::status() const {
 
 ReceiveTotals Receiver::run(std::stop_token stop) {
   Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
+  if (hooks_) {
+    // The command runs from the receiver's working folder: give it an absolute path.
+    const std::string cwd = std::filesystem::current_path().string();
+    auto absolute = [cwd](const std::string& p) {
+      return p.empty() || p.front() == '/' ? p : cwd + "/" + p;
+    };
+    assembler.set_on_delivered([&h = *hooks_, absolute](const DeliveredFile& d) {
+      DeliveredFile abs = d;
+      abs.final_path = absolute(d.final_path);
+      if (!d.displaced_to.empty()) h.file_moved(abs.final_path, absolute(d.displaced_to));
+      h.enqueue(abs);
+    });
+  }
   Ingest& ingest = *ingest_;
   std::stop_source ingest_stop;
   std::jthread rx([&] {
@@ -173,6 +201,12 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   });
   writer_thread.join();
   assembler.log_summary();
+  if (hooks_) {
+    // --once: the session is over but its hooks are part of the job (a signal still cuts it
+    // short). Otherwise only the running ones finish.
+    if (cfg_.once) hooks_->wait_idle(stop);
+    hooks_->stop();
+  }
   if (const long drops = source_->link_drops(); drops > 0) {
     if (cfg_.transport_text == "device") {
       spdlog::warn("Warn: {} byte(s) read from the device did not form valid packets and were "
@@ -189,6 +223,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   t.files_passed = assembler.counters().files_passed;
   t.files_failed = assembler.counters().files_failed;
   t.files_refused = assembler.counters().files_refused;
+  t.files_filtered = assembler.counters().files_filtered;
   t.datagrams = ingest.counters().datagrams.load();
   t.ring_full_drops = ingest.counters().ring_full_drops.load();
   t.lost = assembler.seq().lost();

@@ -12,9 +12,14 @@
 //                                                ──> OutputDir: temp file -> verify -> sync ->
 //                                                    rename (collision policy), or failed folder
 //                                                    + JSON record
+//                                                ──> HookRunner (--on-complete): the writer only
+//                                                    queues each delivered file; threads
+//                                                    "hook1".."hookN" run the command
 //
 // Stop: the ingest thread stops first; the writer drains what the ring already holds, then every
-// file still in flight is recorded as failed ("receiver stopped") and all I/O is waited for.
+// file still in flight is recorded as failed ("receiver stopped") and all I/O is waited for. Then
+// running hooks finish (each up to --on-complete-timeout; with --once, queued ones run too) and
+// every file whose hook never ran is logged.
 #pragma once
 
 #include <functional>
@@ -27,6 +32,7 @@
 #include "receiver/assembler.hpp"
 #include "receiver/config.hpp"
 #include "receiver/ingest.hpp"
+#include "receiver/hook_runner.hpp"
 #include "receiver/slot_ring.hpp"
 
 namespace ddft::receiver {
@@ -35,6 +41,7 @@ struct ReceiveTotals {
   uint64_t files_passed = 0;
   uint64_t files_failed = 0;
   uint64_t files_refused = 0;
+  uint64_t files_filtered = 0;
   uint64_t datagrams = 0;
   uint64_t ring_full_drops = 0;
   uint64_t lost = 0;
@@ -78,6 +85,9 @@ class Receiver {
   ReceiveTotals run(std::stop_token stop);
   // Thread-safe; cheap but for link_drops (a read of /proc/net/udp).
   ReceiverStatus status() const;
+  // The --on-complete runner (its counters() are readable from any thread), or null without
+  // --on-complete. Lives as long as the receiver.
+  const HookRunner* hooks() const { return hooks_.get(); }
 
  private:
   void publish(const Assembler& assembler);
@@ -92,6 +102,7 @@ class Receiver {
   std::unique_ptr<common::BlockIo> writer_;
   mutable std::mutex status_mu_;
   WriterStatus published_;  // guarded by status_mu_
+  std::unique_ptr<HookRunner> hooks_;
 };
 
 }  // namespace ddft::receiver

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "common/metrics.hpp"
+#include "common/log_format.hpp"
 
 namespace ddft::sender {
 
@@ -141,9 +142,7 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
       ->capture_default_str();
   common::add_metrics_option(app, cfg.metrics);
   add_hot_folder_options(app, cfg);
-  app.add_option("--log-file", cfg.log.log_file, "Also write the log to this file");
-  app.add_flag("--verbose,-v", cfg.log.verbose, "Debug lines too");
-  app.add_flag("--quiet,-q", cfg.log.quiet, "No console output");
+  common::add_log_options(app, cfg.log);
   app.add_option("--progress", cfg.progress_text,
                  "Live progress of the file and of the whole batch (bytes, rate, ETA): auto when "
                  "stdout is a terminal and not --quiet, on, off")

@@ -12,12 +12,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "common/protocol.hpp"
 #include "process.hpp"
+#include "support/json_check.hpp"
 
 namespace ddft::testing {
 namespace {
@@ -187,6 +190,72 @@ TEST_F(EndToEnd, SameNameKeepsTheOldFile) {
   EXPECT_EQ(read_file(out_ / "dir/same.txt"), "new");
   EXPECT_EQ(read_file(out_ / "dir/same.1.txt"), "old");
   EXPECT_NE(rx_log().find("kept as same.1.txt"), std::string::npos) << rx_log();
+}
+
+// Issue 8's receive side with the real daemon: --on-complete gets each delivered file's final
+// path and a failing hook leaves its file delivered, --exclude drops a file without a failure
+// record, and --log-format json writes one JSON object per line.
+TEST_F(EndToEnd, OnCompleteHooksFiltersAndJsonLog) {
+  std::ofstream(src_ / "a.txt") << "a";
+  fs::create_directories(src_ / "sub");
+  std::ofstream(src_ / "sub" / "b c.txt") << "b";
+  std::ofstream(src_ / "bad.txt") << "bad";
+  std::ofstream(src_ / "draft.skip") << "never";
+  const fs::path hook = base_ / "hook.sh";
+  std::ofstream(hook) << "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '" << (base_ / "hooked.txt").string()
+                      << "'\ncase \"$1\" in */bad.txt) echo 'scan: infected' >&2; exit 7;; esac\n";
+  fs::permissions(hook, fs::perms::owner_all);
+  start_receiver({"--on-complete", hook.string(), "--exclude", "*.skip", "--log-format", "json"});
+  ASSERT_EQ(send({src_.string() + "/"}), 0) << tx_log();
+  // A filtered file and a failing hook are not failed files: --once exits 0.
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+
+  // --once waits for the session's hooks: each ran once, on the final path.
+  std::istringstream hooked(read_file(base_ / "hooked.txt"));
+  std::vector<std::string> paths;
+  for (std::string line; std::getline(hooked, line);) paths.push_back(line);
+  std::sort(paths.begin(), paths.end());
+  EXPECT_EQ(paths, (std::vector<std::string>{(out_ / "a.txt").string(), (out_ / "bad.txt").string(),
+                                             (out_ / "sub/b c.txt").string()}));
+  EXPECT_EQ(read_file(out_ / "bad.txt"), "bad");  // its hook failed; it stays delivered
+  EXPECT_FALSE(fs::exists(out_ / "draft.skip"));
+  EXPECT_TRUE(failed_records(out_).empty());
+
+  // Every line one JSON object; the messages are the text format's.
+  std::istringstream log(rx_log());
+  std::map<std::string, std::string> level_of;  // msg -> level
+  int lines = 0;
+  for (std::string line; std::getline(log, line);) {
+    ++lines;
+    std::string error;
+    const auto obj = JsonChecker::parse_flat_object(line, &error);
+    ASSERT_TRUE(obj) << error << ": " << line;
+    ASSERT_EQ(obj->size(), 4u) << line;
+    EXPECT_EQ(obj->at("program"), "dd_file_receive");
+    EXPECT_TRUE(std::regex_match(
+        obj->at("time"), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d)")))
+        << line;
+    level_of[obj->at("msg")] = obj->at("level");
+  }
+  EXPECT_GT(lines, 8);
+  auto find = [&](const std::string& prefix) -> std::string {
+    for (const auto& [msg, level] : level_of) {
+      if (msg.rfind(prefix, 0) == 0) return level + " " + msg;
+    }
+    return "";
+  };
+  EXPECT_EQ(find("Info: filtered"),
+            "info Info: filtered \"draft.skip\": matches --exclude '*.skip'");
+  EXPECT_NE(find("Info: on-complete \"a.txt\": exit 0 ("), "") << rx_log();
+  EXPECT_NE(find("Info: on-complete \"sub/b c.txt\": exit 0 ("), "") << rx_log();
+  const std::string bad = find("Warn: on-complete \"bad.txt\": exit 7 (");
+  EXPECT_EQ(bad.rfind("warning ", 0), 0u) << rx_log();
+  EXPECT_NE(bad.find("; output: \"scan: infected\")"), std::string::npos) << bad;
+  EXPECT_NE(find("Info: on-complete: 2 ok, 1 failed, 0 timed out, 0 not run"), "") << rx_log();
+  EXPECT_NE(find("File: bad.txt, Trans: 3 (bytes)"), "") << rx_log();
+  const std::string summary = find("Info: session ");
+  EXPECT_NE(summary.find(": 3 file(s) passed, 0 failed, 0 refused, 1 filtered;"), std::string::npos)
+      << summary;
 }
 
 TEST_F(EndToEnd, SenderKilledMidFileLeavesNoFinalFile) {

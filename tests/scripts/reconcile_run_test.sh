@@ -36,7 +36,7 @@ manifest=$work/sent.jsonl
 # Session 2: a real receiver.
 p=$(port)
 "$recv_bin" --listen "127.0.0.1:$p" --output "$work/out" --once --log-file "$work/rx.log" \
-  --file-timeout 2 --max-file-size 1MiB --exclude '*.tmp' --buffer-mb 64 > /dev/null 2>&1 &
+  --file-timeout 2 --max-file-size 1MiB --exclude '*.tmp' --buffer-mb 96 --write-buffers 16 > /dev/null 2>&1 &
 rx=$!
 for _ in $(seq 100); do grep -q "receiving on" "$work/rx.log" 2>/dev/null && break; sleep 0.05; done
 flock --exclusive "$work/src/locked.bin" sleep 60 &

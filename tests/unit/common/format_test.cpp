@@ -57,6 +57,11 @@ TEST(Json, QuotesHostileNames) {
   EXPECT_EQ(json_quote(std::string("nl\nnul\0x", 8)), "\"nl\\nnul\\u0000x\"");
   EXPECT_EQ(json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");  // valid UTF-8 kept
   EXPECT_EQ(json_quote("bad\xff"), "\"bad\\u00ff\"");        // invalid byte escaped
+  // Not valid UTF-8 either, though the lead bytes look right: each byte is escaped.
+  EXPECT_EQ(json_quote("\xed\xa0\x80"), "\"\\u00ed\\u00a0\\u0080\"");  // a UTF-16 surrogate
+  EXPECT_EQ(json_quote("\xe0\x80\xaf"), "\"\\u00e0\\u0080\\u00af\"");  // overlong '/'
+  EXPECT_EQ(json_quote("\xf4\x90\x80\x80"), "\"\\u00f4\\u0090\\u0080\\u0080\"");  // > U+10FFFF
+  EXPECT_EQ(json_quote("\xf0\x9f\x93\x81"), "\"\xf0\x9f\x93\x81\"");  // U+1F4C1 kept
 }
 
 }  // namespace

@@ -433,9 +433,9 @@ TEST_P(AssemblerTest, SessionSummaryCountsThatSessionsFilesOnly) {
   settle();
   asm_->log_summary();
   const std::string text = log.text();
-  EXPECT_NE(text.find("session 000000000000001a: 2 file(s) passed, 0 failed, 0 refused;"),
+  EXPECT_NE(text.find("session 000000000000001a: 2 file(s) passed, 0 failed, 0 refused, 0 filtered;"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("session 000000000000001b: 1 file(s) passed, 0 failed, 0 refused;"),
+  EXPECT_NE(text.find("session 000000000000001b: 1 file(s) passed, 0 failed, 0 refused, 0 filtered;"),
             std::string::npos) << text;
 }
 
@@ -1119,6 +1119,89 @@ TEST_P(AssemblerTest, PathsBeyondTheLimitsAreRefusedWithTheirReason) {
   EXPECT_NE(all.find("path of 41 bytes is longer than --max-path-length 40"), std::string::npos);
   EXPECT_NE(all.find("a name the receiver keeps for its own files"), std::string::npos);
   EXPECT_EQ(asm_->counters().files_refused, 3u);
+}
+
+TEST_P(AssemblerTest, ReceiveFiltersDropFilesWithoutARecord) {
+  cfg_.filter = common::PathFilter({"*.txt", "keep/*"}, {"draft*", "keep/tmp/*"});
+  build();
+  LogCapture log;
+  FakeSender tx(77);
+  feed(tx.file(1, "a.txt", "delivered"));
+  feed(tx.file(2, "b.bin", "no include matches"));
+  feed(tx.file(3, "sub/draft.txt", "excluded by its base name"));
+  feed(tx.file(4, "keep/x.bin", "included by its path"));
+  feed(tx.file(5, "keep/tmp/y.txt", "excluded by its path"));
+  auto again = tx.announce(2, "b.bin", 18);
+  feed(again);  // a repeated announce of a filtered file is not logged twice
+  // A hostile name is refused and recorded as such, whatever the filters say.
+  feed(tx.file(6, "../evil.bin", "refused"));
+  settle();
+  asm_->log_summary();
+  EXPECT_EQ(read(base_ / "out/a.txt"), "delivered");
+  EXPECT_EQ(read(base_ / "out/keep/x.bin"), "included by its path");
+  EXPECT_FALSE(fs::exists(base_ / "out/b.bin"));
+  EXPECT_FALSE(fs::exists(base_ / "out/sub"));  // not even its folder
+  EXPECT_FALSE(fs::exists(base_ / "out/keep/tmp"));
+  EXPECT_EQ(asm_->counters().files_passed, 2u);
+  EXPECT_EQ(asm_->counters().files_filtered, 3u);
+  EXPECT_EQ(asm_->counters().files_failed, 0u);
+  EXPECT_EQ(asm_->counters().files_refused, 1u);
+  EXPECT_GT(asm_->counters().unknown_file, 0u);  // their data and end packets, dropped
+  ASSERT_EQ(records().size(), 1u);  // the hostile one's only: filtering is not a failure
+  EXPECT_NE(read(records()[0]).find("evil.bin"), std::string::npos);
+  const std::string text = log.text();
+  EXPECT_NE(text.find("Info: filtered \"b.bin\": matches no --include\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Info: filtered \"sub/draft.txt\": matches --exclude 'draft*'\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Info: filtered \"keep/tmp/y.txt\": matches --exclude 'keep/tmp/*'\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("filtered \"b.bin\"", text.find("filtered \"b.bin\"") + 1), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2 file(s) passed, 0 failed, 1 refused, 3 filtered;"), std::string::npos)
+      << text;
+}
+
+TEST_P(AssemblerTest, EachDeliveredFileIsReportedWithItsFinalPathAndKey) {
+  cfg_.on_collision = CollisionPolicy::kRename;
+  build();
+  std::vector<DeliveredFile> got;
+  asm_->set_on_delivered([&](const DeliveredFile& d) { got.push_back(d); });
+  LogCapture log;
+  FakeSender tx(0x0f3c9a7d12e45b60);
+  feed(tx.file(1, "d/x.txt", "first"));
+  settle();
+  feed(tx.file(2, "d/x.txt", "second"));  // same name: the first is kept as d/x.1.txt
+  settle();
+  const std::string none = "not verified";
+  feed(tx.announce(3, "n.bin", none.size(), common::VerifyType::kNone));
+  feed(tx.data(3, none));
+  feed(tx.end(3, none, common::VerifyType::kNone));
+  feed(tx.announce(4, "failed.bin", 1));  // a file that fails verification is not reported
+  feed(tx.data(4, "x"));
+  feed(tx.end(4, "y"));
+  settle();
+  ASSERT_EQ(got.size(), 3u);
+  const std::string root = base_.string() + "/out/";
+  EXPECT_EQ(got[0].final_path, root + "d/x.txt");
+  EXPECT_EQ(got[0].rel_path, "d/x.txt");
+  EXPECT_EQ(got[0].size, 5u);
+  EXPECT_EQ(got[0].session, 0x0f3c9a7d12e45b60u);
+  EXPECT_EQ(got[0].displaced_to, "");
+  EXPECT_EQ(got[1].final_path, root + "d/x.txt");
+  EXPECT_EQ(got[1].displaced_to, root + "d/x.1.txt");
+  EXPECT_EQ(read(got[1].displaced_to), "first");
+  EXPECT_EQ(got[2].key, "none");
+  // The key is the File: line's.
+  const std::string text = log.text();
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(got[i].key.size(), 10u);
+    EXPECT_EQ(got[i].key.substr(0, 2), "0x");
+    EXPECT_NE(text.find("Key: " + got[i].key + ", B2B Passed"), std::string::npos) << text;
+  }
+  EXPECT_NE(got[0].key, got[1].key);
 }
 
 TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {
