@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstddef>
 
+#include <string_view>
 #include <utility>
 
 namespace ddft::common {
@@ -50,6 +51,18 @@ inline ssize_t read_up_to(int fd, char* buf, size_t len) {
     got += static_cast<size_t>(n);
   }
   return static_cast<ssize_t>(got);
+}
+
+// Writes all of `data` to `fd`, retrying on EINTR and short writes. False on an error (errno
+// set) or when the file takes no more (a write of 0).
+inline bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
 }
 
 }  // namespace ddft::common

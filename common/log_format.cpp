@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <ctime>
 #include <iterator>
 #include <string_view>
 
@@ -52,22 +51,8 @@ std::string_view level_name(spdlog::level::level_enum level) {
 JsonLogFormatter::JsonLogFormatter(std::string program) : program_(json_quote(program)) {}
 
 void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
-  using namespace std::chrono;
-  const auto since_epoch = duration_cast<milliseconds>(msg.time.time_since_epoch()).count();
-  // Floor division: a time before the epoch (a broken clock) still prints a valid stamp.
-  const long long secs = since_epoch / 1000 - (since_epoch % 1000 < 0 ? 1 : 0);
-  const long long millis = since_epoch - secs * 1000;
-  const auto t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  ::localtime_r(&t, &tm);
-  const long offset_min = tm.tm_gmtoff / 60;
-  const long abs_min = offset_min < 0 ? -offset_min : offset_min;
-  fmt::format_to(std::back_inserter(dest),
-                 "{{\"time\":\"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}{}{:02}:{:02}\","
-                 "\"level\":\"{}\",\"program\":{},\"msg\":{}}}\n",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 millis, offset_min < 0 ? '-' : '+', abs_min / 60, abs_min % 60,
-                 level_name(msg.level), program_,
+  fmt::format_to(std::back_inserter(dest), "{{\"time\":\"{}\",\"level\":\"{}\",\"program\":{},\"msg\":{}}}\n",
+                 iso8601_local(msg.time), level_name(msg.level), program_,
                  json_quote(std::string_view(msg.payload.data(), msg.payload.size())));
 }
 

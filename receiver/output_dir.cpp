@@ -22,6 +22,8 @@
 #include "common/json.hpp"
 
 namespace ddft::receiver {
+using common::write_all;
+
 namespace {
 
 constexpr std::string_view kTempPrefix = ".ddft-";
@@ -29,16 +31,6 @@ constexpr std::string_view kTempSuffix = ".part";
 constexpr size_t kNameMax = 255;
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 // Opens folder `name` (one path component) of `dir` with no symlink followed anywhere and nothing
 // resolved outside `dir` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS). Kernels before 5.6

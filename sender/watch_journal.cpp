@@ -14,6 +14,8 @@
 #include "common/hash.hpp"
 
 namespace ddft::sender {
+using common::write_all;
+
 namespace {
 
 std::error_code last_error() { return {errno, std::generic_category()}; }
@@ -67,17 +69,6 @@ template <typename T>
 bool parse_number(std::string_view s, T* out) {
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && ptr == s.data() + s.size() && !s.empty();
-}
-
-// Writes all of `data` at the end of `fd`, retrying on EINTR and short writes.
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 // Syncs the folder holding `path`, so that a rename or a new file in it survives a crash.

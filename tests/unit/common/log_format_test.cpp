@@ -15,32 +15,14 @@
 
 #include "common/logging.hpp"
 #include "support/json_check.hpp"
+#include "support/scoped_tz.hpp"
 
 namespace ddft::common {
 namespace {
 namespace fs = std::filesystem;
 using testing::JsonChecker;
 
-// Sets TZ for the test's lifetime (localtime_r follows it after tzset()).
-class ScopedTz {
- public:
-  explicit ScopedTz(const char* tz) {
-    if (const char* old = std::getenv("TZ")) old_ = old;
-    ::setenv("TZ", tz, 1);
-    ::tzset();
-  }
-  ~ScopedTz() {
-    if (old_) {
-      ::setenv("TZ", old_->c_str(), 1);
-    } else {
-      ::unsetenv("TZ");
-    }
-    ::tzset();
-  }
-
- private:
-  std::optional<std::string> old_;
-};
+using testing::ScopedTz;
 
 // 2026-11-22T17:20:01.123Z plus `ms` milliseconds.
 spdlog::log_clock::time_point at(int64_t ms = 0) {

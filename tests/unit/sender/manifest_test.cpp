@@ -14,6 +14,7 @@
 
 #include "common/json.hpp"
 #include "sender/pipeline.hpp"
+#include "support/scoped_tz.hpp"
 
 namespace ddft::sender {
 namespace {
@@ -24,26 +25,7 @@ using std::chrono::system_clock;
 // 2026-11-22 17:20:01.123 UTC.
 const system_clock::time_point kTime = system_clock::time_point(1795368001123ms);
 
-// Sets TZ for one test and puts the old one back.
-class ScopedTz {
- public:
-  explicit ScopedTz(const char* tz) {
-    if (const char* old = std::getenv("TZ")) old_ = old;
-    ::setenv("TZ", tz, 1);
-    ::tzset();
-  }
-  ~ScopedTz() {
-    if (old_) {
-      ::setenv("TZ", old_->c_str(), 1);
-    } else {
-      ::unsetenv("TZ");
-    }
-    ::tzset();
-  }
-
- private:
-  std::optional<std::string> old_;
-};
+using testing::ScopedTz;
 
 TEST(Iso8601Local, MillisecondsAndTheZonesOffset) {
   {
