@@ -401,6 +401,7 @@ bool Assembler::accept_session(const Packet& p) {
   heartbeat_interval_ = milliseconds(1000);
   silence_warned_ = false;
   seen_ids_.clear();
+  filtered_ids_.clear();
   session_files_ = {};
   ++counters_.sessions;
   spdlog::info("Info: sender session {:016x} started", s);
@@ -466,6 +467,8 @@ void Assembler::handle_announce(const Packet& p) {
     if (auto why = cfg_.filter.refusal(f->path)) {
       ++counters_.files_filtered;
       ++session_files_.filtered;
+      filtered_ids_.insert(f->id);
+      if (filtered_ids_.size() > kSeenIdsKept) filtered_ids_.erase(filtered_ids_.begin());
       spdlog::info("Info: filtered {}: {}", common::json_quote(f->path), *why);
       return;
     }
@@ -581,7 +584,13 @@ void Assembler::handle_data(const Packet& p) {
   }
   File* f = find_file(d.file_id);
   if (f == nullptr || f->state != State::kReceiving) {
-    ++counters_.unknown_file;
+    // A filtered file's packets are expected: counted apart from those of unknown files, which
+    // point at trouble.
+    if (f == nullptr && filtered_ids_.count(d.file_id) != 0) {
+      ++counters_.filtered_packets;
+    } else {
+      ++counters_.unknown_file;
+    }
     return;
   }
   const uint64_t idx = d.offset / f->chunk_size;

@@ -85,6 +85,7 @@ struct AssemblerCounters {
   uint64_t truncated = 0;
   uint64_t other_session = 0;
   uint64_t unknown_file = 0;    // data/end for a file not (or no longer) in flight
+  uint64_t filtered_packets = 0;  // data/end of a file --include/--exclude dropped
   uint64_t bad_data = 0;        // offset/length that do not fit the announced file
   uint64_t duplicates = 0;
   uint64_t handling_errors = 0;  // datagrams whose handling threw (memory, I/O set-up)
@@ -283,6 +284,7 @@ class Assembler {
   // failed files may still be finishing their I/O.
   std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;
   std::set<uint32_t> seen_ids_;       // recent file ids of the session, to ignore late repeats
+  std::set<uint32_t> filtered_ids_;   // the session's files the filter dropped (as many kept)
   std::vector<std::unique_ptr<File>> graveyard_;  // destroyed files, freed by the outer Scope
   int depth_ = 0;
   std::deque<PendingOp> backlog_;

@@ -122,12 +122,13 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
   const char* ignored_help =
       "Well-formed datagrams not used, by reason: duplicate (seen before, or already rebuilt), "
       "other_session (of a sender session that is not the current one), unknown_file (for a "
-      "file not in flight), bad_data (outside the announced file), rebuilt_bad (FEC output "
+      "file not in flight), filtered (of a file --include/--exclude dropped), bad_data (outside the announced file), rebuilt_bad (FEC output "
       "failing its check), handling_error (its handling failed: memory, I/O set-up)";
   const std::pair<const char*, uint64_t AssemblerCounters::*> ignored[] = {
       {"duplicate", &AssemblerCounters::duplicates},
       {"other_session", &AssemblerCounters::other_session},
       {"unknown_file", &AssemblerCounters::unknown_file},
+      {"filtered", &AssemblerCounters::filtered_packets},
       {"bad_data", &AssemblerCounters::bad_data},
       {"rebuilt_bad", &AssemblerCounters::rebuilt_bad},
       {"handling_error", &AssemblerCounters::handling_errors}};

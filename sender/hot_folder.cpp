@@ -241,6 +241,14 @@ void HotFolder::replay() {
 
 std::optional<std::string> HotFolder::finish(const JournalRecord& r, std::string* moved_to) {
   const std::string src = abs(r.rel_path);
+  // Checked again right before the removal: the journal's sync took milliseconds, long enough for
+  // a producer to rename a new version over the name. (A replacement in the microseconds between
+  // this check and the unlink or rename is not caught.)
+  struct stat st {};
+  if (::lstat(src.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || identity_of(st) != r.id) {
+    return fmt::format("'{}' was replaced just after it was sent; the new version stays",
+                       r.rel_path);
+  }
   if (opt_.sent_dir.empty()) {
     if (::unlink(src.c_str()) != 0) {
       return fmt::format("cannot delete '{}': {}", src, std::strerror(errno));

@@ -33,9 +33,13 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--include", cfg.includes,
                  "Send only files matching this glob (repeatable); without '/' it matches the base "
                  "name, with '/' the relative path ('*' crossing '/')")
+      ->allow_extra_args(false)  // one pattern each: a source after it is not a pattern
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->group(globs);
   app.add_option("--exclude", cfg.excludes,
                  "Leave out files matching this glob (repeatable; wins over --include)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->group(globs);
   app.add_option("--test-crash-after-sent", cfg.test_crash_after_sent)->group("");
 }

@@ -82,18 +82,23 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
                common::verify_type_name(cfg_.verify), protection);
 
   std::exception_ptr tx_error;
+  // The session's own stop: the caller's, or the transmitter failing. A reader waiting in a
+  // FileSource that blocks (the hot folder) wakes only on a stop, not on the queue closing.
+  std::stop_source session_stop;
+  std::stop_callback forward(stop, [&session_stop] { session_stop.request_stop(); });
   {
     std::jthread reader_thread([&] {
       pthread_setname_np(pthread_self(), "reader");
-      reader.run(stop);
+      reader.run(session_stop.get_token());
     });
     std::jthread tx_thread([&] {
       pthread_setname_np(pthread_self(), "tx");
       try {
-        tx.run(stop);
+        tx.run(session_stop.get_token());
       } catch (...) {
         tx_error = std::current_exception();
         // Unblock the reader: nobody will drain its queue or return its buffers any more.
+        session_stop.request_stop();
         queue.close();
         pool.close();
       }

@@ -289,9 +289,12 @@ std::error_code WatchJournal::compact() {
     ::unlink(tmp.c_str());
     return ec;
   }
-  if (auto ec = sync_parent(path_)) return ec;
+  // The old file is gone from its name now: append to the new one even if the folder's sync
+  // failed, or later records would go to an unlinked file.
+  const std::error_code synced = sync_parent(path_);
   lines_ = unfinished_.size();
-  return open_for_append();
+  if (auto ec = open_for_append()) return ec;
+  return synced;
 }
 
 }  // namespace ddft::sender

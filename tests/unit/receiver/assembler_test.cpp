@@ -1146,7 +1146,10 @@ TEST_P(AssemblerTest, ReceiveFiltersDropFilesWithoutARecord) {
   EXPECT_EQ(asm_->counters().files_filtered, 3u);
   EXPECT_EQ(asm_->counters().files_failed, 0u);
   EXPECT_EQ(asm_->counters().files_refused, 1u);
-  EXPECT_GT(asm_->counters().unknown_file, 0u);  // their data and end packets, dropped
+  // Their data packets are dropped and counted as the filter's, not as of unknown files (only
+  // the refused file's one is).
+  EXPECT_EQ(asm_->counters().filtered_packets, 3u);
+  EXPECT_EQ(asm_->counters().unknown_file, 1u);
   ASSERT_EQ(records().size(), 1u);  // the hostile one's only: filtering is not a failure
   EXPECT_NE(read(records()[0]).find("evil.bin"), std::string::npos);
   const std::string text = log.text();
