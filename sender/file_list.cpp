@@ -18,17 +18,25 @@ std::string join_rel(const std::string& prefix, const fs::path& rel) {
   return prefix + "/" + r;
 }
 
-void walk_folder(const fs::path& root, const std::string& prefix, FileList* out) {
+void walk_folder(const fs::path& root, const std::string& prefix, const common::PathFilter& filter,
+                 FileList* out) {
   std::error_code ec;
   std::vector<SourceFile> found;
   fs::recursive_directory_iterator it(root, fs::directory_options::none, ec);
   if (ec) {
-    out->errors.push_back(fmt::format("cannot read folder '{}': {}", root.string(), ec.message()));
+    out->errors.push_back(
+        {prefix, fmt::format("cannot read folder '{}': {}", root.string(), ec.message())});
     return;
   }
+  // An entry that cannot be sent, unless the filter leaves it out anyway.
+  const auto entry_error = [&](const fs::path& p, std::string message) {
+    std::string rel = join_rel(prefix, p.lexically_relative(root));
+    if (filter.accepts(rel)) out->errors.push_back({std::move(rel), std::move(message)});
+  };
   for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
     if (ec) {
-      out->errors.push_back(fmt::format("cannot read in '{}': {}", root.string(), ec.message()));
+      out->errors.push_back(
+          {prefix, fmt::format("cannot read in '{}': {}", root.string(), ec.message())});
       ec.clear();
       continue;
     }
@@ -36,8 +44,8 @@ void walk_folder(const fs::path& root, const std::string& prefix, FileList* out)
     std::error_code sec;
     const auto st = entry.status(sec);  // follows symlinks
     if (sec) {
-      out->errors.push_back(
-          fmt::format("cannot stat '{}': {}", entry.path().string(), sec.message()));
+      entry_error(entry.path(),
+                  fmt::format("cannot stat '{}': {}", entry.path().string(), sec.message()));
       continue;
     }
     if (fs::is_directory(st)) {
@@ -45,8 +53,8 @@ void walk_folder(const fs::path& root, const std::string& prefix, FileList* out)
       continue;
     }
     if (!fs::is_regular_file(st)) {
-      out->errors.push_back(
-          fmt::format("skipping '{}': not a regular file", entry.path().string()));
+      entry_error(entry.path(),
+                  fmt::format("skipping '{}': not a regular file", entry.path().string()));
       continue;
     }
     // The size only sizes a progress display's batch; a file that vanished since counts 0 here
@@ -91,9 +99,8 @@ FileList discover_files(const std::vector<std::string>& sources, const common::P
     if (src.starts_with("synthetic:")) {
       uint64_t size = 0;
       if (!parse_size(std::string_view(src).substr(10), &size)) {
-        out.errors.push_back(fmt::format("cannot send '{}': expected synthetic:SIZE, e.g. "
-                                         "synthetic:2G",
-                                         src));
+        out.errors.push_back(
+            {src, fmt::format("cannot send '{}': expected synthetic:SIZE, e.g. synthetic:2G", src)});
         continue;
       }
       SourceFile f;
@@ -108,8 +115,9 @@ FileList discover_files(const std::vector<std::string>& sources, const common::P
     const fs::path p(src);
     const auto st = fs::status(p, ec);
     if (ec || !fs::exists(st)) {
-      out.errors.push_back(fmt::format("cannot send '{}': {}", src,
-                                       ec ? ec.message() : "No such file or directory"));
+      out.errors.push_back({p.filename().string(),
+                            fmt::format("cannot send '{}': {}", src,
+                                        ec ? ec.message() : "No such file or directory")});
       continue;
     }
     if (fs::is_directory(st)) {
@@ -119,12 +127,13 @@ FileList discover_files(const std::vector<std::string>& sources, const common::P
         prefix = fs::weakly_canonical(p, ec).filename().string();
         if (prefix.empty() || prefix == "/") prefix = "";
       }
-      walk_folder(p, prefix, &out);
+      walk_folder(p, prefix, filter, &out);
     } else if (fs::is_regular_file(st)) {
       const uint64_t size = fs::file_size(p, ec);
       out.files.push_back({.path = src, .rel_path = p.filename().string(), .size = ec ? 0 : size});
     } else {
-      out.errors.push_back(fmt::format("cannot send '{}': not a regular file or folder", src));
+      out.errors.push_back(
+          {p.filename().string(), fmt::format("cannot send '{}': not a regular file or folder", src)});
     }
   }
   if (!filter.empty()) {

@@ -26,9 +26,15 @@ struct SourceFile {
   uint64_t size = 0;
 };
 
+// A source, or an entry of a folder, that cannot be sent.
+struct SourceError {
+  std::string rel_path;  // what the receiver would have called it (the folder's, for a folder)
+  std::string message;   // one line: "cannot send '/x/y': No such file or directory"
+};
+
 struct FileList {
   std::vector<SourceFile> files;
-  std::vector<std::string> errors;    // one line each: a source that cannot be sent
+  std::vector<SourceError> errors;
   std::vector<std::string> filtered;  // relative paths --include/--exclude left out
 };
 

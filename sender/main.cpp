@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
         spdlog::info("Info: --include/--exclude left out {} file(s)", list.filtered.size());
       }
     }
-    for (const auto& err : list.errors) spdlog::error("Error: {}", err);
+    for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
     std::unique_ptr<common::DatagramSink> sink;
     if (cfg.transport_text == "device") {
@@ -110,6 +110,16 @@ int main(int argc, char** argv) {
     const sender::SendTotals t =
         hot ? s.run(*hot, stop.get_token()) : s.run(list.files, stop.get_token());
 
+    if (manifest && !list.errors.empty()) {
+      // Sources that never reached the pipeline are in the manifest too, so that a
+      // reconciliation lists them ("not sent"); the session is the one just run.
+      for (const auto& err : list.errors) {
+        sender::FileMeta meta;
+        meta.rel_path = err.rel_path;
+        manifest->file_failed(meta, err.message);
+      }
+      manifest->sync();
+    }
     const uint64_t failed = t.files_failed + list.errors.size();
     spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams",
                  t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams);

@@ -2,7 +2,8 @@
 # Reconciliation over a real run with injected failures: two sender sessions with --manifest, the
 # first to a port nobody listens on, the second to a real receiver that loses a data packet of one
 # file (the sender's test hook), refuses an oversized one and filters a third; one more file is
-# held under a writer's lock so the sender cannot read it. dd_reconcile must name each outcome.
+# held under a writer's lock so the sender cannot read it, and one named does not exist.
+# dd_reconcile must name each outcome.
 # Usage: reconcile_run_test.sh DD_RECONCILE DD_FILE_SEND DD_FILE_RECEIVE
 set -uo pipefail
 reconcile=$1 send_bin=$2 recv_bin=$3
@@ -43,7 +44,7 @@ flock --exclusive "$work/src/locked.bin" sleep 60 &
 holder=$!
 for _ in $(seq 100); do flock --nonblock --shared "$work/src/locked.bin" true || break; sleep 0.05; done
 "$send_bin" "$work/src/lost.bin" "$work/src/good.bin" "$work/src/sub" "$work/src/big.bin" \
-  "$work/src/draft.tmp" "$work/src/locked.bin" --dest "127.0.0.1:$p" --manifest "$manifest" \
+  "$work/src/draft.tmp" "$work/src/locked.bin" "$work/src/missing.bin" --dest "127.0.0.1:$p" --manifest "$manifest" \
   --file-lock Y --lock-timeout 0 --test-drop-data 2 > "$work/tx2.log" 2>&1
 [[ $? -eq 1 ]] && ok || bad "session 2: sender exit (want 1: locked.bin not sent)"
 wait "$rx"
@@ -52,7 +53,7 @@ rx=
 kill "$holder" 2>/dev/null
 holder=
 
-[[ $(wc -l < "$manifest") -eq 7 ]] && ok || bad "manifest has $(wc -l < "$manifest") lines, want 7"
+[[ $(wc -l < "$manifest") -eq 8 ]] && ok || bad "manifest has $(wc -l < "$manifest") lines, want 8"
 
 "$reconcile" "$manifest" "$work/rx.log" > "$work/report.txt" 2>&1
 rc=$?
@@ -71,6 +72,7 @@ outcome "big.bin" "refused" "max-file-size"
 outcome "draft.tmp" "filtered" "--exclude '*.tmp'"
 outcome "locked.bin" "not sent" "lock"
 outcome "ghost.bin" "never seen"
+outcome "missing.bin" "not sent" "No such file"  # named on the command line, never there
 
 # The same in JSON Lines, for machines: one object per file, outcome by outcome.
 "$reconcile" --json "$manifest" "$work/rx.log" > "$work/report.jsonl" 2>&1
@@ -80,7 +82,7 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 files = {r["path"]: r["outcome"] for r in rows if "path" in r and "outcome" in r}
 want = {"good.bin": "delivered", "sub/also good.bin": "delivered", "lost.bin": "failed",
         "big.bin": "refused", "draft.tmp": "filtered", "locked.bin": "not sent",
-        "ghost.bin": "never seen"}
+        "ghost.bin": "never seen", "missing.bin": "not sent"}
 bad = {p: (files.get(p), o) for p, o in want.items() if files.get(p) != o}
 sys.exit(1 if bad else 0)
 PY

@@ -66,7 +66,8 @@ TEST_F(FileListTest, SingleFileUsesBaseName) {
 TEST_F(FileListTest, MissingSourceIsAnErrorAndOthersStillListed) {
   const auto l = discover_files({(root_ / "nope").string(), (root_ / "single.txt").string()});
   ASSERT_EQ(l.errors.size(), 1u);
-  EXPECT_NE(l.errors[0].find("No such file"), std::string::npos);
+  EXPECT_NE(l.errors[0].message.find("No such file"), std::string::npos);
+  EXPECT_EQ(l.errors[0].rel_path, "nope");
   EXPECT_EQ(rel(l), (std::vector<std::string>{"single.txt"}));
 }
 
@@ -77,7 +78,11 @@ TEST_F(FileListTest, SymlinkedFolderIsNotDescendedAndFifoIsSkipped) {
   EXPECT_EQ(rel(l), (std::vector<std::string>{"photos/2024/c.jpg", "photos/a.jpg",
                                               "photos/b.jpg"}));
   ASSERT_EQ(l.errors.size(), 1u);
-  EXPECT_NE(l.errors[0].find("not a regular file"), std::string::npos);
+  EXPECT_NE(l.errors[0].message.find("not a regular file"), std::string::npos);
+  EXPECT_EQ(l.errors[0].rel_path, "photos/pipe");
+  // One the filter leaves out anyway is not an error.
+  const auto quiet = discover_files({(root_ / "photos").string()}, common::PathFilter({}, {"pipe"}));
+  EXPECT_TRUE(quiet.errors.empty());
 }
 
 TEST_F(FileListTest, FilterAppliesToRelativePathsAndNamedFiles) {
