@@ -132,9 +132,12 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
       {"bad_data", &AssemblerCounters::bad_data},
       {"rebuilt_bad", &AssemblerCounters::rebuilt_bad},
       {"handling_error", &AssemblerCounters::handling_errors}};
-  for (const auto& [reason, field] : ignored) {
+  for (const auto& entry : ignored) {
+    // A copy to capture: clang 14 (the fuzz build) cannot capture a structured binding.
+    const auto field = entry.second;
     reg.add(kCounter, "ddft_receive_packets_ignored_total", ignored_help,
-            [st, num, field] { return num(st->writer.counters.*field); }, {{"reason", reason}});
+            [st, num, field] { return num(st->writer.counters.*field); },
+            {{"reason", entry.first}});
   }
   reg.add(kCounter, "ddft_receive_ring_drops_total",
           "Datagrams dropped because the receive ring was full (the writer or the disk did not "
