@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include <deque>
 #include <filesystem>
 #include <thread>
 
@@ -19,10 +20,10 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
   out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision, cfg.null_sink);
   out_->lock_exclusive();  // before the sweep: another receiver's files in flight are its own
   out_->set_path_limits(cfg.path_limits);
-  for (const Leftover& l : out_->recover_leftovers()) {
-    spdlog::warn("Warn: {}: left incomplete by an earlier run of the receiver; moved to the failed "
-                 "folder (record: {})",
-                 l.rel_path, l.record.empty() ? "could not be written" : l.record);
+  if (!cfg.null_sink) {
+    // Before any datagram: what an earlier run left is finished or named first.
+    journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
+    recovery_ = recover_at_start(*out_, *journal_, cfg.keep_partial);
   }
   source_ = open_source();
   bool direct = false;
@@ -124,6 +125,9 @@ ReceiverStatus Receiver::status() const {
 
 ReceiveTotals Receiver::run(std::stop_token stop) {
   Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
+  assembler.set_earlier(journal_.get(), recovery_.known);
+  const bool device = cfg_.transport_text == "device";
+  if (device) assembler.set_sender("device " + cfg_.device);
   if (hooks_) {
     // The command runs from the receiver's working folder: give it an absolute path.
     const std::string cwd = std::filesystem::current_path().string();
@@ -144,6 +148,17 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
     ingest.run(ingest_stop.get_token());
   });
 
+  // File lists the ingest thread kept from a full ring, each taken once everything that came
+  // before it has been.
+  std::deque<DropLedger::Saved> saved;
+  auto take_saved = [&] {
+    for (auto& l : ingest.drops().take_saved()) saved.push_back(std::move(l));
+    while (!saved.empty() && ring_->consumed() >= saved.front().after) {
+      const auto& bytes = saved.front().bytes;
+      assembler.on_datagram(bytes, bytes.size());
+      saved.pop_front();
+    }
+  };
   auto drain = [&] {
     size_t n = ring_->available();
     for (size_t i = 0; i < n; ++i) {
@@ -175,12 +190,14 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
       const size_t n = ring_->wait(wait);
       assembler.note_read_wait(clock_.now() - t0);
       if (n > 0) drain();
+      take_saved();
       // Ring overflow, by file: a few lines a second at most, well within a file's end grace.
       if (t0 - last_drop_check >= std::chrono::milliseconds(250)) {
         last_drop_check = t0;
         if (auto dropped = ingest.drops().take(); !dropped.empty()) {
           assembler.note_ring_drops(dropped);
         }
+        if (!device) assembler.set_sender(source_->peer());
         publish(assembler);
       }
       assembler.poll(false);
@@ -193,6 +210,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   rx.join();
   try {
     drain();
+    take_saved();
     assembler.fail_all("receiver stopped before the file was complete");
     publish(assembler);
   } catch (const std::exception& e) {

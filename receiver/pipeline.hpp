@@ -2,24 +2,35 @@
 //
 //   link ──> [thread "udp_rx": Ingest] ──> SlotRing (--buffer-mb, allocated once)
 //            recvmmsg straight into free      never blocks: full ring = drop + count + log
-//            ring slots
+//            ring slots                       (the sender's file lists are kept aside)
 //
 //   SlotRing ──> [thread "writer": Assembler] ──> BlockIo (io_uring, or pwrite fallback;
 //                                                  --writers N: N IO threads "wio1".."wioN")
 //                decode + checksum, session and     write blocks from a pool registered with
-//                sequence tracking, assembly into   io_uring as fixed buffers
+//                sequence tracking, assembly into   io_uring as fixed buffers; folder fsyncs
 //                write blocks, in-order hashing
-//                                                ──> OutputDir: temp file -> verify -> sync ->
-//                                                    rename (collision policy), or failed folder
-//                                                    + JSON record
+//                                                ──> FsPool (threads "fsop1".."fsop4"): every
+//                                                    call that can wait on the file system:
+//                                                    temporary files (with the file's origin
+//                                                    beside them), read-back verification,
+//                                                    renames, flushes, failure records
+//                                                ──> Committer: verified files in batches:
+//                                                    one flush, renames, folder syncs, then
+//                                                    "Passed" (--write-mode rwd/rws; rw: no sync)
 //                                                ──> HookRunner (--on-complete): the writer only
 //                                                    queues each delivered file; threads
 //                                                    "hook1".."hookN" run the command
 //
+// The writer thread never waits on the file system, only (when every write block is taken) for
+// a write or a pool call to finish, while the ring holds what the link brings.
+//
+// Start: the output folder is locked; what an earlier run left is finished or named
+// (receiver/recovery.hpp); then the ring and the writers; then the link.
 // Stop: the ingest thread stops first; the writer drains what the ring already holds, then every
-// file still in flight is recorded as failed ("receiver stopped") and all I/O is waited for. Then
-// running hooks finish (each up to --on-complete-timeout; with --once, queued ones run too) and
-// every file whose hook never ran is logged.
+// file still receiving is recorded as failed ("receiver stopped"), files with all their data
+// finish, and all I/O is waited for. Then running hooks finish (each up to
+// --on-complete-timeout; with --once, queued ones run too) and every file whose hook never ran
+// is logged.
 #pragma once
 
 #include <functional>
@@ -33,6 +44,8 @@
 #include "receiver/config.hpp"
 #include "receiver/ingest.hpp"
 #include "receiver/hook_runner.hpp"
+#include "receiver/outcome_log.hpp"
+#include "receiver/recovery.hpp"
 #include "receiver/slot_ring.hpp"
 
 namespace ddft::receiver {
@@ -96,6 +109,8 @@ class Receiver {
   std::unique_ptr<common::DatagramSource> source_;
   common::Clock& clock_;
   std::unique_ptr<OutputDir> out_;
+  std::unique_ptr<OutcomeLog> journal_;  // null with --sink null
+  StartRecovery recovery_;
   std::unique_ptr<SlotRing> ring_;
   std::unique_ptr<Ingest> ingest_;
   common::AlignedBuffer block_memory_;
