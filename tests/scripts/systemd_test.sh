@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The hardened systemd unit of dd_file_receive:
 #   1. the directives the hardening depends on are there, with their values, and ReadWritePaths=
-#      names exactly the folders the example config writes to (output, failed files, log);
+#      names exactly the folders the example config writes to (output, failed files, log); the
+#      readiness and watchdog settings (Type=notify, NotifyAccess=main, WatchdogSec=,
+#      TimeoutStartSec=, Restart=on-failure);
 #   2. systemd-analyze verify accepts it, with ExecStart pointed at this build's binary;
 #   3. systemd-analyze security --offline rates its exposure below kMaxExposure;
 #   4. (with strace) every system call a real transfer makes passes the unit's SystemCallFilter=,
 #      no socket family outside RestrictAddressFamilies= and no writable and executable memory
-#      (MemoryDenyWriteExecute=);
+#      (MemoryDenyWriteExecute=), with the daemon notifying a service manager (NOTIFY_SOCKET,
+#      a watchdog) as under the unit: READY=1, WATCHDOG=1 and STOPPING=1 arrive (with python3);
 #   5. (as root) the unit's credentials, emulated with setpriv: no capabilities at all, yet the
 #      receiver runs at the unit's nice and realtime IO class, and receives a file;
 #   6. (as root, with systemd as PID 1) the unit started for real, receiving a file;
@@ -25,9 +28,10 @@ if (($# >= 6)); then send_unit=$(realpath "$5") send_conf=$(realpath "$6"); fi
 kMaxExposure=1.5
 
 work=$(mktemp -d)
-rx= live_unit= live_dir= live_logs=
+rx= listener= live_unit= live_dir= live_logs=
 cleanup() {
   [[ -n "$rx" ]] && kill "$rx" 2>/dev/null
+  [[ -n "$listener" ]] && kill "$listener" 2>/dev/null
   if [[ -n "$live_unit" ]]; then
     systemctl stop "$live_unit" 2>/dev/null
     rm -f "/run/systemd/system/$live_unit"
@@ -77,6 +81,13 @@ expect "DynamicUser= (files need a stable owner)" no \
   "$([[ "$(value DynamicUser)" =~ ^(yes|true|1|on)$ ]] && echo yes || echo no)"
 want NoNewPrivileges yes
 want ProtectSystem strict
+# Ready means ready: started once the daemon says READY=1 (ring prepared, port bound), only the
+# daemon may say it, a start long enough for a big ring, and a watchdog that restarts it.
+want Type notify
+want NotifyAccess main
+want WatchdogSec 30s
+want TimeoutStartSec 300
+want Restart on-failure
 want PrivateTmp yes
 # Present and empty: no capability at all. Absent would mean the full set.
 want CapabilityBoundingSet ""
@@ -238,10 +249,28 @@ else
   done
 
   # The example config as the unit runs it (io_uring, direct IO), only smaller, with
-  # --lock-memory, a collision (the same name twice) and a log reopen.
+  # --lock-memory, a collision (the same name twice) and a log reopen. As under the unit, it
+  # notifies a service manager, here a python3 listener on NOTIFY_SOCKET, with a 1 s watchdog
+  # (without python3 the socket is missing: the calls are made all the same, and fail).
   p=$(port)
   mkdir -p "$work/trace-out"
-  if ASAN_OPTIONS=$traced_asan_options start_rx "$work/trace.log" \
+  notify_sock="$work/notify"
+  if command -v python3 > /dev/null; then
+    python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a") as out:
+    while True:
+        out.write(s.recv(4096).decode().replace("\n", " ") + "\n")
+        out.flush()
+' "$notify_sock" "$work/notified" &
+    listener=$!
+    for _ in $(seq 50); do [[ -S "$notify_sock" ]] && break; sleep 0.1; done
+  fi
+  # WATCHDOG_PID is unset: strace's child is the daemon, whose PID is not known beforehand.
+  if NOTIFY_SOCKET=$notify_sock WATCHDOG_USEC=1000000 ASAN_OPTIONS=$traced_asan_options \
+    start_rx "$work/trace.log" \
     strace -f -qq -o "$work/strace" "$recv_bin" --config "$conf" \
     --listen "127.0.0.1:$p" --output "$work/trace-out" --failed-dir "$work/trace-out/.failed" \
     --buffer-mb 128 --lock-memory --log-file "$work/trace.log" --quiet; then
@@ -250,12 +279,25 @@ else
     # Signals go to the receiver, strace's child; strace ends with it.
     tracee=$(pgrep -P "$rx")
     kill -HUP "$tracee"
-    sleep 0.3
+    sleep 1.2  # (at least two watchdog pings)
     kill -TERM "$tracee"
   fi
   kill "$rx" 2> /dev/null
   wait "$rx"
   rx=
+  if [[ -n "$listener" ]]; then
+    kill "$listener" 2> /dev/null
+    wait "$listener" 2> /dev/null
+    listener=
+    for m in READY=1 WATCHDOG=1 STOPPING=1; do
+      grep -qE "(^| )$m( |$)" "$work/notified" 2> /dev/null && ok ||
+        bad "traced run: no $m sent to NOTIFY_SOCKET: $(cat "$work/notified" 2> /dev/null)"
+    done
+  else
+    skip "traced run: what was sent to NOTIFY_SOCKET (python3 is missing)"
+  fi
+  grep -qE 'sendmsg\(.*sun_path="'"$notify_sock"'"' "$work/strace" && ok ||
+    bad "traced run: no sendmsg to NOTIFY_SOCKET traced"
   traced_calls "$work/strace" > "$work/called"
   echo "system calls made: $(wc -l < "$work/called")"
   [[ -s "$work/called" ]] && ok || bad "strace recorded no system call"
@@ -364,6 +406,11 @@ else
     expect "live: CapEff" 0000000000000000 \
       "$(awk '$1 == "CapEff:" {print $2}' "/proc/$main/status")"
     expect "live: nice" "$(value Nice)" "$(awk '{print $19}' "/proc/$main/stat")"
+    # Type=notify: `systemctl start` returned once READY=1 came, with the status line.
+    contains_status=$(systemctl show -p StatusText --value "$live_unit")
+    [[ "$contains_status" == "receiving on 127.0.0.1:$p"* ]] && ok ||
+      bad "live: status text: '$contains_status'"
+    expect "live: watchdog" 30s "$(systemctl show -p WatchdogUSec --value "$live_unit")"
     send_file "$work/a.bin" "$p" "$log" a.bin 1
     systemctl stop "$live_unit"
     expect "live: result" success "$(systemctl show -p Result --value "$live_unit")"
