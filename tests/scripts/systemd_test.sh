@@ -13,6 +13,12 @@
 #   5. (as root) the unit's credentials, emulated with setpriv: no capabilities at all, yet the
 #      receiver runs at the unit's nice and realtime IO class, and receives a file;
 #   6. (as root, with systemd as PID 1) the unit started for real, receiving a file;
+#   6b. (as root, where PID 1 is not systemd but a private mount namespace is allowed) the unit
+#      under a real systemd user manager: `systemctl start` returns once READY=1 came (the start
+#      line logged, the port bound), the watchdog keeps it running while idle and kills it when
+#      the writer stalls, and a stop ends it cleanly. The unit runs as root without the
+#      directives that need a mount namespace (they fail with 226/NAMESPACE in such a
+#      container), but with its system-call filter, address families and capabilities;
 #   7. with SEND_UNIT and SEND_CONF, the hot-folder sender's unit: its directives, one writable
 #      mount for its hot folder and sent folder, systemd-analyze verify and security, the system
 #      calls of a traced send against its filter (and no bind, no /proc beyond processes), and
@@ -20,6 +26,64 @@
 # A part that cannot run here says why. Exit 77 (skipped) when systemd-analyze is missing.
 # Usage: systemd_test.sh UNIT CONF DD_FILE_SEND DD_FILE_RECEIVE [SEND_UNIT SEND_CONF]
 set -uo pipefail
+self=$(realpath "${BASH_SOURCE[0]}")
+
+# --- 6b, inside a private mount namespace: --user-manager UNIT WORK SEND_BIN PORT LOG FILE.
+#     Prints PASS, FAIL and SKIP lines; exit 77 when no user manager can run here.
+if [[ "${1:-}" == --user-manager ]]; then
+  unit=$2 work=$3 send_bin=$4 port=$5 log=$6 file=$7
+  say() { echo "$1 user manager: $2"; }
+  check() {
+    if [[ "$2" == "$3" ]]; then say PASS "$1"; else say FAIL "$1: expected '$2', got '$3'"; fi
+  }
+  # systemd --user runs only where the system "was booted with systemd" (/run/systemd/system
+  # exists): say so in this namespace only.
+  [[ -d /run/systemd ]] && mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system || exit 77
+  export XDG_RUNTIME_DIR=$work/xdg
+  mkdir -p -m 0700 "$XDG_RUNTIME_DIR/systemd/user"
+  cp "$unit" "$XDG_RUNTIME_DIR/systemd/user/ddft-live.service"
+  /lib/systemd/systemd --user > "$work/manager.log" 2>&1 &
+  manager=$!
+  trap 'kill "$manager"; wait "$manager"' EXIT
+  for _ in $(seq 50); do [[ -S "$XDG_RUNTIME_DIR/systemd/private" ]] && break; sleep 0.1; done
+  [[ -S "$XDG_RUNTIME_DIR/systemd/private" ]] || exit 77
+  sc() { timeout 60 systemctl --user "$@"; }
+  prop() { sc show -p "$1" --value ddft-live.service; }
+  # Type=notify: start returns at READY=1, by then the start line is logged and the port bound.
+  start=$EPOCHREALTIME
+  if sc start ddft-live.service; then say PASS "start"; else
+    say FAIL "start: $(sc status ddft-live.service --no-pager 2>&1 | head -n 12)"
+    exit 0
+  fi
+  took=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+  echo "user manager: start returned after $took s (READY=1, once the buffer was prepared)"
+  check "start line logged when start returned" yes \
+    "$(grep -q 'receiving on' "$log" && echo yes || echo no)"
+  check "port bound when start returned" yes \
+    "$(grep -qi ":$(printf '%04X' "$port") " /proc/net/udp && echo yes || echo no)"
+  check "state" active/running "$(prop ActiveState)/$(prop SubState)"
+  check "status text" "receiving on 127.0.0.1:$port" "$(prop StatusText)"
+  # Idle for longer than WatchdogSec=: the pings keep it running.
+  sleep 3
+  check "state after 3 s idle (WatchdogSec=$(prop WatchdogUSec))" active/running \
+    "$(prop ActiveState)/$(prop SubState)"
+  # The writer stalls (the test hook in ExecStart=) on the first MiB of a file: the pings stop
+  # and systemd kills the daemon.
+  "$send_bin" "$file" --dest "127.0.0.1:$port" > "$work/um-send.log" 2>&1
+  for _ in $(seq 80); do [[ "$(prop Result)" == watchdog ]] && break; sleep 0.1; done
+  check "result with the writer stalled" watchdog "$(prop Result)"
+  # Started again: the stalled file's leftovers are swept; a stop ends it cleanly (STOPPING=1,
+  # then exit 0).
+  sc reset-failed ddft-live.service
+  if sc start ddft-live.service; then say PASS "second start"; else say FAIL "second start"; fi
+  check "leftover of the killed run swept at start" yes \
+    "$(grep -q 'left incomplete by an earlier run' "$log" && echo yes || echo no)"
+  sc stop ddft-live.service
+  check "stop: result" success "$(prop Result)"
+  check "stop: exit status" 0 "$(prop ExecMainStatus)"
+  exit 0
+fi
+
 # Absolute paths: ExecStart= takes no other, and sections 5 and 6 run from other users/folders.
 unit=$(realpath "$1") conf=$(realpath "$2") send_bin=$(realpath "$3") recv_bin=$(realpath "$4")
 send_unit= send_conf=
@@ -416,6 +480,48 @@ else
     expect "live: result" success "$(systemctl show -p Result --value "$live_unit")"
   else
     bad "live: the unit did not start: $(journalctl -u "$live_unit" -n 20 --no-pager 2>&1)"
+  fi
+fi
+
+# --- 6b. Where PID 1 is not systemd: the unit under a real systemd user manager, in a private
+#         mount namespace (see the top of this file).
+if [[ "$pid1" == systemd ]]; then
+  : # section 6 ran
+elif [[ $(id -u) -ne 0 ]] || ! unshare --mount true 2> /dev/null || [[ ! -x /lib/systemd/systemd ]]
+then
+  skip "the unit under a user manager: needs root, unshare --mount and /lib/systemd/systemd"
+else
+  um="$work/um"
+  mkdir -p "$um/out"
+  p=$(port)
+  # A watchdog of 2 s (the unit's own value is checked in section 1) and the writer stall hook
+  # (6 s after 1 MiB); no core dump of the buffer when the watchdog kills it.
+  args="--config $conf --listen 127.0.0.1:$p --output $um/out --failed-dir $um/out/.failed"
+  args+=" --buffer-mb 512 --log-file $um/out/rx.log --quiet --test-stall-writer-s 6"
+  args+=" --test-stall-after-mb 1"
+  sed -E -e "s|^ExecStart=.*|ExecStart=$recv_bin $args|" \
+    -e '/^(User|Group|LogsDirectory|LogsDirectoryMode)=/d' \
+    -e '/^(ProtectSystem|ReadWritePaths|PrivateTmp|PrivateMounts|ProtectHome|PrivateDevices)=/d' \
+    -e '/^(PrivateIPC|ProtectKernelTunables|ProtectKernelModules|ProtectKernelLogs)=/d' \
+    -e '/^(ProtectControlGroups|ProtectProc|ProtectHostname|ProtectClock)=/d' \
+    -e 's|^Restart=.*|Restart=no|' -e 's|^WatchdogSec=.*|WatchdogSec=2s|' "$unit" > "$um/unit"
+  echo "LimitCORE=0" >> "$um/unit"
+  head -c 8000000 /dev/urandom > "$um/stall.bin"
+  timeout 100 unshare --mount --propagation private bash "$self" --user-manager "$um/unit" "$um" \
+    "$send_bin" "$p" "$um/out/rx.log" "$um/stall.bin" > "$um/result" 2>&1
+  status=$?
+  if ((status == 77)); then
+    skip "the unit under a user manager: systemd --user does not run here"
+  else
+    grep -E '^user manager: ' "$um/result"
+    while read -r verdict rest; do
+      case "$verdict" in
+        PASS) ok ;;
+        FAIL) bad "$rest" ;;
+      esac
+    done < "$um/result"
+    grep -qE '^(PASS|FAIL) ' "$um/result" ||
+      bad "the unit under a user manager: no result (status $status): $(cat "$um/result")"
   fi
 fi
 
