@@ -84,6 +84,7 @@ void Ingest::run(std::stop_token stop) {
   auto last_error_log = steady_clock::now() - seconds(10);
   try {
     while (!stop.stop_requested()) {
+      counters_.passes.fetch_add(1, std::memory_order_relaxed);
       const size_t free = ring_.free_slots();
       const bool full = free == 0;
       const size_t n = full ? batch_ : std::min(batch_, free);

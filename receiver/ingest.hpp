@@ -22,6 +22,9 @@ struct IngestCounters {
   // std::chrono::steady_clock time of the last datagram received (ns since its epoch), 0 before
   // the first. Relaxed: for --metrics only.
   std::atomic<int64_t> last_datagram_ns{0};
+  // Passes of the receive loop (one per receive call, which waits at most 50 ms): a watchdog
+  // reads it to tell a live thread from a stuck one. Relaxed.
+  std::atomic<uint64_t> passes{0};
 };
 
 // Datagrams dropped in a full ring, by the file whose data they carried (read from their header

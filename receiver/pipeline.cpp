@@ -1,5 +1,6 @@
 #include "receiver/pipeline.hpp"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
@@ -25,7 +26,6 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
     journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
     recovery_ = recover_at_start(*out_, *journal_, cfg.keep_partial);
   }
-  source_ = open_source();
   bool direct = false;
   if (cfg.direct_io_text != "off" && !cfg.null_sink) {
     direct = out_->enable_direct_io();
@@ -40,8 +40,9 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
   const size_t pool_bytes = cfg.write_buffers * cfg.write_block_kb * 1024;
   const size_t ring_bytes = cfg.buffer_mb * 1024 * 1024 - pool_bytes;
   const size_t slots = std::max<size_t>(cfg.batch * 2, ring_bytes / cfg.max_packet_size);
+  // Populating touches every page now (about a second per GiB here, 2-3 s under memory
+  // pressure): the link is not open yet, so no datagram waits in the kernel meanwhile.
   ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size, /*populate=*/true);
-  ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch);
   if (cfg.lock_memory) {
     if (const int err = ring_->memory().lock(); err != 0) {
       spdlog::warn("Warn: cannot lock the receive buffer in RAM: {} (run as root or raise "
@@ -76,13 +77,18 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
                  common::json_quote(cfg.on_complete), cfg.on_complete_jobs,
                  cfg.on_complete_timeout_s);
   }
-  spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets "
-               "of up to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
-               cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string(),
-               cfg.output, cfg.failed_dir, cfg.buffer_mb, slots,
-               cfg.max_packet_size, writer_->describe(), direct ? ", direct IO" : "",
-               cfg.write_buffers, cfg.write_block_kb,
-               cfg.write_mode_text, cfg.on_collision_text);
+  // Last: from here on a sender's datagrams queue in the kernel, and all that is left before
+  // they are drained is making the assembler and starting the two threads (run()).
+  source_ = open_source();
+  ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch);
+  link_name_ = cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string();
+  // Logged by the writer thread once both threads run (note_writer_pass).
+  start_line_ = fmt::format(
+      "Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets of up "
+      "to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
+      link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb, slots, cfg.max_packet_size,
+      writer_->describe(), direct ? ", direct IO" : "", cfg.write_buffers, cfg.write_block_kb,
+      cfg.write_mode_text, cfg.on_collision_text);
 }
 
 Receiver::~Receiver() = default;
@@ -99,6 +105,27 @@ void Receiver::publish(const Assembler& assembler) {
   // A gap filled by a late packet shrinks seq().lost(); a counter must not go down.
   s.packets_lost = std::max(s.packets_lost, published_.packets_lost);
   published_ = s;
+}
+
+void Receiver::note_writer_pass() {
+  writer_passes_.fetch_add(1, std::memory_order_relaxed);
+  if (announced_ || ingest_->counters().passes.load(std::memory_order_relaxed) == 0) return;
+  announced_ = true;
+  spdlog::info("{}", start_line_);
+  if (observer_ != nullptr) observer_->on_receiving(link_name_);
+}
+
+void Receiver::tick_observer() {
+  if (observer_ == nullptr) return;
+  Liveness l;
+  l.ingest_passes = ingest_->counters().passes.load(std::memory_order_relaxed);
+  l.writer_passes = writer_passes_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(status_mu_);
+    l.files_passed = published_.counters.files_passed;
+    l.files_failed = published_.counters.files_failed;
+  }
+  observer_->on_tick(l);
 }
 
 ReceiverStatus Receiver::status() const {
@@ -182,6 +209,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   auto last_drop_check = clock_.now();
   try {
     while (!stop.stop_requested()) {
+      note_writer_pass();  // the `receiving on` line once both loops run; the watchdog's liveness
       const auto t0 = clock_.now();
       // With writes in flight, come back quickly to reap them: a small file's rename should not
       // wait for the next packet.
@@ -199,6 +227,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
         }
         if (!device) assembler.set_sender(source_->peer());
         publish(assembler);
+        tick_observer();
       }
       assembler.poll(false);
       if (cfg_.once && assembler.session_finished()) break;
