@@ -10,7 +10,7 @@
 # power cut) and every file the log had called Passed at the copy must be there, byte for byte.
 #
 # The workload: one large file (written with O_DIRECT in whole blocks), 1,000 small files in
-# nested folders (buffered tails), and one name sent twice in two sessions (--on-collision rename
+# nested folders (page cache), and one name sent twice in two sessions (--on-collision rename
 # keeps the old one as same.1.dat: both must be right). Copies: after the first Passed, in the
 # middle, after the last. Modes: the default (no --write-mode, durable by issue 15), rwd and rws
 # must lose nothing; rw (never syncs) must be seen to lose at least one Passed file.
@@ -25,80 +25,10 @@
 # Needs root and loop devices: otherwise it prints SKIPPED and exits 77.
 set -uo pipefail
 send_bin=$1 recv_bin=$2
-
-skip() {
-  echo "SKIPPED: $*"
-  echo "SKIPPED: $*" >&2
-  exit 77
-}
-[[ $(id -u) -eq 0 ]] || skip "powercut test needs root (loop devices, mounts)"
-for tool in losetup mkfs.ext4 mount umount cp cmp; do
-  command -v "$tool" > /dev/null || skip "powercut test needs $tool"
-done
-
-work=$(mktemp -d /dev/shm/ddft-powercut.XXXXXX) || skip "cannot make a folder on /dev/shm"
-loops=()   # loop devices attached by this script
-mounts=()  # mount points mounted by this script
-pids=()    # processes started by this script, still running
-cleanup() {
-  local p m l
-  for p in "${pids[@]}"; do
-    kill -CONT "$p" 2> /dev/null
-    kill -KILL "$p" 2> /dev/null
-  done
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-    m=${mounts[i]}
-    mountpoint -q "$m" && { umount "$m" 2> /dev/null || umount -l "$m"; }
-  done
-  for l in "${loops[@]}"; do losetup -d "$l" 2> /dev/null; done
-  # DDFT_KEEP_WORK=1 keeps logs and images for a post-mortem.
-  if [[ -n "${DDFT_KEEP_WORK:-}" ]]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-failures=0
-bad() {
-  failures=$((failures + 1))
-  echo "FAIL $*"
-}
-forget() {  # ARRAY_NAME VALUE: drop VALUE from the array (it was cleaned up already)
-  local -n arr=$1
-  local out=() x
-  for x in "${arr[@]}"; do [[ "$x" != "$2" ]] && out+=("$x"); done
-  arr=("${out[@]}")
-}
-# Attaches IMG to a free loop device and mounts it on DIR; sets $dev. Returns 1 when losetup fails.
-mount_image() {  # IMG DIR
-  dev=$(losetup -f --show "$1" 2>&1) || {
-    echo "losetup: $dev"
-    return 1
-  }
-  loops+=("$dev")
-  mkdir -p "$2"
-  mount -t ext4 "$dev" "$2" || return 2
-  mounts+=("$2")
-}
-unmount_image() {  # DIR DEV
-  umount "$1" && forget mounts "$1"
-  losetup -d "$2" && forget loops "$2"
-}
-port() { echo $((20000 + RANDOM % 30000)); }
-# Time from T0 to T1 (default now), both $EPOCHREALTIME, times SCALE (1: s, 1000: ms), rounded.
-since() {
-  awk -v a="$1" -v b="${3:-$EPOCHREALTIME}" -v s="$2" 'BEGIN { printf "%.*f", s == 1, (b - a) * s }'
-}
-
-# Can this machine loop-mount an ext4 image at all? If not, say so and skip.
-truncate -s 16M "$work/probe.img"
-mkfs.ext4 -q -F "$work/probe.img" || skip "mkfs.ext4 fails on /dev/shm"
-mount_image "$work/probe.img" "$work/probe"
-case $? in
-  1) skip "no loop device: $dev" ;;
-  2) skip "cannot mount an ext4 image on $dev" ;;
-esac
-unmount_image "$work/probe" "$dev"
-rm -f "$work/probe.img"
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=fs_test_lib.sh
+source "$here/fs_test_lib.sh"
+fs_test_init powercut
 
 # The workload, in two sender sessions. Session 1: big.bin, tree/ (1,000 files) and same.dat;
 # session 2: same.dat again, other content. Sent as "sessN/", so a path P of the k-th session
@@ -109,7 +39,8 @@ head -c $((4 << 20)) /dev/urandom > "$work/blob"
 for ((i = 0; i < 1000; i++)); do
   d="$work/sess1/tree/d$((i % 10))/e$((i / 10 % 10))"
   [[ -d "$d" ]] || mkdir -p "$d"
-  # Sizes 0 to 16 KiB: tails only, never a whole O_DIRECT block. Cut from one random blob.
+  # Sizes 0 to 16 KiB, cut from one random blob: under 4 KiB only through the page cache, above
+  # it a 4 KiB-aligned part through O_DIRECT and a buffered tail.
   size=$(((i * 7919) % 16385))
   dd if="$work/blob" of="$d/f$i.bin" bs=$size count=1 skip=$((i % 200)) status=none 2> /dev/null ||
     : > "$d/f$i.bin"
