@@ -20,6 +20,9 @@ packages=(
   # check reads them with man, runs its logrotate file and dpkg-deb, cpack and dpkg-shlibdeps
   # (dpkg-dev, with build-essential)
   help2man man-db logrotate
+  # the file-system fault test (scripts.fs_faults): I/O errors on demand from nbdkit's error
+  # filter over a RAM disk, shown as a file by nbdfuse (FUSE) and loop-mounted
+  nbdkit libnbd-bin fuse3
   # the fuzz harnesses (scripts/fuzz.sh): libFuzzer comes with clang 14, whose fuzzer, ASan and
   # UBSan runtimes are the separate libclang-rt-14-dev
   clang libclang-rt-14-dev
