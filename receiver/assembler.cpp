@@ -286,7 +286,9 @@ void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
     spdlog::error("Error: FEC could not handle a packet: {}", e.what());
   }
   dispatch(p);
-  if (p.header.type == PacketType::kAnnounce && (p.header.flags & common::kFlagFec)) {
+  // A repeated announce comes mid-file: the data of its window went to the file already.
+  if (p.header.type == PacketType::kAnnounce && (p.header.flags & common::kFlagFec) &&
+      !(p.header.flags & common::kFlagRepeat)) {
     replay_window(p.header);  // data of its window rebuilt before it came went to no file
   }
 }

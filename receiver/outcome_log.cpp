@@ -117,24 +117,32 @@ bool parse_outcome(std::string_view line, Outcome* out) {
 }
 
 OutcomeLog::OutcomeLog(int root_fd) : root_fd_(root_fd) {
-  fd_.reset(::openat(root_fd_, kOutcomeLogName,
-                     O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  common::UniqueFd fd = open_journal(O_RDWR | O_CREAT);
   struct stat st {};
-  if (!fd_ || ::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     throw std::runtime_error(fmt::format("the receiver's journal '{}' cannot be opened: {}",
                                          kOutcomeLogName,
-                                         fd_ ? "not a regular file" : std::strerror(errno)));
+                                         fd ? "not a regular file" : std::strerror(errno)));
   }
+}
+
+// Opened for each use, never held: a descriptor open for writing would keep an operator from
+// remounting the file system read-only while the receiver runs.
+common::UniqueFd OutcomeLog::open_journal(int flags) const {
+  return common::UniqueFd(::openat(root_fd_, kOutcomeLogName,
+                                   flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
 }
 
 std::vector<Outcome> OutcomeLog::read_all() const {
   std::vector<Outcome> out;
   std::lock_guard lock(mu_);
+  const common::UniqueFd fd = open_journal(O_RDONLY);
+  if (!fd) return out;
   std::string text;
   char buf[65536];
   off_t pos = 0;
   for (;;) {
-    const ssize_t n = ::pread(fd_.get(), buf, sizeof buf, pos);
+    const ssize_t n = ::pread(fd.get(), buf, sizeof buf, pos);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     text.append(buf, static_cast<size_t>(n));
@@ -156,7 +164,8 @@ std::vector<Outcome> OutcomeLog::read_all() const {
 bool OutcomeLog::append(const Outcome& o) {
   const std::string line = format_outcome(o);
   std::lock_guard lock(mu_);
-  return common::write_all(fd_.get(), line);
+  const common::UniqueFd fd = open_journal(O_WRONLY | O_APPEND);
+  return fd && common::write_all(fd.get(), line);
 }
 
 bool OutcomeLog::rewrite(const std::vector<Outcome>& keep) {
@@ -166,13 +175,12 @@ bool OutcomeLog::rewrite(const std::vector<Outcome>& keep) {
   std::lock_guard lock(mu_);
   ::unlinkat(root_fd_, tmp.c_str(), 0);
   common::UniqueFd fd(::openat(
-      root_fd_, tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
+      root_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd || !common::write_all(fd.get(), text) ||
       ::renameat(root_fd_, tmp.c_str(), root_fd_, kOutcomeLogName) != 0) {
     ::unlinkat(root_fd_, tmp.c_str(), 0);
     return false;
   }
-  fd_ = std::move(fd);
   return true;
 }
 

@@ -43,7 +43,8 @@ bool parse_outcome(std::string_view line, Outcome* out);
 // The journal file. append() may be called from any thread; the others from one thread.
 class OutcomeLog {
  public:
-  // Opens (creates) OUTPUT/.ddft-outcomes through `root_fd`. Throws std::runtime_error with a
+  // Creates OUTPUT/.ddft-outcomes through `root_fd` when missing (the file is opened for each
+  // use, not held). Throws std::runtime_error with a
   // one-line reason when it cannot. `root_fd` must outlive the log.
   explicit OutcomeLog(int root_fd);
   // Every valid line, in order (a damaged line, e.g. the half line of a crash, is skipped).
@@ -54,9 +55,10 @@ class OutcomeLog {
   bool rewrite(const std::vector<Outcome>& keep);
 
  private:
+  common::UniqueFd open_journal(int flags) const;
+
   int root_fd_;
-  mutable std::mutex mu_;
-  common::UniqueFd fd_;  // O_APPEND; guarded by mu_
+  mutable std::mutex mu_;  // one reader or writer of the file at a time
 };
 
 }  // namespace ddft::receiver
