@@ -611,7 +611,7 @@ void Assembler::handle_announce(const Packet& p) {
     o.session = session_;
     o.file_id = f->id;
     o.chunk_size = static_cast<uint32_t>(f->chunk_size);
-    o.sender = sender_;
+    if (sender_) o.sender = sender_();
     o.announced_ns = std::chrono::duration_cast<nanoseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
@@ -756,7 +756,7 @@ void Assembler::refuse(const File& f, const std::string& reason) {
   });
 }
 
-void Assembler::write_record(const FailureRecord& rec, TempFile* tmp,
+void Assembler::write_record(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
                              std::function<void(const std::string&)> then) {
   auto where = std::make_shared<std::string>();
   // The journal first: a crash between the record and its line leaves a file that is named
@@ -772,9 +772,70 @@ void Assembler::write_record(const FailureRecord& rec, TempFile* tmp,
       [this, rec, tmp, where, o, j = journal_] {
         if (j != nullptr && rec.session != 0) j->append(o);
         TempFile none;
-        *where = out_.fail(tmp != nullptr ? *tmp : none, rec);
+        *where = out_.fail(tmp ? *tmp : none, rec);
       },
-      [where, then = std::move(then)] { then(*where); });
+      [this, rec, tmp, where, then = std::move(then)] {
+        // Not written (a read-only or full file system): kept, and tried again until the file
+        // system takes it (retry_records()), so that the file is named on disk too.
+        if (where->empty() && !rec.no_record) keep_unwritten(rec, tmp);
+        then(*where);
+      });
+}
+
+void Assembler::keep_unwritten(const FailureRecord& rec, std::shared_ptr<TempFile> tmp) {
+  constexpr size_t kUnwrittenKept = 10000;
+  if (unwritten_.size() >= kUnwrittenKept) {
+    ++unwritten_dropped_;
+    unwritten_.pop_front();
+  }
+  unwritten_.push_back({rec, std::move(tmp)});
+}
+
+void Assembler::retry_records(common::Clock::time_point now) {
+  if (unwritten_.empty() || retrying_ || now - last_retry_ < seconds(5)) return;
+  last_retry_ = now;
+  retrying_ = true;
+  // One task writes them in order and stops at the first that still fails.
+  auto batch = std::make_shared<std::deque<Unwritten>>();
+  batch->swap(unwritten_);
+  auto written = std::make_shared<std::vector<std::string>>();
+  fs_->post(
+      [this, batch, written, j = journal_] {
+        for (const Unwritten& u : *batch) {
+          TempFile none;
+          const std::string where = out_.fail(u.tmp ? *u.tmp : none, u.rec);
+          if (where.empty()) break;
+          if (j != nullptr && u.rec.session != 0) {
+            Outcome o;
+            o.kind = Outcome::Kind::kFailed;
+            o.session = u.rec.session;
+            o.file_id = u.rec.file_id;
+            o.size = u.rec.expected_size;
+            o.verify = u.rec.verify;
+            o.rel_path = u.rec.rel_path;
+            j->append(o);
+          }
+          written->push_back(where);
+        }
+      },
+      [this, batch, written] {
+        retrying_ = false;
+        for (size_t i = 0; i < written->size(); ++i) {
+          spdlog::info("Info: {}: its failure record is written now (the file system takes "
+                       "writes again): {}",
+                       (*batch)[i].rec.rel_path, (*written)[i]);
+        }
+        // What is still unwritten goes back in front of anything that failed meanwhile.
+        for (size_t i = batch->size(); i > written->size(); --i) {
+          unwritten_.push_front(std::move((*batch)[i - 1]));
+        }
+        if (unwritten_dropped_ > 0) {
+          spdlog::warn("Warn: {} failure record(s) could not be written and were given up (more "
+                       "than 10,000 waited for the file system); their Error lines name them",
+                       unwritten_dropped_);
+          unwritten_dropped_ = 0;
+        }
+      });
 }
 
 void Assembler::handle_data(const Packet& p) {
@@ -1216,6 +1277,7 @@ void Assembler::poll(bool wait) {
     last_loss_log_ = now;
   }
   roll_record_window(now);
+  retry_records(now);
   if (guard_ && now - last_mark_save_ >= kMarkSaveInterval && guard_->take_changed()) {
     save_session_mark();
   }
@@ -1553,7 +1615,7 @@ void Assembler::close_failed(File& f) {
                                   ? (f.sync_failed ? "; data removed (its sync failed)"
                                                    : "; partial data removed (disk full)")
                                   : "");
-  write_record(rec, tmp.get(),
+  write_record(rec, tmp,
                [this, ff = &f, tmp, line = std::move(line)](const std::string& where) {
                  if (!line.empty()) {
                    spdlog::error("{}; record: {}", line,
@@ -1676,6 +1738,10 @@ void Assembler::fail_all(const std::string& reason) {
     if (f->fail_reason.empty()) f->fail_reason = reason;
     close_failed(*f);
   }
+  while (io_pending()) poll_io(true);
+  // Records the file system refused earlier: one last try.
+  last_retry_ = {};
+  retry_records(clock_.now());
   while (io_pending()) poll_io(true);
   roll_record_window(clock_.now(), /*force=*/true);  // say how many went unrecorded, if any
   if (guard_ && guard_->take_changed()) save_session_mark();

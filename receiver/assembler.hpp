@@ -171,9 +171,10 @@ class Assembler {
   void set_on_delivered(std::function<void(const DeliveredFile&)> fn) {
     on_delivered_ = std::move(fn);
   }
-  // Where the sender's datagrams come from ("10.0.0.1:4000", a device path), written beside
-  // each file as it is announced so that a file a crash leaves behind names its sender too.
-  void set_sender(std::string sender) { sender_ = std::move(sender); }
+  // Where the sender's datagrams come from ("10.0.0.1:4000", a device path), asked at each
+  // announce and written beside the file, so that a file a crash leaves behind names its sender
+  // too. Called on the writer thread; must not block.
+  void set_sender(std::function<std::string()> sender) { sender_ = std::move(sender); }
 
  private:
   struct File;
@@ -252,8 +253,13 @@ class Assembler {
   void deliver(File& f, const std::string& moved_old);
   // Queues a failure record to be written on the pool; `then` runs on this thread with where
   // it went ("" when it could not be written).
-  void write_record(const FailureRecord& rec, TempFile* tmp,
+  void write_record(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
                     std::function<void(const std::string&)> then);
+  // A record the file system refused (read-only, full): kept to be written later, with the
+  // temporary file it moves away.
+  void keep_unwritten(const FailureRecord& rec, std::shared_ptr<TempFile> tmp);
+  // Every 5 s, tries the kept records again (on the pool), logging each one written.
+  void retry_records(common::Clock::time_point now);
   bool known_earlier(uint64_t session, uint32_t id) const;
   Block* get_block(File& f, uint64_t index);
   int take_free_block();
@@ -334,6 +340,14 @@ class Assembler {
   // Failed files of the session that received nothing and whose record the flood bound left
   // out: written if the sender's file list names them (as many kept as seen_ids_).
   std::map<uint32_t, FailureRecord> unnamed_;
+  struct Unwritten {
+    FailureRecord rec;
+    std::shared_ptr<TempFile> tmp;
+  };
+  std::deque<Unwritten> unwritten_;  // records the file system refused, oldest first
+  uint64_t unwritten_dropped_ = 0;
+  bool retrying_ = false;
+  common::Clock::time_point last_retry_{};
   std::vector<std::unique_ptr<File>> graveyard_;  // destroyed files, freed by the outer Scope
   int depth_ = 0;
   std::deque<PendingOp> backlog_;
@@ -347,7 +361,7 @@ class Assembler {
   WaitStats waits_;
   AssemblerCounters counters_;
   std::function<void(const DeliveredFile&)> on_delivered_;
-  std::string sender_;
+  std::function<std::string()> sender_;
 };
 
 }  // namespace ddft::receiver

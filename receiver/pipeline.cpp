@@ -153,8 +153,11 @@ ReceiverStatus Receiver::status() const {
 ReceiveTotals Receiver::run(std::stop_token stop) {
   Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
   assembler.set_earlier(journal_.get(), recovery_.known);
-  const bool device = cfg_.transport_text == "device";
-  if (device) assembler.set_sender("device " + cfg_.device);
+  if (cfg_.transport_text == "device") {
+    assembler.set_sender([d = "device " + cfg_.device] { return d; });
+  } else {
+    assembler.set_sender([&src = *source_] { return src.peer(); });
+  }
   if (hooks_) {
     // The command runs from the receiver's working folder: give it an absolute path.
     const std::string cwd = std::filesystem::current_path().string();
@@ -225,7 +228,6 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
         if (auto dropped = ingest.drops().take(); !dropped.empty()) {
           assembler.note_ring_drops(dropped);
         }
-        if (!device) assembler.set_sender(source_->peer());
         publish(assembler);
         tick_observer();
       }
