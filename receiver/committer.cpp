@@ -85,9 +85,19 @@ void Committer::flush_and_rename(Batch& b) {
     it.renamed = true;
     if (mode_ == WriteMode::kBuffered) continue;
     add_dir(it, t.dir.get(), t.dir_dev, t.dir_ino);
-    for (const auto& parent : t.new_dir_parents) {
-      struct stat st {};
-      if (::fstat(parent.get(), &st) == 0) add_dir(it, parent.get(), st.st_dev, st.st_ino);
+  }
+  // Folders made since the last batch: their entries are synced with this batch, whichever of
+  // the files under them it holds (every file of the batch was made after them, so it depends
+  // on them), and a failed sync of one fails the whole batch's renamed files.
+  b.new_parents = out_.take_new_folder_parents();
+  if (mode_ == WriteMode::kBuffered) return;
+  for (const auto& parent : b.new_parents) {
+    struct stat st {};
+    if (::fstat(parent.get(), &st) != 0) continue;
+    auto [pos, added] = dir_index.emplace(std::make_pair(st.st_dev, st.st_ino), b.dirs.size());
+    if (added) b.dirs.push_back({parent.get(), 0});
+    for (Item& it : b.items) {
+      if (it.renamed) it.dirs.push_back(pos->second);
     }
   }
 }

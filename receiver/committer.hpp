@@ -4,7 +4,7 @@
 //   verified files ──> [collecting batch] ──(pool: mtime, one flush for the batch, journal "C"
 //                                             lines, renames in order)──>
 //                  ──> [folder syncs: one io_uring fsync per distinct folder of the batch, and
-//                       the parents of folders made for it] ──> done, in the order added
+//                       the parents of folders made since the last batch] ──> done, in order
 //
 // Group commit without timers: a batch is flushed as soon as the previous batch's flush is over,
 // so under load a batch holds every file verified meanwhile (hundreds), and a lone file goes at
@@ -92,6 +92,7 @@ class Committer {
     uint64_t id = 0;
     std::vector<Item> items;
     std::vector<Dir> dirs;
+    std::vector<common::UniqueFd> new_parents;  // folders holding new folders' entries
     size_t syncs_pending = 0;
     bool done = false;
   };

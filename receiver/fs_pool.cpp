@@ -27,10 +27,23 @@ FsPool::~FsPool() {
   for (auto& t : threads_) t.join();
 }
 
+namespace {
+// Work must not throw; when it does anyway, the pool goes on and its `done` still runs.
+void run_work(const std::function<void()>& work) {
+  try {
+    work();
+  } catch (const std::exception& e) {
+    spdlog::error("Error: a file-system task failed: {}", e.what());
+  } catch (...) {
+    spdlog::error("Error: a file-system task failed (unknown exception)");
+  }
+}
+}  // namespace
+
 void FsPool::post(std::function<void()> work, std::function<void()> done) {
   ++pending_;
   if (threads_.empty()) {
-    work();
+    run_work(work);
     std::lock_guard lock(mu_);
     finished_.push_back(std::move(done));
     return;
@@ -56,7 +69,15 @@ size_t FsPool::reap() {
     got.pop_front();
     --pending_;
     ++n;
-    if (done) done();
+    try {
+      if (done) done();
+    } catch (...) {
+      // The ones not run yet stay first in line for the next reap().
+      std::lock_guard lock(mu_);
+      finished_.insert(finished_.begin(), std::make_move_iterator(got.begin()),
+                       std::make_move_iterator(got.end()));
+      throw;
+    }
   }
   return n;
 }
@@ -75,11 +96,7 @@ void FsPool::run() {
     Item item = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    try {
-      item.work();
-    } catch (const std::exception& e) {
-      spdlog::error("Error: a file-system task failed: {}", e.what());
-    }
+    run_work(item.work);
     lock.lock();
     finished_.push_back(std::move(item.done));
     done_cv_.notify_all();

@@ -27,6 +27,7 @@ bool unquote(std::string_view q, std::string* out) {
   q = q.substr(1, q.size() - 2);
   std::string s;
   for (size_t i = 0; i < q.size(); ++i) {
+    if (q[i] == '"') return false;  // json_quote never leaves one bare: two lines glued
     if (q[i] != '\\') {
       s += q[i];
       continue;
@@ -162,10 +163,18 @@ std::vector<Outcome> OutcomeLog::read_all() const {
 }
 
 bool OutcomeLog::append(const Outcome& o) {
-  const std::string line = format_outcome(o);
+  std::string line = format_outcome(o);
   std::lock_guard lock(mu_);
-  const common::UniqueFd fd = open_journal(O_WRONLY | O_APPEND);
-  return fd && common::write_all(fd.get(), line);
+  const common::UniqueFd fd = open_journal(O_RDWR | O_APPEND);
+  if (!fd) return false;
+  // A half line a crash left at the end would swallow this one: end it first.
+  struct stat st {};
+  char last = '\n';
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0 &&
+      ::pread(fd.get(), &last, 1, st.st_size - 1) == 1 && last != '\n') {
+    line.insert(line.begin(), '\n');
+  }
+  return common::write_all(fd.get(), line);
 }
 
 bool OutcomeLog::rewrite(const std::vector<Outcome>& keep) {

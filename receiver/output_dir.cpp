@@ -18,6 +18,9 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <limits>
+#include <mutex>
+#include <type_traits>
 #include <stdexcept>
 
 #include "common/json.hpp"
@@ -107,7 +110,28 @@ std::string format_origin(const Origin& o) {
 bool parse_origin(std::string_view text, Origin* out) {
   Origin o;
   bool magic = false;
-  bool have_path = false;
+  unsigned seen = 0;  // a bit per numeric key, all required
+  bool bad = false;
+  // A whole decimal (or hex, or octal) number, nothing after it.
+  auto number = [&](const std::string& v, int base, unsigned bit, auto* field) {
+    char* end = nullptr;
+    errno = 0;
+    const bool is_signed = std::is_signed_v<std::remove_pointer_t<decltype(field)>>;
+    const long long sv = is_signed ? std::strtoll(v.c_str(), &end, base) : 0;
+    const unsigned long long uv = is_signed ? 0 : std::strtoull(v.c_str(), &end, base);
+    if (v.empty() || *end != '\0' || errno != 0 || (!is_signed && v.front() == '-')) {
+      bad = true;
+      return;
+    }
+    using T = std::remove_pointer_t<decltype(field)>;
+    if (is_signed) {
+      *field = static_cast<T>(sv);
+    } else {
+      if (uv > std::numeric_limits<T>::max()) bad = true;
+      *field = static_cast<T>(uv);
+    }
+    seen |= bit;
+  };
   while (!text.empty()) {
     const size_t nl = text.find('\n');
     const std::string_view line = text.substr(0, nl);
@@ -116,33 +140,32 @@ bool parse_origin(std::string_view text, Origin* out) {
     if (eq == std::string_view::npos) continue;
     const std::string_view key = line.substr(0, eq);
     const std::string value(line.substr(eq + 1));
-    char* end = nullptr;
     if (key == "ddft-origin") {
       magic = value == "1";
     } else if (key == "path") {
       o.rel_path = value;
-      have_path = !value.empty();
     } else if (key == "size") {
-      o.size = std::strtoull(value.c_str(), &end, 10);
+      number(value, 10, 1, &o.size);
     } else if (key == "mtime_ns") {
-      o.mtime_ns = std::strtoll(value.c_str(), &end, 10);
+      number(value, 10, 2, &o.mtime_ns);
     } else if (key == "mode") {
-      o.mode = static_cast<uint32_t>(std::strtoul(value.c_str(), &end, 8));
+      number(value, 8, 4, &o.mode);
     } else if (key == "verify") {
       o.verify = value;
     } else if (key == "session") {
-      o.session = std::strtoull(value.c_str(), &end, 16);
+      number(value, 16, 8, &o.session);
     } else if (key == "file_id") {
-      o.file_id = static_cast<uint32_t>(std::strtoul(value.c_str(), &end, 10));
+      number(value, 10, 16, &o.file_id);
     } else if (key == "chunk_size") {
-      o.chunk_size = static_cast<uint32_t>(std::strtoul(value.c_str(), &end, 10));
+      number(value, 10, 32, &o.chunk_size);
     } else if (key == "sender") {
       o.sender = value;
     } else if (key == "announced_ns") {
-      o.announced_ns = std::strtoll(value.c_str(), &end, 10);
+      number(value, 10, 64, &o.announced_ns);
     }
   }
-  if (!magic || !have_path) return false;
+  // Every key, each well formed: a cut or damaged origin names nothing rather than a wrong file.
+  if (!magic || bad || o.rel_path.empty() || seen != 127) return false;
   *out = std::move(o);
   return true;
 }
@@ -214,7 +237,8 @@ bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, st
           return false;
         }
       } else if (made_in != nullptr) {
-        // The new folder's entry lives in `cur`: it must be synced with the file's folder.
+        // The new folder's entry lives in `cur`: it must be synced before any file in it (or
+        // below it) counts as durable (take_new_folder_parents()).
         made_in->emplace_back(::dup(cur.get()));
       }
       fd = open_dir_beneath(cur.get(), comp.c_str());
@@ -317,8 +341,16 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
   out->renamed = false;
   out->dir_dev = st.st_dev;
   out->dir_ino = st.st_ino;
-  out->new_dir_parents = std::move(made_in);
+  if (!made_in.empty()) {
+    std::lock_guard lock(new_parents_mu_);
+    for (auto& p : made_in) new_parents_.push_back(std::move(p));
+  }
   return true;
+}
+
+std::vector<common::UniqueFd> OutputDir::take_new_folder_parents() {
+  std::lock_guard lock(new_parents_mu_);
+  return std::exchange(new_parents_, {});
 }
 
 bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
@@ -697,16 +729,18 @@ Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::s
                "complete (found at start-up; its origin could not be read, so only its "
                "temporary name is known)";
   }
-  fd.reset();
   l.rel_path = r.rel_path;
   l.session = r.session;
   l.file_id = r.file_id;
   l.size = r.expected_size;
   l.bytes_present = r.bytes_received;
   // Whatever reached the page cache before the stop, unverified and maybe torn by a power cut:
-  // removed unless the operator asked to keep it.
-  r.discard_data = !keep_partial;
-  l.data_kept = keep_partial;
+  // removed unless the operator asked to keep it. A file without an origin keeps its data (as
+  // before origins were written): it is all there is to tell what it was.
+  r.discard_data = l.named && !keep_partial;
+  l.data_kept = !r.discard_data;
+  // fail() takes the descriptor too, so that it can remove the origin from the data it keeps.
+  f.fd = std::move(fd);
   l.record = fail(f, r);
   return l;
 }

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,9 +82,6 @@ struct TempFile {
   // The folder's identity, to sync each folder once per batch.
   uint64_t dir_dev = 0;
   uint64_t dir_ino = 0;
-  // Folders in which create_temp() made a new folder for this file: their entries must be synced
-  // too before the file counts as durable.
-  std::vector<common::UniqueFd> new_dir_parents;
 };
 
 struct FailureRecord {
@@ -164,6 +162,10 @@ class OutputDir {
   FlushErrors flush_files(const std::vector<TempFile*>& files, bool datasync);
   // Removes the origin (xattr or sidecar) of a file delivered under its final name. Best effort.
   void forget_origin(TempFile& f);
+  // The folders in which create_temp() made new folders since the last call (descriptors the
+  // caller now owns): their entries must be synced before any file made after them counts as
+  // durable, whichever file finishes first. Thread-safe.
+  std::vector<common::UniqueFd> take_new_folder_parents();
   // At start-up, for a file the journal says was being renamed into place when the receiver
   // stopped: true when `rel_path` is that very file (regular, `size` bytes, its origin still
   // naming `session` and `file_id`); it is then synced with its folder and its origin removed.
@@ -226,6 +228,8 @@ class OutputDir {
   common::UniqueFd root_fd_;
   common::UniqueFd lock_fd_;
   common::UniqueFd failed_fd_;
+  std::mutex new_parents_mu_;
+  std::vector<common::UniqueFd> new_parents_;  // guarded by new_parents_mu_
   dev_t failed_dev_ = 0;
   ino_t failed_ino_ = 0;
 };

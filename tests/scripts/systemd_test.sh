@@ -76,8 +76,8 @@ if [[ "${1:-}" == --user-manager ]]; then
   # then exit 0).
   sc reset-failed ddft-live.service
   if sc start ddft-live.service; then say PASS "second start"; else say FAIL "second start"; fi
-  check "leftover of the killed run swept at start" yes \
-    "$(grep -q 'left incomplete by an earlier run' "$log" && echo yes || echo no)"
+  check "leftover of the killed run named at start" yes \
+    "$(grep -qE 'FAILED: the receiver stopped .* found at start-up' "$log" && echo yes || echo no)"
   sc stop ddft-live.service
   check "stop: result" success "$(prop Result)"
   check "stop: exit status" 0 "$(prop ExecMainStatus)"
