@@ -183,8 +183,7 @@ run_mode() {  # MODE DURABLE(yes/no) ARGS...
         ((passed == total)) && break
         if ((passed == total - 1)); then
           # Session 1 is through on the receiver: send the same name again, in a new session.
-          wait "$tx" || bad "$mode: sender 1 failed: $(tail -3 "$work/$mode.tx1")"
-          forget pids "$tx"
+          wait_child "$tx" 30 || bad "$mode: sender 1 failed: $(tail -3 "$work/$mode.tx1")"
           session=2
           "$send_bin" "$work/sess2/" --dest "127.0.0.1:$p" > "$work/$mode.tx2" 2>&1 &
           tx=$!
@@ -198,15 +197,13 @@ run_mode() {  # MODE DURABLE(yes/no) ARGS...
   secs=$(since "$t0" 1)
   ((passed == total)) ||
     bad "$mode: $passed of $total files Passed within 60 s; receiver: $(tail -3 "$work/$mode.out")"
-  [[ -n "$tx" ]] && { wait "$tx" || bad "$mode: sender $session failed"; forget pids "$tx"; }
+  [[ -n "$tx" ]] && { wait_child "$tx" 30 || bad "$mode: sender $session failed"; }
   kill -TERM "$rx"
-  wait "$rx"
+  wait_child "$rx" 15
   rc=$?
-  forget pids "$rx"
-  ((rc == 0)) || bad "$mode: the receiver exited with $rc on SIGTERM"
+  ((rc == 0)) || bad "$mode: the receiver exited with $rc on SIGTERM (124: still running 15 s on)"
   kill "$tailer" 2> /dev/null
-  wait "$tailer" 2> /dev/null
-  forget pids "$tailer"
+  wait_child "$tailer" 5
   exec 3<&-
   unmount_image "$work/mnt" "$imgdev"
   rm -f "$img"
