@@ -95,7 +95,7 @@ size_t DeviceSource::extract(std::span<const std::span<uint8_t>> bufs, std::span
     }
     // A header that cannot be ours (version, type) is not waited for.
     if (p[4] != kProtocolVersion || p[5] < static_cast<uint8_t>(PacketType::kAnnounce) ||
-        p[5] > static_cast<uint8_t>(PacketType::kParity)) {
+        p[5] > kMaxPacketType) {
       begin_ += 1;
       skipped_bytes_ += 1;
       continue;

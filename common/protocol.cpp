@@ -37,6 +37,16 @@ size_t seal(const Header& h, size_t payload_len, std::span<uint8_t> buf) {
 
 bool valid_verify(uint8_t v) { return v <= static_cast<uint8_t>(VerifyType::kSha256); }
 
+// The key length a file-list entry must carry: none for an aborted file (it has no digest) or
+// without verification, else the full digest.
+size_t list_key_len(VerifyType v, bool aborted) { return aborted ? 0 : digest_size(v); }
+
+bool valid_list_entry(const FileListEntry& e) {
+  return !e.path.empty() && e.path.size() <= kMaxPathSize &&
+         valid_verify(static_cast<uint8_t>(e.verify)) &&
+         e.key_len == list_key_len(e.verify, e.aborted);
+}
+
 }  // namespace
 
 std::string_view verify_type_name(VerifyType v) {
@@ -116,8 +126,7 @@ DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out) {
     return DecodeStatus::kBadChecksum;
   }
   const uint8_t type = p[5];
-  if (type < static_cast<uint8_t>(PacketType::kAnnounce) ||
-      type > static_cast<uint8_t>(PacketType::kParity)) {
+  if (type < static_cast<uint8_t>(PacketType::kAnnounce) || type > kMaxPacketType) {
     return DecodeStatus::kBadType;
   }
   out->header.version = p[4];
@@ -305,6 +314,82 @@ size_t encode_parity(const Header& h, const Parity& pa, std::span<const uint8_t>
   Header hh = h;
   hh.type = PacketType::kParity;
   return seal(hh, payload_len, buf);
+}
+
+DecodeStatus decode_file_list(std::span<const uint8_t> payload, FileList* out) {
+  if (payload.size() < kFileListFixedSize) return DecodeStatus::kBadPayload;
+  const uint8_t* p = payload.data();
+  const uint16_t count = load_le16(p + 2);
+  if (count == 0) return DecodeStatus::kBadPayload;
+  out->flags = load_le16(p);
+  out->entries.clear();
+  // `count` comes from the wire: reserve no more than the payload could hold (an entry is at
+  // least its fixed part and a 1-byte path), so a forged count costs no memory.
+  const size_t room = (payload.size() - kFileListFixedSize) / (kFileListEntryFixedSize + 1);
+  out->entries.reserve(std::min<size_t>(count, room));
+  size_t pos = kFileListFixedSize;
+  for (uint16_t i = 0; i < count; ++i) {
+    if (payload.size() - pos < kFileListEntryFixedSize) return DecodeStatus::kBadPayload;
+    const uint8_t* e = p + pos;
+    if (!valid_verify(e[12])) return DecodeStatus::kBadPayload;
+    FileListEntry entry;
+    entry.file_id = load_le32(e);
+    entry.size = load_le64(e + 4);
+    entry.verify = static_cast<VerifyType>(e[12]);
+    entry.aborted = (e[13] & kListAborted) != 0;
+    entry.key_len = e[14];
+    const uint16_t path_len = load_le16(e + 16);
+    if (entry.key_len != list_key_len(entry.verify, entry.aborted) || path_len == 0 ||
+        path_len > kMaxPathSize ||
+        payload.size() - pos - kFileListEntryFixedSize < size_t{entry.key_len} + path_len) {
+      return DecodeStatus::kBadPayload;
+    }
+    std::memcpy(entry.key.data(), e + kFileListEntryFixedSize, entry.key_len);
+    entry.path = std::string_view(
+        reinterpret_cast<const char*>(e + kFileListEntryFixedSize + entry.key_len), path_len);
+    out->entries.push_back(entry);
+    pos += kFileListEntryFixedSize + entry.key_len + path_len;
+  }
+  // The entries must fill the payload: trailing bytes mean a count or a length is wrong.
+  if (pos != payload.size()) return DecodeStatus::kBadPayload;
+  return DecodeStatus::kOk;
+}
+
+size_t encode_file_list(const Header& h, uint16_t flags, std::span<const FileListEntry> entries,
+                        std::span<uint8_t> buf, size_t* taken) {
+  *taken = 0;
+  if (buf.size() < kHeaderSize + kFileListFixedSize) return 0;
+  // The payload length is a u16 in the header.
+  const size_t limit = std::min(buf.size() - kHeaderSize, size_t{0xFFFF});
+  uint8_t* p = buf.data() + kHeaderSize;
+  size_t pos = kFileListFixedSize;
+  size_t n = 0;
+  while (n < entries.size() && n < 0xFFFF) {
+    const FileListEntry& e = entries[n];
+    if (!valid_list_entry(e)) break;
+    const size_t len = kFileListEntryFixedSize + e.key_len + e.path.size();
+    if (limit - pos < len) break;
+    uint8_t* q = p + pos;
+    store_le32(q, e.file_id);
+    store_le64(q + 4, e.size);
+    q[12] = static_cast<uint8_t>(e.verify);
+    q[13] = e.aborted ? kListAborted : 0;
+    q[14] = e.key_len;
+    q[15] = 0;
+    store_le16(q + 16, static_cast<uint16_t>(e.path.size()));
+    std::memcpy(q + kFileListEntryFixedSize, e.key.data(), e.key_len);
+    std::memcpy(q + kFileListEntryFixedSize + e.key_len, e.path.data(), e.path.size());
+    pos += len;
+    ++n;
+  }
+  if (n == 0) return 0;
+  store_le16(p, flags);
+  store_le16(p + 2, static_cast<uint16_t>(n));
+  store_le32(p + 4, 0);
+  Header hh = h;
+  hh.type = PacketType::kFileList;
+  *taken = n;
+  return seal(hh, pos, buf);
 }
 
 size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_len,

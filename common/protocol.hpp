@@ -30,6 +30,12 @@
 // flags bits 1 and 2 (kFlagAuth, kFlagEncrypt): the datagram is sealed with a key
 // (--key-file): see common/seal.hpp for the trailer and what the tag covers. A sealed datagram's
 // checksum covers its header only (as if its payload were empty): the tag covers every bit.
+// flags bit 3 (kFlagRepeat), on an announce only: a repeated announce, sent once mid-file after
+// every R bytes of the file's data (per copy), R = max(1 MiB, 1024 x the announce datagram's
+// size), so that a receiver that joined mid-file can name the file whose data follows. Same
+// fields as the file's first announce but pause_s = 0. Costs at most 1/1024 of the file's bytes;
+// a file of R bytes or fewer gets none; never before the file's first data packet or after its
+// end.
 //
 // The checksum covers the header and the payload, so a datagram damaged anywhere is dropped and
 // never written; the file hash (B2B) then still covers the file end to end.
@@ -48,6 +54,21 @@
 //              8 packets_sent u64 | 16 files_announced u32 | 20 reserved u32
 //  kParity     0 window_seq u64 | 8 count u16 | 10 k u8 | 11 m u8 | 12 interleave u8 |
 //              13 group u8 | 14 index u8 | 15 reserved u8 | 16 shard (payload_len - 16 bytes)
+//  kFileList   0 flags u16 (bit 0 kListComplete) | 2 count u16 (>= 1) | 4 reserved u32 |
+//              8 entries: `count` of them back to back, filling the payload exactly, each
+//                0 file_id u32 | 4 size u64 | 12 verify u8 | 13 entry_flags u8 (bit 0
+//                kListAborted) | 14 key_len u8 | 15 reserved u8 | 16 path_len u16 |
+//                18 key (key_len bytes) | path (path_len bytes, 1..kMaxPathSize)
+//              key_len is digest_size(verify), or 0 when the file was aborted or verify is NONE.
+//
+// The file list (kFileList): the files of the session that were announced on the wire and are
+// finished (their end sent, with the digest of their end packet) or aborted; files that could
+// not be read never get an announce and are not listed. Sent like announces (each datagram
+// control_repeat times, FEC-covered, sealed): every 5 s or 256 finished files, whichever comes
+// first, the files finished since the previous list (flags 0); at the end of a session, before
+// its final heartbeat, the complete list (kListComplete) when the session finished at most
+// 100,000 files, else again only those since the previous list. A list longer than one datagram
+// is split over several, each self-contained.
 //
 // FEC (--fec K:M, --fec-interleave D): a window is `count` (at most K x D) consecutive source
 // datagrams from window_seq on. Source number p of the window belongs to group p % D, as that
@@ -66,6 +87,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ddft::common {
 
@@ -78,6 +100,8 @@ inline constexpr size_t kEndFixedSize = 16;
 inline constexpr size_t kAbortFixedSize = 8;
 inline constexpr size_t kHeartbeatSize = 24;
 inline constexpr size_t kParityHeaderSize = 16;
+inline constexpr size_t kFileListFixedSize = 8;
+inline constexpr size_t kFileListEntryFixedSize = 18;
 static_assert(kHeaderSize + kParityHeaderSize == 48);
 // A parity datagram is its header and parity header plus a shard as long as the longest source
 // datagram of its group: with FEC on, sources are kept this much shorter than the packet size.
@@ -85,6 +109,7 @@ inline constexpr size_t kFecOverhead = kHeaderSize + kParityHeaderSize;
 inline constexpr uint16_t kFlagFec = 1;
 inline constexpr uint16_t kFlagAuth = 2;     // sealed (common/seal.hpp): salt and GCM tag trail
 inline constexpr uint16_t kFlagEncrypt = 4;  // sealed, and the payload is encrypted
+inline constexpr uint16_t kFlagRepeat = 8;   // a repeated announce, mid-file
 inline constexpr size_t kMaxKeySize = 32;        // SHA-256
 inline constexpr size_t kMaxPathSize = 4096;     // PATH_MAX
 inline constexpr size_t kMaxAbortReason = 512;
@@ -101,6 +126,11 @@ inline constexpr size_t kMinPacketSize = 512;
 // key 32 shorter (the seal's salt and tag, common/seal.hpp).
 inline constexpr size_t kMinChunkSize = kMinPacketSize - kHeaderSize - kDataHeaderSize - 48 - 32;
 inline constexpr uint32_t kHeartbeatFinal = 1u;
+// kFileList flags: the list (with the other datagrams of the same list) names every file of the
+// session so far; without it, the files finished since the previous list.
+inline constexpr uint16_t kListComplete = 1;
+// kFileList entry_flags: the sender aborted the file (its key_len is 0).
+inline constexpr uint8_t kListAborted = 1;
 
 enum class PacketType : uint8_t {
   kAnnounce = 1,
@@ -109,7 +139,10 @@ enum class PacketType : uint8_t {
   kAbort = 4,
   kHeartbeat = 5,
   kParity = 6,
+  kFileList = 7,
 };
+// The highest PacketType value; decode_packet() refuses a type above it (kBadType).
+inline constexpr uint8_t kMaxPacketType = static_cast<uint8_t>(PacketType::kFileList);
 
 // How a file is verified end to end. Values are on the wire.
 enum class VerifyType : uint8_t {
@@ -184,6 +217,22 @@ struct Parity {
   uint8_t index = 0;
 };
 
+// One file of a kFileList datagram.
+struct FileListEntry {
+  uint32_t file_id = 0;
+  uint64_t size = 0;
+  VerifyType verify = VerifyType::kB2B;
+  bool aborted = false;  // kListAborted: the sender aborted the file; key_len is 0
+  uint8_t key_len = 0;   // digest_size(verify), or 0 when aborted or verify is kNone
+  std::array<uint8_t, kMaxKeySize> key{};  // the full digest, as in the file's kEnd
+  std::string_view path;  // points into the datagram (decode) or the caller's string (encode)
+};
+
+struct FileList {
+  uint16_t flags = 0;                  // kListComplete, or 0; unknown bits are kept and ignored
+  std::vector<FileListEntry> entries;  // their paths point into the decoded payload
+};
+
 // Why a datagram was rejected. kOk means it was accepted.
 enum class DecodeStatus : uint8_t {
   kOk = 0,
@@ -219,6 +268,12 @@ DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out);
 // group < interleave, index < m) and that a shard follows.
 DecodeStatus decode_parity(std::span<const uint8_t> payload, Parity* out,
                            std::span<const uint8_t>* shard);
+// Checks count >= 1, that the `count` entries fill the payload exactly, and each entry's fields:
+// path_len 1..kMaxPathSize, a known verify, key_len == digest_size(verify) (0 when aborted or
+// verify is kNone). Reserved fields and unknown flag bits are ignored. On kOk, out->entries
+// holds the entries (replacing what it held) and their paths point into `payload`, which must
+// outlive them; on failure *out is unspecified.
+DecodeStatus decode_file_list(std::span<const uint8_t> payload, FileList* out);
 
 // Encoders write one whole datagram (header with checksum, then payload) into `buf` and return its
 // size, or 0 when `buf` is too small. They fill header.payload_len themselves.
@@ -228,6 +283,14 @@ size_t encode_abort(const Header& h, const Abort& a, std::span<uint8_t> buf);
 size_t encode_heartbeat(const Header& h, const Heartbeat& hb, std::span<uint8_t> buf);
 size_t encode_parity(const Header& h, const Parity& pa, std::span<const uint8_t> shard,
                      std::span<uint8_t> buf);
+// Encodes a kFileList datagram of entries[0..], as many as fit in `buf` (at most 65535), in
+// order: *taken says how many went in. Returns 0 (and *taken = 0) when not even entries[0] fits
+// or `entries` is empty. Stops before the first entry that decode_file_list() would refuse (path
+// empty or longer than kMaxPathSize, unknown verify, key_len other than digest_size(verify), or
+// other than 0 when aborted or verify is kNone): when that is entries[0], returns 0 too. Split a
+// long list by calling again with entries.subspan(*taken).
+size_t encode_file_list(const Header& h, uint16_t flags, std::span<const FileListEntry> entries,
+                        std::span<uint8_t> buf, size_t* taken);
 // Data is encoded in place: the caller has put `data_len` bytes at buf[kHeaderSize +
 // kDataHeaderSize], which avoids a copy on the hot path. Returns the datagram size, or 0 when it
 // does not fit.

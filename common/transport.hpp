@@ -36,6 +36,9 @@ class DatagramSource {
   // Datagrams the link layer dropped before they reached this program (a full socket buffer),
   // or -1 when the transport cannot tell.
   virtual long link_drops() const { return -1; }
+  // Where the latest datagrams came from ("192.0.2.7:40000"), "" when the transport cannot tell
+  // or nothing came yet. Any thread.
+  virtual std::string peer() const { return ""; }
 };
 
 // "HOST:PORT", "[v6addr]:PORT". Host may be a name.

@@ -1,12 +1,15 @@
 #include "common/udp_transport.hpp"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/stat.h>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/system/system_error.hpp>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -134,12 +137,15 @@ std::error_code UdpSource::receive(std::span<const std::span<uint8_t>> bufs,
   *count = 0;
   const int fd = socket_.native_handle();
   prepare_batch(bufs.size(), msgs_, iovs_);
+  if (names_.size() < bufs.size()) names_.resize(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) {
     iovs_[i].iov_base = bufs[i].data();
     iovs_[i].iov_len = bufs[i].size();
     msgs_[i] = {};
     msgs_[i].msg_hdr.msg_iov = &iovs_[i];
     msgs_[i].msg_hdr.msg_iovlen = 1;
+    msgs_[i].msg_hdr.msg_name = &names_[i];
+    msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
   }
   int n = ::recvmmsg(fd, msgs_.data(), static_cast<unsigned>(bufs.size()), MSG_DONTWAIT, nullptr);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -159,7 +165,38 @@ std::error_code UdpSource::receive(std::span<const std::span<uint8_t>> bufs,
     lens[i] = (msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) ? bufs[i].size() + 1 : msgs_[i].msg_len;
   }
   *count = static_cast<size_t>(n);
+  if (n > 0) {
+    // The sender's address, for the records of files a crash leaves behind: formatted only when
+    // it changes (one compare per batch).
+    const socklen_t len = msgs_[n - 1].msg_hdr.msg_namelen;
+    const auto& name = names_[static_cast<size_t>(n - 1)];
+    if (len != last_peer_len_ || std::memcmp(&name, &last_peer_, len) != 0) {
+      last_peer_ = name;
+      last_peer_len_ = len;
+      char host[INET6_ADDRSTRLEN] = "";
+      uint16_t port = 0;
+      std::string text;
+      if (name.ss_family == AF_INET) {
+        const auto& a = reinterpret_cast<const sockaddr_in&>(name);
+        ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof host);
+        port = ntohs(a.sin_port);
+        text = fmt::format("{}:{}", host, port);
+      } else if (name.ss_family == AF_INET6) {
+        const auto& a = reinterpret_cast<const sockaddr_in6&>(name);
+        ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
+        port = ntohs(a.sin6_port);
+        text = fmt::format("[{}]:{}", host, port);
+      }
+      std::lock_guard lock(peer_mu_);
+      peer_text_ = std::move(text);
+    }
+  }
   return {};
+}
+
+std::string UdpSource::peer() const {
+  std::lock_guard lock(peer_mu_);
+  return peer_text_;
 }
 
 long UdpSource::link_drops() const {

@@ -8,6 +8,7 @@
 #include <boost/asio/ip/udp.hpp>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,7 @@ class UdpSource final : public DatagramSource {
   // Datagrams the kernel dropped on this socket since it opened (the "drops" column of
   // /proc/net/udp{,6} for the socket's inode). Returns -1 when unknown.
   long link_drops() const override;
+  std::string peer() const override;
 
  private:
   boost::asio::io_context io_;
@@ -62,6 +64,11 @@ class UdpSource final : public DatagramSource {
   SocketBufferReport report_;
   std::vector<struct mmsghdr> msgs_;
   std::vector<struct iovec> iovs_;
+  std::vector<sockaddr_storage> names_;
+  sockaddr_storage last_peer_{};  // receive thread only
+  socklen_t last_peer_len_ = 0;
+  mutable std::mutex peer_mu_;
+  std::string peer_text_;  // guarded by peer_mu_
 };
 
 }  // namespace ddft::common

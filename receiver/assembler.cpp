@@ -89,6 +89,10 @@ struct Assembler::File {
   uint64_t ring_drops = 0;    // its packets dropped in a full receive buffer
   bool superseded = false;    // the sender has announced a later file
   common::Clock::time_point superseded_at{};
+  bool tmp_ready = false;     // its temporary file exists (created on the pool)
+  bool joined_late = false;   // announced by a repeat: its start went before this receiver
+  bool record_posted = false; // its failure record is being written
+  bool sync_failed = false;   // a flush or folder sync failed: its data is not to be kept
 
   bool has_chunk(uint64_t i) const { return (bitmap[i / 64] >> (i % 64)) & 1; }
   void set_chunk(uint64_t i) { bitmap[i / 64] |= uint64_t{1} << (i % 64); }
@@ -98,19 +102,32 @@ struct Assembler::File {
 };
 
 namespace {
-constexpr uint64_t kSyncTag = 1;  // low bit of a cookie: File* of an fsync; else Block*
+// A write's cookie is its Block* (8-aligned: low bits clear); the committer's folder syncs carry
+// Committer::kCookieTag in theirs.
+static_assert(alignof(std::max_align_t) >= 4 && Committer::kCookieTag != 0);
 constexpr size_t kMissingRangesInRecord = 1000;
 constexpr size_t kMissingRangesInLog = 5;
-constexpr size_t kSeenIdsKept = 65536;
+// More than a session's complete file list names (the sender lists at most 100,000 files at
+// the end of a session), so that no file of the list is taken for one never announced.
+constexpr size_t kSeenIdsKept = 262144;
+// File-system calls at once (creates, renames, flushes, records): enough for a slow disk's
+// latency to overlap, few enough for a small host.
+constexpr unsigned kFsThreads = 4;
 // Bounds on what one announce may make the receiver hold: 2^60 bytes, and a chunk bitmap of
 // 16 MiB (1.2 TB at the smallest chunk, 1.1 PB at the default one).
 constexpr uint64_t kMaxFileSize = uint64_t{1} << 60;
 constexpr uint64_t kMaxBitmapWords = (uint64_t{16} << 20) / 8;
 // How long a file whose end packet has arrived may wait for reordered data before it fails.
 constexpr auto kEndGrace = std::chrono::milliseconds(500);
-// A flood of refused announces must not fill the failed folder: records beyond this many a
-// minute are left out (each refusal is still counted, and logged at a bounded rate).
+// A flood of forged announces (without --key-file anyone on the link can send them) must not
+// fill the failed folder: records of refused files and of failed files that brought no data,
+// beyond this many a minute, are left out (each is still counted, and the number left out is
+// logged).
 constexpr uint64_t kRecordsPerMinute = 120;
+// Files the sender's later packets vouch for (their end came, or the session's file list names
+// them) get a budget of their own, high enough that a real burst is named whole: a stalled disk
+// that drops thousands of small files' packets stays well inside it.
+constexpr uint64_t kVouchedRecordsPerMinute = 20000;
 // Files finishing their writes, as a multiple of --max-files-in-flight, before new ones wait.
 constexpr size_t kFinishingPerBound = 16;
 // Authentication failures: the first in detail at once, then a count at most this often.
@@ -138,9 +155,10 @@ Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo&
       out_(out),
       writer_(writer),
       clock_(clock),
+      fs_(std::make_unique<FsPool>(cfg.null_sink ? 0 : kFsThreads)),
       block_size_(cfg.write_block_kb * 1024),
-      readback_(1 << 20),
       fec_(cfg.max_packet_size, cfg.fec_buffer_mb << 20) {
+  make_committer();
   const size_t count = block_memory.size() / block_size_;
   blocks_.resize(count);
   for (size_t i = 0; i < count; ++i) {
@@ -175,11 +193,40 @@ Assembler::Scope::~Scope() {
 Assembler::~Assembler() {
   // A destructor must not throw: an IO engine that already failed reports it again here.
   try {
+    if (!files_.empty() || io_pending()) fail_all("receiver stopped");
     if (guard_ && guard_->take_changed()) save_session_mark();
-    if (!files_.empty() || !backlog_.empty() || writer_.in_flight() > 0) fail_all("receiver stopped");
+    while (fs_->pending() > 0) {
+      fs_->wait(std::chrono::milliseconds(100));
+      fs_->reap();
+    }
   } catch (const std::exception& e) {
     spdlog::error("Error: files in flight could not be recorded as failed: {}", e.what());
   }
+}
+
+void Assembler::set_earlier(OutcomeLog* journal,
+                            const std::vector<std::pair<uint64_t, uint32_t>>& known) {
+  journal_ = journal;
+  earlier_.insert(known.begin(), known.end());
+  make_committer();  // it writes the journal's "C" lines
+}
+
+void Assembler::make_committer() {
+  // Folder syncs go through the writer's queue like the data writes (and its backlog when full).
+  auto submit_sync = [this](int fd, uint64_t cookie) {
+    PendingOp op;
+    op.sync = true;
+    op.fd = fd;
+    op.cookie = cookie;
+    submit(op);
+  };
+  committer_ = std::make_unique<Committer>(
+      out_, *fs_, cfg_.null_sink ? WriteMode::kBuffered : cfg_.write_mode, journal_, submit_sync,
+      [this](const CommitResult& r) { on_committed(r); });
+}
+
+bool Assembler::known_earlier(uint64_t session, uint32_t id) const {
+  return earlier_.count({session, id}) != 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,7 +286,9 @@ void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
     spdlog::error("Error: FEC could not handle a packet: {}", e.what());
   }
   dispatch(p);
-  if (p.header.type == PacketType::kAnnounce && (p.header.flags & common::kFlagFec)) {
+  // A repeated announce comes mid-file: the data of its window went to the file already.
+  if (p.header.type == PacketType::kAnnounce && (p.header.flags & common::kFlagFec) &&
+      !(p.header.flags & common::kFlagRepeat)) {
     replay_window(p.header);  // data of its window rebuilt before it came went to no file
   }
 }
@@ -309,15 +358,35 @@ void Assembler::save_session_mark() {
   if (!guard_ || !guard_->mark()) return;
   guard_->take_changed();  // what is saved now need not be saved again by the next poll
   last_mark_save_ = clock_.now();
-  std::string reason;
-  if (out_.write_state(format_session_mark(*guard_->mark()), &reason)) return;
-  const auto now = clock_.now();
-  if (save_error_logged_ && now - last_save_error_log_ < seconds(60)) return;
-  save_error_logged_ = true;
-  last_save_error_log_ = now;
-  spdlog::warn("Warn: cannot save the replay state '{}/{}': {} (after a restart the receiver "
-               "could take this session's datagrams again)",
-               out_.root(), kStateFileName, reason);
+  // One save at a time, on the pool (it fsyncs): a change meanwhile is saved right after.
+  if (mark_saving_) {
+    mark_dirty_ = true;
+    return;
+  }
+  mark_saving_ = true;
+  auto reason = std::make_shared<std::string>();
+  auto ok = std::make_shared<bool>(false);
+  fs_->post(
+      [this, text = format_session_mark(*guard_->mark()), reason, ok] {
+        *ok = out_.write_state(text, reason.get());
+      },
+      [this, reason, ok] {
+        mark_saving_ = false;
+        if (!*ok) {
+          const auto now = clock_.now();
+          if (!save_error_logged_ || now - last_save_error_log_ >= seconds(60)) {
+            save_error_logged_ = true;
+            last_save_error_log_ = now;
+            spdlog::warn("Warn: cannot save the replay state '{}/{}': {} (after a restart the "
+                         "receiver could take this session's datagrams again)",
+                         out_.root(), kStateFileName, *reason);
+          }
+        }
+        if (mark_dirty_) {
+          mark_dirty_ = false;
+          save_session_mark();
+        }
+      });
 }
 
 void Assembler::replay_window(const common::Header& announce) {
@@ -367,6 +436,9 @@ void Assembler::dispatch(const Packet& p) {
       case PacketType::kHeartbeat:
         handle_heartbeat(p);
         break;
+      case PacketType::kFileList:
+        handle_file_list(p);
+        break;
       case PacketType::kParity:
         break;  // handled before
     }
@@ -402,9 +474,26 @@ bool Assembler::accept_session(const Packet& p) {
   silence_warned_ = false;
   seen_ids_.clear();
   filtered_ids_.clear();
+  unnamed_.clear();
   session_files_ = {};
   ++counters_.sessions;
   spdlog::info("Info: sender session {:016x} started", s);
+  // Earlier runs' outcomes matter for the session they belong to only: a receiver restarted in
+  // the middle of a session keeps them, a new session drops the rest (memory and journal).
+  for (auto it = earlier_.begin(); it != earlier_.end();) {
+    it = it->first == s ? std::next(it) : earlier_.erase(it);
+  }
+  if (journal_ != nullptr) {
+    fs_->post(
+        [j = journal_, s] {
+          std::vector<Outcome> keep;
+          for (Outcome& o : j->read_all()) {
+            if (o.session == s) keep.push_back(std::move(o));
+          }
+          j->rewrite(keep);
+        },
+        nullptr);
+  }
   return true;
 }
 
@@ -435,6 +524,15 @@ void Assembler::handle_announce(const Packet& p) {
   }
   if (find_file(a.file_id) != nullptr || seen_ids_.count(a.file_id) != 0) return;  // repeat
   seen_ids_.insert(a.file_id);  // from now on a repeat of this announce is ignored
+  if (seen_ids_.size() > kSeenIdsKept) seen_ids_.erase(seen_ids_.begin());
+  // An earlier run of this receiver finished it, or named it as failed at start-up (the file it
+  // left behind): the rest of its packets are not recorded a second time.
+  if (known_earlier(session_, a.file_id)) {
+    ++counters_.listed_known;
+    return;
+  }
+  // A repeated announce of a file this receiver never saw start: it joined mid-file.
+  const bool joined_late = (p.header.flags & common::kFlagRepeat) != 0;
   // The sender sends one file after the other: a file still receiving when the next is announced
   // has lost its end (or data FEC could not rebuild). It gets a short grace for reordered packets.
   for (auto& [key, other] : files_) {
@@ -443,7 +541,6 @@ void Assembler::handle_announce(const Packet& p) {
       other->superseded_at = clock_.now();
     }
   }
-  if (seen_ids_.size() > kSeenIdsKept) seen_ids_.erase(seen_ids_.begin());
 
   auto f = std::make_unique<File>();
   f->session = session_;
@@ -498,28 +595,108 @@ void Assembler::handle_announce(const Packet& p) {
     // refused below, before any file in flight is made to give way
   } else if (!make_room_for_file(&reason)) {
     // refused below
-  } else if (f->bitmap.assign(bitmap_words, 0),
-             !out_.create_temp(f->path, temp_name(session_, f->id), &f->tmp, &reason)) {
-    // refused below
   } else {
+    // Accepted. The temporary file is made on the pool; data that comes meanwhile waits in its
+    // write blocks.
+    f->bitmap.assign(bitmap_words, 0);
     f->hasher = common::make_hasher(f->verify);
-    spdlog::info("Info: {}, Size: {} (bytes) . . . receiving{}", f->path, common::with_commas(f->size),
-                 f->pause_s ? fmt::format(" (send pausing {} seconds)", f->pause_s) : "");
+    f->joined_late = joined_late;
+    if (joined_late) ++counters_.files_joined_late;
+    Origin o;
+    o.rel_path = f->path;
+    o.size = f->size;
+    o.mtime_ns = f->mtime_ns;
+    o.mode = f->mode;
+    o.verify = std::string(common::verify_type_name(f->verify));
+    o.session = session_;
+    o.file_id = f->id;
+    o.chunk_size = static_cast<uint32_t>(f->chunk_size);
+    if (sender_) o.sender = sender_();
+    o.announced_ns = std::chrono::duration_cast<nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    File* raw = f.get();
     files_.emplace(std::make_pair(session_, a.file_id), std::move(f));
+    ++raw->ops_pending;
+    auto ok = std::make_shared<bool>(false);
+    auto why = std::make_shared<std::string>();
+    fs_->post(
+        [this, raw, o = std::move(o), ok, why, tmp = temp_name(session_, raw->id)] {
+          *ok = out_.create_temp(o.rel_path, tmp, &raw->tmp, why.get(), &o);
+        },
+        [this, raw, ok, why] {
+          Scope scope(*this);
+          on_created(*raw, *ok, *why);
+        });
     return;
   }
   refuse(*f, reason);
 }
 
+void Assembler::on_created(File& f, bool ok, const std::string& reason) {
+  --f.ops_pending;
+  if (!ok) {
+    // Refused after all (the folder or the disk would not have it): like a refusal at the
+    // announce, with what arrived meanwhile dropped.
+    if (f.state == State::kFailing) {
+      f.fail_reason = "cannot create the temporary file: " + reason;
+    } else {
+      refuse(f, reason);
+      f.state = State::kFailing;
+      f.record_posted = true;  // refuse() wrote the record
+      destroy(f);
+      return;
+    }
+    advance(f);
+    return;
+  }
+  f.tmp_ready = true;
+  if (f.state != State::kFailing) {
+    spdlog::info("Info: {}, Size: {} (bytes) . . . receiving{}{}", f.path,
+                 common::with_commas(f.size),
+                 f.pause_s ? fmt::format(" (send pausing {} seconds)", f.pause_s) : "",
+                 f.joined_late ? " (joined mid-file: its first packets went before this "
+                                 "receiver started)"
+                               : "");
+  }
+  // Blocks filled while the file was being made go out now.
+  std::vector<Block*> ready;
+  for (auto& [idx, b] : f.blocks) {
+    if (!b->submitted && (b->filled == b->size || f.state != State::kReceiving)) {
+      ready.push_back(b);
+    }
+  }
+  for (Block* b : ready) submit_block(*b);
+  advance(f);
+}
+
 bool Assembler::make_room_for_file(std::string* reason) {
+  // Files finishing their I/O (or being made, or recorded) hold a descriptor each: far beyond
+  // the bound, new ones are refused, and no file still receiving is failed for them.
+  if (files_.size() >= kFinishingPerBound * cfg_.max_files_in_flight) {
+    *reason = fmt::format("{} files in flight are still being written (the disk is not keeping "
+                          "up)",
+                          files_.size());
+    return false;
+  }
   // The bound is on files still receiving: a file finishing its writes or its sync (a slow disk,
-  // --write-mode rwd) has all its data and must not cost a later file its place.
+  // --write-mode rwd) has all its data and must not cost a later file its place. Failed files
+  // whose records are still being written (on the pool) have a bound of the same size: a flood
+  // of announces at wire speed then makes refusals, not an unbounded queue of temporary files.
   size_t receiving = 0;
+  size_t failing = 0;
   File* oldest = nullptr;
   for (auto& [key, f] : files_) {
+    if (f->state == State::kFailing) ++failing;
     if (f->state != State::kReceiving) continue;
     ++receiving;
     if (oldest == nullptr || f->announced < oldest->announced) oldest = f.get();
+  }
+  if (failing >= cfg_.max_files_in_flight && receiving >= cfg_.max_files_in_flight) {
+    *reason = fmt::format("{} failed files are still being recorded (the disk is not keeping "
+                          "up)",
+                          failing);
+    return false;
   }
   if (receiving >= cfg_.max_files_in_flight) {
     ++counters_.files_evicted;
@@ -527,35 +704,39 @@ bool Assembler::make_room_for_file(std::string* reason) {
                                    "oldest fails to make room for a new one",
                                    cfg_.max_files_in_flight));
   }
-  // Files finishing their I/O hold a descriptor each: far beyond the bound, new ones wait.
-  if (files_.size() >= kFinishingPerBound * cfg_.max_files_in_flight) {
-    *reason = fmt::format("{} files in flight are still being written (the disk is not keeping "
-                          "up)",
-                          files_.size());
-    return false;
-  }
   return true;
 }
 
-bool Assembler::take_record_slot() {
+bool Assembler::take_record_slot(bool vouched) {
   // With a key only the authenticated sender can make refusals: each is recorded, whatever the
   // rate (a full disk refusing a thousand files must say which).
   if (opener_) return true;
   roll_record_window(clock_.now());
-  if (++records_in_window_ <= kRecordsPerMinute) return true;
+  if (vouched ? ++vouched_in_window_ <= kVouchedRecordsPerMinute
+              : ++records_in_window_ <= kRecordsPerMinute) {
+    return true;
+  }
   ++counters_.records_suppressed;
   return false;
 }
 
 void Assembler::roll_record_window(common::Clock::time_point now, bool force) {
   if (!force && now - record_window_ < minutes(1)) return;
-  if (records_in_window_ > kRecordsPerMinute) {
+  const uint64_t left_out = (records_in_window_ > kRecordsPerMinute
+                                 ? records_in_window_ - kRecordsPerMinute
+                                 : 0) +
+                            (vouched_in_window_ > kVouchedRecordsPerMinute
+                                 ? vouched_in_window_ - kVouchedRecordsPerMinute
+                                 : 0);
+  if (left_out > 0) {
     spdlog::warn("Warn: {} refused file(s), or failed ones that had received nothing, got no "
-                 "record and no log line (at most {} a minute: a flood of announces?)",
-                 records_in_window_ - kRecordsPerMinute, kRecordsPerMinute);
+                 "record and no log line (at most {} a minute, {} for files the sender's file "
+                 "list or end packet vouches for: a flood of announces?)",
+                 left_out, kRecordsPerMinute, kVouchedRecordsPerMinute);
   }
   record_window_ = now;
   records_in_window_ = 0;
+  vouched_in_window_ = 0;
 }
 
 void Assembler::refuse(const File& f, const std::string& reason) {
@@ -569,10 +750,92 @@ void Assembler::refuse(const File& f, const std::string& reason) {
   rec.expected_size = f.size;
   rec.reason = "refused: " + reason;
   rec.verify = std::string(common::verify_type_name(f.verify));
-  TempFile none;
-  const std::string where = out_.fail(none, rec);
-  spdlog::error("Error: refused file {}: {} (record: {})", common::json_quote(f.path), reason,
-                where.empty() ? "not written" : where);
+  write_record(rec, nullptr, [path = f.path, reason](const std::string& where) {
+    spdlog::error("Error: refused file {}: {} (record: {})", common::json_quote(path), reason,
+                  where.empty() ? "not written" : where);
+  });
+}
+
+void Assembler::write_record(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
+                             std::function<void(const std::string&)> then) {
+  auto where = std::make_shared<std::string>();
+  // The journal first: a crash between the record and its line leaves a file that is named
+  // (the record, or the leftover the next start records), never one named twice.
+  Outcome o;
+  o.kind = Outcome::Kind::kFailed;
+  o.session = rec.session;
+  o.file_id = rec.file_id;
+  o.size = rec.expected_size;
+  o.verify = rec.verify;
+  o.rel_path = rec.rel_path;
+  fs_->post(
+      [this, rec, tmp, where, o, j = journal_] {
+        if (j != nullptr && rec.session != 0) j->append(o);
+        TempFile none;
+        *where = out_.fail(tmp ? *tmp : none, rec);
+      },
+      [this, rec, tmp, where, then = std::move(then)] {
+        // Not written (a read-only or full file system): kept, and tried again until the file
+        // system takes it (retry_records()), so that the file is named on disk too.
+        if (where->empty() && !rec.no_record) keep_unwritten(rec, tmp);
+        then(*where);
+      });
+}
+
+void Assembler::keep_unwritten(const FailureRecord& rec, std::shared_ptr<TempFile> tmp) {
+  constexpr size_t kUnwrittenKept = 10000;
+  if (unwritten_.size() >= kUnwrittenKept) {
+    ++unwritten_dropped_;
+    unwritten_.pop_front();
+  }
+  unwritten_.push_back({rec, std::move(tmp)});
+}
+
+void Assembler::retry_records(common::Clock::time_point now) {
+  if (unwritten_.empty() || retrying_ || now - last_retry_ < seconds(5)) return;
+  last_retry_ = now;
+  retrying_ = true;
+  // One task writes them in order and stops at the first that still fails.
+  auto batch = std::make_shared<std::deque<Unwritten>>();
+  batch->swap(unwritten_);
+  auto written = std::make_shared<std::vector<std::string>>();
+  fs_->post(
+      [this, batch, written, j = journal_] {
+        for (const Unwritten& u : *batch) {
+          TempFile none;
+          const std::string where = out_.fail(u.tmp ? *u.tmp : none, u.rec);
+          if (where.empty()) break;
+          if (j != nullptr && u.rec.session != 0) {
+            Outcome o;
+            o.kind = Outcome::Kind::kFailed;
+            o.session = u.rec.session;
+            o.file_id = u.rec.file_id;
+            o.size = u.rec.expected_size;
+            o.verify = u.rec.verify;
+            o.rel_path = u.rec.rel_path;
+            j->append(o);
+          }
+          written->push_back(where);
+        }
+      },
+      [this, batch, written] {
+        retrying_ = false;
+        for (size_t i = 0; i < written->size(); ++i) {
+          spdlog::info("Info: {}: its failure record is written now (the file system takes "
+                       "writes again): {}",
+                       (*batch)[i].rec.rel_path, (*written)[i]);
+        }
+        // What is still unwritten goes back in front of anything that failed meanwhile.
+        for (size_t i = batch->size(); i > written->size(); --i) {
+          unwritten_.push_front(std::move((*batch)[i - 1]));
+        }
+        if (unwritten_dropped_ > 0) {
+          spdlog::warn("Warn: {} failure record(s) could not be written and were given up (more "
+                       "than 10,000 waited for the file system); their Error lines name them",
+                       unwritten_dropped_);
+          unwritten_dropped_ = 0;
+        }
+      });
 }
 
 void Assembler::handle_data(const Packet& p) {
@@ -697,6 +960,106 @@ void Assembler::handle_heartbeat(const Packet& p) {
   }
 }
 
+void Assembler::handle_file_list(const Packet& p) {
+  common::FileList list;
+  if (common::decode_file_list(p.payload, &list) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  for (const common::FileListEntry& e : list.entries) {
+    // Known to this run (in flight, finished, refused or filtered), or to an earlier one: its
+    // outcome is written already, or will be.
+    if (auto it = unnamed_.find(e.file_id); it != unnamed_.end()) {
+      // It failed with nothing received and its record was left out under the flood bound:
+      // the list vouches for it now.
+      FailureRecord rec = std::move(it->second);
+      unnamed_.erase(it);
+      write_named_failure(rec, /*vouched=*/true);
+      continue;
+    }
+    if (find_file(e.file_id) != nullptr || seen_ids_.count(e.file_id) != 0 ||
+        filtered_ids_.count(e.file_id) != 0) {
+      continue;
+    }
+    seen_ids_.insert(e.file_id);
+    if (seen_ids_.size() > kSeenIdsKept) seen_ids_.erase(seen_ids_.begin());
+    if (known_earlier(session_, e.file_id)) {
+      ++counters_.listed_known;
+      continue;
+    }
+    record_unannounced(e);
+  }
+}
+
+void Assembler::record_unannounced(const common::FileListEntry& e) {
+  const std::string path(e.path);
+  // What its announce would have met: a name the receiver refuses is refused, a filtered one is
+  // policy; either way as the announce would have been handled.
+  if (std::string why = out_.check_path(path); !why.empty()) {
+    File f;
+    f.session = session_;
+    f.id = e.file_id;
+    f.path = path;
+    f.size = e.size;
+    f.verify = e.verify;
+    refuse(f, why);
+    return;
+  }
+  if (!cfg_.filter.empty()) {
+    if (auto why = cfg_.filter.refusal(path)) {
+      ++counters_.files_filtered;
+      ++session_files_.filtered;
+      filtered_ids_.insert(e.file_id);
+      spdlog::info("Info: filtered {}: {} (named by the sender's file list)",
+                   common::json_quote(path), *why);
+      return;
+    }
+  }
+  ++counters_.files_failed;
+  ++counters_.files_unannounced;
+  ++session_files_.failed;
+  FailureRecord rec;
+  rec.rel_path = path;
+  rec.session = session_;
+  rec.file_id = e.file_id;
+  rec.expected_size = e.size;
+  if (e.size > 0) {
+    rec.missing.emplace_back(0, e.size);
+    rec.missing_ranges_total = 1;
+  }
+  rec.reason = e.aborted ? "never announced: all its packets were lost (and the sender aborted it)"
+                         : "never announced: all its packets were lost";
+  rec.verify = std::string(common::verify_type_name(e.verify));
+  if (e.key_len > 0) {
+    common::Digest d;
+    d.type = e.verify;
+    d.size = e.key_len;
+    d.bytes = e.key;
+    rec.expected_key = d.hex();
+  }
+  write_named_failure(rec, /*vouched=*/true);
+}
+
+void Assembler::write_named_failure(FailureRecord rec, bool vouched) {
+  // Without --key-file anyone on the link could forge lists: still bounded, by the larger budget
+  // of files the sender vouches for. With a key, every one is recorded.
+  rec.no_record = !take_record_slot(vouched);
+  std::string ranges;
+  for (size_t i = 0; i < std::min(rec.missing.size(), kMissingRangesInLog); ++i) {
+    ranges += fmt::format("{}{}-{}", i ? ", " : "", rec.missing[i].first, rec.missing[i].second);
+  }
+  const std::string line =
+      rec.no_record ? std::string()
+                    : fmt::format("Error: {} FAILED: {}; received {} of {} bytes{}", rec.rel_path,
+                                  rec.reason, common::with_commas(rec.bytes_received),
+                                  common::with_commas(rec.expected_size),
+                                  ranges.empty() ? "" : "; missing bytes " + ranges);
+  write_record(rec, nullptr, [line](const std::string& where) {
+    if (line.empty()) return;
+    spdlog::error("{}; record: {}", line, where.empty() ? "could not be written" : where);
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Blocks
 
@@ -715,8 +1078,10 @@ Assembler::Block* Assembler::get_block(File& f, uint64_t index) {
     if ((slot = take_free_block()) >= 0) break;
     if (writer_.in_flight() > 0 || !backlog_.empty()) {
       poll_io(true);
-    } else {
-      evict_one();
+    } else if (!evict_one()) {
+      // Every block is held by files whose temporary file is still being made, or by the
+      // committer's work: wait for the pool (the ring holds the link's data meanwhile).
+      fs_->wait(std::chrono::milliseconds(10));
     }
     slot = take_free_block();
   }
@@ -741,15 +1106,18 @@ Assembler::Block* Assembler::get_block(File& f, uint64_t index) {
 // Called when every block is taken and no write is in flight: blocks are held either because an
 // earlier hole keeps them from being hashed, or because they have holes themselves. Give up
 // in-order hashing for one file (it is verified by reading it back) and write its blocks out.
-void Assembler::evict_one() {
+bool Assembler::evict_one() {
   File* victim = nullptr;
   for (auto& [key, f] : files_) {
-    if (f->state == State::kReceiving && !f->blocks.empty() &&
+    if (f->state == State::kReceiving && f->tmp_ready && !f->blocks.empty() &&
         (victim == nullptr || f->announced < victim->announced)) {
       victim = f.get();
     }
   }
-  if (victim == nullptr) throw std::logic_error("write pool exhausted with no block to evict");
+  if (victim == nullptr) {
+    if (fs_->pending() > 0) return false;  // blocks wait for files being made
+    throw std::logic_error("write pool exhausted with no block to evict");
+  }
   spdlog::warn("Warn: {}: data arrived out of order beyond the write buffers; it will be "
                "verified by reading it back",
                victim->path);
@@ -764,10 +1132,11 @@ void Assembler::evict_one() {
     b->orphan = true;
     submit_block(*b);
   }
+  return true;
 }
 
 void Assembler::on_block_filled(File& f, Block& b) {
-  submit_block(b);
+  if (f.tmp_ready) submit_block(b);  // else on_created() submits it
   if (f.hash_stream && b.index == f.hash_next) hash_in_order(f);
 }
 
@@ -868,9 +1237,24 @@ void Assembler::release_block(Block& b) {
 // Completions and file life cycle
 
 void Assembler::poll_io(bool wait) {
+  const auto cb = [this](const common::IoCompletion& c) { on_completion(c); };
   flush_backlog();
-  writer_.reap(wait && writer_.in_flight() > 0,
-               [this](const common::IoCompletion& c) { on_completion(c); });
+  size_t n = fs_->reap() + writer_.reap(false, cb);
+  if (wait && n == 0) {
+    const bool io = writer_.in_flight() > 0;
+    const bool calls = fs_->pending() > 0;
+    if (io && !calls) {
+      writer_.reap(true, cb);
+    } else if (calls && !io) {
+      fs_->wait(std::chrono::milliseconds(50));
+      fs_->reap();
+    } else if (calls && io) {
+      // Either may finish first and neither can wake the other's wait: short naps.
+      fs_->wait(std::chrono::milliseconds(1));
+      fs_->reap();
+      writer_.reap(false, cb);
+    }
+  }
   flush_backlog();
 }
 
@@ -893,6 +1277,7 @@ void Assembler::poll(bool wait) {
     last_loss_log_ = now;
   }
   roll_record_window(now);
+  retry_records(now);
   if (guard_ && now - last_mark_save_ >= kMarkSaveInterval && guard_->take_changed()) {
     save_session_mark();
   }
@@ -921,11 +1306,8 @@ void Assembler::poll(bool wait) {
 }
 
 void Assembler::on_completion(const common::IoCompletion& c) {
-  if (c.cookie & kSyncTag) {
-    File& f = *reinterpret_cast<File*>(c.cookie & ~kSyncTag);
-    --f.ops_pending;
-    if (c.error != 0 && f.io_error == 0) f.io_error = c.error;
-    advance(f);
+  if ((c.cookie & Committer::kCookieMask) == Committer::kCookieTag) {
+    committer_->on_dir_synced(c.cookie, c.error);
     return;
   }
   Block& b = *reinterpret_cast<Block*>(c.cookie);
@@ -942,16 +1324,20 @@ void Assembler::on_completion(const common::IoCompletion& c) {
 // Moves a file on once its outstanding I/O allows it.
 void Assembler::advance(File& f) {
   if (f.state == State::kFailing) {
-    if (f.ops_pending == 0) close_failed(f);
+    if (f.ops_pending == 0 && !f.record_posted) close_failed(f);
     return;
   }
+  if (f.state == State::kCommitting || f.state == State::kVerifying) return;  // not ours now
   if (f.io_error != 0) {
     fail_file(f, fmt::format("write error: {}", std::strerror(f.io_error)));
     return;
   }
   if (f.state == State::kReceiving) {
     if (!f.end_seen || f.chunks_received < f.chunks_total) return;
+    // All its data is in: it no longer counts as receiving (bounds, timeouts, a new session),
+    // even while its temporary file is still being made.
     f.state = State::kEnding;
+    if (!f.tmp_ready) return;  // on_created() writes its blocks and comes back here
     // Blocks written early (evicted) hold partial data that was not yet written.
     std::vector<Block*> pending;
     for (auto& [idx, b] : f.blocks) {
@@ -959,77 +1345,120 @@ void Assembler::advance(File& f) {
     }
     for (Block* b : pending) submit_block(*b);
   }
-  if (f.state == State::kEnding && f.ops_pending == 0) {
-    verify_and_finish(f);
-    return;
-  }
-  if (f.state == State::kSyncing && f.ops_pending == 0) finish_rename(f);
+  if (f.state == State::kEnding && f.tmp_ready && f.ops_pending == 0) verify_and_finish(f);
 }
 
 void Assembler::verify_and_finish(File& f) {
-  common::Digest got;
-  if (f.verify != common::VerifyType::kNone) {
-    if (f.hash_stream && f.hash_next == f.block_count(block_size_)) {
-      got = f.hasher->finish();
-    } else {
-      // Out-of-order data forced blocks out before they could be hashed: read the file back.
-      auto h = common::make_hasher(f.verify);
-      uint64_t off = 0;
-      while (off < f.size) {
-        const size_t want = static_cast<size_t>(std::min<uint64_t>(readback_.size(), f.size - off));
-        const ssize_t n = ::pread(f.tmp.fd.get(), readback_.data(), want, static_cast<off_t>(off));
-        if (n <= 0) {
-          if (n < 0 && errno == EINTR) continue;
-          fail_file(f, fmt::format("cannot read the file back to verify it: {}",
-                                   n < 0 ? std::strerror(errno) : "short file"));
-          return;
-        }
-        h->update({readback_.data(), static_cast<size_t>(n)});
-        off += static_cast<uint64_t>(n);
-      }
-      got = h->finish();
-    }
-    const bool match = got.size == f.end.key_len &&
-                       std::equal(got.bytes.begin(), got.bytes.begin() + got.size,
-                                  f.end.key.begin());
-    if (!match) {
-      common::Digest sent;
-      sent.type = f.verify;
-      sent.size = f.end.key_len;
-      sent.bytes = f.end.key;
-      const auto elapsed = clock_.now() - f.announced;
-      spdlog::info("File: {}, Trans: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), Key: 0x{:08X}, {} "
-                   "Failed",
-                   f.path, common::with_commas(f.bytes_received), common::format_hms_ms(elapsed),
-                   common::mib_per_s(f.bytes_received, elapsed), sent.key32(),
-                   common::verify_type_name(f.verify));
-      fail_file(f, fmt::format("verification failed: sender key {}, received data {}", sent.hex(),
-                               got.hex()));
-      return;
-    }
-  }
-  if (cfg_.write_mode != WriteMode::kBuffered) {
-    f.state = State::kSyncing;
-    ++f.ops_pending;
-    PendingOp op;
-    op.sync = true;
-    op.fd = f.tmp.fd.get();
-    op.datasync = cfg_.write_mode == WriteMode::kDataSync;
-    op.cookie = reinterpret_cast<uint64_t>(&f) | kSyncTag;
-    submit(op);
+  if (f.verify == common::VerifyType::kNone) {
+    commit(f);
     return;
   }
-  finish_rename(f);
+  if (f.hash_stream && f.hash_next == f.block_count(block_size_)) {
+    verified(f, f.hasher->finish());
+    return;
+  }
+  // Out-of-order data forced blocks out before they could be hashed: read the file back, on
+  // the pool (a large file takes seconds to read).
+  f.state = State::kVerifying;
+  ++f.ops_pending;
+  auto got = std::make_shared<common::Digest>();
+  auto error = std::make_shared<std::string>();
+  fs_->post(
+      [fd = f.tmp.fd.get(), size = f.size, type = f.verify, got, error] {
+        std::vector<uint8_t> buf(1 << 20);
+        auto h = common::make_hasher(type);
+        uint64_t off = 0;
+        while (off < size) {
+          const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - off));
+          const ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(off));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) {
+            *error = fmt::format("cannot read the file back to verify it: {}",
+                                 n < 0 ? std::strerror(errno) : "short file");
+            return;
+          }
+          h->update({buf.data(), static_cast<size_t>(n)});
+          off += static_cast<uint64_t>(n);
+        }
+        *got = h->finish();
+      },
+      [this, ff = &f, got, error] {
+        Scope scope(*this);
+        --ff->ops_pending;
+        ff->state = State::kEnding;
+        if (!error->empty()) {
+          fail_file(*ff, *error);
+        } else {
+          verified(*ff, *got);
+        }
+      });
 }
 
-void Assembler::finish_rename(File& f) {
-  std::string moved_old;
-  std::string reason;
-  if (!out_.finalize(f.tmp, f.mode, f.mtime_ns, &moved_old, &reason)) {
-    fail_file(f, reason);
+void Assembler::verified(File& f, const common::Digest& got) {
+  const bool match = got.size == f.end.key_len &&
+                     std::equal(got.bytes.begin(), got.bytes.begin() + got.size,
+                                f.end.key.begin());
+  if (!match) {
+    common::Digest sent;
+    sent.type = f.verify;
+    sent.size = f.end.key_len;
+    sent.bytes = f.end.key;
+    const auto elapsed = clock_.now() - f.announced;
+    spdlog::info("File: {}, Trans: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), Key: 0x{:08X}, {} "
+                 "Failed",
+                 f.path, common::with_commas(f.bytes_received), common::format_hms_ms(elapsed),
+                 common::mib_per_s(f.bytes_received, elapsed), sent.key32(),
+                 common::verify_type_name(f.verify));
+    fail_file(f, fmt::format("verification failed: sender key {}, received data {}", sent.hex(),
+                             got.hex()));
     return;
   }
-  if (cfg_.write_mode == WriteMode::kFullSync) out_.sync_dir(f.tmp);
+  commit(f);
+}
+
+// Verified: the committer makes it durable (as the write mode says) and renames it into place;
+// on_committed() hears back.
+void Assembler::commit(File& f) {
+  f.state = State::kCommitting;
+  CommitRequest r;
+  r.tmp = &f.tmp;
+  r.mode = f.mode;
+  r.mtime_ns = f.mtime_ns;
+  r.cookie = reinterpret_cast<uint64_t>(&f);
+  r.journal.kind = Outcome::Kind::kCommitting;
+  r.journal.session = f.session;
+  r.journal.file_id = f.id;
+  r.journal.size = f.size;
+  r.journal.verify = std::string(common::verify_type_name(f.verify));
+  if (f.verify != common::VerifyType::kNone) {
+    common::Digest d;
+    d.type = f.verify;
+    d.size = f.end.key_len;
+    d.bytes = f.end.key;
+    r.journal.key_hex = d.hex();
+  }
+  r.journal.rel_path = f.path;
+  committer_->add(r);
+}
+
+void Assembler::on_committed(const CommitResult& r) {
+  File& f = *reinterpret_cast<File*>(r.cookie);
+  f.state = State::kEnding;  // out of the committer's hands
+  if (!r.ok) {
+    if (r.error != 0) {
+      f.sync_failed = true;
+      f.io_error = r.error;
+    }
+    if (!r.moved_old.empty()) {
+      spdlog::info("Info: {}: the existing file of that name was kept as {}", f.path, r.moved_old);
+    }
+    fail_file(f, r.reason);
+    return;
+  }
+  deliver(f, r.moved_old);
+}
+
+void Assembler::deliver(File& f, const std::string& moved_old) {
   if (!moved_old.empty()) {
     spdlog::info("Info: {}: the existing file of that name was kept as {}", f.path, moved_old);
   }
@@ -1076,18 +1505,41 @@ void Assembler::finish_rename(File& f) {
     }
     on_delivered_(d);
   }
+  // The journal says it passed; the origin it carried is no longer needed. Both on the pool,
+  // which takes the file's descriptors with it.
+  Outcome o;
+  o.kind = Outcome::Kind::kPassed;
+  o.session = f.session;
+  o.file_id = f.id;
+  o.size = f.size;
+  o.verify = std::string(common::verify_type_name(f.verify));
+  o.rel_path = f.path;
+  auto tmp = std::make_shared<TempFile>(std::move(f.tmp));
+  fs_->post(
+      [this, tmp, o, j = journal_] {
+        if (j != nullptr) j->append(o);
+        out_.forget_origin(*tmp);
+        tmp->fd.reset();
+        tmp->dir.reset();
+      },
+      nullptr);
   destroy(f);
 }
 
 void Assembler::fail_file(File& f, const std::string& reason) {
-  if (f.state == State::kFailing) return;
+  if (f.state == State::kFailing || f.state == State::kCommitting ||
+      f.state == State::kVerifying || f.state == State::kDone) {
+    return;
+  }
   f.state = State::kFailing;
   f.fail_reason = reason;
   // Everything received goes into the kept partial file, so that it holds exactly what the
   // record says was received: blocks not written yet are written now, then all are released.
+  // While the temporary file is still being made they wait for it (on_created()).
   std::vector<Block*> resident;
   for (auto& [idx, b] : f.blocks) resident.push_back(b);
   for (Block* b : resident) {
+    if (!f.tmp_ready) continue;
     if (!b->submitted && f.tmp.fd) {
       submit_block(*b);
     } else {
@@ -1099,6 +1551,7 @@ void Assembler::fail_file(File& f, const std::string& reason) {
 }
 
 void Assembler::close_failed(File& f) {
+  f.record_posted = true;
   FailureRecord rec;
   rec.rel_path = f.path;
   rec.session = f.session;
@@ -1106,6 +1559,11 @@ void Assembler::close_failed(File& f) {
   rec.expected_size = f.size;
   rec.bytes_received = f.bytes_received;
   rec.missing = missing_ranges(f, kMissingRangesInRecord, &rec.missing_ranges_total);
+  if (f.joined_late && !rec.missing.empty() && rec.missing.front().first == 0 &&
+      f.bytes_received > 0) {
+    f.fail_reason = fmt::format("started before this receiver: bytes 0-{} missing ({})",
+                                rec.missing.front().second, f.fail_reason);
+  }
   if (f.ring_drops > 0 && f.fail_reason.find("receive buffer") == std::string::npos) {
     f.fail_reason += fmt::format(" ({} of its packets were dropped because the receive buffer was "
                                  "full)",
@@ -1114,7 +1572,8 @@ void Assembler::close_failed(File& f) {
   rec.reason = f.fail_reason;
   rec.verify = std::string(common::verify_type_name(f.verify));
   // A full disk: keeping the partial data would keep the disk full for the files that follow.
-  rec.discard_data = f.io_error == ENOSPC || f.io_error == EDQUOT;
+  // A failed flush or sync: the data in the page cache can no longer be trusted.
+  rec.discard_data = f.io_error == ENOSPC || f.io_error == EDQUOT || f.sync_failed;
   if (f.end_seen) {
     common::Digest d;
     d.size = f.end.key_len;
@@ -1130,20 +1589,41 @@ void Assembler::close_failed(File& f) {
   }
   // A file that received nothing holds no data to keep: under a flood of announces its record
   // and line share the refusals' budget.
-  rec.no_record = f.bytes_received == 0 && !take_record_slot();
-  const std::string where = out_.fail(f.tmp, rec);
+  rec.no_record = f.bytes_received == 0 && !take_record_slot(f.end_seen);
+  if (rec.no_record && f.session == session_) {
+    // Not named now (a flood, or a burst of files whose packets a full ring lost): if the
+    // sender's file list names it later, the list vouches for it and its record is written then.
+    unnamed_.emplace(f.id, rec);
+    if (unnamed_.size() > kSeenIdsKept) unnamed_.erase(unnamed_.begin());
+  }
   ++counters_.files_failed;
   if (f.session == session_) ++session_files_.failed;
-  if (rec.no_record) {
-    destroy(f);
-    return;
-  }
-  spdlog::error("Error: {} FAILED: {}; received {} of {} bytes{}{}; record: {}", f.path,
-                f.fail_reason, common::with_commas(f.bytes_received), common::with_commas(f.size),
-                ranges.empty() ? "" : "; missing bytes " + ranges,
-                rec.discard_data ? "; partial data removed (disk full)" : "",
-                where.empty() ? "could not be written" : where);
-  destroy(f);
+  std::vector<Block*> resident;  // all written (no I/O is pending): free them now
+  for (auto& [idx, b] : f.blocks) resident.push_back(b);
+  for (Block* b : resident) release_block(*b);
+  // The file's descriptors go with the record's task. The file stays in flight (and counts
+  // against the bounds) until its record is written and its temporary file moved away.
+  auto tmp = std::make_shared<TempFile>(std::move(f.tmp));
+  const bool no_record = rec.no_record;
+  std::string line =
+      no_record ? std::string()
+                : fmt::format("Error: {} FAILED: {}; received {} of {} bytes{}{}", f.path,
+                              f.fail_reason, common::with_commas(f.bytes_received),
+                              common::with_commas(f.size),
+                              ranges.empty() ? "" : "; missing bytes " + ranges,
+                              rec.discard_data
+                                  ? (f.sync_failed ? "; data removed (its sync failed)"
+                                                   : "; partial data removed (disk full)")
+                                  : "");
+  write_record(rec, tmp,
+               [this, ff = &f, tmp, line = std::move(line)](const std::string& where) {
+                 if (!line.empty()) {
+                   spdlog::error("{}; record: {}", line,
+                                 where.empty() ? "could not be written" : where);
+                 }
+                 Scope scope(*this);
+                 destroy(*ff);
+               });
 }
 
 void Assembler::destroy(File& f) {
@@ -1240,14 +1720,29 @@ void Assembler::check_timeouts() {
 
 void Assembler::fail_all(const std::string& reason) {
   Scope scope(*this);
+  // Files still receiving never get the rest; those with all their data in finish (writes,
+  // verification, the committer).
   std::vector<File*> open;
-  for (auto& [key, f] : files_) open.push_back(f.get());
+  for (auto& [key, f] : files_) {
+    if (f->state == State::kReceiving) open.push_back(f.get());
+  }
   for (File* f : open) fail_file(*f, reason);
-  while (writer_.in_flight() > 0 || !backlog_.empty()) poll_io(true);
+  while (io_pending()) poll_io(true);
   // Files still waiting (none should be) are closed as failed now.
   open.clear();
-  for (auto& [key, f] : files_) open.push_back(f.get());
-  for (File* f : open) close_failed(*f);
+  for (auto& [key, f] : files_) {
+    if (!f->record_posted) open.push_back(f.get());
+  }
+  for (File* f : open) {
+    f->state = State::kFailing;
+    if (f->fail_reason.empty()) f->fail_reason = reason;
+    close_failed(*f);
+  }
+  while (io_pending()) poll_io(true);
+  // Records the file system refused earlier: one last try.
+  last_retry_ = {};
+  retry_records(clock_.now());
+  while (io_pending()) poll_io(true);
   roll_record_window(clock_.now(), /*force=*/true);  // say how many went unrecorded, if any
   if (guard_ && guard_->take_changed()) save_session_mark();
 }
@@ -1303,7 +1798,7 @@ void Assembler::log_summary() const {
   for (uint64_t n : counters_.auth_rejected) auth += n;
   uint64_t finishing = 0;
   for (const auto& [key, f] : files_) {
-    if (key.first == session_ && (f->state == State::kEnding || f->state == State::kSyncing)) {
+    if (key.first == session_ && f->state != State::kReceiving && f->state != State::kFailing) {
       ++finishing;
     }
   }

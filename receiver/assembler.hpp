@@ -25,10 +25,13 @@
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "common/block_io.hpp"
+#include "receiver/committer.hpp"
 #include "receiver/config.hpp"
 #include "receiver/delivered_file.hpp"
 #include "receiver/fec_decoder.hpp"
+#include "receiver/fs_pool.hpp"
 #include "receiver/ingest.hpp"
+#include "receiver/outcome_log.hpp"
 #include "receiver/output_dir.hpp"
 #include "receiver/replay_guard.hpp"
 #include "receiver/seq_window.hpp"
@@ -97,6 +100,9 @@ struct AssemblerCounters {
   uint64_t files_failed = 0;
   uint64_t files_refused = 0;
   uint64_t files_filtered = 0;  // refused by --include/--exclude (policy: logged, no record)
+  uint64_t files_unannounced = 0;  // failed: named only by the sender's file list
+  uint64_t files_joined_late = 0;  // their first packets went before this receiver started
+  uint64_t listed_known = 0;     // listed files an earlier run of the receiver had finished
   uint64_t bytes_delivered = 0;
   uint64_t sessions = 0;
   uint64_t lost_in_past_sessions = 0;  // sequence gaps of the sessions before the current one
@@ -138,9 +144,18 @@ class Assembler {
   // True once a sender session has said it finished and all of its files are done, or, when its
   // final heartbeat was lost, once it has been silent for --file-timeout with nothing in flight.
   bool session_finished() const;
-  // True while writes or syncs are queued or in flight (the caller should poll again soon).
-  bool io_pending() const { return writer_.in_flight() > 0 || !backlog_.empty(); }
-  bool idle() const { return files_.empty() && writer_.in_flight() == 0 && backlog_.empty(); }
+  // True while writes, syncs or file-system calls are queued or in flight (the caller should
+  // poll again soon).
+  bool io_pending() const {
+    return writer_.in_flight() > 0 || !backlog_.empty() || fs_->pending() > 0 ||
+           committer_->busy();
+  }
+  bool idle() const { return files_.empty() && !io_pending(); }
+  // What earlier runs of the receiver finished or named (its journal, and the files left behind
+  // that the start-up recorded as failed): a repeated announce or a file list naming one of
+  // them is not recorded again. Call before the first datagram. `journal` (may be null) gets
+  // this run's outcomes; it must outlive the assembler.
+  void set_earlier(OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known);
   uint64_t current_session() const { return session_; }
   const AssemblerCounters& counters() const { return counters_; }
   const SeqCounter& seq() const { return seq_; }
@@ -156,6 +171,10 @@ class Assembler {
   void set_on_delivered(std::function<void(const DeliveredFile&)> fn) {
     on_delivered_ = std::move(fn);
   }
+  // Where the sender's datagrams come from ("10.0.0.1:4000", a device path), asked at each
+  // announce and written beside the file, so that a file a crash leaves behind names its sender
+  // too. Called on the writer thread; must not block.
+  void set_sender(std::function<std::string()> sender) { sender_ = std::move(sender); }
 
  private:
   struct File;
@@ -171,7 +190,10 @@ class Assembler {
     bool orphan = false;     // no longer in file->blocks (evicted or file failed)
     int writes_pending = 0;
   };
-  enum class State { kReceiving, kEnding, kSyncing, kFailing, kDone };
+  // kReceiving: packets arrive (the temporary file may still be being created); kEnding: all
+  // data and the end are in, writes finish; kVerifying: read back on the pool; kCommitting: with
+  // the committer (flush, rename, folder sync); kFailing: its record is being written.
+  enum class State { kReceiving, kEnding, kVerifying, kCommitting, kFailing, kDone };
   // A write or sync the writer had no room for yet; submitted from poll(), in order.
   struct PendingOp {
     bool sync = false;
@@ -190,6 +212,7 @@ class Assembler {
     Assembler& a_;
   };
 
+  void make_committer();
   File* find_file(uint32_t id);
   // --key-file: opens a sealed datagram into open_buf_ and checks it is fresh; `data` and `p` are
   // then the inner datagram. Without a key, refuses sealed datagrams. False: dropped.
@@ -201,8 +224,10 @@ class Assembler {
   // --max-files-in-flight: fails the oldest file still receiving when the bound is reached.
   // False (with *reason) when every file in flight is finishing its writes.
   bool make_room_for_file(std::string* reason);
-  // True when one more refusal record fits this minute's budget (kRecordsPerMinute).
-  bool take_record_slot();
+  // True when one more record of a refused file, or of a failed one that received nothing,
+  // fits this minute's budget; `vouched`: the sender's end packet or file list names the file
+  // (a budget of its own, kVouchedRecordsPerMinute, else kRecordsPerMinute).
+  bool take_record_slot(bool vouched = false);
   // Starts a new minute of refusal records, logging how many the last one left out.
   // `force`: now (at shutdown), whatever the time.
   void roll_record_window(common::Clock::time_point now, bool force = false);
@@ -216,10 +241,30 @@ class Assembler {
   void handle_end(const common::Packet& p);
   void handle_abort(const common::Packet& p);
   void handle_heartbeat(const common::Packet& p);
-
+  void handle_file_list(const common::Packet& p);
+  // A listed file this receiver never heard of: recorded as failed, named.
+  void record_unannounced(const common::FileListEntry& e);
+  // Writes the record of a file that failed with nothing received, and its Error line, within
+  // the record budget (take_record_slot()).
+  void write_named_failure(FailureRecord rec, bool vouched);
+  // The temporary file of `f` is created (or could not be).
+  void on_created(File& f, bool ok, const std::string& reason);
+  void on_committed(const CommitResult& r);
+  void deliver(File& f, const std::string& moved_old);
+  // Queues a failure record to be written on the pool; `then` runs on this thread with where
+  // it went ("" when it could not be written).
+  void write_record(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
+                    std::function<void(const std::string&)> then);
+  // A record the file system refused (read-only, full): kept to be written later, with the
+  // temporary file it moves away.
+  void keep_unwritten(const FailureRecord& rec, std::shared_ptr<TempFile> tmp);
+  // Every 5 s, tries the kept records again (on the pool), logging each one written.
+  void retry_records(common::Clock::time_point now);
+  bool known_earlier(uint64_t session, uint32_t id) const;
   Block* get_block(File& f, uint64_t index);
   int take_free_block();
-  void evict_one();
+  // False when no file can give up blocks yet (their temporary files are being made).
+  bool evict_one();
   void on_block_filled(File& f, Block& b);
   void hash_in_order(File& f);
   void submit_block(Block& b);
@@ -232,7 +277,8 @@ class Assembler {
   void on_completion(const common::IoCompletion& c);
   void advance(File& f);
   void verify_and_finish(File& f);
-  void finish_rename(File& f);
+  void verified(File& f, const common::Digest& got);
+  void commit(File& f);
   void fail_file(File& f, const std::string& reason);
   void close_failed(File& f);
   void destroy(File& f);
@@ -246,10 +292,15 @@ class Assembler {
   OutputDir& out_;
   common::BlockIo& writer_;
   common::Clock& clock_;
+  std::unique_ptr<FsPool> fs_;
+  std::unique_ptr<Committer> committer_;
+  OutcomeLog* journal_ = nullptr;
+  std::set<std::pair<uint64_t, uint32_t>> earlier_;  // see set_earlier()
+  bool mark_saving_ = false;  // a save of the replay state is on the pool
+  bool mark_dirty_ = false;   // and another is due when it is done
   size_t block_size_;
   std::vector<Block> blocks_;
   std::vector<int> free_blocks_;
-  common::AlignedBuffer readback_;
 
   uint64_t session_ = 0;
   std::set<uint64_t> retired_sessions_;
@@ -271,6 +322,7 @@ class Assembler {
   bool save_error_logged_ = false;
   common::Clock::time_point record_window_{};  // refusal records: at most kRecordsPerMinute
   uint64_t records_in_window_ = 0;
+  uint64_t vouched_in_window_ = 0;
   FecCounters fec_at_session_;
   // The current session's files, for its summary line (counters_ counts since start).
   struct SessionFiles {
@@ -285,6 +337,17 @@ class Assembler {
   std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;
   std::set<uint32_t> seen_ids_;       // recent file ids of the session, to ignore late repeats
   std::set<uint32_t> filtered_ids_;   // the session's files the filter dropped (as many kept)
+  // Failed files of the session that received nothing and whose record the flood bound left
+  // out: written if the sender's file list names them (as many kept as seen_ids_).
+  std::map<uint32_t, FailureRecord> unnamed_;
+  struct Unwritten {
+    FailureRecord rec;
+    std::shared_ptr<TempFile> tmp;
+  };
+  std::deque<Unwritten> unwritten_;  // records the file system refused, oldest first
+  uint64_t unwritten_dropped_ = 0;
+  bool retrying_ = false;
+  common::Clock::time_point last_retry_{};
   std::vector<std::unique_ptr<File>> graveyard_;  // destroyed files, freed by the outer Scope
   int depth_ = 0;
   std::deque<PendingOp> backlog_;
@@ -298,6 +361,7 @@ class Assembler {
   WaitStats waits_;
   AssemblerCounters counters_;
   std::function<void(const DeliveredFile&)> on_delivered_;
+  std::function<std::string()> sender_;
 };
 
 }  // namespace ddft::receiver

@@ -38,7 +38,10 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 30))
       ->capture_default_str();
   app.add_option("--write-mode", cfg.write_mode_text,
-                 "rw: buffered; rwd: data synced before the rename; rws: data and metadata synced")
+                 "rwd (default): a file's data is synced, then it is renamed and its folder "
+                 "synced, before it is logged Passed (many files share one flush); rws: the same "
+                 "with all its metadata (mtime, mode) synced too; rw: no sync at all, faster, but "
+                 "files logged Passed can be lost or empty after a power cut")
       ->check(CLI::IsMember({"rw", "rwd", "rws"}))
       ->capture_default_str();
   app.add_option("--on-collision", cfg.on_collision_text,
@@ -135,6 +138,9 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
       ->capture_default_str();
   app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
   app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
+  app.add_flag("--keep-partial", cfg.keep_partial,
+               "Keep the data of files an earlier run left unfinished (a crash, a power cut) in "
+               "the failed folder beside their records, instead of removing it");
   common::add_metrics_option(app, cfg.metrics);
   common::add_log_options(app, cfg.log);
   app.add_option("--test-stall-writer-s", cfg.test_stall_writer_s)->group("");

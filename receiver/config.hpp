@@ -18,7 +18,8 @@
 
 namespace ddft::receiver {
 
-enum class WriteMode { kBuffered, kDataSync, kFullSync };  // rw, rwd, rws
+// rw: never synced; rwd: data synced, renamed, folder synced; rws: the same with fsync.
+enum class WriteMode { kBuffered, kDataSync, kFullSync };
 
 struct ReceiverConfig {
   std::string transport_text = "udp";  // udp (simulator mode) or device (card driver node)
@@ -30,8 +31,9 @@ struct ReceiverConfig {
   size_t buffer_mb = 1024;            // the receive ring
   size_t max_packet_size = 9216;      // ring slot size; larger datagrams are dropped as bad length
   size_t report_mb = 100;             // a Rcvd: line every report_mb MB (2^20) of a file
-  WriteMode write_mode = WriteMode::kBuffered;
-  std::string write_mode_text = "rw";
+  // Durable by default: Passed means on disk (receiver/committer.hpp).
+  WriteMode write_mode = WriteMode::kDataSync;
+  std::string write_mode_text = "rwd";
   CollisionPolicy on_collision = CollisionPolicy::kRename;
   std::string on_collision_text = "rename";
   double file_timeout_s = 30;         // no packet of a file for this long: it fails
@@ -49,6 +51,7 @@ struct ReceiverConfig {
   size_t batch = 64;                  // datagrams per recvmmsg
   bool once = false;                  // exit when the first sender session has finished
   bool lock_memory = false;           // mlock the ring
+  bool keep_partial = false;          // keep leftovers' data in the failed folder
   // Security (--key-file): every datagram must be sealed with a pre-shared key; two during a key
   // rotation (the old and the new one).
   std::vector<std::string> key_files;

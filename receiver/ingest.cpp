@@ -9,11 +9,18 @@
 
 namespace ddft::receiver {
 
-void DropLedger::add(std::span<const std::span<uint8_t>> datagrams, std::span<const size_t> lens) {
+size_t DropLedger::add(std::span<const std::span<uint8_t>> datagrams, std::span<const size_t> lens,
+                       uint64_t ring_position) {
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> batch;
+  std::vector<Saved> lists;
   for (size_t i = 0; i < datagrams.size(); ++i) {
     const uint8_t* p = datagrams[i].data();
     const size_t len = std::min(lens[i], datagrams[i].size());
+    if (len >= common::kHeaderSize && lens[i] <= datagrams[i].size() &&
+        p[5] == static_cast<uint8_t>(common::PacketType::kFileList)) {
+      lists.push_back({ring_position, std::vector<uint8_t>(p, p + len)});
+      continue;
+    }
     uint64_t session = 0;
     uint32_t file = 0;
     if (len >= common::kHeaderSize + common::kDataHeaderSize && common::load_le32(p) == common::kMagic) {
@@ -26,9 +33,33 @@ void DropLedger::add(std::span<const std::span<uint8_t>> datagrams, std::span<co
     }
     ++batch[{session, file}];
   }
+  size_t kept = 0;
   std::lock_guard lock(mu_);
+  for (Saved& l : lists) {
+    if (saved_bytes_ + l.bytes.size() > kSavedBytes) {
+      lists_lost_.fetch_add(1, std::memory_order_relaxed);
+      ++batch[{0, 0}];
+      continue;
+    }
+    saved_bytes_ += l.bytes.size();
+    saved_.push_back(std::move(l));
+    any_saved_.store(true, std::memory_order_release);
+    ++kept;
+  }
+  if (batch.empty()) return kept;
   for (const auto& [key, n] : batch) counts_[key] += n;
   any_.store(true, std::memory_order_release);
+  return kept;
+}
+
+std::vector<DropLedger::Saved> DropLedger::take_saved() {
+  std::vector<Saved> out;
+  if (!any_saved_.load(std::memory_order_acquire)) return out;
+  std::lock_guard lock(mu_);
+  out.swap(saved_);
+  saved_bytes_ = 0;
+  any_saved_.store(false, std::memory_order_relaxed);
+  return out;
 }
 
 std::vector<DropLedger::Entry> DropLedger::take() {
@@ -53,6 +84,7 @@ void Ingest::run(std::stop_token stop) {
   auto last_error_log = steady_clock::now() - seconds(10);
   try {
     while (!stop.stop_requested()) {
+      counters_.passes.fetch_add(1, std::memory_order_relaxed);
       const size_t free = ring_.free_slots();
       const bool full = free == 0;
       const size_t n = full ? batch_ : std::min(batch_, free);
@@ -81,8 +113,9 @@ void Ingest::run(std::stop_token stop) {
       for (size_t i = 0; i < got; ++i) bytes += lens[i];
       counters_.bytes.fetch_add(bytes, std::memory_order_relaxed);
       if (full) {
-        drops_.add(std::span(bufs.data(), got), std::span(lens.data(), got));
-        const uint64_t total = counters_.ring_full_drops.fetch_add(got) + got;
+        const size_t kept =
+            drops_.add(std::span(bufs.data(), got), std::span(lens.data(), got), ring_.produced());
+        const uint64_t total = counters_.ring_full_drops.fetch_add(got - kept) + got - kept;
         if (steady_clock::now() - last_drop_log > seconds(1)) {
           spdlog::warn("Warn: receive buffer full (the disk is not keeping up): {} packet(s) "
                        "dropped so far ({} since last report)",

@@ -22,10 +22,19 @@ struct IngestCounters {
   // std::chrono::steady_clock time of the last datagram received (ns since its epoch), 0 before
   // the first. Relaxed: for --metrics only.
   std::atomic<int64_t> last_datagram_ns{0};
+  // Passes of the receive loop (one per receive call, which waits at most 50 ms): a watchdog
+  // reads it to tell a live thread from a stuck one. Relaxed.
+  std::atomic<uint64_t> passes{0};
 };
 
 // Datagrams dropped in a full ring, by the file whose data they carried (read from their header
 // unchecked: a hint for the log), handed from the ingest thread to the writer thread.
+//
+// The sender's file lists (kFileList) are kept, not dropped: they name the files whose packets a
+// full ring loses, so they must survive exactly when the ring overflows. Each is handed over with
+// the ring position it arrived at, and the writer takes it only once it has taken every datagram
+// that came before it (it names files finished before it was sent). At most kSavedBytes are kept
+// at once; past that they are dropped like the rest and counted.
 class DropLedger {
  public:
   struct Entry {
@@ -33,15 +42,30 @@ class DropLedger {
     uint32_t file_id = 0;  // 0: not a data packet
     uint64_t count = 0;
   };
-  // Ingest thread: one batch of dropped datagrams.
-  void add(std::span<const std::span<uint8_t>> datagrams, std::span<const size_t> lens);
+  struct Saved {
+    uint64_t after = 0;  // SlotRing::produced() when it arrived
+    std::vector<uint8_t> bytes;
+  };
+  static constexpr size_t kSavedBytes = size_t{16} << 20;
+  // Ingest thread: one batch of dropped datagrams, with the ring's produced() count. Returns
+  // how many of them were file lists kept (not dropped).
+  size_t add(std::span<const std::span<uint8_t>> datagrams, std::span<const size_t> lens,
+           uint64_t ring_position = 0);
   // Writer thread: what was dropped since the last call (cheap when nothing was).
   std::vector<Entry> take();
+  // Writer thread: the file lists saved since the last call, in arrival order (cheap when none).
+  std::vector<Saved> take_saved();
+  // Lists that could not be saved (the saved bytes were at their bound). Any thread.
+  uint64_t lists_lost() const { return lists_lost_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<bool> any_{false};
+  std::atomic<bool> any_saved_{false};
+  std::atomic<uint64_t> lists_lost_{0};
   std::mutex mu_;
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> counts_;
+  std::vector<Saved> saved_;  // guarded by mu_
+  size_t saved_bytes_ = 0;    // guarded by mu_: kept and not yet taken
 };
 
 class Ingest {

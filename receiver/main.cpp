@@ -1,4 +1,5 @@
 // dd_file_receive: the receive daemon. Drains the link into a RAM ring and writes verified files.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include "receiver/config.hpp"
 #include "receiver/metrics.hpp"
 #include "receiver/pipeline.hpp"
+#include "receiver/systemd_notify.hpp"
 
 int main(int argc, char** argv) {
   using namespace ddft;
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // Reads NOTIFY_SOCKET and the watchdog's settings now, before any thread starts.
+  receiver::ServiceNotifier notifier(common::SteadyClock::instance());
   try {
     // --metrics is bound first: a taken port stops the daemon before it opens anything else.
     const std::unique_ptr<common::MetricsServer> metrics = common::open_metrics_server(cfg.metrics);
@@ -46,7 +50,9 @@ int main(int argc, char** argv) {
       if (auto w = udp->buffer_report().warning("receive"); !w.empty()) spdlog::warn("Warn: {}", w);
       return udp;
     };
+    notifier.status(fmt::format("starting: preparing the receive buffer ({} MB)", cfg.buffer_mb));
     receiver::Receiver rx(cfg, open_source, common::SteadyClock::instance());
+    if (notifier.enabled()) rx.set_observer(&notifier);
     common::MetricsRegistry registry;
     receiver::add_receiver_metrics(registry, rx, cfg);
     const common::MetricsServing serving(metrics.get(), registry);  // stops before rx goes
@@ -54,8 +60,13 @@ int main(int argc, char** argv) {
     // SIGTERM / Ctrl-C: finish what the ring holds, record files in flight as failed, exit 0.
     std::stop_source stop;
     common::StopOnSignals on_signal(stop);
+    // STOPPING=1 as soon as the stop begins (on the signal thread): the service manager then
+    // waits for the exit (TimeoutStopSec=) and no longer expects watchdog pings.
+    const std::stop_callback notify_stopping(stop.get_token(),
+                                             [&notifier] { notifier.stopping(); });
 
     const receiver::ReceiveTotals t = rx.run(stop.get_token());
+    notifier.stopping();  // (--once, or the writer thread failed: stopping all the same)
     if (cfg.once) return t.files_failed + t.files_refused == 0 ? 0 : 1;
     return 0;
   } catch (const std::exception& e) {

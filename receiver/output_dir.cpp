@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <linux/openat2.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -49,6 +50,22 @@ int open_dir_beneath(int dir, const char* name) {
   return ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+// The origin of temporary file `name` in `dir_fd`: its xattr, else its sidecar.
+bool read_origin_of(int dir_fd, const std::string& name, int fd, Origin* o) {
+  std::string text(8192, '\0');
+  ssize_t n = ::fgetxattr(fd, kOriginXattr, text.data(), text.size());
+  if (n < 0) {
+    const std::string side =
+        name.substr(0, name.size() - kTempSuffix.size()) + std::string(kSidecarSuffix);
+    common::UniqueFd sfd(::openat(dir_fd, side.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!sfd) return false;
+    n = common::read_up_to(sfd.get(), text.data(), text.size());
+    if (n < 0) return false;
+  }
+  text.resize(static_cast<size_t>(n));
+  return parse_origin(text, o);
+}
+
 }  // namespace
 
 std::string check_wire_path(std::string_view path, const PathLimits& limits) {
@@ -78,6 +95,56 @@ std::string check_wire_path(std::string_view path, const PathLimits& limits) {
     start = end + 1;
   }
   return "";
+}
+
+std::string format_origin(const Origin& o) {
+  return fmt::format("ddft-origin=1\npath={}\nsize={}\nmtime_ns={}\nmode={:o}\nverify={}\n"
+                     "session={:016x}\nfile_id={}\nchunk_size={}\nsender={}\nannounced_ns={}\n",
+                     o.rel_path, o.size, o.mtime_ns, o.mode, o.verify, o.session, o.file_id,
+                     o.chunk_size, o.sender, o.announced_ns);
+}
+
+bool parse_origin(std::string_view text, Origin* out) {
+  Origin o;
+  bool magic = false;
+  bool have_path = false;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = line.substr(0, eq);
+    const std::string value(line.substr(eq + 1));
+    char* end = nullptr;
+    if (key == "ddft-origin") {
+      magic = value == "1";
+    } else if (key == "path") {
+      o.rel_path = value;
+      have_path = !value.empty();
+    } else if (key == "size") {
+      o.size = std::strtoull(value.c_str(), &end, 10);
+    } else if (key == "mtime_ns") {
+      o.mtime_ns = std::strtoll(value.c_str(), &end, 10);
+    } else if (key == "mode") {
+      o.mode = static_cast<uint32_t>(std::strtoul(value.c_str(), &end, 8));
+    } else if (key == "verify") {
+      o.verify = value;
+    } else if (key == "session") {
+      o.session = std::strtoull(value.c_str(), &end, 16);
+    } else if (key == "file_id") {
+      o.file_id = static_cast<uint32_t>(std::strtoul(value.c_str(), &end, 10));
+    } else if (key == "chunk_size") {
+      o.chunk_size = static_cast<uint32_t>(std::strtoul(value.c_str(), &end, 10));
+    } else if (key == "sender") {
+      o.sender = value;
+    } else if (key == "announced_ns") {
+      o.announced_ns = std::strtoll(value.c_str(), &end, 10);
+    }
+  }
+  if (!magic || !have_path) return false;
+  *out = std::move(o);
+  return true;
 }
 
 std::string collision_name(std::string_view base, unsigned n) {
@@ -127,7 +194,8 @@ OutputDir::OutputDir(const std::string& root, const std::string& failed_dir,
 }
 
 bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
-                            std::string* reason) {
+                            std::string* reason, std::vector<common::UniqueFd>* made_in,
+                            bool create) {
   common::UniqueFd cur(::dup(root_fd_.get()));
   size_t start = 0;
   while (true) {
@@ -139,10 +207,15 @@ bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, st
     }
     const std::string comp(rel_path.substr(start, slash - start));
     int fd = open_dir_beneath(cur.get(), comp.c_str());
-    if (fd < 0 && errno == ENOENT) {
-      if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) {
-        *reason = fmt::format("cannot create folder '{}': {}", comp, errno_text(errno));
-        return false;
+    if (fd < 0 && errno == ENOENT && create) {
+      if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0) {
+        if (errno != EEXIST) {
+          *reason = fmt::format("cannot create folder '{}': {}", comp, errno_text(errno));
+          return false;
+        }
+      } else if (made_in != nullptr) {
+        // The new folder's entry lives in `cur`: it must be synced with the file's folder.
+        made_in->emplace_back(::dup(cur.get()));
       }
       fd = open_dir_beneath(cur.get(), comp.c_str());
     }
@@ -172,7 +245,7 @@ bool OutputDir::enable_direct_io() {
 }
 
 bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
-                            std::string* reason) {
+                            std::string* reason, const Origin* origin) {
   if (std::string why = check_wire_path(rel_path, limits_); !why.empty()) {
     *reason = why;
     return false;
@@ -187,44 +260,92 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
   }
   common::UniqueFd dir;
   std::string base;
-  if (!open_parent(rel_path, &dir, &base, reason)) return false;
+  std::vector<common::UniqueFd> made_in;
+  if (!open_parent(rel_path, &dir, &base, reason, &made_in)) return false;
   struct stat st {};
-  if (::fstat(dir.get(), &st) == 0 && st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
+  if (::fstat(dir.get(), &st) != 0) {
+    *reason = fmt::format("cannot use the folder: {}", errno_text(errno));
+    return false;
+  }
+  if (st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
     *reason = "path leads into the failed-files folder";
     return false;
   }
   // O_EXCL + O_NOFOLLOW: never reuse or follow whatever may already sit under the temp name.
-  const int fd = ::openat(dir.get(), tmp.c_str(),
-                          O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  common::UniqueFd fd(::openat(dir.get(), tmp.c_str(),
+                               O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) {
     *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
     return false;
+  }
+  std::string sidecar;
+  if (origin != nullptr) {
+    // Written before anything else can happen to the file: from here on a crash leaves a file
+    // the next start can name. An xattr travels with the file; where the file system has none
+    // (ENOTSUP), a small sidecar beside it.
+    const std::string text = format_origin(*origin);
+    if (::fsetxattr(fd.get(), kOriginXattr, text.data(), text.size(), 0) != 0) {
+      const int err = errno;
+      bool ok = false;
+      if (err == ENOTSUP || err == EOPNOTSUPP) {
+        sidecar = tmp.substr(0, tmp.size() - kTempSuffix.size()) + std::string(kSidecarSuffix);
+        common::UniqueFd sfd(::openat(dir.get(), sidecar.c_str(),
+                                      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+        ok = sfd && write_all(sfd.get(), text);
+        if (!ok) {
+          *reason = fmt::format("cannot write the file's origin beside it: {}", errno_text(errno));
+          ::unlinkat(dir.get(), sidecar.c_str(), 0);
+        }
+      } else {
+        *reason = fmt::format("cannot write the file's origin (xattr): {}", errno_text(err));
+      }
+      if (!ok) {
+        ::unlinkat(dir.get(), tmp.c_str(), 0);
+        return false;
+      }
+    }
   }
   if (direct_io_) {
     out->direct_fd.reset(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC));
   }
   out->dir = std::move(dir);
-  out->fd.reset(fd);
+  out->fd = std::move(fd);
   out->tmp_name = tmp;
   out->base_name = std::move(base);
   out->rel_path = std::string(rel_path);
+  out->sidecar = std::move(sidecar);
+  out->renamed = false;
+  out->dir_dev = st.st_dev;
+  out->dir_ino = st.st_ino;
+  out->new_dir_parents = std::move(made_in);
   return true;
 }
 
 bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
                          std::string* reason) {
-  moved_old->clear();
-  f.direct_fd.reset();
-  if (null_sink_) {
-    f.fd.reset();
-    return true;
-  }
+  set_times(f, mode, mtime_ns);
+  if (!rename_into_place(f, moved_old, reason)) return false;
+  f.fd.reset();
+  return true;
+}
+
+void OutputDir::set_times(TempFile& f, uint32_t mode, int64_t mtime_ns) {
+  if (null_sink_ || !f.fd) return;
   // Only permission bits: set-id and sticky bits from the wire are never applied.
   ::fchmod(f.fd.get(), static_cast<mode_t>(mode & 0777));
   const timespec times[2] = {{0, UTIME_OMIT},
                              {static_cast<time_t>(mtime_ns / 1'000'000'000),
                               static_cast<long>(mtime_ns % 1'000'000'000)}};
   if (mtime_ns >= 0) ::futimens(f.fd.get(), times);
+}
+
+bool OutputDir::rename_into_place(TempFile& f, std::string* moved_old, std::string* reason) {
+  moved_old->clear();
+  f.direct_fd.reset();
+  if (null_sink_) {
+    f.renamed = true;
+    return true;
+  }
   const int dfd = f.dir.get();
   const char* tmp = f.tmp_name.c_str();
   const char* fin = f.base_name.c_str();
@@ -238,13 +359,15 @@ bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::stri
       *reason = fmt::format("cannot rename into place: {}", errno_text(errno));
       return false;
     }
-    f.fd.reset();
+    f.renamed = true;
+    f.tmp_name = f.base_name;
     return true;
   }
   // Bounded: each pass either succeeds or finds a name taken by someone else meanwhile.
   for (int attempt = 0; attempt < 100; ++attempt) {
     if (::renameat2(dfd, tmp, dfd, fin, RENAME_NOREPLACE) == 0) {
-      f.fd.reset();
+      f.renamed = true;
+      f.tmp_name = f.base_name;
       return true;
     }
     if (errno != EEXIST) {
@@ -281,7 +404,69 @@ bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::stri
   return false;
 }
 
-int OutputDir::sync_dir(const TempFile& f) { return ::fsync(f.dir.get()) == 0 ? 0 : errno; }
+FlushErrors OutputDir::flush_files(const std::vector<TempFile*>& files, bool datasync) {
+  FlushErrors errors(files.size(), 0);
+  if (null_sink_ || files.empty()) return errors;
+  auto flush_one = [datasync](const TempFile& f) {
+    if (!f.fd) return EBADF;
+    const int rc = datasync ? ::fdatasync(f.fd.get()) : ::fsync(f.fd.get());
+    return rc == 0 ? 0 : errno;
+  };
+  if (files.size() == 1) {
+    errors[0] = flush_one(*files[0]);
+    return errors;
+  }
+  // syncfs reports a write-back error of any file of the file system since the last call (per
+  // descriptor); each file's own fdatasync reports only its own, so it tells which files failed.
+  if (::syncfs(root_fd_.get()) == 0) return errors;
+  for (size_t i = 0; i < files.size(); ++i) errors[i] = flush_one(*files[i]);
+  return errors;
+}
+
+bool OutputDir::finish_renamed(const std::string& rel_path, uint64_t session, uint32_t file_id,
+                               uint64_t size, std::string* error) {
+  if (null_sink_ || !check_path(rel_path).empty()) return false;
+  common::UniqueFd dir;
+  std::string base;
+  std::string reason;
+  if (!open_parent(rel_path, &dir, &base, &reason, nullptr, /*create=*/false)) return false;
+  common::UniqueFd fd(::openat(dir.get(), base.c_str(),
+                               O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) != size) {
+    return false;
+  }
+  // Only our file: its origin still names the session and the file (the origin is removed after
+  // the Passed line, so a file that has one was never logged).
+  const std::string tmp = temp_name(session, file_id);
+  Origin o;
+  if (!read_origin_of(dir.get(), tmp, fd.get(), &o) || o.session != session ||
+      o.file_id != file_id || o.rel_path != rel_path) {
+    return false;
+  }
+  if (::fsync(fd.get()) != 0 || ::fsync(dir.get()) != 0) {
+    *error = errno_text(errno);
+    return false;
+  }
+  TempFile t;
+  t.dir = std::move(dir);
+  t.fd = std::move(fd);
+  const std::string side = tmp.substr(0, tmp.size() - kTempSuffix.size()) + std::string(kSidecarSuffix);
+  if (::faccessat(t.dir.get(), side.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) t.sidecar = side;
+  forget_origin(t);
+  return true;
+}
+
+void OutputDir::forget_origin(TempFile& f) {
+  if (null_sink_) return;
+  if (!f.sidecar.empty() && f.dir) {
+    ::unlinkat(f.dir.get(), f.sidecar.c_str(), 0);
+    f.sidecar.clear();
+  } else if (f.fd) {
+    ::fremovexattr(f.fd.get(), kOriginXattr);
+  }
+}
 
 std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
   // "<time>-<session>-<id>-<base name>", cut to fit NAME_MAX with room for ".json".
@@ -301,6 +486,12 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
 
   std::string data_path;
   f.direct_fd.reset();
+  if (!f.sidecar.empty() && f.dir) {
+    ::unlinkat(f.dir.get(), f.sidecar.c_str(), 0);
+    f.sidecar.clear();
+  } else if (f.fd && !null_sink_) {
+    ::fremovexattr(f.fd.get(), kOriginXattr);  // the record says it all now
+  }
   if (f.fd || !f.tmp_name.empty()) {
     f.fd.reset();
     if ((rec.discard_data || rec.no_record) && f.dir) {
@@ -324,6 +515,7 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
     json += fmt::format("{}[{}, {}]", i ? ", " : "", rec.missing[i].first, rec.missing[i].second);
   }
   json += fmt::format("],\n  \"missing_ranges_total\": {},\n", rec.missing_ranges_total);
+  json += fmt::format("  \"missing_ranges_exact\": {},\n", rec.missing_known ? "true" : "false");
   json += fmt::format("  \"reason\": {},\n", common::json_quote(rec.reason));
   json += fmt::format("  \"verify\": {},\n", common::json_quote(rec.verify));
   json += fmt::format("  \"expected_key\": {},\n", common::json_quote(rec.expected_key));
@@ -414,14 +606,113 @@ uint64_t OutputDir::free_bytes() const {
   return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
 }
 
-std::vector<Leftover> OutputDir::recover_leftovers() {
+std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial) {
   std::vector<Leftover> out;
   if (null_sink_) return out;
-  sweep(root_fd_.get(), "", 0, &out);
+  sweep(root_fd_.get(), "", 0, keep_partial, &out);
   return out;
 }
 
-void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, std::vector<Leftover>* out) {
+namespace {
+
+// The ranges of [0, size) that hold data in `fd` (SEEK_DATA / SEEK_HOLE), as far as the file
+// system tells: a file system without hole reporting shows all of it as data.
+std::vector<std::pair<uint64_t, uint64_t>> data_ranges(int fd, uint64_t size) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  off_t pos = 0;
+  while (static_cast<uint64_t>(pos) < size) {
+    const off_t data = ::lseek(fd, pos, SEEK_DATA);
+    if (data < 0) break;  // ENXIO: no data past pos
+    off_t hole = ::lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) hole = static_cast<off_t>(size);
+    const uint64_t a = static_cast<uint64_t>(data);
+    const uint64_t b = std::min<uint64_t>(static_cast<uint64_t>(hole), size);
+    if (a >= size) break;
+    if (b > a) out.emplace_back(a, b);
+    pos = hole;
+  }
+  return out;
+}
+
+}  // namespace
+
+Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::string& name,
+                                bool keep_partial) {
+  Leftover l;
+  l.temp_path = rel + name;
+  l.rel_path = l.temp_path;
+  TempFile f;
+  f.dir.reset(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  f.tmp_name = name;
+  f.rel_path = l.temp_path;
+  FailureRecord r;
+  // ".ddft-<session>-<id>.part": the session and file id it belonged to.
+  const std::string core = name.substr(kTempPrefix.size(), name.size() - kTempPrefix.size() -
+                                                               kTempSuffix.size());
+  const size_t dash = core.find('-');
+  if (dash != std::string::npos) {
+    r.session = std::strtoull(core.substr(0, dash).c_str(), nullptr, 16);
+    r.file_id = static_cast<uint32_t>(std::strtoul(core.substr(dash + 1).c_str(), nullptr, 10));
+  }
+  common::UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (fd && ::fstat(fd.get(), &st) == 0) r.bytes_received = static_cast<uint64_t>(st.st_size);
+  Origin o;
+  r.verify = "NONE";
+  r.missing_known = false;
+  if (fd && read_origin_of(dir_fd, name, fd.get(), &o)) {
+    l.named = true;
+    r.rel_path = o.rel_path;
+    r.session = o.session;
+    r.file_id = o.file_id;
+    r.expected_size = o.size;
+    r.verify = o.verify;
+    f.rel_path = o.rel_path;
+    const auto present = data_ranges(fd.get(), o.size);
+    uint64_t have = 0;
+    uint64_t at = 0;
+    for (const auto& [a, b] : present) {
+      have += b - a;
+      if (a > at) r.missing.emplace_back(at, a);
+      at = b;
+    }
+    if (at < o.size) r.missing.emplace_back(at, o.size);
+    r.missing_ranges_total = r.missing.size();
+    r.bytes_received = have;
+    std::string ranges;
+    for (size_t i = 0; i < r.missing.size() && i < 5; ++i) {
+      ranges += fmt::format("{}{}-{}", i ? ", " : "", r.missing[i].first, r.missing[i].second);
+    }
+    if (r.missing.size() > 5) ranges += fmt::format(" and {} more", r.missing.size() - 5);
+    l.missing_text = ranges;
+    r.reason = "the receiver stopped (crash, kill or power cut) while the file was being received; "
+               "found at start-up";
+    if (!o.sender.empty()) r.reason += fmt::format(" (sender {})", o.sender);
+    const std::string side =
+        name.substr(0, name.size() - kTempSuffix.size()) + std::string(kSidecarSuffix);
+    if (::faccessat(dir_fd, side.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) f.sidecar = side;
+  } else {
+    r.rel_path = l.temp_path;
+    r.reason = "left by an earlier run of the receiver, which stopped before the file was "
+               "complete (found at start-up; its origin could not be read, so only its "
+               "temporary name is known)";
+  }
+  fd.reset();
+  l.rel_path = r.rel_path;
+  l.session = r.session;
+  l.file_id = r.file_id;
+  l.size = r.expected_size;
+  l.bytes_present = r.bytes_received;
+  // Whatever reached the page cache before the stop, unverified and maybe torn by a power cut:
+  // removed unless the operator asked to keep it.
+  r.discard_data = !keep_partial;
+  l.data_kept = keep_partial;
+  l.record = fail(f, r);
+  return l;
+}
+
+void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, bool keep_partial,
+                      std::vector<Leftover>* out) {
   constexpr int kMaxDepth = 128;
   if (depth > kMaxDepth) return;
   // A descriptor of our own for the listing: closedir() closes it.
@@ -433,6 +724,7 @@ void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, std::vector
     return;
   }
   std::vector<std::string> temps;
+  std::vector<std::string> sidecars;
   std::vector<std::string> dirs;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
@@ -445,37 +737,25 @@ void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, std::vector
       dirs.push_back(name);
     } else if (S_ISREG(st.st_mode) && is_temp_name(name)) {
       temps.push_back(name);
+    } else if (S_ISREG(st.st_mode) && name.starts_with(kTempPrefix) &&
+               name.ends_with(kSidecarSuffix)) {
+      sidecars.push_back(name);
     }
   }
   ::closedir(d);
-  for (const std::string& name : temps) {
-    TempFile f;
-    f.dir.reset(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    f.tmp_name = name;
-    f.rel_path = rel + name;
-    FailureRecord r;
-    r.rel_path = f.rel_path;
-    // ".ddft-<session>-<id>.part": the session and file id it belonged to.
-    const std::string core = name.substr(kTempPrefix.size(), name.size() - kTempPrefix.size() -
-                                                                 kTempSuffix.size());
-    const size_t dash = core.find('-');
-    if (dash != std::string::npos) {
-      r.session = std::strtoull(core.substr(0, dash).c_str(), nullptr, 16);
-      r.file_id = static_cast<uint32_t>(std::strtoul(core.substr(dash + 1).c_str(), nullptr, 10));
+  for (const std::string& name : temps) out->push_back(recover_one(dir_fd, rel, name, keep_partial));
+  // A sidecar whose file is gone (a crash between the rename or the move and its removal).
+  for (const std::string& name : sidecars) {
+    const std::string part =
+        name.substr(0, name.size() - kSidecarSuffix.size()) + std::string(kTempSuffix);
+    if (::faccessat(dir_fd, part.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+      ::unlinkat(dir_fd, name.c_str(), 0);
     }
-    struct stat st {};
-    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      r.bytes_received = static_cast<uint64_t>(st.st_size);
-    }
-    r.reason = "left by an earlier run of the receiver, which stopped before the file was "
-               "complete (found at start-up)";
-    r.verify = "NONE";
-    out->push_back({f.rel_path, fail(f, r)});
   }
   for (const std::string& name : dirs) {
     common::UniqueFd sub(
         ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (sub) sweep(sub.get(), rel + name + "/", depth + 1, out);
+    if (sub) sweep(sub.get(), rel + name + "/", depth + 1, keep_partial, out);
   }
 }
 

@@ -44,14 +44,46 @@ std::string temp_name(uint64_t session, uint32_t file_id);
 // True for names made by temp_name().
 bool is_temp_name(std::string_view name);
 
+// What the receiver writes beside a file as soon as it is announced, so that a file left behind
+// by a crash or a power cut can still be named at the next start: the announce, the sender
+// session, where it came from and when.
+struct Origin {
+  std::string rel_path;  // as announced
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint32_t mode = 0644;
+  std::string verify = "NONE";  // "B2B", "SHA256", "NONE"
+  uint64_t session = 0;
+  uint32_t file_id = 0;
+  uint32_t chunk_size = 0;
+  std::string sender;  // the sender's address ("127.0.0.1:40000", the device path), may be ""
+  int64_t announced_ns = 0;  // wall clock (ns since the epoch) of the announce
+};
+// The origin as text (one "key=value" line each; a wire path holds no control character), and
+// back. parse_origin() returns false for text that is not an origin.
+std::string format_origin(const Origin& o);
+bool parse_origin(std::string_view text, Origin* out);
+// The extended attribute that holds the origin, and the suffix of the sidecar file that holds it
+// where the file system has no user extended attributes (".ddft-<session>-<id>.meta").
+inline constexpr const char* kOriginXattr = "user.ddft.origin";
+inline constexpr std::string_view kSidecarSuffix = ".meta";
+
 // A file being received: its folder, its descriptor and names.
 struct TempFile {
   common::UniqueFd dir;   // the folder that will hold the file
   common::UniqueFd fd;    // the open temporary file
   common::UniqueFd direct_fd;  // the same file opened O_DIRECT (--direct-io), or invalid
-  std::string tmp_name;   // within dir
+  std::string tmp_name;   // within dir; after the rename into place, the final name
   std::string base_name;  // final name within dir
   std::string rel_path;   // as announced
+  std::string sidecar;    // the origin's sidecar within dir, "" when it went into an xattr
+  bool renamed = false;   // renamed into place (tmp_name is then the final name)
+  // The folder's identity, to sync each folder once per batch.
+  uint64_t dir_dev = 0;
+  uint64_t dir_ino = 0;
+  // Folders in which create_temp() made a new folder for this file: their entries must be synced
+  // too before the file counts as durable.
+  std::vector<common::UniqueFd> new_dir_parents;
 };
 
 struct FailureRecord {
@@ -68,15 +100,29 @@ struct FailureRecord {
   std::string computed_key;  // hex digest of what arrived, "" when not computed
   bool discard_data = false;  // remove the partial data instead of keeping it (disk full)
   bool no_record = false;     // remove the temporary file and write no record (flood bound)
+  bool missing_known = true;  // false: the missing ranges are "as far as known" (a leftover)
 };
 
 // A temporary file an earlier run left behind, found at start-up.
 struct Leftover {
-  std::string rel_path;  // of the temporary file, below the output folder
+  std::string rel_path;  // the announced path (from its origin), else the temporary file's
+  std::string temp_path; // the temporary file, below the output folder
+  bool named = false;    // its origin was found: rel_path, session and file_id are the sender's
+  uint64_t session = 0;
+  uint32_t file_id = 0;
+  uint64_t size = 0;            // announced size (0 when unknown)
+  uint64_t bytes_present = 0;   // bytes of data the file held
+  std::string missing_text;     // "bytes 0-1048576, 2097152-3000000" (as far as known)
   std::string record;    // where its failure record went ("" when it could not be written)
+  bool data_kept = false;  // --keep-partial: the data went to the failed folder
 };
 
-// Not thread-safe: the assembler thread owns it.
+// Outcome of flushing a batch of files (flush_files()): 0, or the errno of that file's flush.
+using FlushErrors = std::vector<int>;
+
+// The assembler thread owns it; the file-system pool runs the per-file calls (create_temp,
+// set_times, rename_into_place, flush_files, forget_origin, fail) for it, any number at once on
+// different files: they only read the object's settings.
 class OutputDir {
  public:
   // Opens `root` (must exist and be writable) and creates `failed_dir` (may be inside root; must
@@ -91,25 +137,51 @@ class OutputDir {
   bool enable_direct_io();
 
   // Creates the folders of `rel_path` below root as needed and a new temporary file in the last
-  // one. On failure returns false and sets *reason.
+  // one. With `origin`, writes it beside the file (the xattr kOriginXattr, or a sidecar where the
+  // file system has no user xattrs) before returning, so that a crash from then on leaves a file
+  // that can be named. On failure returns false and sets *reason (nothing is left behind).
+  // Thread-safe against other create_temp(), set_times(), rename_into_place(), flush_files() and
+  // fail() calls on other files (the pool runs them at once).
   bool create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
-                   std::string* reason);
+                   std::string* reason, const Origin* origin = nullptr);
 
   // Closes the file and renames it to its final name under the collision policy. `mode` and
   // `mtime_ns` come from the announce. On success sets *moved_old to where an existing file of the
   // same name went ("" when none). On failure returns false, sets *reason, and the temporary file
-  // is still in place for fail().
+  // is still in place for fail(). set_times() then rename_into_place(), for callers that flush in
+  // between.
   bool finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
                 std::string* reason);
+  // Applies the announced permission bits (set-id and sticky bits never) and mtime (when >= 0).
+  void set_times(TempFile& f, uint32_t mode, int64_t mtime_ns);
+  // The rename of finalize(), alone. Keeps f.fd open (a failed folder sync may still have to move
+  // the file away); sets f.renamed and f.tmp_name to the final name.
+  bool rename_into_place(TempFile& f, std::string* moved_old, std::string* reason);
+  // Makes the data (and, with `datasync` false, all metadata) of `files` durable: fdatasync or
+  // fsync for one file; for several, one syncfs() of the output file system covers them all (one
+  // journal commit and one cache flush instead of one each), and only when it reports an error is
+  // each file flushed on its own to learn which one failed. Returns an errno per file.
+  FlushErrors flush_files(const std::vector<TempFile*>& files, bool datasync);
+  // Removes the origin (xattr or sidecar) of a file delivered under its final name. Best effort.
+  void forget_origin(TempFile& f);
+  // At start-up, for a file the journal says was being renamed into place when the receiver
+  // stopped: true when `rel_path` is that very file (regular, `size` bytes, its origin still
+  // naming `session` and `file_id`); it is then synced with its folder and its origin removed.
+  // False when it is not there or not ours (*error set when a sync failed).
+  bool finish_renamed(const std::string& rel_path, uint64_t session, uint32_t file_id,
+                      uint64_t size, std::string* error);
 
   // Moves the temporary file (when there is one) to the failed folder and writes the record
   // beside it. Returns the record's path (for the log), or "" when even that failed.
   std::string fail(TempFile& f, const FailureRecord& rec);
 
-  // Moves every temporary file left below the output folder by an earlier run (it stopped before
-  // those files were complete) to the failed folder with a record saying so. Symlinks are not
+  // Records a failure for every temporary file left below the output folder by an earlier run
+  // (it stopped, crashed or lost power before those files were complete), named from its origin
+  // with the bytes it held and the ranges missing as far as known (the holes of the file: data
+  // still in the receiver's memory when it stopped counts as missing). The data is removed, or
+  // moved to the failed folder with `keep_partial`. Orphan sidecars are removed. Symlinks are not
   // followed; the failed folder is skipped.
-  std::vector<Leftover> recover_leftovers();
+  std::vector<Leftover> recover_leftovers(bool keep_partial = false);
 
   // Refuses announced paths beyond these limits (create_temp()).
   void set_path_limits(const PathLimits& limits) { limits_ = limits; }
@@ -131,16 +203,19 @@ class OutputDir {
   // Bytes an unprivileged writer may still use on the output folder's file system.
   uint64_t free_bytes() const;
 
-  // Syncs the folder holding `f` (used after a rename under --write-mode rws).
-  int sync_dir(const TempFile& f);
-
   const std::string& root() const { return root_; }
+  // The output folder's descriptor; lives as long as this object.
+  int root_fd() const { return root_fd_.get(); }
   const std::string& failed_dir() const { return failed_path_; }
 
  private:
-  void sweep(int dir_fd, const std::string& rel, int depth, std::vector<Leftover>* out);
+  void sweep(int dir_fd, const std::string& rel, int depth, bool keep_partial,
+             std::vector<Leftover>* out);
+  Leftover recover_one(int dir_fd, const std::string& rel, const std::string& name,
+                       bool keep_partial);
   bool open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
-                   std::string* reason);
+                   std::string* reason, std::vector<common::UniqueFd>* made_in = nullptr,
+                   bool create = true);
 
   std::string root_;
   std::string failed_path_;

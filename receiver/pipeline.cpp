@@ -1,8 +1,10 @@
 #include "receiver/pipeline.hpp"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include <deque>
 #include <filesystem>
 #include <thread>
 
@@ -19,12 +21,11 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
   out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision, cfg.null_sink);
   out_->lock_exclusive();  // before the sweep: another receiver's files in flight are its own
   out_->set_path_limits(cfg.path_limits);
-  for (const Leftover& l : out_->recover_leftovers()) {
-    spdlog::warn("Warn: {}: left incomplete by an earlier run of the receiver; moved to the failed "
-                 "folder (record: {})",
-                 l.rel_path, l.record.empty() ? "could not be written" : l.record);
+  if (!cfg.null_sink) {
+    // Before any datagram: what an earlier run left is finished or named first.
+    journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
+    recovery_ = recover_at_start(*out_, *journal_, cfg.keep_partial);
   }
-  source_ = open_source();
   bool direct = false;
   if (cfg.direct_io_text != "off" && !cfg.null_sink) {
     direct = out_->enable_direct_io();
@@ -39,8 +40,9 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
   const size_t pool_bytes = cfg.write_buffers * cfg.write_block_kb * 1024;
   const size_t ring_bytes = cfg.buffer_mb * 1024 * 1024 - pool_bytes;
   const size_t slots = std::max<size_t>(cfg.batch * 2, ring_bytes / cfg.max_packet_size);
+  // Populating touches every page now (about a second per GiB here, 2-3 s under memory
+  // pressure): the link is not open yet, so no datagram waits in the kernel meanwhile.
   ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size, /*populate=*/true);
-  ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch);
   if (cfg.lock_memory) {
     if (const int err = ring_->memory().lock(); err != 0) {
       spdlog::warn("Warn: cannot lock the receive buffer in RAM: {} (run as root or raise "
@@ -75,13 +77,18 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
                  common::json_quote(cfg.on_complete), cfg.on_complete_jobs,
                  cfg.on_complete_timeout_s);
   }
-  spdlog::info("Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets "
-               "of up to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
-               cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string(),
-               cfg.output, cfg.failed_dir, cfg.buffer_mb, slots,
-               cfg.max_packet_size, writer_->describe(), direct ? ", direct IO" : "",
-               cfg.write_buffers, cfg.write_block_kb,
-               cfg.write_mode_text, cfg.on_collision_text);
+  // Last: from here on a sender's datagrams queue in the kernel, and all that is left before
+  // they are drained is making the assembler and starting the two threads (run()).
+  source_ = open_source();
+  ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch);
+  link_name_ = cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string();
+  // Logged by the writer thread once both threads run (note_writer_pass).
+  start_line_ = fmt::format(
+      "Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets of up "
+      "to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
+      link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb, slots, cfg.max_packet_size,
+      writer_->describe(), direct ? ", direct IO" : "", cfg.write_buffers, cfg.write_block_kb,
+      cfg.write_mode_text, cfg.on_collision_text);
 }
 
 Receiver::~Receiver() = default;
@@ -98,6 +105,27 @@ void Receiver::publish(const Assembler& assembler) {
   // A gap filled by a late packet shrinks seq().lost(); a counter must not go down.
   s.packets_lost = std::max(s.packets_lost, published_.packets_lost);
   published_ = s;
+}
+
+void Receiver::note_writer_pass() {
+  writer_passes_.fetch_add(1, std::memory_order_relaxed);
+  if (announced_ || ingest_->counters().passes.load(std::memory_order_relaxed) == 0) return;
+  announced_ = true;
+  spdlog::info("{}", start_line_);
+  if (observer_ != nullptr) observer_->on_receiving(link_name_);
+}
+
+void Receiver::tick_observer() {
+  if (observer_ == nullptr) return;
+  Liveness l;
+  l.ingest_passes = ingest_->counters().passes.load(std::memory_order_relaxed);
+  l.writer_passes = writer_passes_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(status_mu_);
+    l.files_passed = published_.counters.files_passed;
+    l.files_failed = published_.counters.files_failed;
+  }
+  observer_->on_tick(l);
 }
 
 ReceiverStatus Receiver::status() const {
@@ -124,6 +152,12 @@ ReceiverStatus Receiver::status() const {
 
 ReceiveTotals Receiver::run(std::stop_token stop) {
   Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
+  assembler.set_earlier(journal_.get(), recovery_.known);
+  if (cfg_.transport_text == "device") {
+    assembler.set_sender([d = "device " + cfg_.device] { return d; });
+  } else {
+    assembler.set_sender([&src = *source_] { return src.peer(); });
+  }
   if (hooks_) {
     // The command runs from the receiver's working folder: give it an absolute path.
     const std::string cwd = std::filesystem::current_path().string();
@@ -144,6 +178,17 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
     ingest.run(ingest_stop.get_token());
   });
 
+  // File lists the ingest thread kept from a full ring, each taken once everything that came
+  // before it has been.
+  std::deque<DropLedger::Saved> saved;
+  auto take_saved = [&] {
+    for (auto& l : ingest.drops().take_saved()) saved.push_back(std::move(l));
+    while (!saved.empty() && ring_->consumed() >= saved.front().after) {
+      const auto& bytes = saved.front().bytes;
+      assembler.on_datagram(bytes, bytes.size());
+      saved.pop_front();
+    }
+  };
   auto drain = [&] {
     size_t n = ring_->available();
     for (size_t i = 0; i < n; ++i) {
@@ -167,6 +212,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   auto last_drop_check = clock_.now();
   try {
     while (!stop.stop_requested()) {
+      note_writer_pass();  // the `receiving on` line once both loops run; the watchdog's liveness
       const auto t0 = clock_.now();
       // With writes in flight, come back quickly to reap them: a small file's rename should not
       // wait for the next packet.
@@ -175,6 +221,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
       const size_t n = ring_->wait(wait);
       assembler.note_read_wait(clock_.now() - t0);
       if (n > 0) drain();
+      take_saved();
       // Ring overflow, by file: a few lines a second at most, well within a file's end grace.
       if (t0 - last_drop_check >= std::chrono::milliseconds(250)) {
         last_drop_check = t0;
@@ -182,6 +229,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
           assembler.note_ring_drops(dropped);
         }
         publish(assembler);
+        tick_observer();
       }
       assembler.poll(false);
       if (cfg_.once && assembler.session_finished()) break;
@@ -193,6 +241,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   rx.join();
   try {
     drain();
+    take_saved();
     assembler.fail_all("receiver stopped before the file was complete");
     publish(assembler);
   } catch (const std::exception& e) {

@@ -2,30 +2,50 @@
 //
 //   link ──> [thread "udp_rx": Ingest] ──> SlotRing (--buffer-mb, allocated once)
 //            recvmmsg straight into free      never blocks: full ring = drop + count + log
-//            ring slots
+//            ring slots                       (the sender's file lists are kept aside)
 //
 //   SlotRing ──> [thread "writer": Assembler] ──> BlockIo (io_uring, or pwrite fallback;
 //                                                  --writers N: N IO threads "wio1".."wioN")
 //                decode + checksum, session and     write blocks from a pool registered with
-//                sequence tracking, assembly into   io_uring as fixed buffers
+//                sequence tracking, assembly into   io_uring as fixed buffers; folder fsyncs
 //                write blocks, in-order hashing
-//                                                ──> OutputDir: temp file -> verify -> sync ->
-//                                                    rename (collision policy), or failed folder
-//                                                    + JSON record
+//                                                ──> FsPool (threads "fsop1".."fsop4"): every
+//                                                    call that can wait on the file system:
+//                                                    temporary files (with the file's origin
+//                                                    beside them), read-back verification,
+//                                                    renames, flushes, failure records
+//                                                ──> Committer: verified files in batches:
+//                                                    one flush, renames, folder syncs, then
+//                                                    "Passed" (--write-mode rwd/rws; rw: no sync)
 //                                                ──> HookRunner (--on-complete): the writer only
 //                                                    queues each delivered file; threads
 //                                                    "hook1".."hookN" run the command
 //
+// The writer thread never waits on the file system, only (when every write block is taken) for
+// a write or a pool call to finish, while the ring holds what the link brings.
+//
+// Start: the output folder is checked and locked first, and what an earlier run left is finished
+// or named (receiver/recovery.hpp); then the ring is populated (and locked with --lock-memory),
+// the write blocks, the IO engine and the hook runner are made, and only then is the link opened
+// (bind, or the device node): from the moment a sender's datagrams can queue in the kernel, all
+// that is left is to make the assembler and start the two threads that drain them (about 10 ms
+// here, against a second per GiB of ring). The `receiving on` line (and READY=1 to systemd, see
+// ReceiverObserver) comes once both threads run their loops.
+//
 // Stop: the ingest thread stops first; the writer drains what the ring already holds, then every
-// file still in flight is recorded as failed ("receiver stopped") and all I/O is waited for. Then
-// running hooks finish (each up to --on-complete-timeout; with --once, queued ones run too) and
-// every file whose hook never ran is logged.
+// file still receiving is recorded as failed ("receiver stopped"), files with all their data
+// finish, and all I/O is waited for. Then running hooks finish (each up to
+// --on-complete-timeout; with --once, queued ones run too) and every file whose hook never ran
+// is logged.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <stop_token>
+#include <string>
+#include <string_view>
 
 #include "common/clock.hpp"
 #include "common/transport.hpp"
@@ -33,6 +53,8 @@
 #include "receiver/config.hpp"
 #include "receiver/ingest.hpp"
 #include "receiver/hook_runner.hpp"
+#include "receiver/outcome_log.hpp"
+#include "receiver/recovery.hpp"
 #include "receiver/slot_ring.hpp"
 
 namespace ddft::receiver {
@@ -73,16 +95,40 @@ struct ReceiverStatus {
   long link_drops = -1;          // UDP: datagrams the kernel dropped on the socket; else -1
 };
 
+// How far the receiver's two loops and its files have got, for a watchdog.
+struct Liveness {
+  uint64_t ingest_passes = 0;  // passes of the "udp_rx" loop (at least one every 50 ms)
+  uint64_t writer_passes = 0;  // passes of the "writer" loop (at least one every 20 ms)
+  uint64_t files_passed = 0;   // over all sessions, as last published
+  uint64_t files_failed = 0;
+};
+
+// Told what the receiver does, for a service manager (ServiceNotifier in
+// receiver/systemd_notify.hpp). Called on the writer thread: a call must return quickly.
+class ReceiverObserver {
+ public:
+  virtual ~ReceiverObserver() = default;
+  // Once: the link is open and both the ingest and the writer thread have entered their loops
+  // (right after the `receiving on` line). `link` names it ("127.0.0.1:5000", "device PATH").
+  virtual void on_receiving(std::string_view link) = 0;
+  // Every 250 ms while the writer loop comes round.
+  virtual void on_tick(const Liveness& liveness) = 0;
+};
+
 class Receiver {
  public:
   using SourceOpener = std::function<std::unique_ptr<common::DatagramSource>()>;
-  // Opens the output folder first, then the link (`open_source`), then allocates the ring and
-  // write pool: a bad folder is reported before a port is taken or memory is spent. Throws
-  // std::runtime_error with a one-line reason. `clock` must outlive the receiver.
+  // Opens the output folder first (a bad folder is reported before memory is spent or a port is
+  // taken), then prepares the ring, the write pool, the IO engine and the hook runner, and opens
+  // the link (`open_source`) last. Throws std::runtime_error with a one-line reason. `clock` must
+  // outlive the receiver.
   Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, common::Clock& clock);
   ~Receiver();
   // Runs until `stop` is requested or, with cfg.once, the first session has finished.
   ReceiveTotals run(std::stop_token stop);
+  // Tells `observer` (null: no one) when receiving starts and how the loops progress. Call
+  // before run(); `observer` must outlive run().
+  void set_observer(ReceiverObserver* observer) { observer_ = observer; }
   // Thread-safe; cheap but for link_drops (a read of /proc/net/udp).
   ReceiverStatus status() const;
   // The --on-complete runner (its counters() are readable from any thread), or null without
@@ -91,11 +137,18 @@ class Receiver {
 
  private:
   void publish(const Assembler& assembler);
+  // Writer thread, at the top of each pass of its loop: counts the pass and, the first time the
+  // ingest loop has run too, logs the `receiving on` line and tells the observer.
+  void note_writer_pass();
+  // Writer thread, every 250 ms: the observer's tick.
+  void tick_observer();
 
   const ReceiverConfig& cfg_;
   std::unique_ptr<common::DatagramSource> source_;
   common::Clock& clock_;
   std::unique_ptr<OutputDir> out_;
+  std::unique_ptr<OutcomeLog> journal_;  // null with --sink null
+  StartRecovery recovery_;
   std::unique_ptr<SlotRing> ring_;
   std::unique_ptr<Ingest> ingest_;
   common::AlignedBuffer block_memory_;
@@ -103,6 +156,11 @@ class Receiver {
   mutable std::mutex status_mu_;
   WriterStatus published_;  // guarded by status_mu_
   std::unique_ptr<HookRunner> hooks_;
+  ReceiverObserver* observer_ = nullptr;
+  std::string start_line_;  // the `receiving on` line, made by the constructor
+  std::string link_name_;   // what the observer is told the link is
+  std::atomic<uint64_t> writer_passes_{0};
+  bool announced_ = false;  // writer thread only
 };
 
 }  // namespace ddft::receiver

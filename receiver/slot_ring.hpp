@@ -41,6 +41,11 @@ class SlotRing {
     return static_cast<size_t>(std::min<uint64_t>(head - tail, slot_count_));
   }
 
+  // Datagrams published so far, and released so far (positions in the ring's stream). Any
+  // thread.
+  uint64_t produced() const { return head_.load(std::memory_order_acquire); }
+  uint64_t consumed() const { return tail_.load(std::memory_order_acquire); }
+
   // --- producer side (one thread) ---
   // Slots the producer may fill now.
   size_t free_slots() const {

@@ -2,7 +2,8 @@
 # Throughput benchmark: the machine's own ceilings, then every stage pair of the product, in one
 # run, so that figures are ratios measured side by side on this (possibly noisy) machine.
 #
-#   bash scripts/bench.sh [--smoke] [--size SIZE] [--runs N] [--dir DIR] [--rate MB/s]
+#   bash scripts/bench.sh [--smoke] [--durability] [--size SIZE] [--runs N] [--dir DIR]
+#                         [--rate MB/s] [--pairs "P.."] [--rx-opts S] [--default-opts S]
 #
 #   --size SIZE  data per transfer (default 4G: larger than the page cache can hide once caches
 #                are dropped; K/M/G suffixes)        --runs N   runs per cell (default 3; median)
@@ -10,22 +11,32 @@
 #   --rate R     sender --rate in MB/s; "auto" (default) paces each pair at 0.95 x the ceiling
 #                that bounds it, as an operator sets the rate below what the receiving disk and
 #                link sustain; 0 = unlimited (a disk-bound pair then overflows the ring: loss)
-#   --pairs "P.." only these pairs (of mem-mem disk-mem mem-disk disk-disk), and no small-files
-#                test: for finding a pair's loss-free rate
+#   --pairs "P.." only these pairs (of mem-mem disk-mem mem-disk disk-disk), no small-files test
+#                and no durability section: for finding a pair's loss-free rate
 #   --rx-opts S  more dd_file_receive options for every transfer, e.g. "--direct-io off"
-#   --smoke      a quick run (256M, 1 run, short iperf3): checks that everything works, asserts no
-#                target (CI runs it so the benchmark cannot rot)
+#   --durability only the ceilings and the durability section (4) (with --pairs: those pairs too)
+#   --default-opts S  more dd_file_receive options for the "default" column of section (4) only,
+#                e.g. "--write-mode rwd" to measure that mode against rw (not for --rx-opts: the
+#                receiver refuses --write-mode twice)
+#   --smoke      a quick run (256M, 1 run, short iperf3, 200 small files in section 4): checks
+#                that everything works, asserts no target (CI runs it so the benchmark cannot rot)
 #
 # Measures: (1) reference ceilings with standard tools: fio sequential direct write and read of
 # the work folder's disk, iperf3 UDP over loopback at the product's packet size; (2) the four
 # pairs memory->memory (dd_file_send synthetic:SIZE -> dd_file_receive --sink null), disk->memory,
-# memory->disk, disk->disk, each with --verify none, b2b and sha256; (3) 10,000 files of 16 KB.
-# Writes to disk use --write-mode rwd (data synced before the rename), so a disk figure is the
-# disk's, not the page cache's; caches are dropped before every run (as root).
+# memory->disk, disk->disk, each with --verify none, b2b and sha256; (3) 10,000 files of 16 KB;
+# (4) durability: the receiver's default write mode (no --write-mode given; named as the receive
+# log's start line names it) against --write-mode rw, on one 2 GiB file (memory source) and on
+# 10,000 files of 16 KB in nested folders (disk source), runs interleaved default, rw, default, rw.
+# Targets: the 2 GiB file's MiB/s (wall time) with the default at least 0.90 x rw; the small
+# files' files/s with the default at least 0.50 x rw.
+# Writes to disk in (2) use --write-mode rwd (data synced before the rename), so a disk figure is
+# the disk's, not the page cache's; caches are dropped before every run (as root).
 # Prints a table and writes DIR/bench.json with each figure's ratio to the ceiling it is bound by.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts="" pairs="" 
+size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts="" pairs="" durability=0
+default_opts=""
 while (($#)); do
   case "$1" in
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -36,6 +47,8 @@ while (($#)); do
     --rate) rate=$2; shift ;;
     --rx-opts) rx_opts=$2; shift ;;
     --pairs) pairs=$2; shift ;;
+    --durability) durability=1 ;;
+    --default-opts) default_opts=$2; shift ;;
     *) echo "bench.sh: unknown argument '$1' (see the header of the script)" >&2; exit 2 ;;
   esac
   shift
@@ -89,7 +102,11 @@ printf 'ceiling\twrite\t%s\nceiling\tread\t%s\nceiling\tudp\t%s\n' \
   "$write_ceiling" "$read_ceiling" "$udp_ceiling" >> "$results"
 echo "bench: ceilings: disk write $write_ceiling, disk read $read_ceiling, UDP $udp_ceiling MiB/s" >&2
 
-# 2. One transfer: prints "rate tx_cpu rx_cpu tx_rss_kb rx_rss_kb lost passed" (CPU in s).
+# 2. One transfer: prints "rate tx_cpu rx_cpu tx_rss_kb rx_rss_kb lost ok wall passed mode": rate
+# is the first File: line's MiB/s, CPU and wall in s, wall from the sender's start to the
+# receiver's exit (--once), passed the files verified (or delivered with --verify none), mode the
+# write mode the receive log's start line names. WRITE_MODE sets --write-mode (default rwd);
+# WRITE_MODE=default gives none, so the receiver's own default is what runs.
 transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   local source=$1 sink=$2 verify=$3
   shift 3
@@ -97,7 +114,8 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   mkdir -p "$dir/out"
   drop_caches
   local rx_args=(--listen "127.0.0.1:$port" --output "$dir/out" --once --quiet
-    --log-file "$dir/receive.log" --write-mode "${WRITE_MODE:-rwd}")
+    --log-file "$dir/receive.log")
+  [[ "${WRITE_MODE:-rwd}" != default ]] && rx_args+=(--write-mode "${WRITE_MODE:-rwd}")
   [[ "$sink" == null ]] && rx_args+=(--sink null)
   local extra
   read -r -a extra <<< "$rx_opts"
@@ -108,16 +126,17 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   for _ in $(seq 100); do grep -q "receiving on" "$dir/receive.log" 2> /dev/null && break; sleep 0.05; done
   # A failing sender must not end the benchmark (this runs in a subshell under set -e): its
   # status is recorded, and the run counts as failed.
-  local tx_rc=0 rx_rc=0
+  local tx_rc=0 rx_rc=0 t0=$EPOCHREALTIME
   /usr/bin/time -f '%U %S %M' -o "$dir/tx.time" "$bin/dd_file_send" "$source" \
     --dest "127.0.0.1:$port" --rate "$pair_rate" --verify "$verify" --quiet \
     --log-file "$dir/send.log" || tx_rc=$?
   ((tx_rc == 0)) || kill "$rx" 2> /dev/null || true  # no session will ever end it
   wait $rx || rx_rc=$?
+  local t1=$EPOCHREALTIME
   ((tx_rc == 0)) || echo "bench: dd_file_send exited with status $tx_rc: $(tail -1 "$dir/send.log")" >&2
-  python3 - "$dir" "$((rx_rc | tx_rc))" << 'PY'
+  python3 - "$dir" "$((rx_rc | tx_rc))" "$t0" "$t1" << 'PY'
 import re, sys
-d, rc = sys.argv[1], int(sys.argv[2])
+d, rc, t0, t1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 log = open(f"{d}/receive.log").read()
 rates = [float(x) for x in re.findall(r"File: .*Rate: ([0-9.]+) \(MB/s\)", log)]
 lost = re.findall(r"packets: \d+ received, (\d+) lost", log)
@@ -127,12 +146,26 @@ def t(name):
 tx_cpu, tx_rss = t("tx")
 rx_cpu, rx_rss = t("rx")
 passed = len(re.findall(r" Passed| Not verified", log))
+# The start line names the mode in effect ("...; mode rw; ..."), whether or not it was asked for.
+start = next((l for l in log.splitlines() if "receiving on" in l), "")
+mode = re.search(r"; mode ([\w.+-]+)", start) or re.search(r"\bmode ([\w.+-]+)", start)
 print(rates[0] if rates else 0.0, tx_cpu, rx_cpu, tx_rss, rx_rss, lost[-1] if lost else -1,
-      1 if (passed >= 1 and rc == 0) else 0)
+      1 if (passed >= 1 and rc == 0) else 0, round(t1 - t0, 3), passed,
+      mode.group(1) if mode else "unknown")
 PY
 }
 
-for pair in ${pairs:-mem-mem disk-mem mem-disk disk-disk}; do
+# Sections: everything by default; --pairs and --durability each select their own (and both may
+# be given); the ceilings always run, since pacing is derived from them.
+run_pairs=1 run_small=1 run_durability=1
+if [[ -n "$pairs" ]] || ((durability)); then
+  run_small=0
+  [[ -n "$pairs" ]] || run_pairs=0
+  ((durability)) || run_durability=0
+fi
+if ((run_pairs)); then pairs=${pairs:-mem-mem disk-mem mem-disk disk-disk}; fi
+
+for pair in $pairs; do
   src=synthetic:$bytes
   [[ $pair == disk-* ]] && src="$dir/source.bin"
   sink=disk
@@ -154,7 +187,7 @@ for pair in ${pairs:-mem-mem disk-mem mem-disk disk-disk}; do
   echo "bench: $pair at --rate $pair_rate" >&2
   for verify in none b2b sha256; do
     for run in $(seq "$runs"); do
-      read -r r txc rxc txm rxm lost ok < <(transfer "$src" "$sink" "$verify")
+      read -r r txc rxc txm rxm lost ok _ < <(transfer "$src" "$sink" "$verify")
       printf 'run\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pair" "$verify" "$run" "$r" \
         "$txc" "$rxc" "$txm" "$rxm" "$lost" "$ok" >> "$results"
       echo "bench: $pair $verify run $run: $r MiB/s, lost $lost" >&2
@@ -163,14 +196,11 @@ for pair in ${pairs:-mem-mem disk-mem mem-disk disk-disk}; do
 done
 
 # 3. Many small files: 10,000 x 16 KB (1,000 in the smoke run), b2b, disk to disk.
-if [[ -n "$pairs" ]]; then
-  python3 "$repo/scripts/bench_report.py" "$results" "$bytes" "$dir/bench.json"
-  exit 0
-fi
-count=$((smoke ? 1000 : 10000))
-rm -rf "$dir/small"
-mkdir -p "$dir/small"
-python3 -c "
+if ((run_small)); then
+  count=$((smoke ? 1000 : 10000))
+  rm -rf "$dir/small"
+  mkdir -p "$dir/small"
+  python3 -c "
 import os
 blk = os.urandom(16384)
 for i in range($count):
@@ -178,16 +208,68 @@ for i in range($count):
     os.makedirs(d, exist_ok=True)
     with open('%s/f%05d.bin' % (d, i), 'wb') as f: f.write(blk[i % 16:] + blk[:i % 16])
 "
-drop_caches
-start=$(date +%s.%N)
-pair_rate=$rate
-[[ $rate == auto ]] && pair_rate=$(python3 -c "print(int(0.95 * min($write_ceiling, $udp_ceiling)))")
-read -r r txc rxc txm rxm lost ok < <(WRITE_MODE=rw transfer "$dir/small" disk b2b)
-elapsed=$(python3 -c "import time; print(round(time.time() - $start, 2))")
-passed=$(grep -c " B2B Passed" "$dir/receive.log" || true)
-printf 'small\t%s\t%s\t%s\t%s\n' "$count" "$elapsed" "$passed" "$lost" >> "$results"
-echo "bench: $count small files: $elapsed s, $passed verified" >&2
+  drop_caches
+  start=$(date +%s.%N)
+  pair_rate=$rate
+  [[ $rate == auto ]] && pair_rate=$(python3 -c "print(int(0.95 * min($write_ceiling, $udp_ceiling)))")
+  read -r r txc rxc txm rxm lost ok _ < <(WRITE_MODE=rw transfer "$dir/small" disk b2b)
+  elapsed=$(python3 -c "import time; print(round(time.time() - $start, 2))")
+  passed=$(grep -c " B2B Passed" "$dir/receive.log" || true)
+  printf 'small\t%s\t%s\t%s\t%s\n' "$count" "$elapsed" "$passed" "$lost" >> "$results"
+  echo "bench: $count small files: $elapsed s, $passed verified" >&2
+fi
+
+# 4. Durability: what the receiver's default write mode costs against --write-mode rw. The
+# default runs with no --write-mode at all (plus --default-opts), so it measures whatever the
+# receiver ships, and is labelled by the mode its log's start line names. Cells: one large file
+# from memory (synthetic: nothing read from disk, so the disk only writes) and many 16 KB files
+# in nested folders from disk (real files: what the folder tree and per-file syncs cost), b2b.
+# Runs alternate default, rw, default, rw... so that the machine's noise hits both columns alike.
+# The figure is wall time from the sender's start to the receiver's exit (--once), not the File:
+# line's rate: the exit comes after every sync, rename and folder sync the mode does, whatever
+# the receiver logs before them (the File: rate is kept as a second figure).
+if ((run_durability)); then
+  big=2G
+  ((smoke)) && big=256M
+  big_bytes=$(numfmt --from=iec "$big")
+  count=$((smoke ? 200 : 10000))
+  tree="$dir/durable-small"
+  rm -rf "$tree"
+  # 100 files per folder, two levels: a0/b0/f00000.bin ... a9/b9/f09999.bin.
+  python3 -c "
+import os
+for i in range($count):
+    d = '$tree/a%d/b%d' % (i // 1000, i // 100 % 10)
+    os.makedirs(d, exist_ok=True)
+    with open('%s/f%05d.bin' % (d, i), 'wb') as f: f.write(os.urandom(16384))
+"
+  pair_rate=$rate
+  [[ $rate == auto ]] && pair_rate=$(python3 -c "print(int(0.95 * min($write_ceiling, $udp_ceiling)))")
+  read -r -a default_args <<< "$default_opts"
+  echo "bench: durability: $big file and $count x 16 KB files at --rate $pair_rate," \
+    "default${default_opts:+ ($default_opts)} against rw" >&2
+  for work in large small; do
+    if [[ $work == large ]]; then
+      src=synthetic:$big_bytes files=1 moved=$big_bytes
+    else
+      src=$tree files=$count moved=$((count * 16384))
+    fi
+    for run in $(seq "$runs"); do
+      for column in default rw; do
+        args=()
+        [[ $column == default ]] && args=("${default_args[@]}")
+        read -r r txc rxc txm rxm lost ok wall passed mode < <(WRITE_MODE=$column transfer \
+          "$src" disk b2b "${args[@]}")
+        printf 'durable\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+          "$work" "$column" "$mode" "$run" "$moved" "$files" "$wall" "$r" "$txc" "$rxc" "$txm" \
+          "$rxm" "$lost" "$passed" "$ok" >> "$results"
+        echo "bench: durability $work $column (mode $mode) run $run: $wall s, $passed of" \
+          "$files passed, lost $lost" >&2
+      done
+    done
+  done
+fi
 
 python3 "$repo/scripts/bench_report.py" "$results" "$bytes" "$dir/bench.json"
 rm -f "$dir/source.bin"
-rm -rf "$dir/out" "$dir/small"
+rm -rf "$dir/out" "$dir/small" "$dir/durable-small"

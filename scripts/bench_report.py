@@ -4,6 +4,8 @@
 Usage: bench_report.py RESULTS.tsv BYTES_PER_TRANSFER OUT.json
 Each figure is given with its ratio to the ceiling it is bound by:
   mem-mem: UDP; disk-mem: min(disk read, UDP); mem-disk and disk-disk: min(disk write, UDP).
+The durability section's figures (rows "durable") are each column's medians and the ratio of the
+receiver's default write mode to --write-mode rw, both measured in the same sitting.
 """
 import json
 import statistics
@@ -11,7 +13,7 @@ import sys
 
 results, size, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 gib = size / 2**30
-ceil, runs, small = {}, {}, None
+ceil, runs, small, durable = {}, {}, None, {}
 for line in open(results):
     f = line.rstrip("\n").split("\t")
     if f[0] == "ceiling":
@@ -22,6 +24,12 @@ for line in open(results):
                  rx_rss=int(f[8]), lost=int(f[9]), ok=int(f[10])))
     elif f[0] == "small":
         small = dict(files=int(f[1]), seconds=float(f[2]), verified=int(f[3]), lost=int(f[4]))
+    elif f[0] == "durable":
+        durable.setdefault((f[1], f[2]), []).append(
+            dict(mode=f[3], moved=int(f[5]), files=int(f[6]), wall=float(f[7]),
+                 file_line_rate=float(f[8]), tx_cpu=float(f[9]), rx_cpu=float(f[10]),
+                 tx_rss=int(f[11]), rx_rss=int(f[12]), lost=int(f[13]), passed=int(f[14]),
+                 ok=int(f[15]) == 1 and int(f[14]) == int(f[6])))
 
 bound = {"mem-mem": min(ceil["udp"], 1e12), "disk-mem": min(ceil["read"], ceil["udp"]),
          "mem-disk": min(ceil["write"], ceil["udp"]), "disk-disk": min(ceil["write"], ceil["udp"])}
@@ -74,34 +82,106 @@ if mm and not verified(mm):
 elif mm:
     target("memory->memory >= 0.9 x UDP ceiling", mm["ratio_to_ceiling"], 0.9,
            mm["ratio_to_ceiling"] >= 0.9)
-if not cells:
+if not cells and not durable:
     sys.exit("bench_report: no transfer results")
-rx_rss = max(c["rx_peak_rss_mib"] for c in cells)
-tx_rss = max(c["tx_peak_rss_mib"] for c in cells)
-target("receiver peak RSS <= --buffer-mb (1024) + 64 MiB", rx_rss, 1088, rx_rss <= 1088)
-target("sender peak RSS <= 128 MiB", tx_rss, 128, tx_rss <= 128)
+if cells:
+    rx_rss = max(c["rx_peak_rss_mib"] for c in cells)
+    tx_rss = max(c["tx_peak_rss_mib"] for c in cells)
+    target("receiver peak RSS <= --buffer-mb (1024) + 64 MiB", rx_rss, 1088, rx_rss <= 1088)
+    target("sender peak RSS <= 128 MiB", tx_rss, 128, tx_rss <= 128)
 if small:
     target(f"{small['files']} files of 16 KB in < 10 s, all verified", small["seconds"], 10,
            small["seconds"] < 10 and small["verified"] == small["files"])
 
+# Durability: each column's medians over its verified runs (a run is verified when the receiver
+# and sender exited cleanly and every file Passed), and the ratio default/rw per workload.
+unknown = [k for k, rs in durable.items() if any(r["mode"] == "unknown" for r in rs)]
+if unknown:
+    sys.exit(f"bench_report: the receive log of {unknown[0][0]}/{unknown[0][1]} names no write mode "
+             "(no 'receiving on ... mode NAME' line)")
+dcells = []
+for (work, column), all_runs in durable.items():
+    rs = [r for r in all_runs if r["ok"]] or all_runs
+    med = lambda k: statistics.median(r[k] for r in rs)
+    moved, files = all_runs[0]["moved"], all_runs[0]["files"]
+    wall = med("wall")
+    gib_moved = moved / 2**30
+    label = (f"{moved / 2**30:g} GiB file" if moved >= 2**30 else f"{moved / 2**20:g} MiB file") \
+        if work == "large" else f"{files} x 16 KB files"
+    dcells.append(dict(workload=work, label=label, column=column,
+                       mode="/".join(sorted({r["mode"] for r in all_runs})),
+                       runs=len(all_runs), failed_runs=sum(1 for r in all_runs if not r["ok"]),
+                       bytes=moved, files=files, wall_s=round(wall, 3),
+                       all_walls=[r["wall"] for r in all_runs],
+                       mib_s=round(moved / 2**20 / wall, 1) if wall > 0 else 0.0,
+                       files_s=round(files / wall, 1) if wall > 0 else 0.0,
+                       file_line_mib_s=round(med("file_line_rate"), 1) if work == "large" else None,
+                       passed=min(r["passed"] for r in all_runs),
+                       all_passed=[r["passed"] for r in all_runs],
+                       tx_cpu_s_per_gib=round(med("tx_cpu") / gib_moved, 2),
+                       rx_cpu_s_per_gib=round(med("rx_cpu") / gib_moved, 2),
+                       tx_peak_rss_mib=round(max(r["tx_rss"] for r in rs) / 1024, 1),
+                       rx_peak_rss_mib=round(max(r["rx_rss"] for r in rs) / 1024, 1),
+                       packets_lost=sum(max(r["lost"], 0) for r in all_runs)))
+dcells.sort(key=lambda c: (c["workload"] != "large", c["column"] != "default"))
+dratios = []
+for work, figure, limit in (("large", "mib_s", 0.90), ("small", "files_s", 0.50)):
+    d = next((c for c in dcells if c["workload"] == work and c["column"] == "default"), None)
+    w = next((c for c in dcells if c["workload"] == work and c["column"] == "rw"), None)
+    if not d or not w:
+        continue
+    ratio = round(d[figure] / w[figure], 3) if w[figure] > 0 else 0.0
+    unit = "MiB/s" if figure == "mib_s" else "files/s"
+    name = f"durability, {d['label']}: default ({d['mode']}) {unit} >= {limit:.2f} x rw, all verified"
+    if d["mode"] == "rw":
+        name += " (the default is rw: both columns measure rw)"
+    ok = d["failed_runs"] == 0 and w["failed_runs"] == 0 and ratio >= limit
+    d["ratio_to_rw"] = ratio
+    dratios.append(dict(workload=work, figure=unit, default_mode=d["mode"], default=d[figure],
+                        rw=w[figure], ratio=ratio, limit=limit, met=ok))
+    target(name, ratio, limit, ok)
+
 print(f"\nCeilings (MiB/s): disk write {ceil['write']}, disk read {ceil['read']}, "
-      f"loopback UDP {ceil['udp']}   ({size:,} bytes per transfer)\n")
-print(f"{'pair':<10} {'verify':<7} {'MiB/s':>8} {'ratio':>6} {'tx s/GiB':>9} {'rx s/GiB':>9} "
-      f"{'tx RSS':>7} {'rx RSS':>7} {'lost':>6} failed")
-order = {p: i for i, p in enumerate(["mem-mem", "disk-mem", "mem-disk", "disk-disk"])}
-vorder = {"none": 0, "b2b": 1, "sha256": 2}
-for c in sorted(cells, key=lambda c: (order[c["pair"]], vorder[c["verify"]])):
-    print(f"{c['pair']:<10} {c['verify']:<7} {c['mib_s']:>8.1f} {c['ratio_to_ceiling']:>6.2f} "
-          f"{c['tx_cpu_s_per_gib']:>9.2f} {c['rx_cpu_s_per_gib']:>9.2f} "
-          f"{c['tx_peak_rss_mib']:>7.1f} {c['rx_peak_rss_mib']:>7.1f} {c['packets_lost']:>6} "
-          f"{c['failed_runs']}/{c['runs']}")
+      f"loopback UDP {ceil['udp']}" + (f"   ({size:,} bytes per transfer)\n" if cells else ""))
+if cells:
+    print(f"{'pair':<10} {'verify':<7} {'MiB/s':>8} {'ratio':>6} {'tx s/GiB':>9} {'rx s/GiB':>9} "
+          f"{'tx RSS':>7} {'rx RSS':>7} {'lost':>6} failed")
+    order = {p: i for i, p in enumerate(["mem-mem", "disk-mem", "mem-disk", "disk-disk"])}
+    vorder = {"none": 0, "b2b": 1, "sha256": 2}
+    for c in sorted(cells, key=lambda c: (order[c["pair"]], vorder[c["verify"]])):
+        print(f"{c['pair']:<10} {c['verify']:<7} {c['mib_s']:>8.1f} {c['ratio_to_ceiling']:>6.2f} "
+              f"{c['tx_cpu_s_per_gib']:>9.2f} {c['rx_cpu_s_per_gib']:>9.2f} "
+              f"{c['tx_peak_rss_mib']:>7.1f} {c['rx_peak_rss_mib']:>7.1f} {c['packets_lost']:>6} "
+              f"{c['failed_runs']}/{c['runs']}")
+    print("\nMiB/s: median of the runs that delivered their file verified; failed: runs that lost "
+          "packets\n(and so failed their file cleanly) out of all runs; CPU in s per GiB; RSS in MiB.")
 if small:
     print(f"\n{small['files']} files of 16 KB: {small['seconds']} s, {small['verified']} verified")
-print("\nMiB/s: median of the runs that delivered their file verified; failed: runs that lost "
-      "packets\n(and so failed their file cleanly) out of all runs; CPU in s per GiB; RSS in MiB.")
+if dcells:
+    print("\nDurability: the receiver's default write mode (no --write-mode) against --write-mode rw, "
+          "runs interleaved")
+    print(f"{'cell':<20} {'column':<15} {'wall s':>7} {'MiB/s':>8} {'files/s':>8} {'File: MiB/s':>12} "
+          f"{'tx s/GiB':>9} {'rx s/GiB':>9} {'passed':>11} {'lost':>5} {'failed':>6} {'ratio':>6}")
+    for c in dcells:
+        column = f"default ({c['mode']})" if c["column"] == "default" else "rw"
+        line_rate = f"{c['file_line_mib_s']:.1f}" if c["file_line_mib_s"] is not None else "-"
+        ratio = f"{c['ratio_to_rw']:.3f}" if "ratio_to_rw" in c else ""
+        print(f"{c['label']:<20} {column:<15} {c['wall_s']:>7.2f} {c['mib_s']:>8.1f} "
+              f"{c['files_s']:>8.1f} {line_rate:>12} {c['tx_cpu_s_per_gib']:>9.2f} "
+              f"{c['rx_cpu_s_per_gib']:>9.2f} {str(c['passed']) + '/' + str(c['files']):>11} "
+              f"{c['packets_lost']:>5} {str(c['failed_runs']) + '/' + str(c['runs']):>6} {ratio:>6}")
+    print("\nMedians of the verified runs (every file Passed, both programs exited 0). wall: from the "
+          "sender's start\nto the receiver's exit (--once), so it holds every sync, rename and folder "
+          "sync; MiB/s and files/s\nfrom it; File: MiB/s the receive log's own rate for the file; "
+          "CPU in s per GiB moved (user + system);\npassed: the fewest files Passed in a run, of "
+          "those sent; ratio: default/rw of MiB/s (large file) and\nfiles/s (small files).")
 print("\nTargets:")
 for t in targets:
     print(f"  {'met ' if t['met'] else 'MISS'} {t['target']}: {t['value']} (limit {t['limit']})")
+durability = None
+if dcells:
+    durability = dict(figure="wall time from the sender's start to the receiver's exit (--once)",
+                      cells=dcells, ratios=dratios)
 json.dump(dict(bytes_per_transfer=size, ceilings_mib_s=ceil, cells=cells, small_files=small,
-               targets=targets), open(out, "w"), indent=2)
+               durability=durability, targets=targets), open(out, "w"), indent=2)
 print(f"\nJSON: {out}")

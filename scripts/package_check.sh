@@ -153,8 +153,9 @@ expect "Priority" optional "$(field Priority)"
 contains "Description" "data diode" "$(field Description)"
 depends=$(field Depends)
 # dpkg-shlibdeps ran (each library the programs link), and the maintainer scripts' tools.
+# (libsystemd0: the receiver's sd_notify, for Type=notify and the watchdog.)
 for dep in "adduser | passwd" libc6 libstdc++6 libssl3 liburing2 libisal2 libxxhash0 libfmt9 \
-  libspdlog; do
+  libspdlog libsystemd0; do
   contains "Depends" "$dep" "$depends"
 done
 expect "Recommends" "python3, logrotate" "$(field Recommends)"

@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev liburing-dev libisal-dev libbenchmark-dev
+  # the receiver tells systemd it is ready and alive (sd_notify: Type=notify, watchdog)
+  libsystemd-dev
   # the benchmark (scripts/bench.sh, smoke-run by the tests): reference tools and its report
   fio iperf3 python3 time
   # the disk self-test's dialogue test runs it on a pseudo-terminal with script(1)

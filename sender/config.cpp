@@ -37,7 +37,7 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
       ->check(CLI::IsMember({"b2b", "sha256", "none"}, CLI::ignore_case))
       ->capture_default_str();
   app.add_option("--control-repeat", cfg.control_repeat,
-                 "Copies sent of each announce and end packet")
+                 "Copies sent of each announce, end, abort and file-list packet")
       ->check(CLI::Range(1u, 100u))
       ->capture_default_str();
   auto* loss = "Loss protection (no packet can be asked for again)";

@@ -33,7 +33,7 @@ struct SenderConfig {
   double rate_mb = 250;
   common::VerifyType verify = common::VerifyType::kB2B;
   std::string verify_text = "b2b";
-  unsigned control_repeat = 3;        // copies of each announce / end / abort / final heartbeat
+  unsigned control_repeat = 3;        // copies of each announce / end / abort / list / heartbeat
   common::FecParams fec;              // --fec K:M, --fec-interleave D; off by default
   std::string fec_text = "off";
   unsigned repeat = 1;                // --repeat N: each file sent N times

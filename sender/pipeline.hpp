@@ -11,9 +11,13 @@
 //
 // Every file is: announce x N, data..., end x N (with the digest), or abort x N when the file
 // could not be read to its end; with --repeat R, all of that R times (copies), the file read
-// again for each. With --fec, parity packets follow every window of packets and close it at the
-// end of each file. Heartbeats go out when idle and between files. The session closes with a
-// final heartbeat x N.
+// again for each. Among its data, after every max(1 MiB, 1024 x announce size) bytes of a copy,
+// one repeated announce (kFlagRepeat; at most 1/1024 of the bytes) for a receiver that joined
+// mid-file. With --fec, parity packets follow every window of packets and close it at the end of
+// each file. Heartbeats go out when idle and between files. Every 5 s or 256 finished files, a
+// file list x N names the files finished or aborted since the last one (their digests
+// included). The session closes with its complete file list x N (or, past 100,000 files or in a
+// hot folder, the files since the last list) and a final heartbeat x N.
 #pragma once
 
 #include <atomic>

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -9,6 +10,10 @@
 
 namespace ddft::sender {
 using common::Header;
+
+uint64_t repeat_announce_interval(size_t announce_bytes) {
+  return std::max<uint64_t>(uint64_t{1} << 20, uint64_t{1024} * announce_bytes);
+}
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
                          common::Clock& clock, BufferPool& pool,
@@ -25,7 +30,8 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
                                  cfg.sleep_alg, cfg.eof_delay_ms}),
       chunk_size_(data_chunk_size(cfg)),
       source_size_(source_datagram_size(cfg)),
-      arena_(cfg.batch * cfg.packet_size) {
+      arena_(cfg.batch * cfg.packet_size),
+      keep_all_(cfg.watch_dir.empty()) {
   pending_.reserve(cfg.batch);
   totals_.session_id = session_id;
   if (cfg.fec.enabled()) fec_ = std::make_unique<FecEncoder>(cfg.fec, source_size_);
@@ -146,10 +152,26 @@ void Transmitter::send_heartbeat(bool final) {
   last_heartbeat_ = clock_.now();
 }
 
+common::Announce Transmitter::announce_of(const FileMeta& meta) const {
+  common::Announce a;
+  a.file_id = meta.file_id;
+  a.verify = cfg_.verify;
+  a.size = meta.size;
+  a.mtime_ns = meta.mtime_ns;
+  a.mode = meta.mode;
+  a.chunk_size = static_cast<uint32_t>(chunk_size_);
+  a.path = meta.rel_path;
+  return a;
+}
+
 void Transmitter::begin_file(const WorkItem& item) {
   if (item.copy == 0) {
     current_ = {item.meta, clock_.now(), 0, 0, cfg_.report_mb * 1024 * 1024};
     ++files_announced_;
+    // The announce as it goes on the wire (sealed with --key-file) sets the repeats' spacing.
+    current_.repeat_every = repeat_announce_interval(
+        common::kHeaderSize + common::kAnnounceFixedSize + item.meta->rel_path.size() +
+        (sealer_ ? common::kSealOverhead : 0));
   } else {
     // A further copy: the same file id, so the receiver fills one copy's holes from the next.
     current_.meta = item.meta;
@@ -157,18 +179,12 @@ void Transmitter::begin_file(const WorkItem& item) {
     current_.next_report = cfg_.report_mb * 1024 * 1024;
   }
   current_.copy = item.copy;
+  current_.next_repeat = current_.repeat_every;  // each copy repeats its announce anew
   if (status_) {
     status_->file_size.store(item.meta->size, std::memory_order_relaxed);
     status_->file_bytes.store(0, std::memory_order_relaxed);
   }
-  common::Announce a;
-  a.file_id = item.meta->file_id;
-  a.verify = cfg_.verify;
-  a.size = item.meta->size;
-  a.mtime_ns = item.meta->mtime_ns;
-  a.mode = item.meta->mode;
-  a.chunk_size = static_cast<uint32_t>(chunk_size_);
-  a.path = item.meta->rel_path;
+  common::Announce a = announce_of(*item.meta);
   a.pause_s = item.copy == 0 ? static_cast<uint8_t>(pacer_.pause_for(item.meta->size)) : 0;
   send_control([&](const Header& h, std::span<uint8_t> buf) {
     return common::encode_announce(h, a, buf);
@@ -206,6 +222,13 @@ void Transmitter::send_block(const WorkItem& item) {
                    item.meta->rel_path);
     }
     commit(slot, n, !drop);
+    // After every R bytes of the copy, and never once its last data packet is out (its end
+    // follows): a receiver that joined mid-file learns which file the data belongs to.
+    const uint64_t done = d.offset + len;
+    if (current_.repeat_every > 0 && done >= current_.next_repeat && done < item.meta->size) {
+      send_repeat_announce();
+      while (current_.next_repeat <= done) current_.next_repeat += current_.repeat_every;
+    }
   }
   totals_.bytes += item.len;
   current_.sent += item.len;
@@ -224,6 +247,19 @@ void Transmitter::send_block(const WorkItem& item) {
                  100.0 * static_cast<double>(current_.sent) / static_cast<double>(item.meta->size),
                  common::mib_per_s(current_.sent, elapsed));
   }
+}
+
+void Transmitter::send_repeat_announce() {
+  // Sent once, not control_repeat times: the next one follows R bytes later, and the first
+  // announces already went out control_repeat times. An ordinary sequenced datagram otherwise
+  // (an FEC source, sealed with --key-file).
+  const common::Announce a = announce_of(*current_.meta);
+  auto slot = next_slot();
+  Header h = next_header();
+  h.flags |= common::kFlagRepeat;
+  const size_t n = common::encode_announce(h, a, slot.first(source_size_));
+  if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
+  commit(slot, n);
 }
 
 void Transmitter::end_file(const WorkItem& item) {
@@ -261,6 +297,8 @@ void Transmitter::end_file(const WorkItem& item) {
   }
   observer_.file_sent(*item.meta, item.digest);
   current_ = {};
+  add_to_list(*item.meta, false, item.digest);
+  send_list_if_due();
   // Between files, a heartbeat when the last one is an interval old (long files send none).
   if (clock_.now() - last_heartbeat_ >= std::chrono::milliseconds(cfg_.heartbeat_ms)) {
     send_heartbeat(false);
@@ -287,17 +325,102 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
   spdlog::error("Error: {} not sent: {}", meta->rel_path, reason);
   observer_.file_failed(*meta, reason);
   current_ = {};
+  add_to_list(*meta, true, {});
+  send_list_if_due();
+}
+
+void Transmitter::add_to_list(const FileMeta& meta, bool aborted, const common::Digest& digest) {
+  listed_.push_back(
+      {meta.file_id, meta.size, aborted, aborted ? common::Digest{} : digest, meta.rel_path});
+  ++files_listed_;
+  if (keep_all_ && files_listed_ > kCompleteListMax) {
+    // Too many for the complete list at the end: keep only what no list has carried yet.
+    keep_all_ = false;
+    listed_.erase(listed_.begin(), listed_.begin() + static_cast<std::ptrdiff_t>(list_from_));
+    list_from_ = 0;
+  }
+}
+
+void Transmitter::send_list_if_due() {
+  const size_t waiting = listed_.size() - list_from_;
+  if (waiting == 0) return;
+  const auto now = clock_.now();
+  if (waiting < kListBatch && now - last_list_ < kListInterval) return;
+  send_list(list_from_, 0);
+  list_from_ = listed_.size();
+  if (!keep_all_) {
+    listed_.clear();
+    list_from_ = 0;
+  }
+  last_list_ = now;
+}
+
+void Transmitter::send_last_list() {
+  if (keep_all_) {
+    if (!listed_.empty()) send_list(0, common::kListComplete);
+  } else if (list_from_ < listed_.size()) {
+    send_list(list_from_, 0);
+  }
+  list_from_ = listed_.size();
+  last_list_ = clock_.now();
+}
+
+void Transmitter::send_list(size_t from, uint16_t flags) {
+  // Views into listed_, which does not change while they are encoded.
+  std::vector<common::FileListEntry> entries;
+  entries.reserve(listed_.size() - from);
+  const size_t room = source_size_ - common::kHeaderSize - common::kFileListFixedSize;
+  for (size_t i = from; i < listed_.size(); ++i) {
+    const ListedFile& f = listed_[i];
+    common::FileListEntry e;
+    e.file_id = f.file_id;
+    e.size = f.size;
+    e.verify = cfg_.verify;
+    e.aborted = f.aborted;
+    e.key_len = f.digest.size;
+    e.key = f.digest.bytes;
+    e.path = f.path;
+    if (common::kFileListEntryFixedSize + e.key_len + e.path.size() > room) {
+      // Only with a small --packet-size and a path near the announce's limit: the file was sent,
+      // but the list cannot name it.
+      spdlog::warn(
+          "Warn: {}: path too long for a file-list datagram of {} bytes; the receiver's "
+          "list will not name it",
+          f.path, cfg_.packet_size);
+      continue;
+    }
+    entries.push_back(e);
+  }
+  std::span<const common::FileListEntry> rest(entries);
+  size_t datagrams = 0;
+  while (!rest.empty()) {
+    // Every copy encodes the same entries into the same room, so each takes as many.
+    size_t taken = 0;
+    send_control([&](const Header& h, std::span<uint8_t> buf) {
+      return common::encode_file_list(h, flags, rest, buf, &taken);
+    });
+    rest = rest.subspan(taken);
+    ++datagrams;
+  }
+  // Closed and sent now, as a file's end is: the list is protected without waiting for more.
+  close_window();
+  flush();
+  spdlog::debug("file list of {} file(s){} in {} datagram(s)", entries.size(),
+                flags & common::kListComplete ? " (complete)" : "", datagrams);
 }
 
 void Transmitter::run(std::stop_token stop) {
   pacer_.set_stop(stop);
   last_heartbeat_ = clock_.now();
+  last_list_ = last_heartbeat_;
   observer_.session_started(session_id_);
   const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
   while (true) {
     auto item = in_.pop_for(heartbeat);
     if (!item) {
       if (in_.closed()) break;
+      // A hot folder waiting for files: the last files' list still goes out on time.
+      send_list_if_due();
       flush();
       send_heartbeat(false);
       observer_.idle();
@@ -327,9 +450,12 @@ void Transmitter::run(std::stop_token stop) {
         observer_.file_failed(*item->meta, item->reason);
         break;
     }
+    // Mid-file too: a long file must not hold back the list of the files before it.
+    send_list_if_due();
   }
   if (current_.meta) abort_file(current_.meta, "sender stopped");
   flush();
+  send_last_list();
   send_heartbeat(true);
   observer_.session_finished(session_id_);
 }

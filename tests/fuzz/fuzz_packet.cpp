@@ -9,7 +9,7 @@
 // Checked: nothing is read outside the datagram (ASan), a decoded packet's payload is exactly
 // the bytes after the header, and whatever a decoder accepts, its encoder writes back to a
 // datagram that decodes to the same fields (same bytes, for announces, which have no reserved
-// field).
+// field). kFileList: every entry's path lies inside the payload and the entries fill it.
 #include <cstring>
 #include <span>
 #include <string>
@@ -146,12 +146,47 @@ void round_trip(PacketType type, const Header& sent, Bytes payload) {
               "a parity packet changed through decode and encode");
       break;
     }
+    case PacketType::kFileList: {
+      FileList list;
+      if (decode_file_list(payload, &list) != DecodeStatus::kOk) return;
+      size_t bytes = kFileListFixedSize;
+      for (const FileListEntry& e : list.entries) {
+        const auto* path = reinterpret_cast<const uint8_t*>(e.path.data());
+        require(!e.path.empty() && e.path.size() <= kMaxPathSize &&
+                    e.key_len == (e.aborted ? 0 : digest_size(e.verify)) &&
+                    path == payload.data() + bytes + kFileListEntryFixedSize + e.key_len &&
+                    path + e.path.size() <= payload.data() + payload.size(),
+                "a file list with a bad entry was accepted");
+        bytes += kFileListEntryFixedSize + e.key_len + e.path.size();
+      }
+      require(!list.entries.empty() && list.entries.size() <= 0xFFFF && bytes == payload.size(),
+              "a file list's entries do not fill its payload");
+      // The same entries encode to a payload of the same size, all in one datagram.
+      size_t taken = 0;
+      require(encode_file_list(h, list.flags, list.entries, buf, &taken) == buf.size() &&
+                  taken == list.entries.size(),
+              "a decoded file list does not encode");
+      const Packet p = decode_encoded(buf, h, type);
+      FileList list2;
+      require(decode_file_list(p.payload, &list2) == DecodeStatus::kOk &&
+                  list2.flags == list.flags && list2.entries.size() == list.entries.size(),
+              "a file list changed through decode and encode");
+      for (size_t i = 0; i < list.entries.size(); ++i) {
+        const FileListEntry& a = list.entries[i];
+        const FileListEntry& b = list2.entries[i];
+        require(a.file_id == b.file_id && a.size == b.size && a.verify == b.verify &&
+                    a.aborted == b.aborted && a.key_len == b.key_len && a.key == b.key &&
+                    a.path == b.path,
+                "a file list entry changed through decode and encode");
+      }
+      break;
+    }
   }
 }
 
-constexpr PacketType kTypes[] = {PacketType::kAnnounce,  PacketType::kData,
-                                 PacketType::kEnd,       PacketType::kAbort,
-                                 PacketType::kHeartbeat, PacketType::kParity};
+constexpr PacketType kTypes[] = {PacketType::kAnnounce, PacketType::kData,      PacketType::kEnd,
+                                 PacketType::kAbort,    PacketType::kHeartbeat, PacketType::kParity,
+                                 PacketType::kFileList};
 
 }  // namespace
 }  // namespace ddft::fuzz

@@ -48,8 +48,9 @@ class Session {
  public:
   explicit Session(uint64_t id, uint32_t chunk = 500) : id_(id), chunk_(chunk) {}
 
+  // `repeat`: the mid-file repeated announce (kFlagRepeat).
   Bytes announce(uint32_t file, const std::string& path, uint64_t size,
-                 VerifyType v = VerifyType::kB2B, uint8_t pause_s = 0) {
+                 VerifyType v = VerifyType::kB2B, uint8_t pause_s = 0, bool repeat = false) {
     Announce a;
     a.file_id = file;
     a.verify = v;
@@ -59,13 +60,49 @@ class Session {
     a.mode = 0640;
     a.chunk_size = chunk_;
     a.path = path;
+    Header h = next();
+    if (repeat) h.flags |= kFlagRepeat;
     Bytes b(kHeaderSize + kAnnounceFixedSize + path.size());
-    b.resize(encode_announce(next(), a, b));
+    b.resize(encode_announce(h, a, b));
     return b;
   }
-  std::vector<Bytes> data(uint32_t file, const std::string& content, uint8_t copy = 0) {
+  // One file-list datagram naming `files` (all must fit): each file's key is the digest of its
+  // content, an aborted one has none.
+  struct Listed {
+    uint32_t id;
+    std::string path;
+    std::string content;
+    VerifyType verify = VerifyType::kB2B;
+    bool aborted = false;
+  };
+  Bytes list(const std::vector<Listed>& files, uint16_t flags) {
+    std::vector<FileListEntry> entries;
+    for (const Listed& f : files) {
+      FileListEntry e;
+      e.file_id = f.id;
+      e.size = f.content.size();
+      e.verify = f.verify;
+      e.aborted = f.aborted;
+      if (!f.aborted) {
+        const Digest d = hash_buffer(
+            f.verify, {reinterpret_cast<const uint8_t*>(f.content.data()), f.content.size()});
+        e.key_len = d.size;
+        e.key = d.bytes;
+      }
+      e.path = f.path;
+      entries.push_back(e);
+    }
+    Bytes b(2000);
+    size_t taken = 0;
+    b.resize(encode_file_list(next(), flags, entries, b, &taken));
+    if (taken != entries.size()) throw std::runtime_error("a seed's file list does not fit");
+    return b;
+  }
+  // The data packets of content[from, to) (`from` a multiple of the chunk size).
+  std::vector<Bytes> data(uint32_t file, const std::string& content, uint8_t copy = 0,
+                          size_t from = 0, size_t to = std::string::npos) {
     std::vector<Bytes> out;
-    for (size_t off = 0; off < content.size(); off += chunk_) {
+    for (size_t off = from; off < std::min(to, content.size()); off += chunk_) {
       const size_t len = std::min<size_t>(chunk_, content.size() - off);
       Bytes b(kHeaderSize + kDataHeaderSize + len);
       std::memcpy(b.data() + kHeaderSize + kDataHeaderSize, content.data() + off, len);
@@ -312,6 +349,17 @@ void packet_seeds(Writer& w) {
   w.put("packet", "bad-checksum", with_ctl(0, bad_sum));
   w.put("packet", "bad-checksum-fixed", with_ctl(1, bad_sum));
   w.put("packet", "too-short", with_ctl(0, Bytes(20, 0x44)));
+  // After the others, so that their sequence numbers (and bytes) stay as they were.
+  w.put("packet", "announce-repeat",
+        with_ctl(0, s.announce(1, "dir/a.bin", content.size(), VerifyType::kB2B, 0, true)));
+  w.put("packet", "file-list",
+        with_ctl(0, s.list({{1, "dir/a.bin", content}, {5, "torn.log", "", VerifyType::kB2B, true}},
+                           0)));
+  w.put("packet", "file-list-complete",
+        with_ctl(1, s.list({{2, "reports/2026/r.csv", content, VerifyType::kSha256},
+                            {3, "x", "", VerifyType::kNone},
+                            {6, "gone.bin", "", VerifyType::kSha256, true}},
+                           kListComplete)));
 }
 
 void announce_seeds(Writer& w) {
@@ -496,6 +544,40 @@ void receiver_seeds(Writer& w) {
     Script sc(kKeyed | kRwd);
     sc.add(sealed(inner, s.id(), false), kFix | kPoll);
     w.put("receiver", "sealed-auth-only", sc.bytes());
+  }
+  {  // a file with a repeated announce mid-file, an aborted one, then the periodic list, the
+     // complete list and the final heartbeat
+    Session s(0x300E);
+    const std::string c = pattern(1800, 18);
+    const std::string t = pattern(700, 19);
+    Script sc(kRename);
+    sc.add(s.announce(1, "listed/a.bin", c.size())).add(s.data(1, c, 0, 0, 1000));
+    sc.add(s.announce(1, "listed/a.bin", c.size(), VerifyType::kB2B, 0, true));
+    sc.add(s.data(1, c, 0, 1000)).add(s.end(1, c), kFix | kPoll);
+    sc.add(s.announce(2, "listed/torn.bin", t.size())).add(s.data(2, t)[0]);
+    sc.add(s.abort(2, "read error: Input/output error"));
+    sc.add(s.list({{1, "listed/a.bin", c}, {2, "listed/torn.bin", t, VerifyType::kB2B, true}}, 0));
+    sc.add(s.file(3, "listed/b.txt", t, VerifyType::kSha256), kFix | kPoll);
+    sc.add(s.list({{1, "listed/a.bin", c},
+                   {2, "listed/torn.bin", t, VerifyType::kB2B, true},
+                   {3, "listed/b.txt", t, VerifyType::kSha256}},
+                  kListComplete));
+    sc.add(s.heartbeat(true), kFix | kPoll);
+    w.put("receiver", "repeat-announce-and-lists", sc.bytes());
+  }
+  {  // the receiver joins mid-file: the first thing it hears of the file is a repeated announce
+     // (its first announce and data before went to nobody); the list names a file it never saw
+    Session s(0x300F);
+    const std::string c = pattern(2600, 20);
+    s.announce(1, "joined/late.bin", c.size());  // before the receiver started
+    s.data(1, c, 0, 0, 1500);
+    Script sc(kRename);
+    sc.add(s.announce(1, "joined/late.bin", c.size(), VerifyType::kB2B, 0, true));
+    sc.add(s.data(1, c, 0, 1500)).add(s.end(1, c), kFix | kPoll);
+    sc.add(s.list({{7, "joined/earlier.bin", c.substr(0, 300)}, {1, "joined/late.bin", c}}, 0));
+    sc.wait(6);
+    sc.add(s.heartbeat(true), kFix | kPoll);
+    w.put("receiver", "joined-mid-file", sc.bytes());
   }
   {  // a pause announced (pause_s), silence, heartbeats with a short interval
     Session s(0x300A);

@@ -478,10 +478,13 @@ TEST_F(EndToEnd, ASenderWithoutTheKeyDeliversNothing) {
   receiver_->signal(SIGTERM);
   ASSERT_EQ(finish_receiver(), 0) << rx_log();
   EXPECT_FALSE(fs::exists(out_ / "planted.bin"));
+  // The receiver's own files only, and its journal of outcomes empty.
   for (const auto& e : fs::recursive_directory_iterator(out_)) {
-    EXPECT_FALSE(e.is_regular_file() && e.path().filename() != ".ddft-session-state")
+    EXPECT_FALSE(e.is_regular_file() && e.path().filename() != ".ddft-session-state" &&
+                 e.path().filename() != ".ddft-outcomes")
         << "nothing written: " << e.path();
   }
+  EXPECT_EQ(fs::file_size(out_ / ".ddft-outcomes"), 0u);
   EXPECT_EQ(rx_log().find("receiving\n"), std::string::npos) << rx_log();
 }
 

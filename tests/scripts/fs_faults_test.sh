@@ -141,7 +141,8 @@ expect_sound() {  # SCENARIO LOG OUT [temp-allowed]
   local f rel partial=0
   while IFS= read -r -d '' f; do
     rel=${f#"$3"/}
-    case $rel in .ddft-lock | .ddft-session-state) continue ;; esac
+    # The receiver's own files: its lock, replay state and journal of outcomes.
+    case $rel in .ddft-lock | .ddft-session-state | .ddft-outcomes) continue ;; esac
     if [[ $rel == */.ddft-*.part || $rel == .ddft-*.part ]]; then
       [[ ${4:-} == temp-allowed ]] || bad "$1: temporary file left: $rel"
     elif ! same_on_disk "$work/src/$rel" "$f"; then

@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # The hardened systemd unit of dd_file_receive:
 #   1. the directives the hardening depends on are there, with their values, and ReadWritePaths=
-#      names exactly the folders the example config writes to (output, failed files, log);
+#      names exactly the folders the example config writes to (output, failed files, log); the
+#      readiness and watchdog settings (Type=notify, NotifyAccess=main, WatchdogSec=,
+#      TimeoutStartSec=, Restart=on-failure);
 #   2. systemd-analyze verify accepts it, with ExecStart pointed at this build's binary;
 #   3. systemd-analyze security --offline rates its exposure below kMaxExposure;
 #   4. (with strace) every system call a real transfer makes passes the unit's SystemCallFilter=,
 #      no socket family outside RestrictAddressFamilies= and no writable and executable memory
-#      (MemoryDenyWriteExecute=);
+#      (MemoryDenyWriteExecute=), with the daemon notifying a service manager (NOTIFY_SOCKET,
+#      a watchdog) as under the unit: READY=1, WATCHDOG=1 and STOPPING=1 arrive (with python3);
 #   5. (as root) the unit's credentials, emulated with setpriv: no capabilities at all, yet the
 #      receiver runs at the unit's nice and realtime IO class, and receives a file;
 #   6. (as root, with systemd as PID 1) the unit started for real, receiving a file;
+#   6b. (as root, where PID 1 is not systemd but a private mount namespace is allowed) the unit
+#      under a real systemd user manager: `systemctl start` returns once READY=1 came (the start
+#      line logged, the port bound), the watchdog keeps it running while idle and kills it when
+#      the writer stalls, and a stop ends it cleanly. The unit runs as root without the
+#      directives that need a mount namespace (they fail with 226/NAMESPACE in such a
+#      container), but with its system-call filter, address families and capabilities;
 #   7. with SEND_UNIT and SEND_CONF, the hot-folder sender's unit: its directives, one writable
 #      mount for its hot folder and sent folder, systemd-analyze verify and security, the system
 #      calls of a traced send against its filter (and no bind, no /proc beyond processes), and
@@ -17,6 +26,64 @@
 # A part that cannot run here says why. Exit 77 (skipped) when systemd-analyze is missing.
 # Usage: systemd_test.sh UNIT CONF DD_FILE_SEND DD_FILE_RECEIVE [SEND_UNIT SEND_CONF]
 set -uo pipefail
+self=$(realpath "${BASH_SOURCE[0]}")
+
+# --- 6b, inside a private mount namespace: --user-manager UNIT WORK SEND_BIN PORT LOG FILE.
+#     Prints PASS, FAIL and SKIP lines; exit 77 when no user manager can run here.
+if [[ "${1:-}" == --user-manager ]]; then
+  unit=$2 work=$3 send_bin=$4 port=$5 log=$6 file=$7
+  say() { echo "$1 user manager: $2"; }
+  check() {
+    if [[ "$2" == "$3" ]]; then say PASS "$1"; else say FAIL "$1: expected '$2', got '$3'"; fi
+  }
+  # systemd --user runs only where the system "was booted with systemd" (/run/systemd/system
+  # exists): say so in this namespace only.
+  [[ -d /run/systemd ]] && mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system || exit 77
+  export XDG_RUNTIME_DIR=$work/xdg
+  mkdir -p -m 0700 "$XDG_RUNTIME_DIR/systemd/user"
+  cp "$unit" "$XDG_RUNTIME_DIR/systemd/user/ddft-live.service"
+  /lib/systemd/systemd --user > "$work/manager.log" 2>&1 &
+  manager=$!
+  trap 'kill "$manager"; wait "$manager"' EXIT
+  for _ in $(seq 50); do [[ -S "$XDG_RUNTIME_DIR/systemd/private" ]] && break; sleep 0.1; done
+  [[ -S "$XDG_RUNTIME_DIR/systemd/private" ]] || exit 77
+  sc() { timeout 60 systemctl --user "$@"; }
+  prop() { sc show -p "$1" --value ddft-live.service; }
+  # Type=notify: start returns at READY=1, by then the start line is logged and the port bound.
+  start=$EPOCHREALTIME
+  if sc start ddft-live.service; then say PASS "start"; else
+    say FAIL "start: $(sc status ddft-live.service --no-pager 2>&1 | head -n 12)"
+    exit 0
+  fi
+  took=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+  echo "user manager: start returned after $took s (READY=1, once the buffer was prepared)"
+  check "start line logged when start returned" yes \
+    "$(grep -q 'receiving on' "$log" && echo yes || echo no)"
+  check "port bound when start returned" yes \
+    "$(grep -qi ":$(printf '%04X' "$port") " /proc/net/udp && echo yes || echo no)"
+  check "state" active/running "$(prop ActiveState)/$(prop SubState)"
+  check "status text" "receiving on 127.0.0.1:$port" "$(prop StatusText)"
+  # Idle for longer than WatchdogSec=: the pings keep it running.
+  sleep 3
+  check "state after 3 s idle (WatchdogSec=$(prop WatchdogUSec))" active/running \
+    "$(prop ActiveState)/$(prop SubState)"
+  # The writer stalls (the test hook in ExecStart=) on the first MiB of a file: the pings stop
+  # and systemd kills the daemon.
+  "$send_bin" "$file" --dest "127.0.0.1:$port" > "$work/um-send.log" 2>&1
+  for _ in $(seq 80); do [[ "$(prop Result)" == watchdog ]] && break; sleep 0.1; done
+  check "result with the writer stalled" watchdog "$(prop Result)"
+  # Started again: the stalled file's leftovers are swept; a stop ends it cleanly (STOPPING=1,
+  # then exit 0).
+  sc reset-failed ddft-live.service
+  if sc start ddft-live.service; then say PASS "second start"; else say FAIL "second start"; fi
+  check "leftover of the killed run swept at start" yes \
+    "$(grep -q 'left incomplete by an earlier run' "$log" && echo yes || echo no)"
+  sc stop ddft-live.service
+  check "stop: result" success "$(prop Result)"
+  check "stop: exit status" 0 "$(prop ExecMainStatus)"
+  exit 0
+fi
+
 # Absolute paths: ExecStart= takes no other, and sections 5 and 6 run from other users/folders.
 unit=$(realpath "$1") conf=$(realpath "$2") send_bin=$(realpath "$3") recv_bin=$(realpath "$4")
 send_unit= send_conf=
@@ -25,9 +92,10 @@ if (($# >= 6)); then send_unit=$(realpath "$5") send_conf=$(realpath "$6"); fi
 kMaxExposure=1.5
 
 work=$(mktemp -d)
-rx= live_unit= live_dir= live_logs=
+rx= listener= live_unit= live_dir= live_logs=
 cleanup() {
   [[ -n "$rx" ]] && kill "$rx" 2>/dev/null
+  [[ -n "$listener" ]] && kill "$listener" 2>/dev/null
   if [[ -n "$live_unit" ]]; then
     systemctl stop "$live_unit" 2>/dev/null
     rm -f "/run/systemd/system/$live_unit"
@@ -77,6 +145,13 @@ expect "DynamicUser= (files need a stable owner)" no \
   "$([[ "$(value DynamicUser)" =~ ^(yes|true|1|on)$ ]] && echo yes || echo no)"
 want NoNewPrivileges yes
 want ProtectSystem strict
+# Ready means ready: started once the daemon says READY=1 (ring prepared, port bound), only the
+# daemon may say it, a start long enough for a big ring, and a watchdog that restarts it.
+want Type notify
+want NotifyAccess main
+want WatchdogSec 30s
+want TimeoutStartSec 300
+want Restart on-failure
 want PrivateTmp yes
 # Present and empty: no capability at all. Absent would mean the full set.
 want CapabilityBoundingSet ""
@@ -238,10 +313,28 @@ else
   done
 
   # The example config as the unit runs it (io_uring, direct IO), only smaller, with
-  # --lock-memory, a collision (the same name twice) and a log reopen.
+  # --lock-memory, a collision (the same name twice) and a log reopen. As under the unit, it
+  # notifies a service manager, here a python3 listener on NOTIFY_SOCKET, with a 1 s watchdog
+  # (without python3 the socket is missing: the calls are made all the same, and fail).
   p=$(port)
   mkdir -p "$work/trace-out"
-  if ASAN_OPTIONS=$traced_asan_options start_rx "$work/trace.log" \
+  notify_sock="$work/notify"
+  if command -v python3 > /dev/null; then
+    python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a") as out:
+    while True:
+        out.write(s.recv(4096).decode().replace("\n", " ") + "\n")
+        out.flush()
+' "$notify_sock" "$work/notified" &
+    listener=$!
+    for _ in $(seq 50); do [[ -S "$notify_sock" ]] && break; sleep 0.1; done
+  fi
+  # WATCHDOG_PID is unset: strace's child is the daemon, whose PID is not known beforehand.
+  if NOTIFY_SOCKET=$notify_sock WATCHDOG_USEC=1000000 ASAN_OPTIONS=$traced_asan_options \
+    start_rx "$work/trace.log" \
     strace -f -qq -o "$work/strace" "$recv_bin" --config "$conf" \
     --listen "127.0.0.1:$p" --output "$work/trace-out" --failed-dir "$work/trace-out/.failed" \
     --buffer-mb 128 --lock-memory --log-file "$work/trace.log" --quiet; then
@@ -250,12 +343,25 @@ else
     # Signals go to the receiver, strace's child; strace ends with it.
     tracee=$(pgrep -P "$rx")
     kill -HUP "$tracee"
-    sleep 0.3
+    sleep 1.2  # (at least two watchdog pings)
     kill -TERM "$tracee"
   fi
   kill "$rx" 2> /dev/null
   wait "$rx"
   rx=
+  if [[ -n "$listener" ]]; then
+    kill "$listener" 2> /dev/null
+    wait "$listener" 2> /dev/null
+    listener=
+    for m in READY=1 WATCHDOG=1 STOPPING=1; do
+      grep -qE "(^| )$m( |$)" "$work/notified" 2> /dev/null && ok ||
+        bad "traced run: no $m sent to NOTIFY_SOCKET: $(cat "$work/notified" 2> /dev/null)"
+    done
+  else
+    skip "traced run: what was sent to NOTIFY_SOCKET (python3 is missing)"
+  fi
+  grep -qE 'sendmsg\(.*sun_path="'"$notify_sock"'"' "$work/strace" && ok ||
+    bad "traced run: no sendmsg to NOTIFY_SOCKET traced"
   traced_calls "$work/strace" > "$work/called"
   echo "system calls made: $(wc -l < "$work/called")"
   [[ -s "$work/called" ]] && ok || bad "strace recorded no system call"
@@ -364,11 +470,58 @@ else
     expect "live: CapEff" 0000000000000000 \
       "$(awk '$1 == "CapEff:" {print $2}' "/proc/$main/status")"
     expect "live: nice" "$(value Nice)" "$(awk '{print $19}' "/proc/$main/stat")"
+    # Type=notify: `systemctl start` returned once READY=1 came, with the status line.
+    contains_status=$(systemctl show -p StatusText --value "$live_unit")
+    [[ "$contains_status" == "receiving on 127.0.0.1:$p"* ]] && ok ||
+      bad "live: status text: '$contains_status'"
+    expect "live: watchdog" 30s "$(systemctl show -p WatchdogUSec --value "$live_unit")"
     send_file "$work/a.bin" "$p" "$log" a.bin 1
     systemctl stop "$live_unit"
     expect "live: result" success "$(systemctl show -p Result --value "$live_unit")"
   else
     bad "live: the unit did not start: $(journalctl -u "$live_unit" -n 20 --no-pager 2>&1)"
+  fi
+fi
+
+# --- 6b. Where PID 1 is not systemd: the unit under a real systemd user manager, in a private
+#         mount namespace (see the top of this file).
+if [[ "$pid1" == systemd ]]; then
+  : # section 6 ran
+elif [[ $(id -u) -ne 0 ]] || ! unshare --mount true 2> /dev/null || [[ ! -x /lib/systemd/systemd ]]
+then
+  skip "the unit under a user manager: needs root, unshare --mount and /lib/systemd/systemd"
+else
+  um="$work/um"
+  mkdir -p "$um/out"
+  p=$(port)
+  # A watchdog of 2 s (the unit's own value is checked in section 1) and the writer stall hook
+  # (6 s after 1 MiB); no core dump of the buffer when the watchdog kills it.
+  args="--config $conf --listen 127.0.0.1:$p --output $um/out --failed-dir $um/out/.failed"
+  args+=" --buffer-mb 512 --log-file $um/out/rx.log --quiet --test-stall-writer-s 6"
+  args+=" --test-stall-after-mb 1"
+  sed -E -e "s|^ExecStart=.*|ExecStart=$recv_bin $args|" \
+    -e '/^(User|Group|LogsDirectory|LogsDirectoryMode)=/d' \
+    -e '/^(ProtectSystem|ReadWritePaths|PrivateTmp|PrivateMounts|ProtectHome|PrivateDevices)=/d' \
+    -e '/^(PrivateIPC|ProtectKernelTunables|ProtectKernelModules|ProtectKernelLogs)=/d' \
+    -e '/^(ProtectControlGroups|ProtectProc|ProtectHostname|ProtectClock)=/d' \
+    -e 's|^Restart=.*|Restart=no|' -e 's|^WatchdogSec=.*|WatchdogSec=2s|' "$unit" > "$um/unit"
+  echo "LimitCORE=0" >> "$um/unit"
+  head -c 8000000 /dev/urandom > "$um/stall.bin"
+  timeout 100 unshare --mount --propagation private bash "$self" --user-manager "$um/unit" "$um" \
+    "$send_bin" "$p" "$um/out/rx.log" "$um/stall.bin" > "$um/result" 2>&1
+  status=$?
+  if ((status == 77)); then
+    skip "the unit under a user manager: systemd --user does not run here"
+  else
+    grep -E '^user manager: ' "$um/result"
+    while read -r verdict rest; do
+      case "$verdict" in
+        PASS) ok ;;
+        FAIL) bad "$rest" ;;
+      esac
+    done < "$um/result"
+    grep -qE '^(PASS|FAIL) ' "$um/result" ||
+      bad "the unit under a user manager: no result (status $status): $(cat "$um/result")"
   fi
 fi
 

@@ -269,6 +269,268 @@ TEST(Protocol, EncodersRefuseSmallBuffers) {
   EXPECT_EQ(encode_data_in_place(header(), {1, 0}, 100, small), 0u);
 }
 
+// A file-list entry whose path and key live in the test's strings.
+FileListEntry list_entry(uint32_t id, std::string_view path, VerifyType v, bool aborted = false) {
+  FileListEntry e;
+  e.file_id = id;
+  e.size = 1000ull * id + 7;
+  e.verify = v;
+  e.aborted = aborted;
+  e.key_len = aborted ? 0 : static_cast<uint8_t>(digest_size(v));
+  for (size_t i = 0; i < e.key_len; ++i) e.key[i] = static_cast<uint8_t>(id * 31 + i);
+  e.path = path;
+  return e;
+}
+
+// The payload of a valid two-entry list (B2B, then an aborted SHA256 file), for the malformed
+// cases to damage.
+std::vector<uint8_t> list_payload() {
+  const FileListEntry entries[] = {list_entry(1, "a.bin", VerifyType::kB2B),
+                                   list_entry(2, "dir/b.bin", VerifyType::kSha256, true)};
+  std::vector<uint8_t> buf(1024);
+  size_t taken = 0;
+  buf.resize(encode_file_list(header(), 0, entries, buf, &taken));
+  EXPECT_EQ(taken, 2u);
+  return std::vector<uint8_t>(buf.begin() + kHeaderSize, buf.end());
+}
+
+TEST(Protocol, FileListRoundTrip) {
+  const FileListEntry entries[] = {
+      list_entry(1, "a.bin", VerifyType::kB2B), list_entry(2, "dir/b.bin", VerifyType::kSha256),
+      list_entry(3, "c", VerifyType::kNone), list_entry(4, "torn.log", VerifyType::kSha256, true)};
+  std::vector<uint8_t> buf(kDefaultPacketSize);
+  size_t taken = 0;
+  Header h = header(99);
+  h.flags = kFlagFec;
+  h.fec_pos = 5;
+  const size_t n = encode_file_list(h, kListComplete, entries, buf, &taken);
+  ASSERT_EQ(taken, 4u);
+  // Header, list header, four entries with their keys and paths, nothing else.
+  EXPECT_EQ(n, kHeaderSize + kFileListFixedSize + 4 * kFileListEntryFixedSize + 16 + 32 + 0 + 0 +
+                   5 + 9 + 1 + 8);
+  Packet p;
+  ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
+  EXPECT_EQ(p.header.type, PacketType::kFileList);
+  EXPECT_EQ(p.header.seq, 99u);
+  EXPECT_EQ(p.header.flags, kFlagFec);
+  EXPECT_EQ(p.header.fec_pos, 5);
+  // The byte layout of the spec: flags, count, reserved, then the first entry.
+  const uint8_t* q = p.payload.data();
+  EXPECT_EQ(load_le16(q), kListComplete);
+  EXPECT_EQ(load_le16(q + 2), 4);
+  EXPECT_EQ(load_le32(q + 4), 0u);
+  EXPECT_EQ(load_le32(q + 8), 1u);
+  EXPECT_EQ(load_le64(q + 12), 1007u);
+  EXPECT_EQ(q[20], static_cast<uint8_t>(VerifyType::kB2B));
+  EXPECT_EQ(q[21], 0);
+  EXPECT_EQ(q[22], 16);
+  EXPECT_EQ(load_le16(q + 24), 5);
+  EXPECT_EQ(0, std::memcmp(q + 26 + 16, "a.bin", 5));
+  FileList list;
+  ASSERT_EQ(decode_file_list(p.payload, &list), DecodeStatus::kOk);
+  EXPECT_EQ(list.flags, kListComplete);
+  ASSERT_EQ(list.entries.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const FileListEntry& got = list.entries[i];
+    const FileListEntry& want = entries[i];
+    EXPECT_EQ(got.file_id, want.file_id) << i;
+    EXPECT_EQ(got.size, want.size) << i;
+    EXPECT_EQ(got.verify, want.verify) << i;
+    EXPECT_EQ(got.aborted, want.aborted) << i;
+    EXPECT_EQ(got.key_len, want.key_len) << i;
+    EXPECT_EQ(got.key, want.key) << i;
+    EXPECT_EQ(got.path, want.path) << i;
+    // Views into the datagram, not copies.
+    EXPECT_GE(reinterpret_cast<const uint8_t*>(got.path.data()), p.payload.data());
+    EXPECT_LE(reinterpret_cast<const uint8_t*>(got.path.data() + got.path.size()),
+              p.payload.data() + p.payload.size());
+  }
+  EXPECT_EQ(list.entries[3].key_len, 0);  // aborted: no digest
+  // A decoder given a FileList that held entries replaces them.
+  ASSERT_EQ(decode_file_list(list_payload(), &list), DecodeStatus::kOk);
+  EXPECT_EQ(list.entries.size(), 2u);
+  EXPECT_EQ(list.flags, 0);
+}
+
+TEST(Protocol, LongFileListSplitsOverDatagrams) {
+  // 1000 files with paths of 20 to 219 bytes, SHA-256 keys: far more than one datagram holds.
+  std::vector<std::string> paths;
+  for (int i = 0; i < 1000; ++i) {
+    paths.push_back("d" + std::to_string(i) + "/" +
+                    std::string(static_cast<size_t>(i % 200 + 15), 'p'));
+  }
+  std::vector<FileListEntry> entries;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    entries.push_back(
+        list_entry(static_cast<uint32_t>(i + 1), paths[i], VerifyType::kSha256, i % 97 == 0));
+  }
+  std::vector<uint8_t> buf(1400);
+  std::span<const FileListEntry> rest(entries);
+  std::vector<FileListEntry> got;
+  std::vector<std::vector<uint8_t>> datagrams;  // owns what `got` points into
+  while (!rest.empty()) {
+    size_t taken = 0;
+    const size_t n = encode_file_list(header(), kListComplete, rest, buf, &taken);
+    ASSERT_GT(n, 0u);
+    ASSERT_GE(taken, 1u);
+    ASSERT_LE(n, buf.size());
+    // Full: the next entry would not have fit.
+    if (taken < rest.size()) {
+      EXPECT_GT(n + kFileListEntryFixedSize + rest[taken].key_len + rest[taken].path.size(),
+                buf.size());
+    }
+    datagrams.emplace_back(buf.begin(), buf.begin() + static_cast<long>(n));
+    rest = rest.subspan(taken);
+  }
+  EXPECT_GT(datagrams.size(), 100u);
+  for (const auto& d : datagrams) {
+    Packet p;
+    ASSERT_EQ(decode_packet(d, &p), DecodeStatus::kOk);
+    FileList list;
+    ASSERT_EQ(decode_file_list(p.payload, &list), DecodeStatus::kOk);  // each self-contained
+    EXPECT_EQ(list.flags, kListComplete);
+    got.insert(got.end(), list.entries.begin(), list.entries.end());
+  }
+  ASSERT_EQ(got.size(), entries.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].file_id, entries[i].file_id);
+    EXPECT_EQ(got[i].aborted, entries[i].aborted);
+    EXPECT_EQ(got[i].key, entries[i].key);
+    EXPECT_EQ(got[i].path, entries[i].path);
+  }
+}
+
+TEST(Protocol, FileListEncoderRefusesWhatTheDecoderWould) {
+  std::vector<uint8_t> buf(2048);
+  size_t taken = 7;
+  EXPECT_EQ(encode_file_list(header(), 0, {}, buf, &taken), 0u);
+  EXPECT_EQ(taken, 0u);
+  const std::string long_path(kMaxPathSize + 1, 'x');
+  FileListEntry wrong_key = list_entry(1, "a", VerifyType::kB2B);
+  wrong_key.key_len = 32;
+  FileListEntry aborted_with_key = list_entry(1, "a", VerifyType::kB2B);
+  aborted_with_key.aborted = true;
+  FileListEntry bad_verify = list_entry(1, "a", VerifyType::kB2B);
+  bad_verify.verify = static_cast<VerifyType>(9);
+  for (const FileListEntry& bad :
+       {list_entry(1, "", VerifyType::kB2B), list_entry(1, long_path, VerifyType::kNone), wrong_key,
+        aborted_with_key, bad_verify}) {
+    const FileListEntry two[] = {bad, list_entry(2, "b", VerifyType::kB2B)};
+    EXPECT_EQ(encode_file_list(header(), 0, two, buf, &taken), 0u);
+    EXPECT_EQ(taken, 0u);
+    // After a good entry, the bad one ends the datagram.
+    const FileListEntry after[] = {list_entry(2, "b", VerifyType::kB2B), bad};
+    EXPECT_GT(encode_file_list(header(), 0, after, buf, &taken), 0u);
+    EXPECT_EQ(taken, 1u);
+  }
+  // Too small for the one entry: nothing; for the header alone: nothing.
+  const FileListEntry one[] = {list_entry(1, "abc", VerifyType::kSha256)};
+  const size_t need = kHeaderSize + kFileListFixedSize + kFileListEntryFixedSize + 32 + 3;
+  EXPECT_EQ(encode_file_list(header(), 0, one, std::span(buf).first(need - 1), &taken), 0u);
+  EXPECT_EQ(taken, 0u);
+  EXPECT_EQ(encode_file_list(header(), 0, one, std::span(buf).first(need), &taken), need);
+  EXPECT_EQ(taken, 1u);
+  EXPECT_EQ(encode_file_list(header(), 0, one, std::span(buf).first(10), &taken), 0u);
+}
+
+TEST(Protocol, RejectsMalformedFileLists) {
+  FileList list;
+  const std::vector<uint8_t> good = list_payload();
+  ASSERT_EQ(decode_file_list(good, &list), DecodeStatus::kOk);
+  // Entry 0 starts at 8 (key 16, path 5), entry 1 at 8 + 18 + 16 + 5 = 47 (aborted, path 9).
+  constexpr size_t e0 = kFileListFixedSize;
+  constexpr size_t e1 = e0 + kFileListEntryFixedSize + 16 + 5;
+  ASSERT_EQ(good.size(), e1 + kFileListEntryFixedSize + 9);
+  auto damaged = [&](auto&& change) {
+    std::vector<uint8_t> b = good;
+    change(b);
+    return decode_file_list(b, &list);
+  };
+  // Count 0, and counts that do not match the entries.
+  EXPECT_EQ(damaged([](auto& b) { store_le16(&b[2], 0); }), DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { store_le16(&b[2], 1); }), DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { store_le16(&b[2], 3); }), DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { store_le16(&b[2], 0xFFFF); }), DecodeStatus::kBadPayload);
+  // Trailing bytes after the last entry.
+  EXPECT_EQ(damaged([](auto& b) { b.push_back(0); }), DecodeStatus::kBadPayload);
+  // Path lengths: 0, too long for the payload, beyond kMaxPathSize.
+  EXPECT_EQ(damaged([](auto& b) { store_le16(&b[e1 + 16], 0); }), DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { store_le16(&b[e1 + 16], 10); }), DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { store_le16(&b[e0 + 16], 4); }), DecodeStatus::kBadPayload);
+  {
+    // A path of kMaxPathSize + 1 bytes that does fill the payload.
+    std::vector<uint8_t> b(good.begin(), good.begin() + static_cast<long>(e1));
+    store_le16(&b[2], 1);
+    b.resize(e0 + kFileListEntryFixedSize + 16);
+    store_le16(&b[e0 + 16], static_cast<uint16_t>(kMaxPathSize + 1));
+    b.resize(b.size() + kMaxPathSize + 1, 'x');
+    EXPECT_EQ(decode_file_list(b, &list), DecodeStatus::kBadPayload);
+    store_le16(&b[e0 + 16], static_cast<uint16_t>(kMaxPathSize));
+    b.pop_back();
+    EXPECT_EQ(decode_file_list(b, &list), DecodeStatus::kOk);  // the longest accepted
+  }
+  // Key lengths that do not match the verify type (and the paths' bytes shift with them).
+  EXPECT_EQ(damaged([](auto& b) { b[e0 + 14] = 32; }), DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { b[e0 + 14] = 0; }), DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { b[e0 + 12] = static_cast<uint8_t>(VerifyType::kSha256); }),
+            DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { b[e0 + 12] = static_cast<uint8_t>(VerifyType::kNone); }),
+            DecodeStatus::kBadPayload);
+  // An aborted file with a key, and entry 1 (aborted) not aborted without a key.
+  EXPECT_EQ(damaged([](auto& b) { b[e0 + 13] = kListAborted; }), DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { b[e1 + 13] = 0; }), DecodeStatus::kBadPayload);
+  // Unknown verification types.
+  EXPECT_EQ(damaged([](auto& b) { b[e1 + 12] = 3; }), DecodeStatus::kBadPayload);
+  EXPECT_EQ(damaged([](auto& b) { b[e1 + 12] = 0xFF; }), DecodeStatus::kBadPayload);
+  // Reserved fields and unknown flag bits are ignored (room to grow).
+  EXPECT_EQ(damaged([](auto& b) {
+              store_le16(&b[0], 0x8000);
+              store_le32(&b[4], 0xFFFFFFFF);
+              b[e0 + 15] = 0xFF;
+              b[e1 + 13] |= 0x80;
+            }),
+            DecodeStatus::kOk);
+  EXPECT_EQ(list.flags, 0x8000);
+  EXPECT_TRUE(list.entries[1].aborted);
+  // Every truncation is refused, never read past.
+  for (size_t len = 0; len < good.size(); ++len) {
+    const std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<long>(len));
+    EXPECT_EQ(decode_file_list(cut, &list), DecodeStatus::kBadPayload) << len;
+  }
+  // And through decode_packet: type 7 is a known type now, type 8 is not.
+  std::vector<uint8_t> d(kHeaderSize + good.size());
+  std::memcpy(d.data() + kHeaderSize, good.data(), good.size());
+  store_le32(d.data(), kMagic);
+  d[4] = kProtocolVersion;
+  d[5] = 7;
+  store_le16(&d[6], static_cast<uint16_t>(good.size()));
+  reseal(d);
+  Packet p;
+  EXPECT_EQ(decode_packet(d, &p), DecodeStatus::kOk);
+  d[5] = 8;
+  reseal(d);
+  EXPECT_EQ(decode_packet(d, &p), DecodeStatus::kBadType);
+}
+
+TEST(Protocol, RepeatedAnnounceCarriesItsFlag) {
+  std::vector<uint8_t> buf(512);
+  Header h = header(500);
+  h.flags = kFlagRepeat | kFlagFec;
+  Announce a;
+  a.file_id = 3;
+  a.chunk_size = 8904;
+  a.size = 50 << 20;
+  a.path = "big.iso";
+  const size_t n = encode_announce(h, a, buf);
+  Packet p;
+  ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
+  EXPECT_EQ(p.header.flags, kFlagRepeat | kFlagFec);
+  EXPECT_EQ(load_le16(&buf[24]), 8 | 1);  // bit 3 of the header's flags
+  Announce got;
+  ASSERT_EQ(decode_announce(p.payload, &got), DecodeStatus::kOk);
+  EXPECT_EQ(got.path, "big.iso");
+}
+
 TEST(Protocol, VerifyTypeNames) {
   VerifyType v;
   EXPECT_TRUE(parse_verify_type("B2B", &v));

@@ -1,0 +1,187 @@
+#include "receiver/outcome_log.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "common/json.hpp"
+
+namespace ddft::receiver {
+
+std::string format_outcome(const Outcome& o) {
+  return fmt::format("{} {:016x} {} {} {} {} {}\n", static_cast<char>(o.kind), o.session, o.file_id,
+                     o.size, o.verify, o.key_hex.empty() ? "-" : o.key_hex,
+                     common::json_quote(o.rel_path));
+}
+
+namespace {
+
+// Undoes json_quote() for what it produces: \" \\ \n \t \r \b \f and \u00XX.
+bool unquote(std::string_view q, std::string* out) {
+  if (q.size() < 2 || q.front() != '"' || q.back() != '"') return false;
+  q = q.substr(1, q.size() - 2);
+  std::string s;
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (q[i] != '\\') {
+      s += q[i];
+      continue;
+    }
+    if (++i >= q.size()) return false;
+    switch (q[i]) {
+      case '"':
+        s += '"';
+        break;
+      case '\\':
+        s += '\\';
+        break;
+      case '/':
+        s += '/';
+        break;
+      case 'n':
+        s += '\n';
+        break;
+      case 't':
+        s += '\t';
+        break;
+      case 'r':
+        s += '\r';
+        break;
+      case 'b':
+        s += '\b';
+        break;
+      case 'f':
+        s += '\f';
+        break;
+      case 'u': {
+        if (i + 4 >= q.size()) return false;  // four hex digits must follow
+        const std::string hex(q.substr(i + 1, 4));
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(hex.c_str(), &end, 16);
+        if (hex.size() != 4 || *end != '\0' || v > 0xFF) return false;
+        s += static_cast<char>(v);
+        i += 4;
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  *out = std::move(s);
+  return true;
+}
+
+}  // namespace
+
+bool parse_outcome(std::string_view line, Outcome* out) {
+  // Six space-separated fields, then the quoted path (which may hold spaces).
+  std::string_view fields[6];
+  for (auto& f : fields) {
+    const size_t sp = line.find(' ');
+    if (sp == std::string_view::npos) return false;
+    f = line.substr(0, sp);
+    line.remove_prefix(sp + 1);
+  }
+  Outcome o;
+  if (fields[0].size() != 1) return false;
+  switch (fields[0][0]) {
+    case 'C':
+      o.kind = Outcome::Kind::kCommitting;
+      break;
+    case 'P':
+      o.kind = Outcome::Kind::kPassed;
+      break;
+    case 'F':
+      o.kind = Outcome::Kind::kFailed;
+      break;
+    default:
+      return false;
+  }
+  const std::string session(fields[1]), id(fields[2]), size(fields[3]);
+  char* end = nullptr;
+  o.session = std::strtoull(session.c_str(), &end, 16);
+  if (session.size() != 16 || *end != '\0') return false;
+  o.file_id = static_cast<uint32_t>(std::strtoul(id.c_str(), &end, 10));
+  if (id.empty() || *end != '\0') return false;
+  o.size = std::strtoull(size.c_str(), &end, 10);
+  if (size.empty() || *end != '\0') return false;
+  o.verify = std::string(fields[4]);
+  o.key_hex = fields[5] == "-" ? "" : std::string(fields[5]);
+  if (!unquote(line, &o.rel_path)) return false;
+  *out = std::move(o);
+  return true;
+}
+
+OutcomeLog::OutcomeLog(int root_fd) : root_fd_(root_fd) {
+  common::UniqueFd fd = open_journal(O_RDWR | O_CREAT);
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw std::runtime_error(fmt::format("the receiver's journal '{}' cannot be opened: {}",
+                                         kOutcomeLogName,
+                                         fd ? "not a regular file" : std::strerror(errno)));
+  }
+}
+
+// Opened for each use, never held: a descriptor open for writing would keep an operator from
+// remounting the file system read-only while the receiver runs.
+common::UniqueFd OutcomeLog::open_journal(int flags) const {
+  return common::UniqueFd(::openat(root_fd_, kOutcomeLogName,
+                                   flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+}
+
+std::vector<Outcome> OutcomeLog::read_all() const {
+  std::vector<Outcome> out;
+  std::lock_guard lock(mu_);
+  const common::UniqueFd fd = open_journal(O_RDONLY);
+  if (!fd) return out;
+  std::string text;
+  char buf[65536];
+  off_t pos = 0;
+  for (;;) {
+    const ssize_t n = ::pread(fd.get(), buf, sizeof buf, pos);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    pos += n;
+  }
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) break;  // a half line: the end of a crash
+    Outcome o;
+    if (parse_outcome(std::string_view(text).substr(start, nl - start), &o)) {
+      out.push_back(std::move(o));
+    }
+    start = nl + 1;
+  }
+  return out;
+}
+
+bool OutcomeLog::append(const Outcome& o) {
+  const std::string line = format_outcome(o);
+  std::lock_guard lock(mu_);
+  const common::UniqueFd fd = open_journal(O_WRONLY | O_APPEND);
+  return fd && common::write_all(fd.get(), line);
+}
+
+bool OutcomeLog::rewrite(const std::vector<Outcome>& keep) {
+  std::string text;
+  for (const Outcome& o : keep) text += format_outcome(o);
+  const std::string tmp = std::string(kOutcomeLogName) + ".new";
+  std::lock_guard lock(mu_);
+  ::unlinkat(root_fd_, tmp.c_str(), 0);
+  common::UniqueFd fd(::openat(
+      root_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd || !common::write_all(fd.get(), text) ||
+      ::renameat(root_fd_, tmp.c_str(), root_fd_, kOutcomeLogName) != 0) {
+    ::unlinkat(root_fd_, tmp.c_str(), 0);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ddft::receiver

@@ -1,0 +1,64 @@
+// The receiver's journal of what became of each file of the current sender session
+// (OUTPUT/.ddft-outcomes): committing (about to be renamed into place), passed, or named as
+// failed. It lets a receiver that restarts in the middle of a session tell the files an earlier
+// run already finished from those it never saw, so that the session's file list (which the
+// sender repeats) names as lost only files that really are, each exactly once; and it finishes
+// at start-up a file that was renamed into place just before a crash, but not yet logged.
+//
+// One line per event, appended: "<kind> <session hex> <file id> <size> <verify> <key hex or ->
+// <path as a JSON string>". Lines are not synced on their own: the journal is rewritten to the
+// current session's lines when a new session starts, and compacted when it grows.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/fd.hpp"
+
+namespace ddft::receiver {
+
+inline constexpr const char* kOutcomeLogName = ".ddft-outcomes";
+
+struct Outcome {
+  enum class Kind : char { kCommitting = 'C', kPassed = 'P', kFailed = 'F' };
+  Kind kind = Kind::kFailed;
+  uint64_t session = 0;
+  uint32_t file_id = 0;
+  uint64_t size = 0;
+  std::string verify = "NONE";
+  std::string key_hex;  // "" when unknown
+  std::string rel_path;
+};
+
+// Formats one journal line (newline included), and parses one (without it). parse returns false
+// for a damaged line.
+std::string format_outcome(const Outcome& o);
+bool parse_outcome(std::string_view line, Outcome* out);
+
+// The journal file. append() may be called from any thread; the others from one thread.
+class OutcomeLog {
+ public:
+  // Creates OUTPUT/.ddft-outcomes through `root_fd` when missing (the file is opened for each
+  // use, not held). Throws std::runtime_error with a
+  // one-line reason when it cannot. `root_fd` must outlive the log.
+  explicit OutcomeLog(int root_fd);
+  // Every valid line, in order (a damaged line, e.g. the half line of a crash, is skipped).
+  std::vector<Outcome> read_all() const;
+  // Appends one line. Best effort: false (errno set) when the write failed. Thread-safe.
+  bool append(const Outcome& o);
+  // Replaces the journal with `keep` (a temporary file renamed over it). False on failure.
+  bool rewrite(const std::vector<Outcome>& keep);
+
+ private:
+  common::UniqueFd open_journal(int flags) const;
+
+  int root_fd_;
+  mutable std::mutex mu_;  // one reader or writer of the file at a time
+};
+
+}  // namespace ddft::receiver
