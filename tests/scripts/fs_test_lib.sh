@@ -86,7 +86,7 @@ unmount_fuse() {  # DIR
 # then is killed (124). Never a bare wait: a process stuck on a failing disk would hang the test.
 wait_child() {  # PID SECONDS
   local end=$((SECONDS + $2)) stat
-  while read -r stat < "/proc/$1/stat" 2> /dev/null; do
+  while read -r stat 2> /dev/null < "/proc/$1/stat"; do
     stat=${stat##*) }
     [[ ${stat:0:1} == Z ]] && break
     if ((SECONDS >= end)); then

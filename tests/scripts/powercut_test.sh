@@ -80,9 +80,9 @@ expected_files() {  # LOG
 all_stopped() {  # PID
   local t stat comm
   for t in /proc/"$1"/task/*; do
-    read -r comm < "$t/comm" 2> /dev/null || continue
+    read -r comm 2> /dev/null < "$t/comm" || continue
     [[ "$comm" == iou-* ]] && continue
-    read -r stat < "$t/stat" 2> /dev/null || continue
+    read -r stat 2> /dev/null < "$t/stat" || continue
     stat=${stat##*) }
     [[ "${stat:0:1}" == T ]] || return 1
   done
