@@ -15,7 +15,7 @@
 # middle, after the last. Modes: the default (no --write-mode, durable by issue 15), rwd and rws
 # must lose nothing; rw (never syncs) must be seen to lose at least one Passed file.
 #
-# Why rw reliably loses here (measured: every run, 7 of 7): ext4 commits its journal 5 s after a
+# Why rw reliably loses here (measured: every run, 10 of 10): ext4 commits its journal 5 s after a
 # transaction begins (commit=5, the default), and nothing else forces a commit when no one syncs
 # (the images are far below any dirty-page threshold). Copy 1 is taken well under a second after
 # the image was mounted and first written, so the first Passed file's rename, and its data, are
