@@ -95,7 +95,10 @@ wait_outcome() {  # LOG NAME SECONDS
 # record in the failed folder, or a line saying it could not be written.
 expect_failed() {  # SCENARIO LOG OUT NAME REASON_RE
   local lines
-  wait_outcome "$2" "$4" 10 || { bad "$1: $4: neither Passed nor an Error line within 10 s"; return; }
+  if ! wait_outcome "$2" "$4" 10; then
+    bad "$1: $4: neither Passed nor an Error line within 10 s"
+    return
+  fi
   lines=$(error_line "$2" "$4")
   if [[ -z "$lines" ]]; then
     bad "$1: $4 did not fail while the fault lasted: $(grep -F "File: $4, " "$2")"
@@ -121,7 +124,10 @@ same_on_disk() {  # SOURCE FILE
 }
 # NAME was delivered: Passed in the log and byte-identical under its final name.
 expect_passed() {  # SCENARIO LOG OUT NAME
-  wait_outcome "$2" "$4" 10 || { bad "$1: $4: neither Passed nor an Error line within 10 s"; return; }
+  if ! wait_outcome "$2" "$4" 10; then
+    bad "$1: $4: neither Passed nor an Error line within 10 s"
+    return
+  fi
   grep -q -E "File: $4, .* Passed$" "$2" && ok ||
     bad "$1: $4 not delivered after the fault: $(error_line "$2" "$4")"
   same_on_disk "$work/src/$4" "$3/$4" && ok ||
@@ -234,7 +240,10 @@ scenario_b() {
   local fuse_pid=$!
   pids+=("$fuse_pid")
   fuse_mounts+=("$work/bfuse")
-  wait_for_file "$work/bfuse.pid" 5 || { bad "b: nbdfuse did not start: $(cat "$work/nbd.log")"; return; }
+  if ! wait_for_file "$work/bfuse.pid" 5; then
+    bad "b: nbdfuse did not start: $(cat "$work/nbd.log")"
+    return
+  fi
   truncate -s 16M "$work/bjournal.img"
   mkfs.ext4 -q -F -O journal_dev -b 4096 "$work/bjournal.img" > /dev/null
   attach "$work/bjournal.img" || { bad "b: losetup: $dev"; return; }
@@ -325,7 +334,9 @@ scenario_c1() {
       expect_failed c1 "$log" "$out" "$n" "Read-only file system"
     else
       expect_passed c1 "$log" "$out" "$n"
-      (($(grep -n -F "File: $n, " "$log" | cut -d: -f1) > ${rw_at:-0})) && passed_after=$((passed_after + 1))
+      # Its Passed line comes after the remount,rw.
+      (($(grep -n -F "File: $n, " "$log" | cut -d: -f1) > ${rw_at:-0})) &&
+        passed_after=$((passed_after + 1))
     fi
   done
   ((${#failed[@]} > 0)) && ok || bad "c1: no file failed while the file system was read-only"
@@ -335,7 +346,9 @@ scenario_c1() {
   local late=0 end=$((SECONDS + 3))
   while :; do
     late=0
-    for n in "${failed[@]}"; do compgen -G "$out/.failed/*-$n.json" > /dev/null && late=$((late + 1)); done
+    for n in "${failed[@]}"; do
+      compgen -G "$out/.failed/*-$n.json" > /dev/null && late=$((late + 1))
+    done
     ((late == ${#failed[@]} || SECONDS >= end)) && break
     sleep 0.1
   done

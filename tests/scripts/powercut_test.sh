@@ -101,8 +101,8 @@ snapshot() {  # MODE N
   t2=$EPOCHREALTIME
   [[ -n "$tx" ]] && kill -CONT "$tx" 2> /dev/null
   kill -CONT "$rx"
-  echo "  $1 copy $2: taken at $passed Passed line(s) read; stopping took $(since "$t0" 1000 "$t1")" \
-    "ms, copying $(since "$t1" 1000 "$t2") ms"
+  echo "  $1 copy $2: taken at $passed Passed line(s) read; stopping took" \
+    "$(since "$t0" 1000 "$t1") ms, copying $(since "$t1" 1000 "$t2") ms"
 }
 
 # Mounts each copy of MODE and checks the files its log had called Passed. Sets lost_total.
@@ -122,10 +122,12 @@ check_copies() {  # MODE COPIES
         lost_list+=("$rel (missing)")
       elif ! cmp -s "$src" "$work/check/out/$rel"; then
         n_lost=$((n_lost + 1))
-        lost_list+=("$rel (differs: $(stat -c %s "$work/check/out/$rel") of $(stat -c %s "$src") bytes)")
+        lost_list+=("$rel (differs: $(stat -c %s "$work/check/out/$rel") of" \
+          "$(stat -c %s "$src") bytes)")
       fi
     done < <(expected_files "$work/$1.copy$k.log")
-    echo "  $1 copy $k: $n_checked Passed file(s) checked, $n_lost lost${lost_list:+: ${lost_list[*]:0:5}}"
+    echo "  $1 copy $k: $n_checked Passed file(s) checked," \
+      "$n_lost lost${lost_list:+: ${lost_list[*]:0:5}}"
     unmount_image "$work/check" "$dev"
     rm -f "$work/$1.copy$k.img"
     checked_total=$((checked_total + n_checked))
