@@ -48,12 +48,12 @@ stop_rx() {  # SCENARIO
   local rc
   if ! kill -0 "$rx" 2> /dev/null; then
     bad "$1: the receiver died during the fault"
-    wait "$rx"
+    wait_child "$rx" 1
   else
     kill -TERM "$rx"
-    wait "$rx"
+    wait_child "$rx" 15
     rc=$?
-    ((rc == 0)) && ok || bad "$1: receiver exit status $rc on SIGTERM"
+    ((rc == 0)) && ok || bad "$1: receiver exit status $rc on SIGTERM (124: still running 15 s on)"
   fi
   forget pids "$rx"
 }
@@ -95,7 +95,10 @@ wait_outcome() {  # LOG NAME SECONDS
 # record in the failed folder, or a line saying it could not be written.
 expect_failed() {  # SCENARIO LOG OUT NAME REASON_RE
   local lines
-  wait_outcome "$2" "$4" 10 || { bad "$1: $4: neither Passed nor an Error line within 10 s"; return; }
+  if ! wait_outcome "$2" "$4" 10; then
+    bad "$1: $4: neither Passed nor an Error line within 10 s"
+    return
+  fi
   lines=$(error_line "$2" "$4")
   if [[ -z "$lines" ]]; then
     bad "$1: $4 did not fail while the fault lasted: $(grep -F "File: $4, " "$2")"
@@ -121,7 +124,10 @@ same_on_disk() {  # SOURCE FILE
 }
 # NAME was delivered: Passed in the log and byte-identical under its final name.
 expect_passed() {  # SCENARIO LOG OUT NAME
-  wait_outcome "$2" "$4" 10 || { bad "$1: $4: neither Passed nor an Error line within 10 s"; return; }
+  if ! wait_outcome "$2" "$4" 10; then
+    bad "$1: $4: neither Passed nor an Error line within 10 s"
+    return
+  fi
   grep -q -E "File: $4, .* Passed$" "$2" && ok ||
     bad "$1: $4 not delivered after the fault: $(error_line "$2" "$4")"
   same_on_disk "$work/src/$4" "$3/$4" && ok ||
@@ -190,8 +196,7 @@ scenario_a() {
   fill "$work/a" filler
   wait_outcome "$log" a1.bin 10
   fill "$work/a" filler2
-  wait "$tx"
-  forget pids "$tx"
+  wait_child "$tx" 30 || bad "sender: $(tail -2 "$work/send.log")"
   send -- a2.bin a3.bin
   expect_failed a "$log" "$out" a1.bin "No space left on device"
   expect_failed a "$log" "$out" a2.bin "No space left on device|not enough free space"
@@ -235,17 +240,27 @@ scenario_b() {
   local fuse_pid=$!
   pids+=("$fuse_pid")
   fuse_mounts+=("$work/bfuse")
-  wait_for_file "$work/bfuse.pid" 5 || { bad "b: nbdfuse did not start: $(cat "$work/nbd.log")"; return; }
+  if ! wait_for_file "$work/bfuse.pid" 5; then
+    bad "b: nbdfuse did not start: $(cat "$work/nbd.log")"
+    return
+  fi
   truncate -s 16M "$work/bjournal.img"
   mkfs.ext4 -q -F -O journal_dev -b 4096 "$work/bjournal.img" > /dev/null
   attach "$work/bjournal.img" || { bad "b: losetup: $dev"; return; }
   local jdev=$dev
   attach "$work/bfuse/disk" || { bad "b: losetup on the FUSE file: $dev"; return; }
   local ddev=$dev
-  mkfs.ext4 -q -F -m 0 -b 4096 -J "device=$jdev" "$ddev" || { bad "b: mkfs failed"; return; }
+  # Inode tables zeroed now: ext4lazyinit would otherwise write them in the background, and a
+  # failed metadata write is a file-system error (the journal aborts: read-only until unmounted).
+  mkfs.ext4 -q -F -m 0 -b 4096 -E lazy_itable_init=0 -J "device=$jdev" "$ddev" ||
+    { bad "b: mkfs failed"; return; }
   mkdir -p "$work/b"
   mount -t ext4 "$ddev" "$work/b" || { bad "b: mount failed"; return; }
   mounts+=("$work/b")
+  # ext4 rewrites its superblock after every 16 MB written (sb_update_kb); one failing in the
+  # fault would, again, be a metadata error. Not within this test's few MB.
+  local tunable="/sys/fs/ext4/${ddev#/dev/}/sb_update_kb"
+  [[ -w "$tunable" ]] && echo 1073741824 > "$tunable"
   mkdir "$out"
   src b1.bin $((16 << 20))
   src b2.bin $((2 << 20))
@@ -258,8 +273,7 @@ scenario_b() {
   sleep 0.5
   touch "$flag"
   wait_outcome "$log" b1.bin 10
-  wait "$tx"
-  forget pids "$tx"
+  wait_child "$tx" 30 || bad "sender: $(tail -2 "$work/send.log")"
   send -- b2.bin b3.bin
   expect_failed b "$log" "$out" b1.bin "Input/output error"
   expect_failed b "$log" "$out" b2.bin "Input/output error"
@@ -274,9 +288,8 @@ scenario_b() {
   umount "$work/b" && forget mounts "$work/b"
   losetup -d "$ddev" && forget loops "$ddev"
   losetup -d "$jdev" && forget loops "$jdev"
-  fusermount3 -u "$work/bfuse" && forget fuse_mounts "$work/bfuse"
-  wait "$fuse_pid"
-  forget pids "$fuse_pid"
+  unmount_fuse "$work/bfuse"
+  wait_child "$fuse_pid" 5 || bad "b: nbdfuse did not end after its unmount"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -312,8 +325,7 @@ scenario_c1() {
     rw_at=$(grep -c . "$log")
     echo "  c1: read-only after $tries busy attempt(s), for 1.2 s (log lines $ro_at-$rw_at)"
   fi
-  wait "$tx"
-  forget pids "$tx"
+  wait_child "$tx" 30 || bad "sender: $(tail -2 "$work/send.log")"
   local failed=() passed_after=0 n
   for n in "${names[@]}"; do
     wait_outcome "$log" "$n" 10 || { bad "c1: $n: no outcome within 10 s"; continue; }
@@ -322,14 +334,24 @@ scenario_c1() {
       expect_failed c1 "$log" "$out" "$n" "Read-only file system"
     else
       expect_passed c1 "$log" "$out" "$n"
-      (($(grep -n -F "File: $n, " "$log" | cut -d: -f1) > ${rw_at:-0})) && passed_after=$((passed_after + 1))
+      # Its Passed line comes after the remount,rw.
+      (($(grep -n -F "File: $n, " "$log" | cut -d: -f1) > ${rw_at:-0})) &&
+        passed_after=$((passed_after + 1))
     fi
   done
   ((${#failed[@]} > 0)) && ok || bad "c1: no file failed while the file system was read-only"
   ((passed_after > 0)) && ok || bad "c1: no file delivered after remount,rw"
-  # Was any record written later, once the folder was writable again?
-  local late=0
-  for n in "${failed[@]}"; do compgen -G "$out/.failed/*-$n.json" > /dev/null && late=$((late + 1)); done
+  # Is any record written later, once the folder is writable again? Either way is right (the
+  # lines said "not written"); waited for up to 3 s and reported.
+  local late=0 end=$((SECONDS + 3))
+  while :; do
+    late=0
+    for n in "${failed[@]}"; do
+      compgen -G "$out/.failed/*-$n.json" > /dev/null && late=$((late + 1))
+    done
+    ((late == ${#failed[@]} || SECONDS >= end)) && break
+    sleep 0.1
+  done
   echo "  c1: ${#failed[@]} file(s) failed while read-only (${failed[*]}); $late of them have a" \
     "record after remount,rw; $passed_after delivered after it"
   expect_sound c1 "$log" "$out"
@@ -366,11 +388,13 @@ scenario_c2() {
   send_bg --rate 4 -- d1.bin
   wait_for "$log" "d1.bin, Size:" 5 || bad "c2: d1.bin was not announced"
   sleep 0.5
+  # d1's temporary file committed too, so that it is found again after the restart (else it
+  # is there or not depending on when ext4 last committed).
+  sync -f "$work/c2"
   echo "ddft fs_faults test: turn read-only" > "$trigger"
   touch "$work/c2/probe" 2> /dev/null && bad "c2: still writable after the error" || ok
   wait_outcome "$log" d1.bin 10
-  wait "$tx"
-  forget pids "$tx"
+  wait_child "$tx" 30 || bad "sender: $(tail -2 "$work/send.log")"
   send -- d2.bin d3.bin
   expect_failed c2 "$log" "$out" d1.bin "Read-only file system|Input/output error"
   expect_failed c2 "$log" "$out" d2.bin "Read-only file system"
@@ -378,18 +402,28 @@ scenario_c2() {
   expect_sound c2 "$log" "$out" temp-allowed
   mount -o remount,rw "$work/c2" 2> /dev/null && echo "  c2: remount,rw worked after the error"
   stop_rx c2
-  # Recovery: unmount, mount again (what the aborted journal had not committed is gone, as after
-  # a crash: d1's temporary file may or may not be there), restart.
+  # Recovery as an operator does it: unmount, e2fsck (ext4 asks for it after an error), mount
+  # again, restart. What the aborted journal had not committed is gone, as after a crash.
   umount "$work/c2" || { bad "c2: cannot unmount after the error"; return; }
   forget mounts "$work/c2"
+  e2fsck -fy "$cdev" > "$work/c2.fsck" 2>&1
+  (($? <= 1)) || echo "  c2: e2fsck: $(tail -2 "$work/c2.fsck")"
   mount -t ext4 "$cdev" "$work/c2" || { bad "c2: cannot mount again after the error"; return; }
   mounts+=("$work/c2")
+  if ! touch "$work/c2/probe" 2> /dev/null; then
+    # Seen once in some 20 runs before e2fsck was added: the kernel's doing, not the receiver's.
+    echo "  c2: NOTE: the file system came back read-only; restart not checked"
+    unmount_image "$work/c2" "$cdev"
+    return
+  fi
+  rm -f "$work/c2/probe"
   local temps
   temps=$(find "$out" -path "$out/.failed" -prune -o -name '.ddft-*.part' -print | wc -l)
   echo "  c2: after mounting again, $temps temporary file(s) left by the receiver"
   start_rx "$out" "$log.2"
   if ((temps > 0)); then
-    grep -q "left incomplete by an earlier run" "$log.2" && ok ||
+    # Named by its temporary name or by d1.bin, on an Error or Warn line.
+    grep -q -E "(Error|Warn): .*(d1\.bin|\.ddft-[0-9a-f]+-[0-9]+\.part)" "$log.2" && ok ||
       bad "c2: the restarted receiver did not report the temporary file left"
   fi
   send -- d4.bin

@@ -33,9 +33,7 @@ fs_test_cleanup() {
     mountpoint -q "$m" && { umount "$m" 2> /dev/null || umount -l "$m"; }
   done
   for l in "${loops[@]}"; do losetup -d "$l" 2> /dev/null; done
-  for m in "${fuse_mounts[@]}"; do
-    mountpoint -q "$m" && { fusermount3 -u "$m" 2> /dev/null || umount -l "$m"; }
-  done
+  for m in "${fuse_mounts[@]}"; do unmount_fuse "$m"; done
   # DDFT_KEEP_WORK=1 keeps logs and images for a post-mortem.
   if [[ -n "${DDFT_KEEP_WORK:-}" ]]; then
     echo "kept $work"
@@ -68,6 +66,41 @@ mount_image() {  # IMG DIR [OPTIONS]
 unmount_image() {  # DIR DEV
   umount "$1" && forget mounts "$1"
   losetup -d "$2" && forget loops "$2"
+}
+
+# Unmounts a FUSE mount point. A loop device just detached lets go of its backing file a moment
+# later (the detach completes when its last opener closes), so "busy" is retried for 5 s, then
+# the mount is detached lazily.
+unmount_fuse() {  # DIR
+  local i
+  for i in {1..50}; do
+    mountpoint -q "$1" || break
+    fusermount3 -u "$1" 2> /dev/null && break
+    sleep 0.1
+  done
+  mountpoint -q "$1" && umount -l "$1"
+  forget fuse_mounts "$1"
+}
+
+# Waits up to SECONDS for the child PID to end and returns its exit status; one still running
+# then is killed (124). Never a bare wait: a process stuck on a failing disk would hang the test.
+wait_child() {  # PID SECONDS
+  local end=$((SECONDS + $2)) stat
+  while read -r stat 2> /dev/null < "/proc/$1/stat"; do
+    stat=${stat##*) }
+    [[ ${stat:0:1} == Z ]] && break
+    if ((SECONDS >= end)); then
+      kill -KILL "$1" 2> /dev/null
+      wait "$1" 2> /dev/null
+      forget pids "$1"
+      return 124
+    fi
+    sleep 0.05
+  done
+  wait "$1"
+  local rc=$?
+  forget pids "$1"
+  return $rc
 }
 
 port() { echo $((20000 + RANDOM % 30000)); }
