@@ -108,6 +108,7 @@ std::string format_origin(const Origin& o) {
 }
 
 bool parse_origin(std::string_view text, Origin* out) {
+  const bool whole = !text.empty() && text.back() == '\n';
   Origin o;
   bool magic = false;
   unsigned seen = 0;  // a bit per numeric key, all required
@@ -152,6 +153,7 @@ bool parse_origin(std::string_view text, Origin* out) {
       number(value, 8, 4, &o.mode);
     } else if (key == "verify") {
       o.verify = value;
+      seen |= 128;
     } else if (key == "session") {
       number(value, 16, 8, &o.session);
     } else if (key == "file_id") {
@@ -160,12 +162,14 @@ bool parse_origin(std::string_view text, Origin* out) {
       number(value, 10, 32, &o.chunk_size);
     } else if (key == "sender") {
       o.sender = value;
+      seen |= 256;
     } else if (key == "announced_ns") {
       number(value, 10, 64, &o.announced_ns);
     }
   }
-  // Every key, each well formed: a cut or damaged origin names nothing rather than a wrong file.
-  if (!magic || bad || o.rel_path.empty() || seen != 127) return false;
+  // Every key, each well formed, and the last line whole: a cut or damaged origin (a sidecar
+  // half written when the power went) names nothing rather than a wrong file.
+  if (!magic || bad || o.rel_path.empty() || seen != 511 || !whole) return false;
   *out = std::move(o);
   return true;
 }

