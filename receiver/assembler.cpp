@@ -756,11 +756,9 @@ void Assembler::refuse(const File& f, const std::string& reason) {
   });
 }
 
-void Assembler::write_record(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
-                             std::function<void(const std::string&)> then) {
-  auto where = std::make_shared<std::string>();
-  // The journal first: a crash between the record and its line leaves a file that is named
-  // (the record, or the leftover the next start records), never one named twice.
+namespace {
+// The journal's line for a file named as failed by `rec`.
+Outcome failed_outcome(const FailureRecord& rec) {
   Outcome o;
   o.kind = Outcome::Kind::kFailed;
   o.session = rec.session;
@@ -768,6 +766,16 @@ void Assembler::write_record(const FailureRecord& rec, std::shared_ptr<TempFile>
   o.size = rec.expected_size;
   o.verify = rec.verify;
   o.rel_path = rec.rel_path;
+  return o;
+}
+}  // namespace
+
+void Assembler::write_record(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
+                             std::function<void(const std::string&)> then) {
+  auto where = std::make_shared<std::string>();
+  // The journal first: a crash between the record and its line leaves a file that is named
+  // (the record, or the leftover the next start records), never one named twice.
+  const Outcome o = failed_outcome(rec);
   fs_->post(
       [this, rec, tmp, where, o, j = journal_] {
         if (j != nullptr && rec.session != 0) j->append(o);
@@ -805,16 +813,7 @@ void Assembler::retry_records(common::Clock::time_point now) {
           TempFile none;
           const std::string where = out_.fail(u.tmp ? *u.tmp : none, u.rec);
           if (where.empty()) break;
-          if (j != nullptr && u.rec.session != 0) {
-            Outcome o;
-            o.kind = Outcome::Kind::kFailed;
-            o.session = u.rec.session;
-            o.file_id = u.rec.file_id;
-            o.size = u.rec.expected_size;
-            o.verify = u.rec.verify;
-            o.rel_path = u.rec.rel_path;
-            j->append(o);
-          }
+          if (j != nullptr && u.rec.session != 0) j->append(failed_outcome(u.rec));
           written->push_back(where);
         }
       },
