@@ -220,7 +220,14 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
                                                : std::chrono::microseconds(20000);
       const size_t n = ring_->wait(wait);
       assembler.note_read_wait(clock_.now() - t0);
-      if (n > 0) drain();
+      if (n > 0) {
+        // The `receiving on` line before anything the first datagrams make the assembler log:
+        // with a sender already sending as the receiver starts, its session's first line came
+        // before it, and dd_reconcile took that session for an earlier run's. (Data in the ring
+        // means the ingest thread has begun a pass, so the line is logged now.)
+        note_writer_pass();
+        drain();
+      }
       take_saved();
       // Ring overflow, by file: a few lines a second at most, well within a file's end grace.
       if (t0 - last_drop_check >= std::chrono::milliseconds(250)) {
