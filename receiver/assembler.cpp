@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -128,8 +129,25 @@ constexpr uint64_t kRecordsPerMinute = 120;
 // them) get a budget of their own, high enough that a real burst is named whole: a stalled disk
 // that drops thousands of small files' packets stays well inside it.
 constexpr uint64_t kVouchedRecordsPerMinute = 20000;
-// Files finishing their writes, as a multiple of --max-files-in-flight, before new ones wait.
+// Files in flight (receiving, finishing their writes, waiting for the committer's flush): at
+// least this multiple of --max-files-in-flight, and as many as the descriptor limit allows (two
+// descriptors each, a third while O_DIRECT writes run), up to kMaxFilesInFlight. A slow flush
+// (hundreds of small files a batch under rws) must not make later files be refused.
 constexpr size_t kFinishingPerBound = 16;
+constexpr size_t kMaxFilesInFlight = 8192;
+constexpr size_t kDescriptorsKept = 256;  // for the ring, the log, sockets, hooks...
+
+size_t files_in_flight_bound(size_t max_receiving) {
+  rlimit rl{};
+  size_t by_fds = 0;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur > kDescriptorsKept) {
+    by_fds = (static_cast<size_t>(rl.rlim_cur) - kDescriptorsKept) / 3;
+  } else if (rl.rlim_cur == RLIM_INFINITY) {
+    by_fds = kMaxFilesInFlight;
+  }
+  return std::max(kFinishingPerBound * max_receiving, std::min(kMaxFilesInFlight, by_fds));
+}
 // Authentication failures: the first in detail at once, then a count at most this often.
 constexpr auto kAuthLogInterval = std::chrono::seconds(10);
 // How often the replay state is saved while a session runs (it is saved at once when a session
@@ -156,6 +174,7 @@ Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo&
       writer_(writer),
       clock_(clock),
       fs_(std::make_unique<FsPool>(cfg.null_sink ? 0 : kFsThreads)),
+      files_bound_(files_in_flight_bound(cfg.max_files_in_flight)),
       block_size_(cfg.write_block_kb * 1024),
       fec_(cfg.max_packet_size, cfg.fec_buffer_mb << 20) {
   make_committer();
@@ -673,7 +692,7 @@ void Assembler::on_created(File& f, bool ok, const std::string& reason) {
 bool Assembler::make_room_for_file(std::string* reason) {
   // Files finishing their I/O (or being made, or recorded) hold a descriptor each: far beyond
   // the bound, new ones are refused, and no file still receiving is failed for them.
-  if (files_.size() >= kFinishingPerBound * cfg_.max_files_in_flight) {
+  if (files_.size() >= files_bound_) {
     *reason = fmt::format("{} files in flight are still being written (the disk is not keeping "
                           "up)",
                           files_.size());
@@ -1348,6 +1367,7 @@ void Assembler::advance(File& f) {
 }
 
 void Assembler::verify_and_finish(File& f) {
+  f.tmp.direct_fd.reset();  // every write is done: one descriptor fewer while it waits
   if (f.verify == common::VerifyType::kNone) {
     commit(f);
     return;

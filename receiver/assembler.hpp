@@ -293,6 +293,7 @@ class Assembler {
   common::BlockIo& writer_;
   common::Clock& clock_;
   std::unique_ptr<FsPool> fs_;
+  size_t files_bound_;  // files in flight at most, whatever their state (make_room_for_file())
   std::unique_ptr<Committer> committer_;
   OutcomeLog* journal_ = nullptr;
   std::set<std::pair<uint64_t, uint32_t>> earlier_;  // see set_earlier()

@@ -16,8 +16,11 @@ size_t DropLedger::add(std::span<const std::span<uint8_t>> datagrams, std::span<
   for (size_t i = 0; i < datagrams.size(); ++i) {
     const uint8_t* p = datagrams[i].data();
     const size_t len = std::min(lens[i], datagrams[i].size());
+    // File lists name the files a full ring loses; heartbeats (one a second) carry the final
+    // one that ends the session: both are kept rather than dropped.
     if (len >= common::kHeaderSize && lens[i] <= datagrams[i].size() &&
-        p[5] == static_cast<uint8_t>(common::PacketType::kFileList)) {
+        (p[5] == static_cast<uint8_t>(common::PacketType::kFileList) ||
+         p[5] == static_cast<uint8_t>(common::PacketType::kHeartbeat))) {
       lists.push_back({ring_position, std::vector<uint8_t>(p, p + len)});
       continue;
     }

@@ -31,7 +31,8 @@ struct IngestCounters {
 // unchecked: a hint for the log), handed from the ingest thread to the writer thread.
 //
 // The sender's file lists (kFileList) are kept, not dropped: they name the files whose packets a
-// full ring loses, so they must survive exactly when the ring overflows. Each is handed over with
+// full ring loses, so they must survive exactly when the ring overflows. So are heartbeats (one
+// a second): the final one ends the session, which --once waits for. Each is handed over with
 // the ring position it arrived at, and the writer takes it only once it has taken every datagram
 // that came before it (it names files finished before it was sent). At most kSavedBytes are kept
 // at once; past that they are dropped like the rest and counted.
@@ -55,7 +56,8 @@ class DropLedger {
   std::vector<Entry> take();
   // Writer thread: the file lists saved since the last call, in arrival order (cheap when none).
   std::vector<Saved> take_saved();
-  // Lists that could not be saved (the saved bytes were at their bound). Any thread.
+  // Lists or heartbeats that could not be saved (the saved bytes were at their bound). Any
+  // thread.
   uint64_t lists_lost() const { return lists_lost_.load(std::memory_order_relaxed); }
 
  private:

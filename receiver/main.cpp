@@ -1,6 +1,7 @@
 // dd_file_receive: the receive daemon. Drains the link into a RAM ring and writes verified files.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -37,6 +38,13 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dd_file_receive: cannot open log file: %s\n", e.what());
     return 2;
+  }
+
+  // Files waiting for a flush each hold descriptors: take what the hard limit allows (systemd
+  // and most shells start services at a soft 1024).
+  if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
   }
 
   // Reads NOTIFY_SOCKET and the watchdog's settings now, before any thread starts.
