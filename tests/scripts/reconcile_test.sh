@@ -388,8 +388,9 @@ joined() { echo "Info: $1, Size: $2 (bytes) . . . receiving (joined mid-file: it
   file_line k/ghost.bin 7 "Key: 0x0000E099, B2B Passed"
   found k/lead.bin $E 1 1,000 4,000 lead1.json
   found k/late.bin $E 3 0 200 late.json
-  start
+  # Its start line comes once its threads run: after the first line of the session under way.
   echo "Info: sender session $E started"
+  start
   joined k/joined.bin 3,000,000
   echo "Error: k/joined.bin FAILED: started before this receiver: bytes 0-1048576 missing (the sender went on to the next file before this one was complete: data lost); received 1,951,424 of 3,000,000 bytes; missing bytes 0-1048576; record: $rec/joined.json"
   echo "Error: k/never.bin FAILED: never announced: all its packets were lost; received 0 of 500 bytes; missing bytes 0-500; record: $rec/never.json"
