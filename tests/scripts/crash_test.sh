@@ -128,8 +128,8 @@ def make_tree():
 files = make_tree()
 total = sum(files.values())
 expected_s = total / (RATE_MB * (1 << 20))
-print(f"crash_test: {len(files)} files, {total:,} bytes: about {expected_s:.0f} s at {RATE_MB} MB/s",
-      flush=True)
+print(f"crash_test: {len(files)} files, {total:,} bytes: about {expected_s:.0f} s at "
+      f"{RATE_MB} MB/s", flush=True)
 
 hook = os.path.join(work, "hook.sh")
 with open(hook, "w") as f:
@@ -708,7 +708,8 @@ reasons = {}
 e_by_path = {e["path"]: e for e in sent}
 for rel, v in fs_outcome.items():
     if v == "failed":
-        why = records[(e_by_path[rel]["session"], e_by_path[rel]["file_id"])][0][1].get("reason", "")
+        e = e_by_path[rel]
+        why = records[(e["session"], e["file_id"])][0][1].get("reason", "")
         why = re.sub(r" \(.*", "", why.split(":")[0])
         reasons[why] = reasons.get(why, 0) + 1
 n_del = sum(1 for v in fs_outcome.values() if v == "delivered")
