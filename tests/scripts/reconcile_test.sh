@@ -14,6 +14,11 @@
 #   4. bad input: a missing or unreadable file, a manifest line that is not JSON or lacks a
 #      field, a JSON log line that is not JSON, a damaged .gz: exit 2, one line on stderr naming
 #      file and line, nothing on stdout.
+#   5. a receiver killed and restarted mid-session (receiver/recovery.cpp's start-up lines): a
+#      file left half-written and one delivered but not logged, matched by the session and file
+#      id they name (the same path open in another session), a file logged Passed twice (no
+#      problem), a file named failed twice (a note), files joined mid-file and never announced,
+#      in both log formats.
 # Usage: reconcile_test.sh DD_RECONCILE
 set -uo pipefail
 reconcile=$(realpath "$1")
@@ -342,6 +347,84 @@ for word in SEND_MANIFEST RECEIVE_LOG --json --log-format --problems "Exit statu
   "never seen" "not sent" unfinished filtered refused "key mismatch" .gz; do
   grep -q -- "$word" help.txt && ok || bad "--help does not mention $word"
 done
+
+# --- 5. A receiver killed and restarted mid-session. Session F's a/late.bin was being committed
+#        when session E replaced F; E sent a/late.bin too. The receiver was killed with E's
+#        a/late.bin and a/lead.bin half-written, F's a/late.bin renamed into place but not logged,
+#        and E's a/twice.bin logged Passed but not recorded as such in its journal.
+E=e0e0e0e0e0e0e0e0
+F=f0f0f0f0f0f0f0f0
+{
+  m $F 1 k/late.bin 200 0x0000F001
+  m $E 1 k/lead.bin 4000 0x0000E001
+  m $E 2 k/twice.bin 100 0x0000E002
+  m $E 3 k/late.bin 200 0x0000E003
+  m $E 4 k/joined.bin 3000000 0x0000E004
+  m $E 5 k/never.bin 500 0x0000E005
+  m $E 6 k/open.bin 9000 0x0000E006
+} > crash.jsonl
+found() {  # found PATH SESSION ID GOT SIZE RECORD: the FAILED line of a file found at start-up
+  echo "Error: $1 FAILED: the receiver stopped (crash, kill or power cut) while the file was being received; found at start-up (session $2, file $3); received $4 of $5 bytes; missing bytes 1000-4000 (as far as known); partial data removed; record: $rec/$6"
+}
+recovered() {  # recovered PATH SESSION ID
+  echo "Info: $1: delivered by an earlier run of the receiver (session $2, file $3), which stopped before logging it; synced now"
+}
+joined() { echo "Info: $1, Size: $2 (bytes) . . . receiving (joined mid-file: its first packets went before this receiver started)"; }
+{
+  start
+  echo "Info: sender session $F started"
+  announce k/late.bin 200
+  echo "Info: sender session $E started"
+  announce k/lead.bin 4,000
+  announce k/twice.bin 100
+  file_line k/twice.bin 100 "Key: 0x0000E002, B2B Passed"
+  announce k/late.bin 200
+  # Killed. The next run, before its start line:
+  recovered k/twice.bin $E 2
+  file_line k/twice.bin 100 "Key: 0x0000E002, B2B Passed"
+  recovered k/late.bin $F 1
+  file_line k/late.bin 200 "Key: 0x0000F001, B2B Passed"
+  recovered k/ghost.bin $E 99
+  file_line k/ghost.bin 7 "Key: 0x0000E099, B2B Passed"
+  found k/lead.bin $E 1 1,000 4,000 lead1.json
+  found k/late.bin $E 3 0 200 late.json
+  # Its start line comes once its threads run: after the first line of the session under way.
+  echo "Info: sender session $E started"
+  start
+  joined k/joined.bin 3,000,000
+  echo "Error: k/joined.bin FAILED: started before this receiver: bytes 0-1048576 missing (the sender went on to the next file before this one was complete: data lost); received 1,951,424 of 3,000,000 bytes; missing bytes 0-1048576; record: $rec/joined.json"
+  echo "Error: k/never.bin FAILED: never announced: all its packets were lost; received 0 of 500 bytes; missing bytes 0-500; record: $rec/never.json"
+  joined k/open.bin 9,000
+  # Killed again; this run names a/lead.bin a second time (a receiver bug the report must show).
+  found k/lead.bin $E 1 1,000 4,000 lead2.json
+  start
+} | ts 11/23-10:00:00 > crash.log
+"$reconcile" --json crash.jsonl crash.log > crash.json 2> err.txt
+expect "crash: exit status" 1 "$?"
+expect "crash: stderr" "" "$(cat err.txt)"
+check_c() { local got; got=$(outcome_of crash.json "$1" "$2"); [[ "$got" == "$3"* ]] && ok || bad "crash: $2 ($1): expected '$3...', got '$got'"; }
+check_c $F k/late.bin "delivered|key 0x0000F001|delivered by an earlier run of the receiver, synced at its restart (crash.log:"
+check_c $E k/late.bin "failed|the receiver stopped (crash, kill or power cut) while the file was being received; found at start-up (session $E, file 3); received 0 of 200 bytes; missing bytes 1000-4000 (as far as known); partial data removed; record: $rec/late.json|"
+check_c $E k/twice.bin "delivered|key 0x0000E002|logged Passed again at the receiver's restart (crash.log:10): the run that delivered it stopped before recording that it had"
+check_c $E k/lead.bin "failed|the receiver stopped (crash, kill or power cut) while the file was being received; found at start-up (session $E, file 1); received 1,000 of 4,000 bytes; missing bytes 1000-4000 (as far as known); partial data removed; record: $rec/lead1.json|named failed again at start-up (crash.log:23): the receiver stopped"
+check_c $E k/joined.bin "failed|started before this receiver: bytes 0-1048576 missing (the sender went on to the next file before this one was complete: data lost); received 1,951,424 of 3,000,000 bytes; missing bytes 0-1048576; record: $rec/joined.json|"
+check_c $E k/never.bin "failed|never announced: all its packets were lost; received 0 of 500 bytes; missing bytes 0-500; record: $rec/never.json|"
+check_c $E k/open.bin "unfinished|announced, no outcome after it in the logs given|"
+check_c $E k/ghost.bin "not in manifest||"
+summary=$(tail -n 1 crash.json)
+for kv in '"delivered": 2,' '"failed": 4,' '"unfinished": 1,' '"not in manifest": 1}' \
+  '"unmatched_in_logs": {"failed": 0,'; do
+  contains "crash: summary" "$kv" "$summary"
+done
+# The same in JSON log lines.
+to_json crash.log > crash-log.json
+"$reconcile" --json crash.jsonl crash-log.json > crash-jl.json
+expect "crash: json logs give the report of the text log" \
+  "$(sed -E 's/"log": "[^"]*"|crash(-log)?\.(log|json):[0-9]+//g' crash.json)" \
+  "$(sed -E 's/"log": "[^"]*"|crash(-log)?\.(log|json):[0-9]+//g' crash-jl.json)"
+# --problems leaves out the file logged Passed twice: it was delivered once.
+"$reconcile" --problems crash.jsonl crash.log > crash.txt
+grep -q 'k/twice.bin' crash.txt && bad "crash: --problems lists k/twice.bin: $(cat crash.txt)" || ok
 
 echo "$pass passed, $failures failed"
 ((failures == 0))
