@@ -502,17 +502,7 @@ bool Assembler::accept_session(const Packet& p) {
   for (auto it = earlier_.begin(); it != earlier_.end();) {
     it = it->first == s ? std::next(it) : earlier_.erase(it);
   }
-  if (journal_ != nullptr) {
-    fs_->post(
-        [j = journal_, s] {
-          std::vector<Outcome> keep;
-          for (Outcome& o : j->read_all()) {
-            if (o.session == s) keep.push_back(std::move(o));
-          }
-          j->rewrite(keep);
-        },
-        nullptr);
-  }
+  if (journal_ != nullptr) fs_->post([j = journal_, s] { j->keep_session(s); }, nullptr);
   return true;
 }
 
@@ -776,8 +766,8 @@ void Assembler::refuse(const File& f, const std::string& reason) {
 }
 
 namespace {
-// The journal's line for a file named as failed by `rec`.
-Outcome failed_outcome(const FailureRecord& rec) {
+// The journal's F line for a file named as failed by `rec`, whose record goes to `record`.
+Outcome failed_outcome(const FailureRecord& rec, const std::string& record) {
   Outcome o;
   o.kind = Outcome::Kind::kFailed;
   o.session = rec.session;
@@ -785,6 +775,9 @@ Outcome failed_outcome(const FailureRecord& rec) {
   o.size = rec.expected_size;
   o.verify = rec.verify;
   o.rel_path = rec.rel_path;
+  o.record = record;
+  o.reason = rec.reason;
+  o.received = rec.bytes_received;
   return o;
 }
 }  // namespace
@@ -792,21 +785,33 @@ Outcome failed_outcome(const FailureRecord& rec) {
 void Assembler::write_record(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
                              std::function<void(const std::string&)> then) {
   auto where = std::make_shared<std::string>();
-  // The journal first: a crash between the record and its line leaves a file that is named
-  // (the record, or the leftover the next start records), never one named twice.
-  const Outcome o = failed_outcome(rec);
+  // The journal's F line first, naming the record to come: a crash before the record is
+  // written, or before its Error line is logged, is finished at the next start (the record
+  // written, the line logged), and the file list cannot name the file a second time. Then the
+  // record (whole or not at all), the Error line, and the journal's L line.
   fs_->post(
-      [this, rec, tmp, where, o, j = journal_] {
-        if (j != nullptr && rec.session != 0) j->append(o);
+      [this, rec, tmp, where, j = journal_] {
+        const std::string name = out_.record_name(rec);
+        if (j != nullptr && rec.session != 0 && !rec.no_record) {
+          j->append(failed_outcome(rec, out_.record_path(name)));
+        }
         TempFile none;
-        *where = out_.fail(tmp ? *tmp : none, rec);
+        *where = out_.fail(tmp ? *tmp : none, rec, name);
       },
       [this, rec, tmp, where, then = std::move(then)] {
         // Not written (a read-only or full file system): kept, and tried again until the file
         // system takes it (retry_records()), so that the file is named on disk too.
         if (where->empty() && !rec.no_record) keep_unwritten(rec, tmp);
         then(*where);
+        note_logged(rec);
       });
+}
+
+void Assembler::note_logged(const FailureRecord& rec) {
+  if (journal_ == nullptr || rec.session == 0 || rec.no_record) return;
+  Outcome o = failed_outcome(rec, "");
+  o.kind = Outcome::Kind::kLogged;
+  fs_->post([j = journal_, o] { j->append(o); }, nullptr);
 }
 
 void Assembler::keep_unwritten(const FailureRecord& rec, std::shared_ptr<TempFile> tmp) {
@@ -830,9 +835,15 @@ void Assembler::retry_records(common::Clock::time_point now) {
       [this, batch, written, j = journal_] {
         for (const Unwritten& u : *batch) {
           TempFile none;
-          const std::string where = out_.fail(u.tmp ? *u.tmp : none, u.rec);
+          const std::string name = out_.record_name(u.rec);
+          const std::string where = out_.fail(u.tmp ? *u.tmp : none, u.rec, name);
           if (where.empty()) break;
-          if (j != nullptr && u.rec.session != 0) j->append(failed_outcome(u.rec));
+          if (j != nullptr && u.rec.session != 0) {
+            j->append(failed_outcome(u.rec, where));
+            Outcome logged = failed_outcome(u.rec, "");
+            logged.kind = Outcome::Kind::kLogged;  // its Error line was logged when it failed
+            j->append(logged);
+          }
           written->push_back(where);
         }
       },

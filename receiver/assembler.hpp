@@ -255,6 +255,8 @@ class Assembler {
   // it went ("" when it could not be written).
   void write_record(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
                     std::function<void(const std::string&)> then);
+  // The journal's L line for `rec`: its Error line is logged.
+  void note_logged(const FailureRecord& rec);
   // A record the file system refused (read-only, full): kept to be written later, with the
   // temporary file it moves away.
   void keep_unwritten(const FailureRecord& rec, std::shared_ptr<TempFile> tmp);

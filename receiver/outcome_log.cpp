@@ -14,9 +14,15 @@
 namespace ddft::receiver {
 
 std::string format_outcome(const Outcome& o) {
-  return fmt::format("{} {:016x} {} {} {} {} {}\n", static_cast<char>(o.kind), o.session, o.file_id,
-                     o.size, o.verify, o.key_hex.empty() ? "-" : o.key_hex,
-                     common::json_quote(o.rel_path));
+  std::string line = fmt::format("{} {:016x} {} {} {} {} {}", static_cast<char>(o.kind),
+                                 o.session, o.file_id, o.size, o.verify,
+                                 o.key_hex.empty() ? "-" : o.key_hex,
+                                 common::json_quote(o.rel_path));
+  if (o.kind == Outcome::Kind::kFailed) {
+    line += fmt::format(" {} {} {}", common::json_quote(o.record), common::json_quote(o.reason),
+                        o.received);
+  }
+  return line + "\n";
 }
 
 namespace {
@@ -76,6 +82,17 @@ bool unquote(std::string_view q, std::string* out) {
   return true;
 }
 
+// Takes the JSON string at the front of `rest` (its closing quote found past escapes).
+bool take_quoted(std::string_view* rest, std::string* out) {
+  if (rest->empty() || rest->front() != '"') return false;
+  size_t i = 1;
+  while (i < rest->size() && (*rest)[i] != '"') i += (*rest)[i] == '\\' ? 2 : 1;
+  if (i >= rest->size()) return false;
+  if (!unquote(rest->substr(0, i + 1), out)) return false;
+  rest->remove_prefix(i + 1);
+  return true;
+}
+
 }  // namespace
 
 bool parse_outcome(std::string_view line, Outcome* out) {
@@ -99,6 +116,9 @@ bool parse_outcome(std::string_view line, Outcome* out) {
     case 'F':
       o.kind = Outcome::Kind::kFailed;
       break;
+    case 'L':
+      o.kind = Outcome::Kind::kLogged;
+      break;
     default:
       return false;
   }
@@ -112,7 +132,19 @@ bool parse_outcome(std::string_view line, Outcome* out) {
   if (size.empty() || *end != '\0') return false;
   o.verify = std::string(fields[4]);
   o.key_hex = fields[5] == "-" ? "" : std::string(fields[5]);
-  if (!unquote(line, &o.rel_path)) return false;
+  if (!take_quoted(&line, &o.rel_path)) return false;
+  if (o.kind == Outcome::Kind::kFailed) {
+    if (line.size() < 2 || line.front() != ' ') return false;
+    line.remove_prefix(1);
+    if (!take_quoted(&line, &o.record) || line.empty() || line.front() != ' ') return false;
+    line.remove_prefix(1);
+    if (!take_quoted(&line, &o.reason) || line.size() < 2 || line.front() != ' ') return false;
+    const std::string received(line.substr(1));
+    o.received = std::strtoull(received.c_str(), &end, 10);
+    if (received.empty() || *end != '\0' || received.front() == '-') return false;
+    line = {};
+  }
+  if (!line.empty()) return false;
   *out = std::move(o);
   return true;
 }
@@ -135,8 +167,12 @@ common::UniqueFd OutcomeLog::open_journal(int flags) const {
 }
 
 std::vector<Outcome> OutcomeLog::read_all() const {
-  std::vector<Outcome> out;
   std::lock_guard lock(mu_);
+  return read_locked();
+}
+
+std::vector<Outcome> OutcomeLog::read_locked() const {
+  std::vector<Outcome> out;
   const common::UniqueFd fd = open_journal(O_RDONLY);
   if (!fd) return out;
   std::string text;
@@ -177,11 +213,24 @@ bool OutcomeLog::append(const Outcome& o) {
   return common::write_all(fd.get(), line);
 }
 
+bool OutcomeLog::keep_session(uint64_t session) {
+  std::vector<Outcome> keep;
+  std::lock_guard lock(mu_);
+  for (Outcome& o : read_locked()) {
+    if (o.session == session) keep.push_back(std::move(o));
+  }
+  return rewrite_locked(keep);
+}
+
 bool OutcomeLog::rewrite(const std::vector<Outcome>& keep) {
+  std::lock_guard lock(mu_);
+  return rewrite_locked(keep);
+}
+
+bool OutcomeLog::rewrite_locked(const std::vector<Outcome>& keep) {
   std::string text;
   for (const Outcome& o : keep) text += format_outcome(o);
   const std::string tmp = std::string(kOutcomeLogName) + ".new";
-  std::lock_guard lock(mu_);
   ::unlinkat(root_fd_, tmp.c_str(), 0);
   common::UniqueFd fd(::openat(
       root_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));

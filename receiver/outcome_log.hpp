@@ -6,7 +6,8 @@
 // at start-up a file that was renamed into place just before a crash, but not yet logged.
 //
 // One line per event, appended: "<kind> <session hex> <file id> <size> <verify> <key hex or ->
-// <path as a JSON string>". Lines are not synced on their own: the journal is rewritten to the
+// <path as a JSON string>", and for F lines " <record as a JSON string> <reason as a JSON
+// string> <bytes received>". Lines are not synced on their own: the journal is rewritten to the
 // current session's lines when a new session starts, and compacted when it grows.
 #pragma once
 
@@ -25,7 +26,10 @@ namespace ddft::receiver {
 inline constexpr const char* kOutcomeLogName = ".ddft-outcomes";
 
 struct Outcome {
-  enum class Kind : char { kCommitting = 'C', kPassed = 'P', kFailed = 'F' };
+  // kFailed: its record is being written (record, reason and received say what it holds);
+  // kLogged: its Error line is in the log too. A failure is whole once both lines are there:
+  // the start-up finishes one that has only the first (recover_at_start()).
+  enum class Kind : char { kCommitting = 'C', kPassed = 'P', kFailed = 'F', kLogged = 'L' };
   Kind kind = Kind::kFailed;
   uint64_t session = 0;
   uint32_t file_id = 0;
@@ -33,6 +37,10 @@ struct Outcome {
   std::string verify = "NONE";
   std::string key_hex;  // "" when unknown
   std::string rel_path;
+  // kFailed only (they follow the path on its line):
+  std::string record;   // the record's path
+  std::string reason;
+  uint64_t received = 0;
 };
 
 // Formats one journal line (newline included), and parses one (without it). parse returns false
@@ -53,9 +61,14 @@ class OutcomeLog {
   bool append(const Outcome& o);
   // Replaces the journal with `keep` (a temporary file renamed over it). False on failure.
   bool rewrite(const std::vector<Outcome>& keep);
+  // Keeps only the lines of `session`, read and rewritten under one lock (no append between
+  // them can be lost). False on failure. Thread-safe.
+  bool keep_session(uint64_t session);
 
  private:
   common::UniqueFd open_journal(int flags) const;
+  std::vector<Outcome> read_locked() const;               // mu_ held
+  bool rewrite_locked(const std::vector<Outcome>& keep);  // mu_ held
 
   int root_fd_;
   mutable std::mutex mu_;  // one reader or writer of the file at a time

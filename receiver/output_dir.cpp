@@ -32,6 +32,7 @@ namespace {
 
 constexpr std::string_view kTempPrefix = ".ddft-";
 constexpr std::string_view kTempSuffix = ".part";
+constexpr std::string_view kScratchSuffix = ".new";  // a temporary file before its origin
 constexpr size_t kNameMax = 255;
 
 std::string errno_text(int err) { return std::strerror(err); }
@@ -299,8 +300,15 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
     *reason = "path leads into the failed-files folder";
     return false;
   }
-  // O_EXCL + O_NOFOLLOW: never reuse or follow whatever may already sit under the temp name.
-  common::UniqueFd fd(::openat(dir.get(), tmp.c_str(),
+  // Made under a scratch name and renamed to the temporary name only once its origin is on it:
+  // a crash in between leaves a scratch file (removed at start-up, it holds no data), never a
+  // temporary file nobody can name. O_EXCL + O_NOFOLLOW: never reuse or follow whatever may
+  // already sit under either name.
+  const std::string scratch =
+      origin != nullptr && tmp.ends_with(kTempSuffix)
+          ? tmp.substr(0, tmp.size() - kTempSuffix.size()) + std::string(kScratchSuffix)
+          : tmp;
+  common::UniqueFd fd(::openat(dir.get(), scratch.c_str(),
                                O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) {
     *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
@@ -328,9 +336,16 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
         *reason = fmt::format("cannot write the file's origin (xattr): {}", errno_text(err));
       }
       if (!ok) {
-        ::unlinkat(dir.get(), tmp.c_str(), 0);
+        ::unlinkat(dir.get(), scratch.c_str(), 0);
         return false;
       }
+    }
+    if (scratch != tmp && ::renameat2(dir.get(), scratch.c_str(), dir.get(), tmp.c_str(),
+                                      RENAME_NOREPLACE) != 0) {
+      *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
+      ::unlinkat(dir.get(), scratch.c_str(), 0);
+      if (!sidecar.empty()) ::unlinkat(dir.get(), sidecar.c_str(), 0);
+      return false;
     }
   }
   if (direct_io_) {
@@ -504,8 +519,8 @@ void OutputDir::forget_origin(TempFile& f) {
   }
 }
 
-std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
-  // "<time>-<session>-<id>-<base name>", cut to fit NAME_MAX with room for ".json".
+std::string OutputDir::record_name(const FailureRecord& rec) const {
+  // "<time>-<session>-<id>-<base name>", cut to fit NAME_MAX with room for ".json.tmp".
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
   ::localtime_r(&now, &tm);
@@ -518,7 +533,17 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '_';
   }
   std::string name = fmt::format("{}-{:016x}-{}-{}", stamp, rec.session, rec.file_id, base);
-  if (name.size() > kNameMax - 5) name.resize(kNameMax - 5);
+  if (name.size() > kNameMax - 9) name.resize(kNameMax - 9);
+  return name;
+}
+
+std::string OutputDir::record_path(const std::string& name) const {
+  return failed_path_ + "/" + name + ".json";
+}
+
+std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string name) {
+  if (name.empty()) name = record_name(rec);
+  const std::string stamp = name.substr(0, 15);
 
   std::string data_path;
   f.direct_fd.reset();
@@ -560,11 +585,25 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec) {
                       common::json_quote(data_path.empty() ? "" : name));
   json += fmt::format("  \"time\": \"{}\"\n}}\n", stamp);
 
+  // Whole or not at all: written beside, then renamed (a crash never leaves an empty record).
   const std::string json_name = name + ".json";
-  common::UniqueFd jfd(::openat(failed_fd_.get(), json_name.c_str(),
+  const std::string tmp_name = json_name + ".tmp";
+  common::UniqueFd jfd(::openat(failed_fd_.get(), tmp_name.c_str(),
                                 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!jfd || !write_all(jfd.get(), json)) return "";
+  if (!jfd || !write_all(jfd.get(), json) ||
+      ::renameat(failed_fd_.get(), tmp_name.c_str(), failed_fd_.get(), json_name.c_str()) != 0) {
+    ::unlinkat(failed_fd_.get(), tmp_name.c_str(), 0);
+    return "";
+  }
   return failed_path_ + "/" + json_name;
+}
+
+bool OutputDir::record_exists(const std::string& path) const {
+  struct stat st {};
+  return path.starts_with(failed_path_ + "/") &&
+         ::fstatat(failed_fd_.get(), path.substr(failed_path_.size() + 1).c_str(), &st,
+                   AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
 }  // namespace ddft::receiver
@@ -645,6 +684,21 @@ uint64_t OutputDir::free_bytes() const {
 std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial) {
   std::vector<Leftover> out;
   if (null_sink_) return out;
+  // A record a crash cut short was never renamed into place: its half is removed.
+  if (const int list_fd = ::openat(failed_fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      list_fd >= 0) {
+    if (DIR* d = ::fdopendir(list_fd)) {
+      std::vector<std::string> halves;
+      while (const dirent* e = ::readdir(d)) {
+        const std::string_view n = e->d_name;
+        if (n.ends_with(".json.tmp")) halves.emplace_back(n);
+      }
+      ::closedir(d);
+      for (const auto& n : halves) ::unlinkat(failed_fd_.get(), n.c_str(), 0);
+    } else {
+      ::close(list_fd);
+    }
+  }
   sweep(root_fd_.get(), "", 0, keep_partial, &out);
   return out;
 }
@@ -763,6 +817,7 @@ void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, bool keep_p
   }
   std::vector<std::string> temps;
   std::vector<std::string> sidecars;
+  std::vector<std::string> scratches;
   std::vector<std::string> dirs;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
@@ -778,10 +833,14 @@ void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, bool keep_p
     } else if (S_ISREG(st.st_mode) && name.starts_with(kTempPrefix) &&
                name.ends_with(kSidecarSuffix)) {
       sidecars.push_back(name);
+    } else if (S_ISREG(st.st_mode) && name.starts_with(kTempPrefix) &&
+               name.ends_with(kScratchSuffix) && name.size() > 20) {
+      scratches.push_back(name);  // made, never named (its origin not yet on it): no data
     }
   }
   ::closedir(d);
   for (const std::string& name : temps) out->push_back(recover_one(dir_fd, rel, name, keep_partial));
+  for (const std::string& name : scratches) ::unlinkat(dir_fd, name.c_str(), 0);
   // A sidecar whose file is gone (a crash between the rename or the move and its removal).
   for (const std::string& name : sidecars) {
     const std::string part =

@@ -174,8 +174,14 @@ class OutputDir {
                       uint64_t size, std::string* error);
 
   // Moves the temporary file (when there is one) to the failed folder and writes the record
-  // beside it. Returns the record's path (for the log), or "" when even that failed.
-  std::string fail(TempFile& f, const FailureRecord& rec);
+  // beside it (whole: written beside and renamed), under `name` (record_name() when empty).
+  // Returns the record's path (for the log), or "" when even that failed.
+  std::string fail(TempFile& f, const FailureRecord& rec, std::string name = "");
+  // The name fail() gives the record of `rec` now ("<time>-<session>-<id>-<base>", no ".json"),
+  // and the path of record `name`; record_exists(): a whole record is at that path.
+  std::string record_name(const FailureRecord& rec) const;
+  std::string record_path(const std::string& name) const;
+  bool record_exists(const std::string& path) const;
 
   // Records a failure for every temporary file left below the output folder by an earlier run
   // (it stopped, crashed or lost power before those files were complete), named from its origin

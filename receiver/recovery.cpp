@@ -22,9 +22,56 @@ std::string upper(std::string s) {
 
 StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_partial) {
   StartRecovery r;
-  // The last word on each file, in journal order.
+  // The last word on each file, in journal order; and for failed files their last F line and
+  // whether an L line (its Error line logged) came after it.
   std::map<std::pair<uint64_t, uint32_t>, Outcome> last;
-  for (Outcome& o : journal.read_all()) last[{o.session, o.file_id}] = std::move(o);
+  std::map<std::pair<uint64_t, uint32_t>, std::pair<Outcome, bool>> failed;
+  for (Outcome& o : journal.read_all()) {
+    const std::pair<uint64_t, uint32_t> key{o.session, o.file_id};
+    if (o.kind == Outcome::Kind::kFailed) failed[key] = {o, false};
+    if (o.kind == Outcome::Kind::kLogged) failed[key].second = true;
+    last[key] = std::move(o);
+  }
+  // A failure an earlier run stopped in the middle of: its record is written (if it never was)
+  // and its Error line logged (if it never was), so that it is named exactly once.
+  for (auto& [key, entry] : failed) {
+    Outcome& f = entry.first;
+    const bool logged = entry.second;
+    if (f.kind != Outcome::Kind::kFailed) continue;  // an L line without its F: nothing to do
+    std::string where = f.record;
+    bool wrote_now = false;
+    if (!out.record_exists(f.record)) {
+      wrote_now = true;
+      FailureRecord rec;
+      rec.rel_path = f.rel_path;
+      rec.session = f.session;
+      rec.file_id = f.file_id;
+      rec.expected_size = f.size;
+      rec.bytes_received = f.received;
+      rec.reason = f.reason;
+      rec.verify = f.verify;
+      TempFile none;
+      where = out.fail(none, rec);
+      f.record = where;
+      if (!where.empty()) journal.append(f);
+    }
+    if (logged) {
+      if (wrote_now) {
+        spdlog::info("Info: {}: its failure record is written now (an earlier run of the receiver "
+                     "could not): {}",
+                     f.rel_path, where.empty() ? "could not be written" : where);
+      }
+      continue;
+    }
+    spdlog::error("Error: {} FAILED: {} (an earlier run of the receiver recorded it and stopped "
+                  "before logging it); found at start-up (session {:016x}, file {}); received {} "
+                  "of {} bytes; record: {}",
+                  f.rel_path, f.reason, f.session, f.file_id, common::with_commas(f.received),
+                  common::with_commas(f.size), where.empty() ? "could not be written" : where);
+    Outcome l = f;
+    l.kind = Outcome::Kind::kLogged;
+    journal.append(l);
+  }
   for (auto& [key, o] : last) {
     r.known.push_back(key);
     if (o.kind != Outcome::Kind::kCommitting) continue;
@@ -57,6 +104,18 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
   for (const Leftover& l : out.recover_leftovers(keep_partial)) {
     ++r.leftovers;
     const std::string where = l.record.empty() ? "could not be written" : l.record;
+    Outcome o;
+    o.kind = Outcome::Kind::kFailed;
+    o.session = l.session;
+    o.file_id = l.file_id;
+    o.size = l.size;
+    o.rel_path = l.rel_path;
+    o.record = l.record;
+    o.reason = "the receiver stopped while the file was being received";
+    o.received = l.bytes_present;
+    // Named now, once: the journal says so before the line, and the line after says it is in
+    // the log (the next start does not name it again, and the file list does not either).
+    if (l.session != 0) journal.append(o);
     if (!l.named) {
       // A file from before origins were written (or whose origin is damaged): only its
       // temporary name says which session and file it was.
@@ -65,13 +124,6 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
           "failed folder (record: {})",
           l.temp_path, where);
     } else {
-      Outcome o;
-      o.kind = Outcome::Kind::kFailed;
-      o.session = l.session;
-      o.file_id = l.file_id;
-      o.size = l.size;
-      o.rel_path = l.rel_path;
-      journal.append(o);
       spdlog::error(
           "Error: {} FAILED: the receiver stopped (crash, kill or power cut) while the "
           "file was being received; found at start-up (session {:016x}, file {}); "
@@ -81,7 +133,11 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
           l.missing_text.empty() ? "" : "; missing bytes " + l.missing_text + " (as far as known)",
           l.data_kept ? "; partial data kept" : "; partial data removed", where);
     }
-    if (l.session != 0) r.known.emplace_back(l.session, l.file_id);
+    if (l.session != 0) {
+      o.kind = Outcome::Kind::kLogged;
+      journal.append(o);
+      r.known.emplace_back(l.session, l.file_id);
+    }
   }
   return r;
 }

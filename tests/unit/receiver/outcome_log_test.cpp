@@ -86,8 +86,13 @@ TEST(OutcomeFormat, RoundTripsEveryField) {
     ASSERT_TRUE(parse_outcome(std::string_view(line).substr(0, line.size() - 1), &back)) << line;
     EXPECT_TRUE(same(o, back)) << line << " came back as path '" << back.rel_path << "'";
   }
+  // An F line carries its record, reason and bytes received after the path.
   EXPECT_EQ(format_outcome(edge),
-            "F ffffffffffffffff 4294967295 18446744073709551615 SHA256 - \"edge\"\n");
+            "F ffffffffffffffff 4294967295 18446744073709551615 SHA256 - \"edge\" \"\" \"\" 0\n");
+  Outcome logged = edge;
+  logged.kind = Outcome::Kind::kLogged;
+  EXPECT_EQ(format_outcome(logged),
+            "L ffffffffffffffff 4294967295 18446744073709551615 SHA256 - \"edge\"\n");
 }
 
 TEST(OutcomeFormat, RefusesDamagedLines) {

@@ -211,14 +211,51 @@ TEST_P(RecoveryTest, ALeftoverIsNamedWithWhatItHeld) {
   const std::string json = testing::read_file(recs[0]);
   EXPECT_NE(json.find("\"missing_ranges_exact\": false"), std::string::npos) << json;
   EXPECT_FALSE(fs::exists(root_ / "x" / temp_name(kSession, 9)));
-  // The journal names it as failed, so that a later file list does not record it again.
+  // The journal names it as failed (with its record), then as logged, so that neither a later
+  // file list nor the next start records it again.
   const auto lines = journal_->read_all();
-  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].kind, Outcome::Kind::kFailed);
   EXPECT_EQ(lines[0].session, kSession);
   EXPECT_EQ(lines[0].file_id, 9u);
   EXPECT_EQ(lines[0].size, 100000u);
   EXPECT_EQ(lines[0].rel_path, "x/left.bin");
+  EXPECT_EQ(lines[0].record, recs[0].string());
+  EXPECT_EQ(lines[1].kind, Outcome::Kind::kLogged);
+}
+
+// A failure an earlier run stopped in the middle of: the F line came (naming the record to be),
+// but neither the record nor the Error line did. The start writes the record and logs the line,
+// once: a second start does neither again.
+TEST_P(RecoveryTest, AFailureCutShortByACrashIsRecordedAndLoggedOnce) {
+  Outcome f;
+  f.kind = Outcome::Kind::kFailed;
+  f.session = kSession;
+  f.file_id = 12;
+  f.size = 5000;
+  f.verify = "B2B";
+  f.rel_path = "gone/never.bin";
+  f.record = (root_ / ".failed/20260101-000000-00c0ffee00c0ffee-12-never.bin.json").string();
+  f.reason = "never announced: all its packets were lost";
+  journal_->append(f);
+  {
+    testing::LogCapture log;
+    recover_at_start(*out_, *journal_, false);
+    EXPECT_NE(log.text().find("Error: gone/never.bin FAILED: never announced: all its packets "
+                              "were lost (an earlier run of the receiver recorded it and stopped "
+                              "before logging it); found at start-up (session 00c0ffee00c0ffee, "
+                              "file 12); received 0 of 5,000 bytes; record: "),
+              std::string::npos)
+        << log.text();
+  }
+  size_t records = 0;
+  for (const auto& e : fs::directory_iterator(root_ / ".failed")) {
+    records += e.path().extension() == ".json";
+  }
+  EXPECT_EQ(records, 1u);
+  testing::LogCapture again;
+  recover_at_start(*out_, *journal_, false);
+  EXPECT_EQ(again.text().find("never.bin"), std::string::npos) << again.text();
 }
 
 TEST_P(RecoveryTest, KeepPartialSaysTheDataWasKept) {
