@@ -29,7 +29,12 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
   for (Outcome& o : journal.read_all()) {
     const std::pair<uint64_t, uint32_t> key{o.session, o.file_id};
     if (o.kind == Outcome::Kind::kFailed) failed[key] = {o, false};
-    if (o.kind == Outcome::Kind::kLogged) failed[key].second = true;
+    if (o.kind == Outcome::Kind::kLogged) {
+      // An L line whose F line a crash cut short (a damaged line is skipped): logged, and
+      // nothing known to finish.
+      auto [it, added] = failed.try_emplace(key, o, true);
+      it->second.second = true;
+    }
     last[key] = std::move(o);
   }
   // A failure an earlier run stopped in the middle of: its record is written (if it never was)
