@@ -14,9 +14,8 @@
 namespace ddft::receiver {
 
 std::string format_outcome(const Outcome& o) {
-  std::string line = fmt::format("{} {:016x} {} {} {} {} {}", static_cast<char>(o.kind),
-                                 o.session, o.file_id, o.size, o.verify,
-                                 o.key_hex.empty() ? "-" : o.key_hex,
+  std::string line = fmt::format("{} {:016x} {} {} {} {} {}", static_cast<char>(o.kind), o.session,
+                                 o.file_id, o.size, o.verify, o.key_hex.empty() ? "-" : o.key_hex,
                                  common::json_quote(o.rel_path));
   if (o.kind == Outcome::Kind::kFailed) {
     line += fmt::format(" {} {} {}", common::json_quote(o.record), common::json_quote(o.reason),
@@ -162,8 +161,8 @@ OutcomeLog::OutcomeLog(int root_fd) : root_fd_(root_fd) {
 // Opened for each use, never held: a descriptor open for writing would keep an operator from
 // remounting the file system read-only while the receiver runs.
 common::UniqueFd OutcomeLog::open_journal(int flags) const {
-  return common::UniqueFd(::openat(root_fd_, kOutcomeLogName,
-                                   flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  return common::UniqueFd(
+      ::openat(root_fd_, kOutcomeLogName, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
 }
 
 std::vector<Outcome> OutcomeLog::read_all() const {
@@ -232,8 +231,8 @@ bool OutcomeLog::rewrite_locked(const std::vector<Outcome>& keep) {
   for (const Outcome& o : keep) text += format_outcome(o);
   const std::string tmp = std::string(kOutcomeLogName) + ".new";
   ::unlinkat(root_fd_, tmp.c_str(), 0);
-  common::UniqueFd fd(::openat(
-      root_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  common::UniqueFd fd(
+      ::openat(root_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd || !common::write_all(fd.get(), text) ||
       ::renameat(root_fd_, tmp.c_str(), root_fd_, kOutcomeLogName) != 0) {
     ::unlinkat(root_fd_, tmp.c_str(), 0);

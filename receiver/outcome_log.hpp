@@ -38,7 +38,7 @@ struct Outcome {
   std::string key_hex;  // "" when unknown
   std::string rel_path;
   // kFailed only (they follow the path on its line):
-  std::string record;   // the record's path
+  std::string record;  // the record's path
   std::string reason;
   uint64_t received = 0;
 };

@@ -62,17 +62,19 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
     }
     if (logged) {
       if (wrote_now) {
-        spdlog::info("Info: {}: its failure record is written now (an earlier run of the receiver "
-                     "could not): {}",
-                     f.rel_path, where.empty() ? "could not be written" : where);
+        spdlog::info(
+            "Info: {}: its failure record is written now (an earlier run of the receiver "
+            "could not): {}",
+            f.rel_path, where.empty() ? "could not be written" : where);
       }
       continue;
     }
-    spdlog::error("Error: {} FAILED: {} (an earlier run of the receiver recorded it and stopped "
-                  "before logging it); found at start-up (session {:016x}, file {}); received {} "
-                  "of {} bytes; record: {}",
-                  f.rel_path, f.reason, f.session, f.file_id, common::with_commas(f.received),
-                  common::with_commas(f.size), where.empty() ? "could not be written" : where);
+    spdlog::error(
+        "Error: {} FAILED: {} (an earlier run of the receiver recorded it and stopped "
+        "before logging it); found at start-up (session {:016x}, file {}); received {} "
+        "of {} bytes; record: {}",
+        f.rel_path, f.reason, f.session, f.file_id, common::with_commas(f.received),
+        common::with_commas(f.size), where.empty() ? "could not be written" : where);
     Outcome l = f;
     l.kind = Outcome::Kind::kLogged;
     journal.append(l);
