@@ -219,6 +219,7 @@ OutputDir::OutputDir(const std::string& root, const std::string& failed_dir,
   }
   failed_dev_ = fst.st_dev;
   failed_ino_ = fst.st_ino;
+  keep_record_reserve();
 }
 
 bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
@@ -547,21 +548,23 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
 
   std::string data_path;
   f.direct_fd.reset();
-  if (!f.sidecar.empty() && f.dir) {
-    ::unlinkat(f.dir.get(), f.sidecar.c_str(), 0);
-    f.sidecar.clear();
-  } else if (f.fd && !null_sink_) {
-    ::fremovexattr(f.fd.get(), kOriginXattr);  // the record says it all now
-  }
+  // The file leaves its folder first, its origin after: a crash in between must never leave a
+  // temporary file that nobody can name (an orphan sidecar is removed at start-up).
   if (f.fd || !f.tmp_name.empty()) {
-    f.fd.reset();
     if ((rec.discard_data || rec.no_record) && f.dir) {
       ::unlinkat(f.dir.get(), f.tmp_name.c_str(), 0);
     } else if (f.dir && ::renameat(f.dir.get(), f.tmp_name.c_str(), failed_fd_.get(), name.c_str()) == 0) {
       data_path = failed_path_ + "/" + name;
+      // The record says it all now.
+      if (f.fd && !null_sink_ && f.sidecar.empty()) ::fremovexattr(f.fd.get(), kOriginXattr);
     } else if (f.dir) {
       ::unlinkat(f.dir.get(), f.tmp_name.c_str(), 0);
     }
+    f.fd.reset();
+  }
+  if (!f.sidecar.empty() && f.dir) {
+    ::unlinkat(f.dir.get(), f.sidecar.c_str(), 0);
+    f.sidecar.clear();
   }
 
   if (rec.no_record) return "";
@@ -588,14 +591,43 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
   // Whole or not at all: written beside, then renamed (a crash never leaves an empty record).
   const std::string json_name = name + ".json";
   const std::string tmp_name = json_name + ".tmp";
-  common::UniqueFd jfd(::openat(failed_fd_.get(), tmp_name.c_str(),
-                                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!jfd || !write_all(jfd.get(), json) ||
-      ::renameat(failed_fd_.get(), tmp_name.c_str(), failed_fd_.get(), json_name.c_str()) != 0) {
+  auto write_record = [&] {
+    common::UniqueFd jfd(::openat(failed_fd_.get(), tmp_name.c_str(),
+                                  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (jfd && write_all(jfd.get(), json) &&
+        ::renameat(failed_fd_.get(), tmp_name.c_str(), failed_fd_.get(), json_name.c_str()) == 0) {
+      return 0;
+    }
+    const int err = errno;
     ::unlinkat(failed_fd_.get(), tmp_name.c_str(), 0);
-    return "";
-  }
+    return err;
+  };
+  int err = write_record();
+  // A full disk: the space kept for records is given up for this one (and taken again once
+  // the disk has room: keep_record_reserve()).
+  if ((err == ENOSPC || err == EDQUOT) && release_record_reserve()) err = write_record();
+  if (err != 0) return "";
+  keep_record_reserve();
   return failed_path_ + "/" + json_name;
+}
+
+bool OutputDir::release_record_reserve() {
+  std::lock_guard lock(reserve_mu_);
+  return ::unlinkat(root_fd_.get(), kRecordReserveName, 0) == 0;
+}
+
+void OutputDir::keep_record_reserve() {
+  if (null_sink_) return;
+  std::lock_guard lock(reserve_mu_);
+  struct stat st {};
+  if (::fstatat(root_fd_.get(), kRecordReserveName, &st, AT_SYMLINK_NOFOLLOW) == 0) return;
+  common::UniqueFd fd(::openat(root_fd_.get(), kRecordReserveName,
+                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return;
+  // Real blocks (not a sparse file): what a full disk still has for the failed files' records.
+  if (::posix_fallocate(fd.get(), 0, kRecordReserveBytes) != 0) {
+    ::unlinkat(root_fd_.get(), kRecordReserveName, 0);
+  }
 }
 
 bool OutputDir::record_exists(const std::string& path) const {

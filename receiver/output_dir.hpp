@@ -35,6 +35,10 @@ std::string check_wire_path(std::string_view path, const PathLimits& limits = {}
 // The receiver's own files in the output folder: the replay state (--key-file) and the lock.
 inline constexpr const char* kStateFileName = ".ddft-session-state";
 inline constexpr const char* kLockFileName = ".ddft-lock";
+// Space kept in the output folder (the failed folder's file system) for failure records, given up when the disk is full so that
+// the file that failed for it is still recorded.
+inline constexpr const char* kRecordReserveName = ".ddft-record-reserve";
+inline constexpr off_t kRecordReserveBytes = 256 * 1024;
 
 // The name an existing file is moved to under CollisionPolicy::kRename: "name.N.ext" ("a.tar.gz"
 // -> "a.tar.N.gz", ".bashrc" -> ".bashrc.N", "README" -> "README.N").
@@ -234,6 +238,11 @@ class OutputDir {
   common::UniqueFd root_fd_;
   common::UniqueFd lock_fd_;
   common::UniqueFd failed_fd_;
+  // The record reserve (kRecordReserveName): gives it up (true when there was one to give), or
+  // makes it again when missing and the disk has room. Thread-safe.
+  bool release_record_reserve();
+  void keep_record_reserve();
+  std::mutex reserve_mu_;
   std::mutex new_parents_mu_;
   std::vector<common::UniqueFd> new_parents_;  // guarded by new_parents_mu_
   dev_t failed_dev_ = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <string>
 
 #include "common/logging.hpp"
@@ -37,9 +38,81 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
     }
     last[key] = std::move(o);
   }
+  for (auto& [key, o] : last) {
+    r.known.push_back(key);
+    if (o.kind != Outcome::Kind::kCommitting) continue;
+    std::string error;
+    if (!out.finish_renamed(o.rel_path, o.session, o.file_id, o.size, &error)) {
+      if (!error.empty()) {
+        // Not delivered: it stays under its name, but the next file list names it as failed.
+        r.known.pop_back();
+        spdlog::error(
+            "Error: {}: renamed into place by an earlier run, but it cannot be synced "
+            "now: {}",
+            o.rel_path, error);
+      }
+      continue;  // not there: its temporary file, if any, is a leftover below
+    }
+    ++r.delivered;
+    o.kind = Outcome::Kind::kPassed;
+    journal.append(o);
+    spdlog::info(
+        "Info: {}: delivered by an earlier run of the receiver (session {:016x}, file "
+        "{}), which stopped before logging it; synced now",
+        o.rel_path, o.session, o.file_id);
+    const std::string key_text =
+        o.key_hex.size() >= 8
+            ? fmt::format("Key: 0x{}, {} Passed", upper(o.key_hex.substr(0, 8)), o.verify)
+            : std::string("Key: none, NONE Not verified");
+    spdlog::info("File: {}, Trans: {} (bytes), Time: 00:00:00.000, Rate: 0.000 (MB/s), {}",
+                 o.rel_path, common::with_commas(o.size), key_text);
+  }
+  std::set<std::pair<uint64_t, uint32_t>> named_now;  // leftovers recorded just now
+  for (const Leftover& l : out.recover_leftovers(keep_partial)) {
+    ++r.leftovers;
+    const std::string where = l.record.empty() ? "could not be written" : l.record;
+    Outcome o;
+    o.kind = Outcome::Kind::kFailed;
+    o.session = l.session;
+    o.file_id = l.file_id;
+    o.size = l.size;
+    o.rel_path = l.rel_path;
+    o.record = l.record;
+    o.reason = "the receiver stopped while the file was being received";
+    o.received = l.bytes_present;
+    // Named now, once: the journal says so before the line, and the line after says it is in
+    // the log (the next start does not name it again, and the file list does not either).
+    if (l.session != 0) journal.append(o);
+    if (!l.named) {
+      // A file from before origins were written (or whose origin is damaged): only its
+      // temporary name says which session and file it was.
+      spdlog::warn(
+          "Warn: {}: left incomplete by an earlier run of the receiver; moved to the "
+          "failed folder (record: {})",
+          l.temp_path, where);
+    } else {
+      spdlog::error(
+          "Error: {} FAILED: the receiver stopped (crash, kill or power cut) while the "
+          "file was being received; found at start-up (session {:016x}, file {}); "
+          "received {} of {} bytes{}{}; record: {}",
+          l.rel_path, l.session, l.file_id, common::with_commas(l.bytes_present),
+          common::with_commas(l.size),
+          l.missing_text.empty() ? "" : "; missing bytes " + l.missing_text + " (as far as known)",
+          l.data_kept ? "; partial data kept" : "; partial data removed", where);
+    }
+    if (l.session != 0) {
+      o.kind = Outcome::Kind::kLogged;
+      journal.append(o);
+      r.known.emplace_back(l.session, l.file_id);
+      named_now.insert({l.session, l.file_id});
+    }
+  }
   // A failure an earlier run stopped in the middle of: its record is written (if it never was)
   // and its Error line logged (if it never was), so that it is named exactly once.
   for (auto& [key, entry] : failed) {
+    // A kill between the journal's F line and the move of its temporary file: the leftover
+    // above named it (with what it held); it is not named again.
+    if (named_now.count(key) != 0) continue;
     Outcome& f = entry.first;
     const bool logged = entry.second;
     if (f.kind != Outcome::Kind::kFailed) continue;  // an L line without its F: nothing to do
@@ -78,73 +151,6 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
     Outcome l = f;
     l.kind = Outcome::Kind::kLogged;
     journal.append(l);
-  }
-  for (auto& [key, o] : last) {
-    r.known.push_back(key);
-    if (o.kind != Outcome::Kind::kCommitting) continue;
-    std::string error;
-    if (!out.finish_renamed(o.rel_path, o.session, o.file_id, o.size, &error)) {
-      if (!error.empty()) {
-        // Not delivered: it stays under its name, but the next file list names it as failed.
-        r.known.pop_back();
-        spdlog::error(
-            "Error: {}: renamed into place by an earlier run, but it cannot be synced "
-            "now: {}",
-            o.rel_path, error);
-      }
-      continue;  // not there: its temporary file, if any, is a leftover below
-    }
-    ++r.delivered;
-    o.kind = Outcome::Kind::kPassed;
-    journal.append(o);
-    spdlog::info(
-        "Info: {}: delivered by an earlier run of the receiver (session {:016x}, file "
-        "{}), which stopped before logging it; synced now",
-        o.rel_path, o.session, o.file_id);
-    const std::string key_text =
-        o.key_hex.size() >= 8
-            ? fmt::format("Key: 0x{}, {} Passed", upper(o.key_hex.substr(0, 8)), o.verify)
-            : std::string("Key: none, NONE Not verified");
-    spdlog::info("File: {}, Trans: {} (bytes), Time: 00:00:00.000, Rate: 0.000 (MB/s), {}",
-                 o.rel_path, common::with_commas(o.size), key_text);
-  }
-  for (const Leftover& l : out.recover_leftovers(keep_partial)) {
-    ++r.leftovers;
-    const std::string where = l.record.empty() ? "could not be written" : l.record;
-    Outcome o;
-    o.kind = Outcome::Kind::kFailed;
-    o.session = l.session;
-    o.file_id = l.file_id;
-    o.size = l.size;
-    o.rel_path = l.rel_path;
-    o.record = l.record;
-    o.reason = "the receiver stopped while the file was being received";
-    o.received = l.bytes_present;
-    // Named now, once: the journal says so before the line, and the line after says it is in
-    // the log (the next start does not name it again, and the file list does not either).
-    if (l.session != 0) journal.append(o);
-    if (!l.named) {
-      // A file from before origins were written (or whose origin is damaged): only its
-      // temporary name says which session and file it was.
-      spdlog::warn(
-          "Warn: {}: left incomplete by an earlier run of the receiver; moved to the "
-          "failed folder (record: {})",
-          l.temp_path, where);
-    } else {
-      spdlog::error(
-          "Error: {} FAILED: the receiver stopped (crash, kill or power cut) while the "
-          "file was being received; found at start-up (session {:016x}, file {}); "
-          "received {} of {} bytes{}{}; record: {}",
-          l.rel_path, l.session, l.file_id, common::with_commas(l.bytes_present),
-          common::with_commas(l.size),
-          l.missing_text.empty() ? "" : "; missing bytes " + l.missing_text + " (as far as known)",
-          l.data_kept ? "; partial data kept" : "; partial data removed", where);
-    }
-    if (l.session != 0) {
-      o.kind = Outcome::Kind::kLogged;
-      journal.append(o);
-      r.known.emplace_back(l.session, l.file_id);
-    }
   }
   return r;
 }

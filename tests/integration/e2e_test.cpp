@@ -481,7 +481,8 @@ TEST_F(EndToEnd, ASenderWithoutTheKeyDeliversNothing) {
   // The receiver's own files only, and its journal of outcomes empty.
   for (const auto& e : fs::recursive_directory_iterator(out_)) {
     EXPECT_FALSE(e.is_regular_file() && e.path().filename() != ".ddft-session-state" &&
-                 e.path().filename() != ".ddft-outcomes")
+                 e.path().filename() != ".ddft-outcomes" &&
+                 e.path().filename() != ".ddft-record-reserve")
         << "nothing written: " << e.path();
   }
   EXPECT_EQ(fs::file_size(out_ / ".ddft-outcomes"), 0u);

@@ -225,7 +225,7 @@ def journal():
 
 
 TEMPORARY = re.compile(r"\.ddft-[0-9a-f]{16}-\d+\.(part|meta)")
-OWN_FILES = {".ddft-outcomes", ".ddft-lock", ".ddft-session-state"}
+OWN_FILES = {".ddft-outcomes", ".ddft-lock", ".ddft-session-state", ".ddft-record-reserve"}
 
 
 def temporaries():

@@ -93,7 +93,8 @@ if [[ $(id -u) -eq 0 ]] && mkdir -p "$work/small" && mount -t tmpfs -o size=16m 
   ls "$work/small/out/.failed/"*five.bin 2> /dev/null && bad "disk full: partial data kept" || ok
   ls "$work/small/out/.failed/"*five.bin.json > /dev/null 2>&1 && ok || bad "disk full: no record"
   # The receiver's journal (.ddft-outcomes) is its own; any other .ddft-* is a temp file left.
-  find "$work/small/out" -name '.ddft-*' ! -name .ddft-outcomes | grep -q . &&
+  find "$work/small/out" -name '.ddft-*' ! -name .ddft-outcomes ! -name .ddft-record-reserve |
+    grep -q . &&
     bad "disk full: temp file left" || ok
   rm -f "$work/small/filler"
   p=$(port)
@@ -117,7 +118,7 @@ kill -TERM "$rx"
 wait_rx
 has "$work/rx6.log" "sub/.ddft-00000000000000ab-3.part: left incomplete by an earlier run" "leftovers"
 [[ -z $(find "$work/out6" -path "$work/out6/.failed" -prune -o -name '.ddft-*' \
-  ! -name .ddft-outcomes -print) ]] && ok ||
+  ! -name .ddft-outcomes ! -name .ddft-record-reserve -print) ]] && ok ||
   bad "leftovers still in place"
 grep -l '"reason": "left by an earlier run' "$work/out6/.failed/"*.json 2> /dev/null | wc -l |
   grep -q '^2$' && ok || bad "leftovers: want 2 records"

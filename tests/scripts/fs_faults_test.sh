@@ -148,7 +148,7 @@ expect_sound() {  # SCENARIO LOG OUT [temp-allowed]
   while IFS= read -r -d '' f; do
     rel=${f#"$3"/}
     # The receiver's own files: its lock, replay state and journal of outcomes.
-    case $rel in .ddft-lock | .ddft-session-state | .ddft-outcomes) continue ;; esac
+    case $rel in .ddft-lock | .ddft-session-state | .ddft-outcomes | .ddft-record-reserve) continue ;; esac
     if [[ $rel == */.ddft-*.part || $rel == .ddft-*.part ]]; then
       [[ ${4:-} == temp-allowed ]] || bad "$1: temporary file left: $rel"
     elif ! same_on_disk "$work/src/$rel" "$f"; then

@@ -927,9 +927,12 @@ std::vector<Datagram> seal_all(common::Sealer& s, const std::vector<Datagram>& i
   return out;
 }
 
+// Regular files below `dir`, but the receiver's own space kept for failure records.
 size_t files_below(const fs::path& dir) {
   size_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) n += e.is_regular_file();
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    n += e.is_regular_file() && e.path().filename() != kRecordReserveName;
+  }
   return n;
 }
 
