@@ -710,7 +710,11 @@ std::string OutputDir::check_path(std::string_view rel_path) const {
 uint64_t OutputDir::free_bytes() const {
   struct statvfs st {};
   if (null_sink_ || ::fstatvfs(root_fd_.get(), &st) != 0) return UINT64_MAX;
-  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  // A record reserve's worth is never offered to files: when the reserve was given up for a
+  // record on a full disk, its space stays for the next records.
+  const uint64_t free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  const auto kept = static_cast<uint64_t>(kRecordReserveBytes);
+  return free > kept ? free - kept : 0;
 }
 
 std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial) {

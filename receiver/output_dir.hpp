@@ -212,7 +212,8 @@ class OutputDir {
   std::optional<std::string> read_state() const;
   bool write_state(std::string_view text, std::string* reason);
 
-  // Bytes an unprivileged writer may still use on the output folder's file system.
+  // Bytes an unprivileged writer may still use on the output folder's file system, less a
+  // record reserve's worth (kept for failure records).
   uint64_t free_bytes() const;
 
   const std::string& root() const { return root_; }
