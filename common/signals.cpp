@@ -1,11 +1,11 @@
 #include "common/signals.hpp"
 
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
 
 #include "common/logging.hpp"
+#include "common/named_thread.hpp"
 
 namespace ddft::common {
 
@@ -17,10 +17,7 @@ StopOnSignals::StopOnSignals(std::stop_source stop)
     spdlog::info("Info: signal {} received, stopping", sig);
     stop.request_stop();
   });
-  thread_ = std::jthread([this] {
-    pthread_setname_np(pthread_self(), "signals");
-    io_.run();
-  });
+  thread_ = start_named_thread("dd-signals", [this] { io_.run(); });
 }
 
 StopOnSignals::~StopOnSignals() { io_.stop(); }

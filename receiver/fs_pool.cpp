@@ -1,18 +1,18 @@
 #include "receiver/fs_pool.hpp"
 
 #include <fmt/format.h>
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <exception>
+
+#include "common/named_thread.hpp"
 
 namespace ddft::receiver {
 
 FsPool::FsPool(unsigned threads, const std::string& name) {
   for (unsigned i = 0; i < threads; ++i) {
     threads_.emplace_back([this, i, name] {
-      const std::string n = fmt::format("{}{}", name, i + 1).substr(0, 15);
-      pthread_setname_np(pthread_self(), n.c_str());
+      common::set_thread_name(fmt::format("{}{}", name, i + 1));
       run();
     });
   }

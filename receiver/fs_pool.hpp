@@ -9,8 +9,8 @@
 // own worker threads anyway, since they block in the file system. The data writes and the
 // folder syncs stay in io_uring (common/block_io.hpp).
 //
-// A work item runs on a pool thread ("fsop1".."fsopN"); its `done` runs later on the thread that
-// calls reap() (the writer thread), in the order the work finished. Work items may run in any
+// A work item runs on a pool thread ("dd-fsop1".."dd-fsopN"); its `done` runs later on the thread
+// that calls reap() (the writer thread), in the order the work finished. Work items may run in any
 // order and at the same time: callers order dependent steps themselves (a step is posted from
 // the previous step's `done`).
 #pragma once
@@ -31,7 +31,7 @@ class FsPool {
  public:
   // Starts `threads` threads named `name` + index. With 0 threads, work runs inside post() (for
   // --sink null, where no call touches a disk), and its `done` still waits for reap().
-  explicit FsPool(unsigned threads, const std::string& name = "fsop");
+  explicit FsPool(unsigned threads, const std::string& name = "dd-fsop");
   // Finishes the queued work (its `done` callbacks are dropped), then joins the threads.
   ~FsPool();
   FsPool(const FsPool&) = delete;

@@ -74,7 +74,7 @@ class Ingest {
  public:
   // `source` and `ring` must outlive run(). `batch` datagrams at most per receive call.
   Ingest(common::DatagramSource& source, SlotRing& ring, size_t batch);
-  // Runs on the thread "udp_rx" until stopped. Link errors are logged and retried; a stop ends it.
+  // Runs on the thread "dd-rx" until stopped. Link errors are logged and retried; a stop ends it.
   void run(std::stop_token stop);
   const IngestCounters& counters() const { return counters_; }
   DropLedger& drops() { return drops_; }

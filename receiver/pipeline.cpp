@@ -1,17 +1,17 @@
 #include "receiver/pipeline.hpp"
 
 #include <fmt/format.h>
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
-#include <deque>
 #include <filesystem>
 #include <thread>
 
 #include "common/json.hpp"
+#include "common/named_thread.hpp"
 #include "receiver/ingest.hpp"
 #include "receiver/slot_ring.hpp"
 #include "receiver/stall_hook.hpp"
+#include "receiver/writer_loop.hpp"
 
 namespace ddft::receiver {
 
@@ -172,90 +172,22 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
     });
   }
   Ingest& ingest = *ingest_;
-  std::stop_source ingest_stop;
-  std::jthread rx([&] {
-    pthread_setname_np(pthread_self(), "udp_rx");
-    ingest.run(ingest_stop.get_token());
+  WriterLoop::Hooks hooks;
+  hooks.on_pass = [this] { note_writer_pass(); };
+  hooks.publish = [this](const Assembler& a) { publish(a); };
+  hooks.on_interval = [this] { tick_observer(); };
+  WriterLoop writer(cfg_, *ring_, ingest.drops(), assembler, clock_, std::move(hooks));
+  // The two threads that move datagrams start here and end here: the writer stops the ingest
+  // thread (and waits for it) before it drains what is left in the ring.
+  std::jthread rx = common::start_named_thread(
+      "dd-rx", [&ingest](std::stop_token rx_stop) { ingest.run(rx_stop); });
+  std::jthread write = common::start_named_thread("dd-write", [&] {
+    writer.run(stop, [&rx] {
+      rx.request_stop();
+      rx.join();
+    });
   });
-
-  // File lists the ingest thread kept from a full ring, each taken once everything that came
-  // before it has been.
-  std::deque<DropLedger::Saved> saved;
-  auto take_saved = [&] {
-    for (auto& l : ingest.drops().take_saved()) saved.push_back(std::move(l));
-    while (!saved.empty() && ring_->consumed() >= saved.front().after) {
-      const auto& bytes = saved.front().bytes;
-      assembler.on_datagram(bytes, bytes.size());
-      saved.pop_front();
-    }
-  };
-  auto drain = [&] {
-    size_t n = ring_->available();
-    for (size_t i = 0; i < n; ++i) {
-      size_t real_len = 0;
-      auto data = ring_->filled_slot(i, &real_len);
-      assembler.on_datagram(data, real_len);
-      // Hand slots back in small groups so the ingest thread never waits on a whole batch.
-      if ((i & 63) == 63) {
-        ring_->release(64);
-        n -= 64;
-        i = static_cast<size_t>(-1);
-      }
-    }
-    ring_->release(n);
-  };
-
-  // The writer loop runs on its own named thread: renaming the main thread would rename the
-  // process, and operators find the daemon by its name (pgrep, systemd, ps).
-  std::jthread writer_thread([&] {
-  pthread_setname_np(pthread_self(), "writer");
-  auto last_drop_check = clock_.now();
-  try {
-    while (!stop.stop_requested()) {
-      note_writer_pass();  // the `receiving on` line once both loops run; the watchdog's liveness
-      const auto t0 = clock_.now();
-      // With writes in flight, come back quickly to reap them: a small file's rename should not
-      // wait for the next packet.
-      const auto wait = assembler.io_pending() ? std::chrono::microseconds(200)
-                                               : std::chrono::microseconds(20000);
-      const size_t n = ring_->wait(wait);
-      assembler.note_read_wait(clock_.now() - t0);
-      if (n > 0) {
-        // The `receiving on` line before anything the first datagrams make the assembler log:
-        // with a sender already sending as the receiver starts, its session's first line came
-        // before it, and dd_reconcile took that session for an earlier run's. (Data in the ring
-        // means the ingest thread has begun a pass, so the line is logged now.)
-        note_writer_pass();
-        drain();
-      }
-      take_saved();
-      // Ring overflow, by file: a few lines a second at most, well within a file's end grace.
-      if (t0 - last_drop_check >= std::chrono::milliseconds(250)) {
-        last_drop_check = t0;
-        if (auto dropped = ingest.drops().take(); !dropped.empty()) {
-          assembler.note_ring_drops(dropped);
-        }
-        publish(assembler);
-        tick_observer();
-      }
-      assembler.poll(false);
-      if (cfg_.once && assembler.session_finished()) break;
-    }
-  } catch (const std::exception& e) {
-    spdlog::error("Error: writer thread stopped: {}", e.what());
-  }
-  ingest_stop.request_stop();
-  rx.join();
-  try {
-    drain();
-    take_saved();
-    assembler.fail_all("receiver stopped before the file was complete");
-    publish(assembler);
-  } catch (const std::exception& e) {
-    spdlog::error("Error: while stopping: {}", e.what());
-  }
-  });
-  writer_thread.join();
+  write.join();
   assembler.log_summary();
   if (hooks_) {
     // --once: the session is over but its hooks are part of the job (a signal still cuts it

@@ -1,15 +1,15 @@
 // The receiver pipeline.
 //
-//   link ──> [thread "udp_rx": Ingest] ──> SlotRing (--buffer-mb, allocated once)
+//   link ──> [thread "dd-rx": Ingest]  ──> SlotRing (--buffer-mb, allocated once)
 //            recvmmsg straight into free      never blocks: full ring = drop + count + log
 //            ring slots                       (the sender's file lists are kept aside)
 //
-//   SlotRing ──> [thread "writer": Assembler] ──> BlockIo (io_uring, or pwrite fallback;
+//   SlotRing ──> [thread "dd-write": WriterLoop, Assembler] ──> BlockIo (io_uring, or pwrite fallback;
 //                                                  --writers N: N IO threads "wio1".."wioN")
 //                decode + checksum, session and     write blocks from a pool registered with
 //                sequence tracking, assembly into   io_uring as fixed buffers; folder fsyncs
 //                write blocks, in-order hashing
-//                                                ──> FsPool (threads "fsop1".."fsop4"): every
+//                                                ──> FsPool (threads "dd-fsop1".."dd-fsop4"): every
 //                                                    call that can wait on the file system:
 //                                                    temporary files (with the file's origin
 //                                                    beside them), read-back verification,
@@ -97,8 +97,8 @@ struct ReceiverStatus {
 
 // How far the receiver's two loops and its files have got, for a watchdog.
 struct Liveness {
-  uint64_t ingest_passes = 0;  // passes of the "udp_rx" loop (at least one every 50 ms)
-  uint64_t writer_passes = 0;  // passes of the "writer" loop (at least one every 20 ms)
+  uint64_t ingest_passes = 0;  // passes of the "dd-rx" loop (at least one every 50 ms)
+  uint64_t writer_passes = 0;  // passes of the "dd-write" loop (at least one every 20 ms)
   uint64_t files_passed = 0;   // over all sessions, as last published
   uint64_t files_failed = 0;
 };

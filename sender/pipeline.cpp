@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/logging.hpp"
+#include "common/named_thread.hpp"
 #include "sender/reader.hpp"
 #include "sender/transmitter.hpp"
 
@@ -87,12 +88,10 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
   std::stop_source session_stop;
   std::stop_callback forward(stop, [&session_stop] { session_stop.request_stop(); });
   {
-    std::jthread reader_thread([&] {
-      pthread_setname_np(pthread_self(), "reader");
-      reader.run(session_stop.get_token());
-    });
-    std::jthread tx_thread([&] {
-      pthread_setname_np(pthread_self(), "tx");
+    // The session's two threads start and end here (joined as the scope closes).
+    std::jthread reader_thread = common::start_named_thread(
+        "dd-read", [&] { reader.run(session_stop.get_token()); });
+    std::jthread tx_thread = common::start_named_thread("dd-tx", [&] {
       try {
         tx.run(session_stop.get_token());
       } catch (...) {

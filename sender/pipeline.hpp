@@ -1,11 +1,11 @@
 // The sender pipeline.
 //
-//   sources ──> [reader thread "reader"] ──(bounded queue of WorkItem, slot handles)──>
+//   sources ──> [reader thread "dd-read"] ──(bounded queue of WorkItem, slot handles)──>
 //               reads blocks into a         blocks when full: back-pressure
 //               recycled buffer pool,
 //               hashes them (B2B/SHA256)
 //
-//   ──> [transmit thread "tx"] ──> DatagramSink (UDP sendmmsg / device)
+//   ──> [transmit thread "dd-tx"] ──> DatagramSink (UDP sendmmsg / device)
 //        packetises into a batch arena, paces (token bucket on absolute deadlines),
 //        repeats control packets, sends heartbeats when idle, returns buffers to the pool
 //

@@ -1,0 +1,105 @@
+#include "receiver/writer_loop.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <exception>
+
+namespace ddft::receiver {
+
+namespace {
+
+// How often ring drops are named by file and the counters published: a few lines a second at
+// most, well within a file's end grace.
+constexpr auto kInterval = std::chrono::milliseconds(250);
+// How long a pass waits for datagrams with I/O pending, and without.
+constexpr auto kBusyWait = std::chrono::microseconds(200);
+constexpr auto kIdleWait = std::chrono::microseconds(20000);
+// Slots are handed back to the ingest thread in groups this size, so it never waits on a whole
+// batch.
+constexpr size_t kReleaseGroup = 64;
+
+}  // namespace
+
+WriterLoop::WriterLoop(const ReceiverConfig& cfg, SlotRing& ring, DropLedger& drops,
+                       Assembler& assembler, common::Clock& clock, Hooks hooks)
+    : cfg_(cfg),
+      ring_(ring),
+      drops_(drops),
+      assembler_(assembler),
+      clock_(clock),
+      hooks_(std::move(hooks)) {}
+
+void WriterLoop::run(std::stop_token stop, const std::function<void()>& stop_upstream) {
+  try {
+    loop(stop);
+  } catch (const std::exception& e) {
+    spdlog::error("Error: writer thread stopped: {}", e.what());
+  }
+  finish(stop_upstream);
+}
+
+void WriterLoop::loop(std::stop_token stop) {
+  auto last_interval = clock_.now();
+  while (!stop.stop_requested()) {
+    if (hooks_.on_pass) hooks_.on_pass();
+    const auto t0 = clock_.now();
+    const size_t n = ring_.wait(assembler_.io_pending() ? kBusyWait : kIdleWait);
+    assembler_.note_read_wait(clock_.now() - t0);
+    if (n > 0) {
+      // The `receiving on` line before anything the first datagrams make the assembler log:
+      // with a sender already sending as the receiver starts, its session's first line came
+      // before it, and dd_reconcile took that session for an earlier run's. (Data in the ring
+      // means the ingest thread has begun a pass, so the line is logged now.)
+      if (hooks_.on_pass) hooks_.on_pass();
+      drain();
+    }
+    take_saved();
+    if (t0 - last_interval >= kInterval) {
+      last_interval = t0;
+      if (auto dropped = drops_.take(); !dropped.empty()) assembler_.note_ring_drops(dropped);
+      if (hooks_.publish) hooks_.publish(assembler_);
+      if (hooks_.on_interval) hooks_.on_interval();
+    }
+    assembler_.poll(false);
+    if (cfg_.once && assembler_.session_finished()) break;
+  }
+}
+
+void WriterLoop::finish(const std::function<void()>& stop_upstream) {
+  stop_upstream();
+  try {
+    drain();
+    take_saved();
+    assembler_.fail_all("receiver stopped before the file was complete");
+    if (hooks_.publish) hooks_.publish(assembler_);
+  } catch (const std::exception& e) {
+    spdlog::error("Error: while stopping: {}", e.what());
+  }
+}
+
+void WriterLoop::drain() {
+  size_t n = ring_.available();
+  size_t since_release = 0;
+  for (size_t i = 0; i < n; ++i) {
+    size_t real_len = 0;
+    auto data = ring_.filled_slot(since_release, &real_len);
+    assembler_.on_datagram(data, real_len);
+    if (++since_release == kReleaseGroup) {
+      ring_.release(kReleaseGroup);
+      since_release = 0;
+    }
+  }
+  ring_.release(since_release);
+}
+
+void WriterLoop::take_saved() {
+  for (auto& l : drops_.take_saved()) saved_.push_back(std::move(l));
+  while (!saved_.empty() && ring_.consumed() >= saved_.front().after) {
+    const auto& bytes = saved_.front().bytes;
+    assembler_.on_datagram(bytes, bytes.size());
+    saved_.pop_front();
+  }
+}
+
+}  // namespace ddft::receiver

@@ -1,0 +1,67 @@
+// The receiver's "dd-write" thread: drains the ring into the assembler.
+//
+//   SlotRing ──> [WriterLoop on "dd-write"] ──> Assembler (decode, files, writes, finishing)
+//   DropLedger (file lists kept from a full ring, taken in arrival order)
+//
+// Each pass waits for datagrams (20 ms, or 200 us while I/O is pending, so a small file's
+// rename does not wait for the next packet), hands them to the assembler, gives the slots back
+// in small groups, takes the file lists the ingest thread kept aside once everything before
+// them has been taken, and polls the assembler's I/O. Every 250 ms it names the ring's drops by
+// file and publishes the assembler's counters.
+//
+// Stop: on a stop request (or with --once, when the session has finished) the loop ends, stops
+// the thread that fills the ring (the ingest thread, through `stop_upstream`), drains what the
+// ring still holds, and fails every file still incomplete ("receiver stopped before the file
+// was complete"). The assembler is only ever called from this thread.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <stop_token>
+
+#include "common/clock.hpp"
+#include "receiver/assembler.hpp"
+#include "receiver/config.hpp"
+#include "receiver/ingest.hpp"
+#include "receiver/slot_ring.hpp"
+
+namespace ddft::receiver {
+
+class WriterLoop {
+ public:
+  // What the receiver is told as the loop runs; each is called on the loop's thread and must
+  // return quickly. Empty ones are skipped.
+  struct Hooks {
+    std::function<void()> on_pass;  // each pass of the loop (a watchdog's sign of life)
+    std::function<void(const Assembler&)> publish;  // every 250 ms and once at the end
+    std::function<void()> on_interval;              // every 250 ms, after publish
+  };
+
+  // All references must outlive run().
+  WriterLoop(const ReceiverConfig& cfg, SlotRing& ring, DropLedger& drops, Assembler& assembler,
+             common::Clock& clock, Hooks hooks);
+
+  // Runs until `stop` is requested or, with cfg.once, the session has finished; then calls
+  // `stop_upstream` (which returns once nothing more enters the ring), drains the ring and fails
+  // the files still incomplete. An exception from the assembler ends the loop with an Error
+  // line; the stop sequence still runs.
+  void run(std::stop_token stop, const std::function<void()>& stop_upstream);
+
+ private:
+  void loop(std::stop_token stop);
+  void finish(const std::function<void()>& stop_upstream);
+  // Hands every datagram the ring holds to the assembler, releasing slots in groups of 64.
+  void drain();
+  // Hands over the kept file lists whose place in the stream has been reached.
+  void take_saved();
+
+  const ReceiverConfig& cfg_;
+  SlotRing& ring_;
+  DropLedger& drops_;
+  Assembler& assembler_;
+  common::Clock& clock_;
+  Hooks hooks_;
+  std::deque<DropLedger::Saved> saved_;  // file lists taken from the ledger, not yet handed on
+};
+
+}  // namespace ddft::receiver
