@@ -11,7 +11,7 @@ work=$(mktemp -d)
 rx= holder=
 cleanup() {
   [[ -n "$rx" ]] && kill "$rx" 2>/dev/null
-  [[ -n "$holder" ]] && kill "$holder" 2>/dev/null
+  [[ -n "$holder" ]] && { pkill -P "$holder"; kill "$holder"; } 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -40,7 +40,8 @@ p=$(port)
   --file-timeout 2 --max-file-size 1MiB --exclude '*.tmp' --buffer-mb 96 --write-buffers 16 > /dev/null 2>&1 &
 rx=$!
 for _ in $(seq 100); do grep -q "receiving on" "$work/rx.log" 2>/dev/null && break; sleep 0.05; done
-flock --exclusive "$work/src/locked.bin" sleep 60 &
+# Its output goes nowhere: a child holding the test's stdout open would keep ctest waiting.
+flock --exclusive "$work/src/locked.bin" sleep 60 > /dev/null 2>&1 &
 holder=$!
 for _ in $(seq 100); do flock --nonblock --shared "$work/src/locked.bin" true || break; sleep 0.05; done
 "$send_bin" "$work/src/lost.bin" "$work/src/good.bin" "$work/src/sub" "$work/src/big.bin" \
@@ -50,6 +51,7 @@ for _ in $(seq 100); do flock --nonblock --shared "$work/src/locked.bin" true ||
 wait "$rx"
 [[ $? -eq 1 ]] && ok || bad "receiver exit (want 1: files failed or were refused)"
 rx=
+pkill -P "$holder" 2>/dev/null  # the sleep flock runs: it holds the lock
 kill "$holder" 2>/dev/null
 holder=
 
