@@ -26,6 +26,8 @@ packages=(
   # the fuzz harnesses (scripts/fuzz.sh): libFuzzer comes with clang 14, whose fuzzer, ASan and
   # UBSan runtimes are the separate libclang-rt-14-dev
   clang libclang-rt-14-dev
+  # the formatting check (scripts/check_format.sh, ctest scripts.format)
+  clang-format
 )
 
 missing=()
