@@ -15,68 +15,12 @@
 
 namespace ddft::receiver {
 
-Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
-                   common::Clock& clock)
+Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, common::Clock& clock)
     : cfg_(cfg), clock_(clock) {
-  out_ = std::make_unique<OutputDir>(cfg.output, cfg.failed_dir, cfg.on_collision, cfg.null_sink);
-  out_->lock_exclusive();  // before the sweep: another receiver's files in flight are its own
-  out_->set_path_limits(cfg.path_limits);
-  if (!cfg.null_sink) {
-    // Before any datagram: what an earlier run left is finished or named first.
-    journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
-    recovery_ = recover_at_start(*out_, *journal_, cfg.keep_partial);
-  }
-  bool direct = false;
-  if (cfg.direct_io_text != "off" && !cfg.null_sink) {
-    direct = out_->enable_direct_io();
-    if (!direct && cfg.direct_io_text == "on") {
-      spdlog::warn("Warn: --direct-io on: the file system of '{}' refuses O_DIRECT; writing "
-                   "through the page cache",
-                   cfg.output);
-    }
-  }
-  // --buffer-mb is all the receive buffering: the write blocks come out of it, the ring gets the
-  // rest, so the daemon's memory is what the operator asked for.
-  const size_t pool_bytes = cfg.write_buffers * cfg.write_block_kb * 1024;
-  const size_t ring_bytes = cfg.buffer_mb * 1024 * 1024 - pool_bytes;
-  const size_t slots = std::max<size_t>(cfg.batch * 2, ring_bytes / cfg.max_packet_size);
-  // Populating touches every page now (about a second per GiB here, 2-3 s under memory
-  // pressure): the link is not open yet, so no datagram waits in the kernel meanwhile.
-  ring_ = std::make_unique<SlotRing>(slots, cfg.max_packet_size, /*populate=*/true);
-  if (cfg.lock_memory) {
-    if (const int err = ring_->memory().lock(); err != 0) {
-      spdlog::warn("Warn: cannot lock the receive buffer in RAM: {} (run as root or raise "
-                   "RLIMIT_MEMLOCK)",
-                   std::strerror(err));
-    }
-  }
-  block_memory_ = common::AlignedBuffer(cfg.write_buffers * cfg.write_block_kb * 1024, true);
-  std::string note;
-  common::BlockIoOptions io;
-  io.engine = cfg.io_engine;
-  io.threads = cfg.writers;
-  io.queue_depth = cfg.queue_depth;
-  io.fixed = block_memory_.span();
-  io.thread_name = "wio";
-  writer_ = common::make_block_io(io, &note);
-  if (cfg.test_stall_writer_s > 0) {
-    writer_ = std::make_unique<StallingIo>(std::move(writer_), cfg.test_stall_writer_s,
-                                           uint64_t{cfg.test_stall_after_mb} << 20);
-  }
-  if (!note.empty()) spdlog::warn("Warn: {}", note);
-  if (!cfg.on_complete.empty() && cfg.null_sink) {
-    spdlog::warn("Warn: --on-complete is not run with --sink null (no file is written)");
-  } else if (!cfg.on_complete.empty()) {
-    HookOptions ho;
-    ho.command = cfg.on_complete;
-    ho.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::duration<double>(cfg.on_complete_timeout_s));
-    ho.jobs = cfg.on_complete_jobs;
-    hooks_ = std::make_unique<HookRunner>(ho, clock_);
-    spdlog::info("Info: on-complete: {} (at most {} at once, timeout {:g} s)",
-                 common::json_quote(cfg.on_complete), cfg.on_complete_jobs,
-                 cfg.on_complete_timeout_s);
-  }
+  const bool direct = open_output();
+  const size_t slots = make_ring();
+  make_io_engine();
+  make_hooks();
   // Last: from here on a sender's datagrams queue in the kernel, and all that is left before
   // they are drained is making the assembler and starting the two threads (run()).
   source_ = open_source();
@@ -89,6 +33,81 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source,
       link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb, slots, cfg.max_packet_size,
       writer_->describe(), direct ? ", direct IO" : "", cfg.write_buffers, cfg.write_block_kb,
       cfg.write_mode_text, cfg.on_collision_text);
+}
+
+bool Receiver::open_output() {
+  out_ =
+      std::make_unique<OutputDir>(cfg_.output, cfg_.failed_dir, cfg_.on_collision, cfg_.null_sink);
+  out_->lock_exclusive();  // before the sweep: another receiver's files in flight are its own
+  out_->set_path_limits(cfg_.path_limits);
+  if (!cfg_.null_sink) {
+    // Before any datagram: what an earlier run left is finished or named first.
+    journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
+    recovery_ = recover_at_start(*out_, *journal_, cfg_.keep_partial);
+  }
+  if (cfg_.direct_io_text == "off" || cfg_.null_sink) return false;
+  const bool direct = out_->enable_direct_io();
+  if (!direct && cfg_.direct_io_text == "on") {
+    spdlog::warn(
+        "Warn: --direct-io on: the file system of '{}' refuses O_DIRECT; writing "
+        "through the page cache",
+        cfg_.output);
+  }
+  return direct;
+}
+
+size_t Receiver::make_ring() {
+  // --buffer-mb is all the receive buffering: the write blocks come out of it, the ring gets the
+  // rest, so the daemon's memory is what the operator asked for.
+  const size_t pool_bytes = cfg_.write_buffers * cfg_.write_block_kb * 1024;
+  const size_t ring_bytes = cfg_.buffer_mb * 1024 * 1024 - pool_bytes;
+  const size_t slots = std::max<size_t>(cfg_.batch * 2, ring_bytes / cfg_.max_packet_size);
+  // Populating touches every page now (about a second per GiB here, 2-3 s under memory
+  // pressure): the link is not open yet, so no datagram waits in the kernel meanwhile.
+  ring_ = std::make_unique<SlotRing>(slots, cfg_.max_packet_size, /*populate=*/true);
+  if (cfg_.lock_memory) {
+    if (const int err = ring_->memory().lock(); err != 0) {
+      spdlog::warn(
+          "Warn: cannot lock the receive buffer in RAM: {} (run as root or raise "
+          "RLIMIT_MEMLOCK)",
+          std::strerror(err));
+    }
+  }
+  return slots;
+}
+
+void Receiver::make_io_engine() {
+  block_memory_ = common::AlignedBuffer(cfg_.write_buffers * cfg_.write_block_kb * 1024, true);
+  std::string note;
+  common::BlockIoOptions io;
+  io.engine = cfg_.io_engine;
+  io.threads = cfg_.writers;
+  io.queue_depth = cfg_.queue_depth;
+  io.fixed = block_memory_.span();
+  io.thread_name = "dd-wio";
+  writer_ = common::make_block_io(io, &note);
+  if (cfg_.test_stall_writer_s > 0) {
+    writer_ = std::make_unique<StallingIo>(std::move(writer_), cfg_.test_stall_writer_s,
+                                           uint64_t{cfg_.test_stall_after_mb} << 20);
+  }
+  if (!note.empty()) spdlog::warn("Warn: {}", note);
+}
+
+void Receiver::make_hooks() {
+  if (cfg_.on_complete.empty()) return;
+  if (cfg_.null_sink) {
+    spdlog::warn("Warn: --on-complete is not run with --sink null (no file is written)");
+    return;
+  }
+  HookOptions ho;
+  ho.command = cfg_.on_complete;
+  ho.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(cfg_.on_complete_timeout_s));
+  ho.jobs = cfg_.on_complete_jobs;
+  hooks_ = std::make_unique<HookRunner>(ho, clock_);
+  spdlog::info("Info: on-complete: {} (at most {} at once, timeout {:g} s)",
+               common::json_quote(cfg_.on_complete), cfg_.on_complete_jobs,
+               cfg_.on_complete_timeout_s);
 }
 
 Receiver::~Receiver() = default;
@@ -197,13 +216,15 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   }
   if (const long drops = source_->link_drops(); drops > 0) {
     if (cfg_.transport_text == "device") {
-      spdlog::warn("Warn: {} byte(s) read from the device did not form valid packets and were "
-                   "skipped",
-                   drops);
+      spdlog::warn(
+          "Warn: {} byte(s) read from the device did not form valid packets and were "
+          "skipped",
+          drops);
     } else {
-      spdlog::warn("Warn: the kernel dropped {} datagram(s) on the socket (receive buffer "
-                   "overrun: lower the sender's --rate or raise --socket-buffer-mb)",
-                   drops);
+      spdlog::warn(
+          "Warn: the kernel dropped {} datagram(s) on the socket (receive buffer "
+          "overrun: lower the sender's --rate or raise --socket-buffer-mb)",
+          drops);
     }
   }
 
@@ -216,9 +237,10 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   t.ring_full_drops = ingest.counters().ring_full_drops.load();
   t.lost = assembler.seq().lost();
   if (t.ring_full_drops > 0) {
-    spdlog::warn("Warn: {} packet(s) were dropped because the receive buffer was full (ring "
-                 "high-water {} of {} slots)",
-                 t.ring_full_drops, ingest.counters().ring_high_water.load(), ring_->capacity());
+    spdlog::warn(
+        "Warn: {} packet(s) were dropped because the receive buffer was full (ring "
+        "high-water {} of {} slots)",
+        t.ring_full_drops, ingest.counters().ring_high_water.load(), ring_->capacity());
   }
   return t;
 }

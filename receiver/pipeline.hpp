@@ -4,7 +4,8 @@
 //            recvmmsg straight into free      never blocks: full ring = drop + count + log
 //            ring slots                       (the sender's file lists are kept aside)
 //
-//   SlotRing ──> [thread "dd-write": WriterLoop, Assembler] ──> BlockIo (io_uring, or pwrite fallback;
+//   SlotRing ──> [thread "dd-write": WriterLoop, Assembler] ──> BlockIo (io_uring, or pwrite
+//   fallback;
 //                                                  --writers N: N IO threads "wio1".."wioN")
 //                decode + checksum, session and     write blocks from a pool registered with
 //                sequence tracking, assembly into   io_uring as fixed buffers; folder fsyncs
@@ -51,8 +52,8 @@
 #include "common/transport.hpp"
 #include "receiver/assembler.hpp"
 #include "receiver/config.hpp"
-#include "receiver/ingest.hpp"
 #include "receiver/hook_runner.hpp"
+#include "receiver/ingest.hpp"
 #include "receiver/outcome_log.hpp"
 #include "receiver/recovery.hpp"
 #include "receiver/slot_ring.hpp"
@@ -136,6 +137,15 @@ class Receiver {
   const HookRunner* hooks() const { return hooks_.get(); }
 
  private:
+  // The constructor's steps, in order. open_output(): the output folder locked, what an earlier
+  // run left finished or named; true when writes go direct (O_DIRECT).
+  bool open_output();
+  // The ring, populated (and locked with --lock-memory); returns its slot count.
+  size_t make_ring();
+  // The write blocks and the IO engine that writes them.
+  void make_io_engine();
+  // The --on-complete runner, when one is asked for (and files are written).
+  void make_hooks();
   void publish(const Assembler& assembler);
   // Writer thread, at the top of each pass of its loop: counts the pass and, the first time the
   // ingest loop has run too, logs the `receiving on` line and tells the observer.
