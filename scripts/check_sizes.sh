@@ -27,9 +27,6 @@ receiver/assembler.* | being split in issue 16
 receiver/pipeline.*  | being split in issue 16
 sender/pipeline.*    | being split in issue 16
 sender/reader.cpp:read_file | 86 lines; the reader moves below sender/ in issue 16 (layers row)
-iotest/cli.cpp:prompt_params | to be split in issue 16 (longfns)
-iotest/cli.cpp:iotest_main | to be split in issue 16 (longfns)
-iotest/disk.cpp:write_files | to be split in issue 16 (longfns)
 receiver/output_dir.cpp | to be split in issue 16 (longfns)
 sender/hot_folder.cpp | to be split in issue 16 (longfns)
 receiver/config.cpp:add_receiver_options | to be split in issue 16 (longfns)
