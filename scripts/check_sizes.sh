@@ -27,7 +27,6 @@ receiver/assembler.* | being split in issue 16
 receiver/pipeline.*  | being split in issue 16
 sender/pipeline.*    | being split in issue 16
 sender/reader.cpp:read_file | 86 lines; the reader moves below sender/ in issue 16 (layers row)
-sender/watch_journal.cpp:WatchJournal | to be split in issue 16 (longfns)
 '
 
 python3 - "$root" "$allow_list" <<'PY'
