@@ -1,12 +1,12 @@
 #include "iotest/cli.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -32,7 +32,9 @@ void ask(std::istream& in, std::ostream& out, const std::string& question, Accep
   for (;;) {
     out << question << std::flush;
     std::string line;
-    if (!std::getline(in, line)) throw std::runtime_error("input ended before every question was answered");
+    if (!std::getline(in, line)) {
+      throw std::runtime_error("input ended before every question was answered");
+    }
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
     try {
       accept(line);
@@ -73,14 +75,12 @@ bool parse_bool(const std::string& text) {
 
 }  // namespace
 
-void prompt_params(std::istream& in, std::ostream& out, Params& p) {
+namespace {
+
+// The questions of prompt_params about the run: the folder, the file size, the timeout and the
+// number of runs per setting.
+void prompt_run_params(std::istream& in, std::ostream& out, Params& p) {
   const bool write = p.kind == Kind::kWrite;
-  out << (write ? "Entering Write TestIO." : "Entering Read TestIO.")
-      << " This will run a series of tests on the file system to\nattempt to discover the optimal "
-         "values for # of "
-      << (write ? "writer" : "reader") << " threads and " << (write ? "write" : "read")
-      << " block\nsize for your system. The test is both IO intensive and CPU intensive. Please\n"
-         "give the test adequate time to complete.\n\n";
   ask(in, out, "Please enter the drive/path you wish to test (ie:  /mnt/data/ ):  ",
       [&](const std::string& a) {
         struct stat st {};
@@ -99,7 +99,8 @@ void prompt_params(std::istream& in, std::ostream& out, Params& p) {
       });
   out << "  File size:  " << p.size_mb << "MB.\n\n";
   ask(in, out,
-      fmt::format("Please enter the timeout length (secs) per run (default {} secs): ", p.timeout_s),
+      fmt::format("Please enter the timeout length (secs) per run (default {} secs): ",
+                  p.timeout_s),
       [&](const std::string& a) {
         if (!a.empty()) p.timeout_s = parse_number<double>(a, "timeout", 0.1, 86400);
       });
@@ -111,6 +112,11 @@ void prompt_params(std::istream& in, std::ostream& out, Params& p) {
         if (!a.empty()) p.runs = parse_number<unsigned>(a, "runs", 1, 100);
       });
   out << "  Number of runs per iteration:  " << p.runs << "\n\n";
+}
+
+// The questions of prompt_params about the sweep: block sizes and thread counts.
+void prompt_sweep_params(std::istream& in, std::ostream& out, Params& p) {
+  const bool write = p.kind == Kind::kWrite;
   out << "Test if buffer size used in " << (write ? "writes to" : "reads from")
       << " disk affect performance.\n";
   ask(in, out,
@@ -123,8 +129,8 @@ void prompt_params(std::istream& in, std::ostream& out, Params& p) {
       });
   out << "  " << p.block_kb.size() << " Buffer Size values (KB):  " << join(p.block_kb) << ".\n\n";
   out << "Test if multiple " << (write ? "writers" : "readers")
-      << " offer performance benefit when " << (write ? "saving a block to" : "reading a block from")
-      << " disk.\n";
+      << " offer performance benefit when "
+      << (write ? "saving a block to" : "reading a block from") << " disk.\n";
   ask(in, out,
       fmt::format("Please enter a {} thread array to attempt (default:  '{}'): ",
                   write ? "writer" : "reader", join(p.threads)),
@@ -132,7 +138,11 @@ void prompt_params(std::istream& in, std::ostream& out, Params& p) {
         if (!a.empty()) p.threads = parse_list(a, "thread counts", 1, kMaxThreads);
       });
   out << "  " << p.threads.size() << " Thread values:  " << join(p.threads) << ".\n\n";
-  if (!write) return;
+}
+
+// The questions of prompt_params that only the write test asks: files at once, direct I/O and
+// the write mode.
+void prompt_write_params(std::istream& in, std::ostream& out, Params& p) {
   ask(in, out,
       fmt::format("How many files would you like to create concurrently for IO test (default "
                   "{})?\nNote:  number of files will never exceed number of writer threads during "
@@ -158,134 +168,133 @@ void prompt_params(std::istream& in, std::ostream& out, Params& p) {
   out << "  Mode used = " << p.mode << ".\n\n";
 }
 
-int iotest_main(int argc, char** argv, const std::string& prog, std::optional<Kind> kind) {
-  // The programs' own log lines (the reader's errors, the signal notice) go to stderr: stdout
-  // carries the report, or the JSON with --json -. A closed pipe must not kill a run mid-way
-  // (its files would stay): writes then fail instead.
-  spdlog::set_default_logger(spdlog::stderr_logger_mt("iotest"));
-  spdlog::set_pattern("%v");
-  std::signal(SIGPIPE, SIG_IGN);
-  Params p;
-  std::string test_text = "write";
-  std::string block_text = join(p.block_kb);
-  std::string threads_text = join(p.threads);
-  std::string direct_text = "on";
+}  // namespace
+
+void prompt_params(std::istream& in, std::ostream& out, Params& p) {
+  const bool write = p.kind == Kind::kWrite;
+  out << (write ? "Entering Write TestIO." : "Entering Read TestIO.")
+      << " This will run a series of tests on the file system to\nattempt to discover the optimal "
+         "values for # of "
+      << (write ? "writer" : "reader") << " threads and " << (write ? "write" : "read")
+      << " block\nsize for your system. The test is both IO intensive and CPU intensive. Please\n"
+         "give the test adequate time to complete.\n\n";
+  prompt_run_params(in, out, p);
+  prompt_sweep_params(in, out, p);
+  if (write) prompt_write_params(in, out, p);
+}
+
+namespace {
+
+// The options that are text on the command line, before they become Params.
+struct OptionText {
+  std::string test = "write";
+  std::string block;
+  std::string threads;
+  std::string direct = "on";
   std::string json_path;
-  CLI::App app{kind == Kind::kRead ? "Disk read self-test: the sender's reader over a sweep of "
-                                     "block sizes and reader threads"
-               : kind == Kind::kWrite
-                   ? "Disk write self-test: the receiver's writer over a sweep of block sizes and "
-                     "writer threads"
-                   : "Disk IO self-test: finds the block size and thread count at which this "
-                     "disk writes (receiver) or reads (sender) fastest, through the programs' own "
-                     "IO code. Run on a terminal with no options, it asks for each setting."};
-  app.name(prog);
-  if (!kind) {
+};
+
+// The help's description line: for the stand-alone program (no `kind`) or one switch.
+std::string app_description(std::optional<Kind> kind) {
+  return kind == Kind::kRead ? "Disk read self-test: the sender's reader over a sweep of "
+                               "block sizes and reader threads"
+         : kind == Kind::kWrite
+             ? "Disk write self-test: the receiver's writer over a sweep of block sizes and "
+               "writer threads"
+             : "Disk IO self-test: finds the block size and thread count at which this "
+               "disk writes (receiver) or reads (sender) fastest, through the programs' own "
+               "IO code. Run on a terminal with no options, it asks for each setting.";
+}
+
+// Declares the self-test's options on `app`, stored into `p` and `t`. `standalone`: dd_iotest
+// itself, which also has --version and --test.
+void add_iotest_options(CLI::App& app, Params& p, OptionText& t, bool standalone,
+                        const std::string& prog) {
+  if (standalone) {
     // Only the stand-alone program: under --test-io, --version is the host program's.
     app.set_version_flag("--version", prog + " " + common::kVersion);
-    app.add_option("--test", test_text, "write (for dd_file_receive) or read (for dd_file_send)")
+    app.add_option("--test", t.test, "write (for dd_file_receive) or read (for dd_file_send)")
         ->check(CLI::IsMember({"write", "read"}))
         ->capture_default_str();
   }
   app.add_option("--path,-p", p.path, "Folder to test (the test files are made and removed there)");
-  app.add_option("--size-mb", p.size_mb, "Bytes moved per run, MB (2^20); above the RAM for an "
-                                         "honest figure")
+  app.add_option("--size-mb", p.size_mb,
+                 "Bytes moved per run, MB (2^20); above the RAM for an "
+                 "honest figure")
       ->capture_default_str();
-  app.add_option("--timeout", p.timeout_s, "Seconds per run before it is cut short")->capture_default_str();
-  app.add_option("--runs", p.runs, "Runs per setting; the table shows their average")->capture_default_str();
-  app.add_option("--block-kb", block_text, "Buffer (block) sizes to try, KB, comma-separated")
+  app.add_option("--timeout", p.timeout_s, "Seconds per run before it is cut short")
       ->capture_default_str();
-  app.add_option("--threads", threads_text, "Thread counts to try, comma-separated")->capture_default_str();
-  app.add_option("--files", p.files, "Files written at once (never more than the threads; write test)")
+  app.add_option("--runs", p.runs, "Runs per setting; the table shows their average")
       ->capture_default_str();
-  app.add_option("--direct-io", direct_text, "on: O_DIRECT for whole blocks as the receiver does; "
-                                             "off: through the page cache (write test)")
+  app.add_option("--block-kb", t.block, "Buffer (block) sizes to try, KB, comma-separated")
+      ->capture_default_str();
+  app.add_option("--threads", t.threads, "Thread counts to try, comma-separated")
+      ->capture_default_str();
+  app.add_option("--files", p.files,
+                 "Files written at once (never more than the threads; write test)")
+      ->capture_default_str();
+  app.add_option("--direct-io", t.direct,
+                 "on: O_DIRECT for whole blocks as the receiver does; "
+                 "off: through the page cache (write test)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.add_option("--mode", p.mode, "File mode as --write-mode: rw, rwd, rws (write test)")
       ->capture_default_str();
   app.add_option("--queue-depth", p.queue_depth,
                  "Requests in flight per thread (default: the program's own, 32 write / 4 read)");
-  app.add_option("--json", json_path, "Also write the figures as JSON to this file ('-': stdout, "
-                                      "the report then goes to stderr)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-    return 2;
-  }
-  p.kind = kind ? *kind : (test_text == "read" ? Kind::kRead : Kind::kWrite);
-  if (p.kind == Kind::kRead) p.direct = false;
-  size_t given = 0;  // options other than --test: none, on a terminal, means "ask"
-  for (const CLI::Option* o : app.get_options()) {
-    if (!o->check_lname("test")) given += o->count();
-  }
-  std::FILE* report = json_path == "-" ? stderr : stdout;
-  try {
-    p.block_kb = parse_list(block_text, "buffer sizes", kMinBlockKb, kMaxBlockKb);
-    p.threads = parse_list(threads_text, "thread counts", 1, kMaxThreads);
-    if (p.kind == Kind::kWrite) p.direct = direct_text == "on";
-    if (given == 0 && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO)) {
-      prompt_params(std::cin, std::cout, p);
-    }
-    validate(p);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-    return 2;
-  }
+  app.add_option("--json", t.json_path,
+                 "Also write the figures as JSON to this file ('-': "
+                 "stdout, the report then goes to stderr)");
+}
 
-  Preflight pre;
-  std::ofstream json_file;
-  try {
-    pre = preflight(p);
-    if (!json_path.empty() && json_path != "-") {
-      json_file.open(json_path, std::ios::trunc);
-      if (!json_file) throw std::runtime_error(fmt::format("cannot write '{}'", json_path));
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-    return 2;
+// Completes `p` from the option text, asks for every setting when no option but --test was
+// given (`given` == 0) on a terminal, and validates it. Throws with the reason a value is refused.
+void settle_params(Params& p, const OptionText& t, size_t given) {
+  p.block_kb = parse_list(t.block, "buffer sizes", kMinBlockKb, kMaxBlockKb);
+  p.threads = parse_list(t.threads, "thread counts", 1, kMaxThreads);
+  if (p.kind == Kind::kWrite) p.direct = t.direct == "on";
+  if (given == 0 && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO)) {
+    prompt_params(std::cin, std::cout, p);
   }
-  std::fputs(format_params(p).c_str(), report);
-  for (const std::string& w : pre.warnings) std::fprintf(report, "Warning: %s\n", w.c_str());
-  std::fflush(report);
+  validate(p);
+}
 
-  std::stop_source stop;
-  common::StopOnSignals on_signal(stop);
-  Sweep sweep;
-  try {
-    DiskRunner runner(p, stop.get_token());
-    sweep = run_sweep(
-        p, [&](unsigned b, unsigned t, unsigned f) { return runner.run(b, t, f); },
-        [&] { return stop.stop_requested(); },
-        [&](const Cell& c, unsigned run, const RunOutcome& o) {
-          std::fprintf(stderr, "  %u KB x %u thread(s), run %u/%u: %.1f MB/s%s\n", c.block_kb,
-                       c.threads, run + 1, p.runs, mb_per_s(o), o.timed_out ? " (timed out)" : "");
-        });
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s (the test files were removed)\n", prog.c_str(), e.what());
-    return 1;
-  }
-  std::vector<std::string> warnings = pre.warnings;
+// Runs the sweep of `p`, each run's figure on stderr, until done or `stop` is requested. Throws
+// what the disk runner throws (its test files removed).
+Sweep measure(const Params& p, const std::stop_source& stop) {
+  DiskRunner runner(p, stop.get_token());
+  return run_sweep(
+      p, [&](unsigned b, unsigned t, unsigned f) { return runner.run(b, t, f); },
+      [&] { return stop.stop_requested(); },
+      [&](const Cell& c, unsigned run, const RunOutcome& o) {
+        std::fprintf(stderr, "  %u KB x %u thread(s), run %u/%u: %.1f MB/s%s\n", c.block_kb,
+                     c.threads, run + 1, p.runs, mb_per_s(o), o.timed_out ? " (timed out)" : "");
+      });
+}
+
+// Prints the table and the recommendation to `report` and, with --json, writes the figures to
+// `json_file` (or stdout for "-"). Returns the exit status: 0, 1 if the JSON cannot be written,
+// 130 if the sweep was interrupted.
+int report_sweep(const Params& p, const Sweep& sweep, std::vector<std::string> warnings,
+                 std::FILE* report, const std::string& json_path, std::ofstream& json_file,
+                 const std::string& prog) {
   unsigned timeouts = 0;
   for (const Cell& c : sweep.cells) timeouts += c.timeouts;
   if (timeouts > 0) {
-    warnings.push_back(fmt::format("{} run(s) hit the {} s timeout (cells marked *): their figures "
-                                   "cover only what was moved until then; give a longer --timeout",
-                                   timeouts, p.timeout_s));
+    warnings.push_back(
+        fmt::format("{} run(s) hit the {} s timeout (cells marked *): their figures "
+                    "cover only what was moved until then; give a longer --timeout",
+                    timeouts, p.timeout_s));
   }
   std::fputs("\n", report);
   std::fputs(format_table(sweep).c_str(), report);
   if (timeouts > 0) std::fprintf(report, "Warning: %s\n", warnings.back().c_str());
   const Recommendation rec = recommend(sweep);
   if (sweep.interrupted) {
-    std::fputs("Interrupted: the test files were removed; the table shows the settings measured "
-               "so far.\n",
-               report);
+    std::fputs(
+        "Interrupted: the test files were removed; the table shows the settings measured "
+        "so far.\n",
+        report);
   } else {
     std::fputs(format_recommendation(sweep, rec).c_str(), report);
   }
@@ -303,6 +312,73 @@ int iotest_main(int argc, char** argv, const std::string& prog, std::optional<Ki
     }
   }
   return sweep.interrupted ? 130 : 0;
+}
+
+}  // namespace
+
+int iotest_main(int argc, char** argv, const std::string& prog, std::optional<Kind> kind) {
+  // The programs' own log lines (the reader's errors, the signal notice) go to stderr: stdout
+  // carries the report, or the JSON with --json -. A closed pipe must not kill a run mid-way
+  // (its files would stay): writes then fail instead.
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("iotest"));
+  spdlog::set_pattern("%v");
+  std::signal(SIGPIPE, SIG_IGN);
+  Params p;
+  OptionText t;
+  t.block = join(p.block_kb);
+  t.threads = join(p.threads);
+  CLI::App app{app_description(kind)};
+  app.name(prog);
+  add_iotest_options(app, p, t, !kind, prog);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
+    return 2;
+  }
+  p.kind = kind ? *kind : (t.test == "read" ? Kind::kRead : Kind::kWrite);
+  if (p.kind == Kind::kRead) p.direct = false;
+  size_t given = 0;  // options other than --test: none, on a terminal, means "ask"
+  for (const CLI::Option* o : app.get_options()) {
+    if (!o->check_lname("test")) given += o->count();
+  }
+  std::FILE* report = t.json_path == "-" ? stderr : stdout;
+  Preflight pre;
+  std::ofstream json_file;
+  try {
+    settle_params(p, t, given);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
+    return 2;
+  }
+  try {
+    pre = preflight(p);
+    if (!t.json_path.empty() && t.json_path != "-") {
+      json_file.open(t.json_path, std::ios::trunc);
+      if (!json_file) throw std::runtime_error(fmt::format("cannot write '{}'", t.json_path));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
+    return 2;
+  }
+  std::fputs(format_params(p).c_str(), report);
+  for (const std::string& w : pre.warnings) std::fprintf(report, "Warning: %s\n", w.c_str());
+  std::fflush(report);
+
+  std::stop_source stop;
+  common::StopOnSignals on_signal(stop);
+  Sweep sweep;
+  try {
+    sweep = measure(p, stop);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s (the test files were removed)\n", prog.c_str(), e.what());
+    return 1;
+  }
+  return report_sweep(p, sweep, pre.warnings, report, t.json_path, json_file, prog);
 }
 
 const char* switch_flag(Kind kind) { return kind == Kind::kWrite ? "--test-io" : "--test-read-io"; }

@@ -32,6 +32,61 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// One file of a write run: its descriptors (buffered, and O_DIRECT or invalid), its size and the
+// offset of its next block.
+struct TestFile {
+  common::UniqueFd fd;
+  common::UniqueFd direct_fd;
+  uint64_t size = 0;
+  uint64_t next = 0;
+};
+
+// The block I/O engine of a write run, as the receiver would pick it: `threads` writers of
+// queue depth queue_depth_of(p) over `fixed`. Says once (*noted then true) on stderr when it fell
+// back from io_uring.
+std::unique_ptr<common::BlockIo> make_write_engine(const Params& p, unsigned threads,
+                                                   std::span<uint8_t> fixed, bool* noted) {
+  common::BlockIoOptions o;
+  o.threads = threads;
+  o.queue_depth = queue_depth_of(p);
+  o.fixed = fixed;
+  o.thread_name = "wio";
+  std::string note;
+  auto io = common::make_block_io(o, &note);
+  if (!note.empty() && !*noted) {
+    std::fprintf(stderr, "Warning: %s: the figures are pwrite's, as the receiver's would be\n",
+                 note.c_str());
+    *noted = true;
+  }
+  return io;
+}
+
+// The next file, in turn from `*turn`, that has blocks left to write (advancing *turn past it),
+// or null when all are written.
+TestFile* next_file(std::vector<TestFile>& files, size_t* turn) {
+  const size_t count = files.size();
+  for (size_t k = 0; k < count; ++k) {
+    TestFile& cand = files[(*turn + k) % count];
+    if (cand.next < cand.size) {
+      *turn = (*turn + k + 1) % count;
+      return &cand;
+    }
+  }
+  return nullptr;
+}
+
+// Syncs every file through `io` (fdatasync with `datasync`, else fsync) and waits for all that is
+// in flight; completions go to `on_done`.
+void sync_files(common::BlockIo& io, const std::vector<TestFile>& files, bool datasync,
+                const common::BlockIo::Callback& on_done) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    while (!io.submit_sync(files[i].fd.get(), datasync, (uint64_t{1} << 32) | i)) {
+      io.reap(true, on_done);
+    }
+  }
+  while (io.in_flight() > 0) io.reap(true, on_done);
+}
+
 }  // namespace
 
 uint64_t page_cache_ram() {
@@ -59,24 +114,26 @@ Preflight preflight(const Params& p) {
   }
   struct statvfs vfs {};
   if (::statvfs(p.path.c_str(), &vfs) != 0) {
-    throw std::runtime_error(fmt::format("cannot read the free space of '{}': {}", p.path,
-                                         std::strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("cannot read the free space of '{}': {}", p.path, std::strerror(errno)));
   }
   out.free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
   // Each run's files exist together; a margin keeps the file system out of its last blocks.
   const uint64_t need = (p.size_mb << 20) + (p.size_mb << 20) / 50 + 16 * kMiB;
   if (out.free_bytes < need) {
-    throw std::runtime_error(fmt::format("not enough free space in '{}' for the test: it needs "
-                                         "{} MB, {} MB are free; give a smaller --size-mb",
-                                         p.path, need / kMiB, out.free_bytes / kMiB));
+    throw std::runtime_error(
+        fmt::format("not enough free space in '{}' for the test: it needs "
+                    "{} MB, {} MB are free; give a smaller --size-mb",
+                    p.path, need / kMiB, out.free_bytes / kMiB));
   }
   if (p.kind == Kind::kWrite && p.direct) {
     // The receiver probes the same way: an unnamed file opened O_DIRECT (nothing is written).
     const int fd = ::open(p.path.c_str(), O_TMPFILE | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
     if (fd < 0) {
-      throw std::runtime_error(fmt::format("the file system of '{}' refuses O_DIRECT ({}): test "
-                                           "with direct IO off (--direct-io off)",
-                                           p.path, std::strerror(errno)));
+      throw std::runtime_error(
+          fmt::format("the file system of '{}' refuses O_DIRECT ({}): test "
+                      "with direct IO off (--direct-io off)",
+                      p.path, std::strerror(errno)));
     }
     ::close(fd);
   }
@@ -93,7 +150,8 @@ Preflight preflight(const Params& p) {
 
 DiskRunner::DiskRunner(const Params& p, std::stop_token stop) : p_(p), stop_(std::move(stop)) {
   dir_.reset(::open(p.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir_) throw std::runtime_error(fmt::format("cannot open '{}': {}", p.path, std::strerror(errno)));
+  if (!dir_)
+    throw std::runtime_error(fmt::format("cannot open '{}': {}", p.path, std::strerror(errno)));
 }
 
 DiskRunner::~DiskRunner() { remove_files(); }
@@ -114,8 +172,8 @@ void DiskRunner::remove_files() {
 
 RunOutcome DiskRunner::run(unsigned block_kb, unsigned threads, unsigned files) {
   try {
-    const RunOutcome o = p_.kind == Kind::kWrite ? write_run(block_kb, threads, files)
-                                                 : read_run(block_kb, threads);
+    const RunOutcome o =
+        p_.kind == Kind::kWrite ? write_run(block_kb, threads, files) : read_run(block_kb, threads);
     // Untimed: what the run left dirty is written out now, not during the next run.
     ::syncfs(dir_.get());
     return o;
@@ -142,21 +200,15 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
     common::fill_pseudo_random(memory_.span());
     memory_block_ = block;
   }
-  struct File {
-    common::UniqueFd fd;
-    common::UniqueFd direct_fd;
-    uint64_t size = 0;
-    uint64_t next = 0;
-  };
-  std::vector<File> fs(count);
+  std::vector<TestFile> fs(count);
   for (unsigned i = 0; i < count; ++i) {
     const std::string name = new_name();
     // As the receiver makes its temporary files: O_EXCL, never following a link.
     fs[i].fd.reset(::openat(dir_.get(), name.c_str(),
                             O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fs[i].fd) {
-      throw std::runtime_error(fmt::format("cannot create a test file in '{}': {}", p_.path,
-                                           std::strerror(errno)));
+      throw std::runtime_error(
+          fmt::format("cannot create a test file in '{}': {}", p_.path, std::strerror(errno)));
     }
     made_.push_back(name);
     names->push_back(name);
@@ -167,18 +219,7 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
     fs[i].size = total / count + (i + 1 == count ? total % count : 0);
   }
 
-  common::BlockIoOptions o;
-  o.threads = threads;
-  o.queue_depth = queue_depth_of(p_);
-  o.fixed = memory_.span();
-  o.thread_name = "wio";
-  std::string note;
-  auto io = common::make_block_io(o, &note);
-  if (!note.empty() && !engine_noted_) {
-    std::fprintf(stderr, "Warning: %s: the figures are pwrite's, as the receiver's would be\n",
-                 note.c_str());
-    engine_noted_ = true;
-  }
+  const auto io = make_write_engine(p_, threads, memory_.span(), &engine_noted_);
 
   std::vector<size_t> free_bufs;
   for (size_t i = 0; i < nbuf; ++i) free_bufs.push_back(i);
@@ -195,14 +236,7 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
   for (;;) {
     // Blocks go to the files in turn, as a receiver writing several files at once would.
     while (!stop_submitting && error == 0 && !free_bufs.empty()) {
-      File* f = nullptr;
-      for (unsigned k = 0; k < count && f == nullptr; ++k) {
-        File& cand = fs[(turn + k) % count];
-        if (cand.next < cand.size) {
-          f = &cand;
-          turn = (turn + k + 1) % count;
-        }
-      }
+      TestFile* f = next_file(fs, &turn);
       if (f == nullptr) break;
       const size_t buf = free_bufs.back();
       const size_t len = static_cast<size_t>(std::min<uint64_t>(block, f->size - f->next));
@@ -225,17 +259,12 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
   if (error == 0 && !stop_.stop_requested() && p_.mode != "rw") {
     // --write-mode rwd / rws: the receiver syncs each file before its rename (a run cut short
     // by its timeout too: its figure must carry the same cost).
-    for (unsigned i = 0; i < count; ++i) {
-      while (!io->submit_sync(fs[i].fd.get(), p_.mode == "rwd", (uint64_t{1} << 32) | i)) {
-        io->reap(true, on_done);
-      }
-    }
-    while (io->in_flight() > 0) io->reap(true, on_done);
+    sync_files(*io, fs, p_.mode == "rwd", on_done);
   }
   out.seconds = seconds_since(t0);
   if (error != 0) {
-    throw std::runtime_error(fmt::format("writing the test file in '{}' failed: {}", p_.path,
-                                         std::strerror(error)));
+    throw std::runtime_error(
+        fmt::format("writing the test file in '{}' failed: {}", p_.path, std::strerror(error)));
   }
   return out;
 }
@@ -296,15 +325,17 @@ RunOutcome DiskRunner::read_run(unsigned block_kb, unsigned threads) {
   thread.join();
   if (out.seconds == 0) out.seconds = seconds_since(t0);
   if (!failure.empty()) {
-    throw std::runtime_error(fmt::format("reading the test file in '{}' failed: {}", p_.path, failure));
+    throw std::runtime_error(
+        fmt::format("reading the test file in '{}' failed: {}", p_.path, failure));
   }
   if (reader.open_failures() > 0) {
     throw std::runtime_error(fmt::format("cannot open the read test's file in '{}'", p_.path));
   }
   if (!ended && !run_stop.stop_requested()) {
-    throw std::runtime_error(fmt::format("the reader stopped before the end of the test file in "
-                                         "'{}' (see the error above)",
-                                         p_.path));
+    throw std::runtime_error(
+        fmt::format("the reader stopped before the end of the test file in "
+                    "'{}' (see the error above)",
+                    p_.path));
   }
   return out;
 }

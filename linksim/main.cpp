@@ -7,10 +7,10 @@
 //
 // It runs until SIGINT/SIGTERM (or --idle-exit seconds without a datagram once one has come),
 // then prints what it did, one line, on stdout.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -54,16 +54,13 @@ std::string summary(const linksim::LinkStats& s, uint64_t forwarded) {
       s.bursts, s.longest_burst, s.duplicated, s.corrupted, s.reordered);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{"dd_linksim: a UDP relay that loses, bursts, reorders, duplicates, corrupts and "
-               "rate-caps datagrams, repeatably (--seed)"};
+// Declares dd_linksim's options on `app`, stored into `o`.
+void add_options(CLI::App& app, Options& o) {
   app.set_version_flag("--version", std::string("dd_linksim ") + common::kVersion);
   app.add_option("--listen,-l", o.listen_text, "Receive on HOST:PORT")->required();
   app.add_option("--forward,-f", o.forward_text, "Send on to HOST:PORT")->required();
-  app.add_option("--loss", o.imp.loss_pct, "Random loss, percent of packets")->capture_default_str();
+  app.add_option("--loss", o.imp.loss_pct, "Random loss, percent of packets")
+      ->capture_default_str();
   app.add_option("--burst-loss", o.imp.burst_loss_pct,
                  "Share of packets lost in bursts (Gilbert-Elliott), percent")
       ->capture_default_str();
@@ -93,6 +90,141 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_flag("--quiet,-q", o.log.quiet, "No log lines (the summary is still printed)");
+}
+
+// The relay loop: takes batches of datagrams from a source, passes each through the link model
+// (drop, flip a bit, hold back, duplicate) and sends what survives to the sink under the rate
+// cap. Runs on the calling thread; every reference must outlive it.
+class Relay {
+ public:
+  // `forwarded` counts the datagrams sent on (duplicates included), for the summary.
+  Relay(const Options& o, linksim::LinkModel& model, common::UdpSink& sink,
+        sender::RateLimiter& limiter, const std::stop_source& stop, uint64_t& forwarded)
+      : o_(o),
+        model_(model),
+        sink_(sink),
+        limiter_(limiter),
+        stop_(stop),
+        forwarded_(forwarded),
+        slab_(kBatch * common::kMaxDatagramSize),
+        bufs_(kBatch),
+        lens_(kBatch) {
+    for (size_t i = 0; i < kBatch; ++i) {
+      bufs_[i] = {slab_.data() + i * common::kMaxDatagramSize, common::kMaxDatagramSize};
+    }
+  }
+
+  // Relays until stop is requested or, with --idle-exit, the link has been idle that long after
+  // a first datagram. Throws std::system_error if receiving fails.
+  void run(common::UdpSource& source) {
+    auto last_packet = steady_clock::now();
+    bool any = false;
+    while (!stop_.stop_requested()) {
+      size_t got = 0;
+      const auto ec = source.receive(bufs_, lens_, &got, milliseconds(20));
+      if (ec) throw std::system_error(ec, "receive failed");
+      if (got == 0) {
+        // Idle: whatever is held back goes out now (a real link does not keep packets forever).
+        while (!held_.empty()) release_front();
+        if (!out_.empty()) send();
+        if (any && o_.idle_exit_s > 0 &&
+            steady_clock::now() - last_packet > duration<double>(o_.idle_exit_s)) {
+          break;
+        }
+        continue;
+      }
+      any = true;
+      last_packet = steady_clock::now();
+      relay_batch(got);
+      send();
+    }
+  }
+
+ private:
+  struct Held {
+    std::vector<uint8_t> data;
+    uint64_t release_after = 0;  // `forwarded` count at which it goes out
+  };
+
+  // The model's verdict on each of the first `got` datagrams in bufs_, queued into out_.
+  void relay_batch(size_t got) {
+    for (size_t i = 0; i < got; ++i) {
+      const size_t len = std::min(lens_[i], bufs_[i].size());
+      uint8_t* d = bufs_[i].data();
+      const linksim::Verdict v = model_.next(len);
+      if (v.drop) continue;
+      if (v.flip_bit >= 0) d[v.flip_bit / 8] ^= static_cast<uint8_t>(1u << (v.flip_bit % 8));
+      if (v.reorder) {
+        if (held_.size() >= kMaxHeld) release_front();
+        held_.push_back({std::vector<uint8_t>(d, d + len), forwarded_ + o_.imp.reorder_depth});
+        continue;
+      }
+      pass_on({d, len});
+      if (v.duplicate) pass_on({d, len});
+      while (!held_.empty() && held_.front().release_after <= forwarded_) release_front();
+    }
+  }
+
+  void pass_on(std::span<const uint8_t> d) {
+    out_.push_back(d);
+    ++forwarded_;
+  }
+
+  // The oldest held-back packet goes out with this batch (its buffer moves, it is not copied).
+  void release_front() {
+    released_.push_back(std::move(held_.front().data));
+    held_.pop_front();
+    pass_on(released_.back());
+  }
+
+  // Sends out_ under the rate cap, then empties it.
+  void send() {
+    size_t bytes = 0;
+    for (const auto& d : out_) bytes += d.size();
+    limiter_.acquire(bytes);
+    size_t done = 0;
+    while (done < out_.size() && !stop_.stop_requested()) {
+      size_t sent = 0;
+      const auto ec = sink_.send(std::span(out_).subspan(done), &sent);
+      done += sent;
+      if (ec == std::errc::no_buffer_space) {
+        std::this_thread::sleep_for(microseconds(200));
+      } else if (ec) {
+        // Like a link: what cannot be delivered is gone. Say so once a second at most.
+        if (steady_clock::now() - last_failure_log_ > seconds(1)) {
+          spdlog::warn("Warn: forwarding failed: {}", ec.message());
+          last_failure_log_ = steady_clock::now();
+        }
+        ++done;
+      }
+    }
+    out_.clear();
+    released_.clear();
+  }
+
+  const Options& o_;
+  linksim::LinkModel& model_;
+  common::UdpSink& sink_;
+  sender::RateLimiter& limiter_;
+  const std::stop_source& stop_;
+  uint64_t& forwarded_;
+  std::vector<uint8_t> slab_;
+  std::vector<std::span<uint8_t>> bufs_;  // kBatch receive buffers in slab_
+  std::vector<size_t> lens_;
+  std::deque<Held> held_;
+  std::vector<std::span<const uint8_t>> out_;   // going out with this batch
+  std::vector<std::vector<uint8_t>> released_;  // held packets going out in this batch
+  steady_clock::time_point last_failure_log_ = steady_clock::now() - seconds(2);
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "dd_linksim: a UDP relay that loses, bursts, reorders, duplicates, corrupts and "
+      "rate-caps datagrams, repeatably (--seed)"};
+  add_options(app, o);
   try {
     app.parse(argc, argv);
     if (const std::string e = o.imp.check(); !e.empty()) throw CLI::ValidationError(e);
@@ -118,89 +250,7 @@ int main(int argc, char** argv) {
     std::stop_source stop;
     common::StopOnSignals on_signal(stop);
     spdlog::info("Info: relaying {} -> {}", listen.to_string(), forward.to_string());
-
-    std::vector<uint8_t> slab(kBatch * common::kMaxDatagramSize);
-    std::vector<std::span<uint8_t>> bufs(kBatch);
-    for (size_t i = 0; i < kBatch; ++i) {
-      bufs[i] = {slab.data() + i * common::kMaxDatagramSize, common::kMaxDatagramSize};
-    }
-    std::vector<size_t> lens(kBatch);
-    struct Held {
-      std::vector<uint8_t> data;
-      uint64_t release_after = 0;  // `forwarded` count at which it goes out
-    };
-    std::deque<Held> held;
-    std::vector<std::span<const uint8_t>> out;
-    std::vector<std::vector<uint8_t>> released;  // held packets going out in this batch
-    auto pass_on = [&](std::span<const uint8_t> d) {
-      out.push_back(d);
-      ++forwarded;
-    };
-    // The oldest held-back packet goes out with this batch (its buffer moves, it is not copied).
-    auto release_front = [&] {
-      released.push_back(std::move(held.front().data));
-      held.pop_front();
-      pass_on(released.back());
-    };
-    auto last_failure_log = steady_clock::now() - seconds(2);
-    auto send = [&] {
-      size_t bytes = 0;
-      for (const auto& d : out) bytes += d.size();
-      limiter.acquire(bytes);
-      size_t done = 0;
-      while (done < out.size() && !stop.stop_requested()) {
-        size_t sent = 0;
-        const auto ec = sink.send(std::span(out).subspan(done), &sent);
-        done += sent;
-        if (ec == std::errc::no_buffer_space) {
-          std::this_thread::sleep_for(microseconds(200));
-        } else if (ec) {
-          // Like a link: what cannot be delivered is gone. Say so once a second at most.
-          if (steady_clock::now() - last_failure_log > seconds(1)) {
-            spdlog::warn("Warn: forwarding failed: {}", ec.message());
-            last_failure_log = steady_clock::now();
-          }
-          ++done;
-        }
-      }
-      out.clear();
-      released.clear();
-    };
-    auto last_packet = steady_clock::now();
-    bool any = false;
-    while (!stop.stop_requested()) {
-      size_t got = 0;
-      const auto ec = source.receive(bufs, lens, &got, milliseconds(20));
-      if (ec) throw std::system_error(ec, "receive failed");
-      if (got == 0) {
-        // Idle: whatever is held back goes out now (a real link does not keep packets forever).
-        while (!held.empty()) release_front();
-        if (!out.empty()) send();
-        if (any && o.idle_exit_s > 0 &&
-            steady_clock::now() - last_packet > duration<double>(o.idle_exit_s)) {
-          break;
-        }
-        continue;
-      }
-      any = true;
-      last_packet = steady_clock::now();
-      for (size_t i = 0; i < got; ++i) {
-        const size_t len = std::min(lens[i], bufs[i].size());
-        uint8_t* d = bufs[i].data();
-        const linksim::Verdict v = model.next(len);
-        if (v.drop) continue;
-        if (v.flip_bit >= 0) d[v.flip_bit / 8] ^= static_cast<uint8_t>(1u << (v.flip_bit % 8));
-        if (v.reorder) {
-          if (held.size() >= kMaxHeld) release_front();
-          held.push_back({std::vector<uint8_t>(d, d + len), forwarded + o.imp.reorder_depth});
-          continue;
-        }
-        pass_on({d, len});
-        if (v.duplicate) pass_on({d, len});
-        while (!held.empty() && held.front().release_after <= forwarded) release_front();
-      }
-      send();
-    }
+    Relay(o, model, sink, limiter, stop, forwarded).run(source);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dd_linksim: error: %s\n", e.what());
     std::printf("%s\n", summary(model.stats(), forwarded).c_str());

@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
-#include "common/metrics.hpp"
 #include "common/log_format.hpp"
+#include "common/metrics.hpp"
 #include "common/protocol.hpp"
 
 namespace ddft::receiver {
 
-void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
+namespace {
+
+// The config file, where datagrams come from and the folders files go to.
+void add_link_options(CLI::App& app, ReceiverConfig& cfg) {
   app.set_config("--config", "", "Read options from this file (TOML or INI, option = value)");
   // A misspelt setting must stop the program, not be silently ignored.
   app.allow_config_extras(CLI::config_extras_mode::error);
@@ -21,6 +24,10 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--output,-o", cfg.output, "Folder the files are written to")->required();
   app.add_option("--failed-dir", cfg.failed_dir,
                  "Folder for files that could not be completed (default OUTPUT/.failed)");
+}
+
+// Memory: the receive ring, the write blocks and the FEC windows, and the largest datagram.
+void add_memory_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--buffer-mb", cfg.buffer_mb,
                  "RAM for receive buffering in MiB, allocated at start: the receive ring plus the "
                  "write blocks (--write-buffers x --write-block-kb)")
@@ -37,6 +44,10 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--report-mb", cfg.report_mb, "A Rcvd: line every this many MB of a file")
       ->check(CLI::Range(size_t{1}, size_t{1} << 30))
       ->capture_default_str();
+}
+
+// How files are written: durability, collisions, timeouts, blocks, writers and the receive batch.
+void add_write_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--write-mode", cfg.write_mode_text,
                  "rwd (default): a file's data is synced, then it is renamed and its folder "
                  "synced, before it is logged Passed (many files share one flush); rws: the same "
@@ -87,6 +98,10 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
                  "on (warn where it does not), off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+}
+
+// What is accepted: the key, limits on files and paths, and the filters.
+void add_admission_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--key-file", cfg.key_files,
                  "Pre-shared key (32 random bytes or 64 hex digits, mode 0600): accept only "
                  "datagrams sealed with it (AES-256-GCM), drop and count all others. Give it "
@@ -122,6 +137,10 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
                  "written, no failure record")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+// The --on-complete hooks, how the program runs, metrics and logging, and the test hooks.
+void add_run_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--on-complete", cfg.on_complete,
                  "Run this command on each file verified and in place, off the receive path: "
                  "/bin/sh -c 'CMD \"$@\"' with the file's final path as the last argument, and "
@@ -145,6 +164,16 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   common::add_log_options(app, cfg.log);
   app.add_option("--test-stall-writer-s", cfg.test_stall_writer_s)->group("");
   app.add_option("--test-stall-after-mb", cfg.test_stall_after_mb)->group("");
+}
+
+}  // namespace
+
+void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
+  add_link_options(app, cfg);
+  add_memory_options(app, cfg);
+  add_write_options(app, cfg);
+  add_admission_options(app, cfg);
+  add_run_options(app, cfg);
 }
 
 void finalize_receiver_config(ReceiverConfig& cfg) {

@@ -30,80 +30,90 @@ std::string decode_reason(size_t i) {
 
 double seconds(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
-}  // namespace
+// A counter or gauge's value as the registry wants it.
+template <typename T>
+double num(T v) {
+  return static_cast<double>(v);
+}
 
-void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
-                          const ReceiverConfig& cfg) {
-  using common::MetricType;
-  constexpr auto kCounter = MetricType::kCounter;
-  constexpr auto kGauge = MetricType::kGauge;
-  // One status per scrape, so the numbers of one scrape agree with each other.
-  auto st = std::make_shared<ReceiverStatus>();
-  reg.on_scrape([st, &rx] { *st = rx.status(); });
-  auto num = [](auto v) { return static_cast<double>(v); };
+constexpr auto kCounter = common::MetricType::kCounter;
+constexpr auto kGauge = common::MetricType::kGauge;
 
-  reg.add(kGauge, "ddft_build_info", "The program and its version; always 1", [] { return 1.0; },
-          {{"program", "dd_file_receive"}, {"version", common::kVersion}});
+// The status every metric reads: refreshed once per scrape by add_receiver_metrics.
+using StatusPtr = std::shared_ptr<const ReceiverStatus>;
 
-  // Files.
+// --on-complete outcomes and queue length, read live from the runner's own atomics. `hooks` must
+// outlive every render of `reg`.
+void add_hook_metrics(common::MetricsRegistry& reg, const HookRunner* hooks) {
+  const char* help =
+      "--on-complete commands by outcome: ok (exit 0), failed (another exit status or a "
+      "signal), timed_out (killed at --on-complete-timeout), not_run (queue full, receiver "
+      "stopping, or the shell could not start); the file stays delivered whatever the outcome";
+  const HookCounters& c = hooks->counters();
+  reg.add(kCounter, "ddft_receive_hooks_total", help, [&c] { return num(c.ok.load()); },
+          {{"outcome", "ok"}});
+  reg.add(kCounter, "ddft_receive_hooks_total", help, [&c] { return num(c.failed.load()); },
+          {{"outcome", "failed"}});
+  reg.add(kCounter, "ddft_receive_hooks_total", help, [&c] { return num(c.timed_out.load()); },
+          {{"outcome", "timed_out"}});
+  reg.add(kCounter, "ddft_receive_hooks_total", help, [&c] { return num(c.not_run.load()); },
+          {{"outcome", "not_run"}});
+  reg.add(kGauge, "ddft_receive_hooks_pending", "--on-complete commands queued, not started",
+          [hooks] { return num(hooks->pending()); });
+}
+
+// Files by outcome, the hooks (when --on-complete is set), bytes delivered and files in flight.
+void add_file_metrics(common::MetricsRegistry& reg, const StatusPtr& st, const Receiver& rx) {
   reg.add(kCounter, "ddft_receive_files_delivered_total",
           "Files verified and renamed into place under --output",
-          [st, num] { return num(st->writer.counters.files_passed); });
+          [st] { return num(st->writer.counters.files_passed); });
   reg.add(kCounter, "ddft_receive_files_failed_total",
           "Files moved to the failed folder with a record (data lost, digest mismatch, timeout, "
           "aborted by the sender, disk error, receiver stopped)",
-          [st, num] { return num(st->writer.counters.files_failed); });
+          [st] { return num(st->writer.counters.files_failed); });
   reg.add(kCounter, "ddft_receive_files_refused_total",
           "Announced files refused at once (name, limits, free space, collision policy); "
           "recorded in the failed folder",
-          [st, num] { return num(st->writer.counters.files_refused); });
+          [st] { return num(st->writer.counters.files_refused); });
   reg.add(kCounter, "ddft_receive_files_filtered_total",
           "Announced files dropped by --include/--exclude (policy: logged, no record)",
-          [st, num] { return num(st->writer.counters.files_filtered); });
-  if (const HookRunner* hooks = rx.hooks()) {
-    // The runner's counters are atomics of their own, read live.
-    const char* help =
-        "--on-complete commands by outcome: ok (exit 0), failed (another exit status or a "
-        "signal), timed_out (killed at --on-complete-timeout), not_run (queue full, receiver "
-        "stopping, or the shell could not start); the file stays delivered whatever the outcome";
-    const HookCounters& c = hooks->counters();
-    reg.add(kCounter, "ddft_receive_hooks_total", help, [&c, num] { return num(c.ok.load()); },
-            {{"outcome", "ok"}});
-    reg.add(kCounter, "ddft_receive_hooks_total", help,
-            [&c, num] { return num(c.failed.load()); }, {{"outcome", "failed"}});
-    reg.add(kCounter, "ddft_receive_hooks_total", help,
-            [&c, num] { return num(c.timed_out.load()); }, {{"outcome", "timed_out"}});
-    reg.add(kCounter, "ddft_receive_hooks_total", help,
-            [&c, num] { return num(c.not_run.load()); }, {{"outcome", "not_run"}});
-    reg.add(kGauge, "ddft_receive_hooks_pending", "--on-complete commands queued, not started",
-            [hooks, num] { return num(hooks->pending()); });
-  }
+          [st] { return num(st->writer.counters.files_filtered); });
+  // The runner's counters are atomics of their own, read live.
+  if (const HookRunner* hooks = rx.hooks()) add_hook_metrics(reg, hooks);
   reg.add(kCounter, "ddft_receive_bytes_delivered_total",
           "Bytes of the files delivered, counted when each file is in place",
-          [st, num] { return num(st->writer.counters.bytes_delivered); });
+          [st] { return num(st->writer.counters.bytes_delivered); });
   reg.add(kGauge, "ddft_receive_files_in_flight",
           "Files announced and not finished yet, those finishing their writes included",
-          [st, num] { return num(st->writer.files_in_flight); });
+          [st] { return num(st->writer.files_in_flight); });
+}
 
-  // Packets.
+// Datagrams taken off the link, lost and rebuilt.
+void add_packet_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
   reg.add(kCounter, "ddft_receive_packets_received_total",
           "Datagrams taken off the link, before any check (from any sender; damaged ones and "
           "those dropped in a full ring included)",
-          [st, num] { return num(st->datagrams); });
+          [st] { return num(st->datagrams); });
   reg.add(kCounter, "ddft_receive_packet_bytes_total",
           "Bytes of the datagrams taken off the link, headers included",
-          [st, num] { return num(st->datagram_bytes); });
+          [st] { return num(st->datagram_bytes); });
   reg.add(kCounter, "ddft_receive_packets_lost_total",
           "Packets of the sender sessions that never arrived (sequence-number gaps, as a diode's "
           "hardware counter counts them), those FEC rebuilt and those dropped in a full ring "
           "included; a packet counted here that arrives late stays counted",
-          [st, num] { return num(st->writer.packets_lost); });
+          [st] { return num(st->writer.packets_lost); });
   reg.add(kCounter, "ddft_receive_packets_recovered_total", "Lost packets rebuilt from FEC parity",
-          [st, num] { return num(st->writer.fec.rebuilt); });
+          [st] { return num(st->writer.fec.rebuilt); });
   reg.add(kCounter, "ddft_receive_fec_groups_unrepaired_total",
           "FEC groups given up with packets missing and too little parity (their files fail "
           "unless a later copy fills the holes)",
-          [st, num] { return num(st->writer.fec.groups_lost); });
+          [st] { return num(st->writer.fec.groups_lost); });
+}
+
+// Datagrams not used, by reason, and those dropped for want of room (the ring, and with the UDP
+// transport the socket).
+void add_dropped_packet_metrics(common::MetricsRegistry& reg, const StatusPtr& st,
+                                const ReceiverConfig& cfg) {
   const char* rejected_help =
       "Datagrams dropped before use, by reason: the packet check (too_short, bad_magic, "
       "bad_version, bad_length, bad_checksum, bad_type, bad_payload; a datagram larger than "
@@ -111,19 +121,20 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
       "their data is written";
   for (size_t i = 1; i < common::kDecodeStatusCount; ++i) {
     reg.add(kCounter, "ddft_receive_packets_rejected_total", rejected_help,
-            [st, num, i] { return num(st->writer.counters.rejected[i]); },
+            [st, i] { return num(st->writer.counters.rejected[i]); },
             {{"reason", decode_reason(i)}});
   }
   for (size_t i = 0; i < kAuthRejectCount; ++i) {
     reg.add(kCounter, "ddft_receive_packets_rejected_total", rejected_help,
-            [st, num, i] { return num(st->writer.counters.auth_rejected[i]); },
+            [st, i] { return num(st->writer.counters.auth_rejected[i]); },
             {{"reason", kAuthReasons[i]}});
   }
   const char* ignored_help =
       "Well-formed datagrams not used, by reason: duplicate (seen before, or already rebuilt), "
       "other_session (of a sender session that is not the current one), unknown_file (for a "
-      "file not in flight), filtered (of a file --include/--exclude dropped), bad_data (outside the announced file), rebuilt_bad (FEC output "
-      "failing its check), handling_error (its handling failed: memory, I/O set-up)";
+      "file not in flight), filtered (of a file --include/--exclude dropped), bad_data (outside "
+      "the announced file), rebuilt_bad (FEC output failing its check), handling_error (its "
+      "handling failed: memory, I/O set-up)";
   const std::pair<const char*, uint64_t AssemblerCounters::*> ignored[] = {
       {"duplicate", &AssemblerCounters::duplicates},
       {"other_session", &AssemblerCounters::other_session},
@@ -136,13 +147,12 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
     // A copy to capture: clang 14 (the fuzz build) cannot capture a structured binding.
     const auto field = entry.second;
     reg.add(kCounter, "ddft_receive_packets_ignored_total", ignored_help,
-            [st, num, field] { return num(st->writer.counters.*field); },
-            {{"reason", entry.first}});
+            [st, field] { return num(st->writer.counters.*field); }, {{"reason", entry.first}});
   }
   reg.add(kCounter, "ddft_receive_ring_drops_total",
           "Datagrams dropped because the receive ring was full (the writer or the disk did not "
           "keep up)",
-          [st, num] { return num(st->ring_full_drops); });
+          [st] { return num(st->ring_full_drops); });
   if (cfg.transport_text == "udp") {
     reg.add_family(kCounter, "ddft_receive_socket_drops_total",
                    "Datagrams the kernel dropped on the receive socket because its buffer was full "
@@ -154,26 +164,29 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
                      return out;
                    });
   }
+}
 
-  // The ring.
+// The receive ring: size, use and high-water mark.
+void add_ring_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
   reg.add(kGauge, "ddft_receive_ring_capacity_bytes",
           "Size of the receive ring (slots x --max-packet-size)",
-          [st, num] { return num(st->ring_slots * st->slot_size); });
+          [st] { return num(st->ring_slots * st->slot_size); });
   reg.add(kGauge, "ddft_receive_ring_used_bytes",
           "Receive ring in use: slots holding datagrams not yet taken by the writer, x the slot "
           "size (a slot holds one datagram of up to --max-packet-size)",
-          [st, num] { return num(st->ring_used * st->slot_size); });
+          [st] { return num(st->ring_used * st->slot_size); });
   reg.add(kGauge, "ddft_receive_ring_fill_ratio", "Receive ring in use, 0 to 1",
-          [st, num] { return st->ring_slots ? num(st->ring_used) / num(st->ring_slots) : 0.0; });
+          [st] { return st->ring_slots ? num(st->ring_used) / num(st->ring_slots) : 0.0; });
   reg.add(kGauge, "ddft_receive_ring_high_water_bytes",
           "Most of the receive ring ever in use since start (slots x slot size)",
-          [st, num] { return num(st->ring_high_water * st->slot_size); });
+          [st] { return num(st->ring_high_water * st->slot_size); });
   reg.add(kGauge, "ddft_receive_ring_high_water_ratio",
-          "Most of the receive ring ever in use since start, 0 to 1", [st, num] {
-            return st->ring_slots ? num(st->ring_high_water) / num(st->ring_slots) : 0.0;
-          });
+          "Most of the receive ring ever in use since start, 0 to 1",
+          [st] { return st->ring_slots ? num(st->ring_high_water) / num(st->ring_slots) : 0.0; });
+}
 
-  // DR and FW: the Rcvd: line's figures, and their sums for rate() over any window.
+// DR and FW: the Rcvd: line's figures, and their sums for rate() over any window.
+void add_wait_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
   auto avg = [](const IntervalStat& s) {
     return s.count ? seconds(s.sum_ns) / static_cast<double>(s.count) : kNaN;
   };
@@ -199,15 +212,17 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
           "included; rate() of it over rate() of ddft_receive_dr_waits_total is the average DR",
           [st] { return seconds(st->writer.waits.dr_all.sum_ns); });
   reg.add(kCounter, "ddft_receive_dr_waits_total", "Waits of the writer thread for the ring",
-          [st, num] { return num(st->writer.waits.dr_all.count); });
+          [st] { return num(st->writer.waits.dr_all.count); });
   reg.add(kCounter, "ddft_receive_fw_write_seconds_total",
           "Seconds of block writes (FW), summed over writes (they overlap when several are in "
           "flight)",
           [st] { return seconds(st->writer.waits.fw_all.sum_ns); });
   reg.add(kCounter, "ddft_receive_fw_writes_total", "Block writes completed",
-          [st, num] { return num(st->writer.waits.fw_all.count); });
+          [st] { return num(st->writer.waits.fw_all.count); });
+}
 
-  // The link and the session.
+// The link's liveness and the sender session.
+void add_session_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
   reg.add(kGauge, "ddft_receive_seconds_since_last_packet",
           "Seconds since the receiver last took a datagram off the link (any datagram; an idle "
           "sender sends a heartbeat every second); NaN before the first",
@@ -219,7 +234,7 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
             return std::max(0.0, static_cast<double>(now - st->last_datagram_ns) / 1e9);
           });
   reg.add(kCounter, "ddft_receive_sessions_total", "Sender sessions started",
-          [st, num] { return num(st->writer.counters.sessions); });
+          [st] { return num(st->writer.counters.sessions); });
   reg.add_family(kGauge, "ddft_receive_session_info",
                  "The current sender session (as the log prints it); absent before the first",
                  [st] {
@@ -229,6 +244,26 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
                    }
                    return out;
                  });
+}
+
+}  // namespace
+
+void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
+                          const ReceiverConfig& cfg) {
+  // One status per scrape, so the numbers of one scrape agree with each other.
+  auto status = std::make_shared<ReceiverStatus>();
+  reg.on_scrape([status, &rx] { *status = rx.status(); });
+  const StatusPtr st = status;
+
+  reg.add(kGauge, "ddft_build_info", "The program and its version; always 1", [] { return 1.0; },
+          {{"program", "dd_file_receive"}, {"version", common::kVersion}});
+  // The order of these calls is the order of the exposition.
+  add_file_metrics(reg, st, rx);
+  add_packet_metrics(reg, st);
+  add_dropped_packet_metrics(reg, st, cfg);
+  add_ring_metrics(reg, st);
+  add_wait_metrics(reg, st);
+  add_session_metrics(reg, st);
 }
 
 }  // namespace ddft::receiver

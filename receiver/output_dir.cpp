@@ -1,41 +1,32 @@
+// OutputDir: the checks of wire paths, the folders and temporary files of files being received,
+// their rename into place under the collision policy, flushing, the folder lock and the state file.
+// The origins are in output_dir_origin.cpp, the failure records and the start-up recovery of
+// leftovers in output_dir_records.cpp.
 #include "receiver/output_dir.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <dirent.h>
+#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <linux/openat2.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <ctime>
 #include <filesystem>
-#include <limits>
 #include <mutex>
-#include <type_traits>
 #include <stdexcept>
 
-#include "common/json.hpp"
+#include "receiver/output_dir_internal.hpp"
 
 namespace ddft::receiver {
 using common::write_all;
+using namespace output_dir_detail;
 
 namespace {
-
-constexpr std::string_view kTempPrefix = ".ddft-";
-constexpr std::string_view kTempSuffix = ".part";
-constexpr std::string_view kScratchSuffix = ".new";  // a temporary file before its origin
-constexpr size_t kNameMax = 255;
-
-std::string errno_text(int err) { return std::strerror(err); }
 
 // Opens folder `name` (one path component) of `dir` with no symlink followed anywhere and nothing
 // resolved outside `dir` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS). Kernels before 5.6
@@ -52,22 +43,6 @@ int open_dir_beneath(int dir, const char* name) {
     have_openat2 = false;
   }
   return ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
-// The origin of temporary file `name` in `dir_fd`: its xattr, else its sidecar.
-bool read_origin_of(int dir_fd, const std::string& name, int fd, Origin* o) {
-  std::string text(8192, '\0');
-  ssize_t n = ::fgetxattr(fd, kOriginXattr, text.data(), text.size());
-  if (n < 0) {
-    const std::string side =
-        name.substr(0, name.size() - kTempSuffix.size()) + std::string(kSidecarSuffix);
-    common::UniqueFd sfd(::openat(dir_fd, side.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (!sfd) return false;
-    n = common::read_up_to(sfd.get(), text.data(), text.size());
-    if (n < 0) return false;
-  }
-  text.resize(static_cast<size_t>(n));
-  return parse_origin(text, o);
 }
 
 }  // namespace
@@ -95,84 +70,11 @@ std::string check_wire_path(std::string_view path, const PathLimits& limits) {
     if (comp.empty()) return "empty path component";
     if (comp == "." || comp == "..") return "'.' or '..' in path";
     if (comp.size() > kNameMax) return "path component longer than 255 bytes";
-    if (comp.starts_with(kTempPrefix)) return "a name the receiver keeps for its own files (.ddft-*)";
+    if (comp.starts_with(kTempPrefix))
+      return "a name the receiver keeps for its own files (.ddft-*)";
     start = end + 1;
   }
   return "";
-}
-
-std::string format_origin(const Origin& o) {
-  return fmt::format("ddft-origin=1\npath={}\nsize={}\nmtime_ns={}\nmode={:o}\nverify={}\n"
-                     "session={:016x}\nfile_id={}\nchunk_size={}\nsender={}\nannounced_ns={}\n",
-                     o.rel_path, o.size, o.mtime_ns, o.mode, o.verify, o.session, o.file_id,
-                     o.chunk_size, o.sender, o.announced_ns);
-}
-
-bool parse_origin(std::string_view text, Origin* out) {
-  const bool whole = !text.empty() && text.back() == '\n';
-  Origin o;
-  bool magic = false;
-  unsigned seen = 0;  // a bit per numeric key, all required
-  bool bad = false;
-  // A whole decimal (or hex, or octal) number, nothing after it.
-  auto number = [&](const std::string& v, int base, unsigned bit, auto* field) {
-    char* end = nullptr;
-    errno = 0;
-    const bool is_signed = std::is_signed_v<std::remove_pointer_t<decltype(field)>>;
-    const long long sv = is_signed ? std::strtoll(v.c_str(), &end, base) : 0;
-    const unsigned long long uv = is_signed ? 0 : std::strtoull(v.c_str(), &end, base);
-    if (v.empty() || *end != '\0' || errno != 0 || (!is_signed && v.front() == '-')) {
-      bad = true;
-      return;
-    }
-    using T = std::remove_pointer_t<decltype(field)>;
-    if (is_signed) {
-      *field = static_cast<T>(sv);
-    } else {
-      if (uv > std::numeric_limits<T>::max()) bad = true;
-      *field = static_cast<T>(uv);
-    }
-    seen |= bit;
-  };
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    const size_t eq = line.find('=');
-    if (eq == std::string_view::npos) continue;
-    const std::string_view key = line.substr(0, eq);
-    const std::string value(line.substr(eq + 1));
-    if (key == "ddft-origin") {
-      magic = value == "1";
-    } else if (key == "path") {
-      o.rel_path = value;
-    } else if (key == "size") {
-      number(value, 10, 1, &o.size);
-    } else if (key == "mtime_ns") {
-      number(value, 10, 2, &o.mtime_ns);
-    } else if (key == "mode") {
-      number(value, 8, 4, &o.mode);
-    } else if (key == "verify") {
-      o.verify = value;
-      seen |= 128;
-    } else if (key == "session") {
-      number(value, 16, 8, &o.session);
-    } else if (key == "file_id") {
-      number(value, 10, 16, &o.file_id);
-    } else if (key == "chunk_size") {
-      number(value, 10, 32, &o.chunk_size);
-    } else if (key == "sender") {
-      o.sender = value;
-      seen |= 256;
-    } else if (key == "announced_ns") {
-      number(value, 10, 64, &o.announced_ns);
-    }
-  }
-  // Every key, each well formed, and the last line whole: a cut or damaged origin (a sidecar
-  // half written when the power went) names nothing rather than a wrong file.
-  if (!magic || bad || o.rel_path.empty() || seen != 511 || !whole) return false;
-  *out = std::move(o);
-  return true;
 }
 
 std::string collision_name(std::string_view base, unsigned n) {
@@ -190,8 +92,8 @@ bool is_temp_name(std::string_view name) {
          name.ends_with(kTempSuffix);
 }
 
-OutputDir::OutputDir(const std::string& root, const std::string& failed_dir,
-                     CollisionPolicy policy, bool null_sink)
+OutputDir::OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy,
+                     bool null_sink)
     : root_(root), failed_path_(failed_dir), policy_(policy), null_sink_(null_sink) {
   root_fd_.reset(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root_fd_) {
@@ -209,7 +111,8 @@ OutputDir::OutputDir(const std::string& root, const std::string& failed_dir,
     throw std::runtime_error(fmt::format("failed-files folder '{}' cannot be used: {}", failed_dir,
                                          ec ? ec.message() : errno_text(errno)));
   }
-  struct stat rs {}, fst {};
+  struct stat rs {
+  }, fst{};
   ::fstat(root_fd_.get(), &rs);
   ::fstat(failed_fd_.get(), &fst);
   if (rs.st_dev != fst.st_dev) {
@@ -318,31 +221,13 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
   std::string sidecar;
   if (origin != nullptr) {
     // Written before anything else can happen to the file: from here on a crash leaves a file
-    // the next start can name. An xattr travels with the file; where the file system has none
-    // (ENOTSUP), a small sidecar beside it.
-    const std::string text = format_origin(*origin);
-    if (::fsetxattr(fd.get(), kOriginXattr, text.data(), text.size(), 0) != 0) {
-      const int err = errno;
-      bool ok = false;
-      if (err == ENOTSUP || err == EOPNOTSUPP) {
-        sidecar = tmp.substr(0, tmp.size() - kTempSuffix.size()) + std::string(kSidecarSuffix);
-        common::UniqueFd sfd(::openat(dir.get(), sidecar.c_str(),
-                                      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-        ok = sfd && write_all(sfd.get(), text);
-        if (!ok) {
-          *reason = fmt::format("cannot write the file's origin beside it: {}", errno_text(errno));
-          ::unlinkat(dir.get(), sidecar.c_str(), 0);
-        }
-      } else {
-        *reason = fmt::format("cannot write the file's origin (xattr): {}", errno_text(err));
-      }
-      if (!ok) {
-        ::unlinkat(dir.get(), scratch.c_str(), 0);
-        return false;
-      }
+    // the next start can name.
+    if (!write_origin(dir.get(), fd.get(), tmp, *origin, &sidecar, reason)) {
+      ::unlinkat(dir.get(), scratch.c_str(), 0);
+      return false;
     }
-    if (scratch != tmp && ::renameat2(dir.get(), scratch.c_str(), dir.get(), tmp.c_str(),
-                                      RENAME_NOREPLACE) != 0) {
+    if (scratch != tmp &&
+        ::renameat2(dir.get(), scratch.c_str(), dir.get(), tmp.c_str(), RENAME_NOREPLACE) != 0) {
       *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
       ::unlinkat(dir.get(), scratch.c_str(), 0);
       if (!sidecar.empty()) ::unlinkat(dir.get(), sidecar.c_str(), 0);
@@ -350,7 +235,8 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
     }
   }
   if (direct_io_) {
-    out->direct_fd.reset(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC));
+    out->direct_fd.reset(
+        ::openat(dir.get(), tmp.c_str(), O_WRONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC));
   }
   out->dir = std::move(dir);
   out->fd = std::move(fd);
@@ -385,9 +271,9 @@ void OutputDir::set_times(TempFile& f, uint32_t mode, int64_t mtime_ns) {
   if (null_sink_ || !f.fd) return;
   // Only permission bits: set-id and sticky bits from the wire are never applied.
   ::fchmod(f.fd.get(), static_cast<mode_t>(mode & 0777));
-  const timespec times[2] = {{0, UTIME_OMIT},
-                             {static_cast<time_t>(mtime_ns / 1'000'000'000),
-                              static_cast<long>(mtime_ns % 1'000'000'000)}};
+  const timespec times[2] = {
+      {0, UTIME_OMIT},
+      {static_cast<time_t>(mtime_ns / 1'000'000'000), static_cast<long>(mtime_ns % 1'000'000'000)}};
   if (mtime_ns >= 0) ::futimens(f.fd.get(), times);
 }
 
@@ -482,8 +368,8 @@ bool OutputDir::finish_renamed(const std::string& rel_path, uint64_t session, ui
   std::string base;
   std::string reason;
   if (!open_parent(rel_path, &dir, &base, &reason, nullptr, /*create=*/false)) return false;
-  common::UniqueFd fd(::openat(dir.get(), base.c_str(),
-                               O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  common::UniqueFd fd(
+      ::openat(dir.get(), base.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<uint64_t>(st.st_size) != size) {
@@ -504,143 +390,11 @@ bool OutputDir::finish_renamed(const std::string& rel_path, uint64_t session, ui
   TempFile t;
   t.dir = std::move(dir);
   t.fd = std::move(fd);
-  const std::string side = tmp.substr(0, tmp.size() - kTempSuffix.size()) + std::string(kSidecarSuffix);
+  const std::string side = sidecar_name(tmp);
   if (::faccessat(t.dir.get(), side.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) t.sidecar = side;
   forget_origin(t);
   return true;
 }
-
-void OutputDir::forget_origin(TempFile& f) {
-  if (null_sink_) return;
-  if (!f.sidecar.empty() && f.dir) {
-    ::unlinkat(f.dir.get(), f.sidecar.c_str(), 0);
-    f.sidecar.clear();
-  } else if (f.fd) {
-    ::fremovexattr(f.fd.get(), kOriginXattr);
-  }
-}
-
-std::string OutputDir::record_name(const FailureRecord& rec) const {
-  // "<time>-<session>-<id>-<base name>", cut to fit NAME_MAX with room for ".json.tmp".
-  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  ::localtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  std::string base = rec.rel_path.substr(rec.rel_path.rfind('/') == std::string::npos
-                                             ? 0
-                                             : rec.rel_path.rfind('/') + 1);
-  for (char& c : base) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '_';
-  }
-  std::string name = fmt::format("{}-{:016x}-{}-{}", stamp, rec.session, rec.file_id, base);
-  if (name.size() > kNameMax - 9) name.resize(kNameMax - 9);
-  return name;
-}
-
-std::string OutputDir::record_path(const std::string& name) const {
-  return failed_path_ + "/" + name + ".json";
-}
-
-std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string name) {
-  if (name.empty()) name = record_name(rec);
-  const std::string stamp = name.substr(0, 15);
-
-  std::string data_path;
-  f.direct_fd.reset();
-  // The file leaves its folder first, its origin after: a crash in between must never leave a
-  // temporary file that nobody can name (an orphan sidecar is removed at start-up).
-  if (f.fd || !f.tmp_name.empty()) {
-    if ((rec.discard_data || rec.no_record) && f.dir) {
-      ::unlinkat(f.dir.get(), f.tmp_name.c_str(), 0);
-    } else if (f.dir && ::renameat(f.dir.get(), f.tmp_name.c_str(), failed_fd_.get(), name.c_str()) == 0) {
-      data_path = failed_path_ + "/" + name;
-      // The record says it all now.
-      if (f.fd && !null_sink_ && f.sidecar.empty()) ::fremovexattr(f.fd.get(), kOriginXattr);
-    } else if (f.dir) {
-      ::unlinkat(f.dir.get(), f.tmp_name.c_str(), 0);
-    }
-    f.fd.reset();
-  }
-  if (!f.sidecar.empty() && f.dir) {
-    ::unlinkat(f.dir.get(), f.sidecar.c_str(), 0);
-    f.sidecar.clear();
-  }
-
-  if (rec.no_record) return "";
-
-  std::string json = "{\n";
-  json += fmt::format("  \"name\": {},\n", common::json_quote(rec.rel_path));
-  json += fmt::format("  \"session\": \"{:016x}\",\n  \"file_id\": {},\n", rec.session, rec.file_id);
-  json += fmt::format("  \"expected_size\": {},\n  \"bytes_received\": {},\n", rec.expected_size,
-                      rec.bytes_received);
-  json += "  \"missing_ranges\": [";
-  for (size_t i = 0; i < rec.missing.size(); ++i) {
-    json += fmt::format("{}[{}, {}]", i ? ", " : "", rec.missing[i].first, rec.missing[i].second);
-  }
-  json += fmt::format("],\n  \"missing_ranges_total\": {},\n", rec.missing_ranges_total);
-  json += fmt::format("  \"missing_ranges_exact\": {},\n", rec.missing_known ? "true" : "false");
-  json += fmt::format("  \"reason\": {},\n", common::json_quote(rec.reason));
-  json += fmt::format("  \"verify\": {},\n", common::json_quote(rec.verify));
-  json += fmt::format("  \"expected_key\": {},\n", common::json_quote(rec.expected_key));
-  json += fmt::format("  \"computed_key\": {},\n", common::json_quote(rec.computed_key));
-  json += fmt::format("  \"data_file\": {},\n",
-                      common::json_quote(data_path.empty() ? "" : name));
-  json += fmt::format("  \"time\": \"{}\"\n}}\n", stamp);
-
-  // Whole or not at all: written beside, then renamed (a crash never leaves an empty record).
-  const std::string json_name = name + ".json";
-  const std::string tmp_name = json_name + ".tmp";
-  auto write_record = [&] {
-    common::UniqueFd jfd(::openat(failed_fd_.get(), tmp_name.c_str(),
-                                  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (jfd && write_all(jfd.get(), json) &&
-        ::renameat(failed_fd_.get(), tmp_name.c_str(), failed_fd_.get(), json_name.c_str()) == 0) {
-      return 0;
-    }
-    const int err = errno;
-    ::unlinkat(failed_fd_.get(), tmp_name.c_str(), 0);
-    return err;
-  };
-  int err = write_record();
-  // A full disk: the space kept for records is given up for this one (and taken again once
-  // the disk has room: keep_record_reserve()).
-  if ((err == ENOSPC || err == EDQUOT) && release_record_reserve()) err = write_record();
-  if (err != 0) return "";
-  keep_record_reserve();
-  return failed_path_ + "/" + json_name;
-}
-
-bool OutputDir::release_record_reserve() {
-  std::lock_guard lock(reserve_mu_);
-  return ::unlinkat(root_fd_.get(), kRecordReserveName, 0) == 0;
-}
-
-void OutputDir::keep_record_reserve() {
-  if (null_sink_) return;
-  std::lock_guard lock(reserve_mu_);
-  struct stat st {};
-  if (::fstatat(root_fd_.get(), kRecordReserveName, &st, AT_SYMLINK_NOFOLLOW) == 0) return;
-  common::UniqueFd fd(::openat(root_fd_.get(), kRecordReserveName,
-                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) return;
-  // Real blocks (not a sparse file): what a full disk still has for the failed files' records.
-  if (::posix_fallocate(fd.get(), 0, kRecordReserveBytes) != 0) {
-    ::unlinkat(root_fd_.get(), kRecordReserveName, 0);
-  }
-}
-
-bool OutputDir::record_exists(const std::string& path) const {
-  struct stat st {};
-  return path.starts_with(failed_path_ + "/") &&
-         ::fstatat(failed_fd_.get(), path.substr(failed_path_.size() + 1).c_str(), &st,
-                   AT_SYMLINK_NOFOLLOW) == 0 &&
-         S_ISREG(st.st_mode) && st.st_size > 0;
-}
-
-}  // namespace ddft::receiver
-
-namespace ddft::receiver {
 
 void OutputDir::lock_exclusive() {
   if (null_sink_) return;
@@ -660,8 +414,8 @@ void OutputDir::lock_exclusive() {
 
 std::optional<std::string> OutputDir::read_state() const {
   // O_NONBLOCK: a FIFO planted under the name must not hang the start-up.
-  common::UniqueFd fd(::openat(root_fd_.get(), kStateFileName,
-                               O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  common::UniqueFd fd(
+      ::openat(root_fd_.get(), kStateFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   const std::string where = fmt::format("{}/{}", root_, kStateFileName);
   if (!fd) {
     if (errno == ENOENT) return std::nullopt;
@@ -715,181 +469,6 @@ uint64_t OutputDir::free_bytes() const {
   const uint64_t free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
   const auto kept = static_cast<uint64_t>(kRecordReserveBytes);
   return free > kept ? free - kept : 0;
-}
-
-std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial) {
-  std::vector<Leftover> out;
-  if (null_sink_) return out;
-  // A record a crash cut short was never renamed into place: its half is removed.
-  if (const int list_fd = ::openat(failed_fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      list_fd >= 0) {
-    if (DIR* d = ::fdopendir(list_fd)) {
-      std::vector<std::string> halves;
-      while (const dirent* e = ::readdir(d)) {
-        const std::string_view n = e->d_name;
-        if (n.ends_with(".json.tmp")) halves.emplace_back(n);
-      }
-      ::closedir(d);
-      for (const auto& n : halves) ::unlinkat(failed_fd_.get(), n.c_str(), 0);
-    } else {
-      ::close(list_fd);
-    }
-  }
-  sweep(root_fd_.get(), "", 0, keep_partial, &out);
-  return out;
-}
-
-namespace {
-
-// The ranges of [0, size) that hold data in `fd` (SEEK_DATA / SEEK_HOLE), as far as the file
-// system tells: a file system without hole reporting shows all of it as data.
-std::vector<std::pair<uint64_t, uint64_t>> data_ranges(int fd, uint64_t size) {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  off_t pos = 0;
-  while (static_cast<uint64_t>(pos) < size) {
-    const off_t data = ::lseek(fd, pos, SEEK_DATA);
-    if (data < 0) break;  // ENXIO: no data past pos
-    off_t hole = ::lseek(fd, data, SEEK_HOLE);
-    if (hole < 0) hole = static_cast<off_t>(size);
-    const uint64_t a = static_cast<uint64_t>(data);
-    const uint64_t b = std::min<uint64_t>(static_cast<uint64_t>(hole), size);
-    if (a >= size) break;
-    if (b > a) out.emplace_back(a, b);
-    pos = hole;
-  }
-  return out;
-}
-
-}  // namespace
-
-Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::string& name,
-                                bool keep_partial) {
-  Leftover l;
-  l.temp_path = rel + name;
-  l.rel_path = l.temp_path;
-  TempFile f;
-  f.dir.reset(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  f.tmp_name = name;
-  f.rel_path = l.temp_path;
-  FailureRecord r;
-  // ".ddft-<session>-<id>.part": the session and file id it belonged to.
-  const std::string core = name.substr(kTempPrefix.size(), name.size() - kTempPrefix.size() -
-                                                               kTempSuffix.size());
-  const size_t dash = core.find('-');
-  if (dash != std::string::npos) {
-    r.session = std::strtoull(core.substr(0, dash).c_str(), nullptr, 16);
-    r.file_id = static_cast<uint32_t>(std::strtoul(core.substr(dash + 1).c_str(), nullptr, 10));
-  }
-  common::UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  if (fd && ::fstat(fd.get(), &st) == 0) r.bytes_received = static_cast<uint64_t>(st.st_size);
-  Origin o;
-  r.verify = "NONE";
-  r.missing_known = false;
-  if (fd && read_origin_of(dir_fd, name, fd.get(), &o)) {
-    l.named = true;
-    r.rel_path = o.rel_path;
-    r.session = o.session;
-    r.file_id = o.file_id;
-    r.expected_size = o.size;
-    r.verify = o.verify;
-    f.rel_path = o.rel_path;
-    const auto present = data_ranges(fd.get(), o.size);
-    uint64_t have = 0;
-    uint64_t at = 0;
-    for (const auto& [a, b] : present) {
-      have += b - a;
-      if (a > at) r.missing.emplace_back(at, a);
-      at = b;
-    }
-    if (at < o.size) r.missing.emplace_back(at, o.size);
-    r.missing_ranges_total = r.missing.size();
-    r.bytes_received = have;
-    std::string ranges;
-    for (size_t i = 0; i < r.missing.size() && i < 5; ++i) {
-      ranges += fmt::format("{}{}-{}", i ? ", " : "", r.missing[i].first, r.missing[i].second);
-    }
-    if (r.missing.size() > 5) ranges += fmt::format(" and {} more", r.missing.size() - 5);
-    l.missing_text = ranges;
-    r.reason = "the receiver stopped (crash, kill or power cut) while the file was being received; "
-               "found at start-up";
-    if (!o.sender.empty()) r.reason += fmt::format(" (sender {})", o.sender);
-    const std::string side =
-        name.substr(0, name.size() - kTempSuffix.size()) + std::string(kSidecarSuffix);
-    if (::faccessat(dir_fd, side.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) f.sidecar = side;
-  } else {
-    r.rel_path = l.temp_path;
-    r.reason = "left by an earlier run of the receiver, which stopped before the file was "
-               "complete (found at start-up; its origin could not be read, so only its "
-               "temporary name is known)";
-  }
-  l.rel_path = r.rel_path;
-  l.session = r.session;
-  l.file_id = r.file_id;
-  l.size = r.expected_size;
-  l.bytes_present = r.bytes_received;
-  // Whatever reached the page cache before the stop, unverified and maybe torn by a power cut:
-  // removed unless the operator asked to keep it. A file without an origin keeps its data (as
-  // before origins were written): it is all there is to tell what it was.
-  r.discard_data = l.named && !keep_partial;
-  l.data_kept = !r.discard_data;
-  // fail() takes the descriptor too, so that it can remove the origin from the data it keeps.
-  f.fd = std::move(fd);
-  l.record = fail(f, r);
-  return l;
-}
-
-void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, bool keep_partial,
-                      std::vector<Leftover>* out) {
-  constexpr int kMaxDepth = 128;
-  if (depth > kMaxDepth) return;
-  // A descriptor of our own for the listing: closedir() closes it.
-  const int list_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (list_fd < 0) return;
-  DIR* d = ::fdopendir(list_fd);
-  if (d == nullptr) {
-    ::close(list_fd);
-    return;
-  }
-  std::vector<std::string> temps;
-  std::vector<std::string> sidecars;
-  std::vector<std::string> scratches;
-  std::vector<std::string> dirs;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    struct stat st {};
-    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISDIR(st.st_mode)) {
-      if (st.st_dev == failed_dev_ && st.st_ino == failed_ino_) continue;  // the failed folder
-      if (st.st_dev != failed_dev_) continue;  // another file system mounted below: not ours
-      dirs.push_back(name);
-    } else if (S_ISREG(st.st_mode) && is_temp_name(name)) {
-      temps.push_back(name);
-    } else if (S_ISREG(st.st_mode) && name.starts_with(kTempPrefix) &&
-               name.ends_with(kSidecarSuffix)) {
-      sidecars.push_back(name);
-    } else if (S_ISREG(st.st_mode) && name.starts_with(kTempPrefix) &&
-               name.ends_with(kScratchSuffix) && name.size() > 20) {
-      scratches.push_back(name);  // made, never named (its origin not yet on it): no data
-    }
-  }
-  ::closedir(d);
-  for (const std::string& name : temps) out->push_back(recover_one(dir_fd, rel, name, keep_partial));
-  for (const std::string& name : scratches) ::unlinkat(dir_fd, name.c_str(), 0);
-  // A sidecar whose file is gone (a crash between the rename or the move and its removal).
-  for (const std::string& name : sidecars) {
-    const std::string part =
-        name.substr(0, name.size() - kSidecarSuffix.size()) + std::string(kTempSuffix);
-    if (::faccessat(dir_fd, part.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
-      ::unlinkat(dir_fd, name.c_str(), 0);
-    }
-  }
-  for (const std::string& name : dirs) {
-    common::UniqueFd sub(
-        ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (sub) sweep(sub.get(), rel + name + "/", depth + 1, keep_partial, out);
-  }
 }
 
 }  // namespace ddft::receiver

@@ -19,16 +19,22 @@ std::string upper(std::string s) {
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   return s;
 }
-}  // namespace
 
-StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_partial) {
-  StartRecovery r;
-  // The last word on each file, in journal order; and for failed files their last F line and
-  // whether an L line (its Error line logged) came after it.
-  std::map<std::pair<uint64_t, uint32_t>, Outcome> last;
-  std::map<std::pair<uint64_t, uint32_t>, std::pair<Outcome, bool>> failed;
+using FileKey = std::pair<uint64_t, uint32_t>;  // session, file id
+
+// What the journal says of each file: the last word on it, in journal order; and for failed
+// files their last F line and whether an L line (its Error line logged) came after it.
+struct JournalView {
+  std::map<FileKey, Outcome> last;
+  std::map<FileKey, std::pair<Outcome, bool>> failed;
+};
+
+JournalView read_journal(OutcomeLog& journal) {
+  JournalView v;
+  auto& last = v.last;
+  auto& failed = v.failed;
   for (Outcome& o : journal.read_all()) {
-    const std::pair<uint64_t, uint32_t> key{o.session, o.file_id};
+    const FileKey key{o.session, o.file_id};
     if (o.kind == Outcome::Kind::kFailed) failed[key] = {o, false};
     if (o.kind == Outcome::Kind::kLogged) {
       // An L line whose F line a crash cut short (a damaged line is skipped): logged, and
@@ -38,6 +44,14 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
     }
     last[key] = std::move(o);
   }
+  return v;
+}
+
+// Step 1 of recover_at_start(): every file whose last word is "committing" and that is in place
+// is synced and logged Passed; each file the journal knows goes into r.known (but for one in
+// place that cannot be synced).
+void finish_committed(OutputDir& out, OutcomeLog& journal, std::map<FileKey, Outcome>& last,
+                      StartRecovery& r) {
   for (auto& [key, o] : last) {
     r.known.push_back(key);
     if (o.kind != Outcome::Kind::kCommitting) continue;
@@ -67,7 +81,12 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
     spdlog::info("File: {}, Trans: {} (bytes), Time: 00:00:00.000, Rate: 0.000 (MB/s), {}",
                  o.rel_path, common::with_commas(o.size), key_text);
   }
-  std::set<std::pair<uint64_t, uint32_t>> named_now;  // leftovers recorded just now
+}
+
+// Step 2: a record and a line for every temporary file left behind. Returns the files named so.
+std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool keep_partial,
+                                   StartRecovery& r) {
+  std::set<FileKey> named_now;  // leftovers recorded just now
   for (const Leftover& l : out.recover_leftovers(keep_partial)) {
     ++r.leftovers;
     const std::string where = l.record.empty() ? "could not be written" : l.record;
@@ -107,8 +126,15 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
       named_now.insert({l.session, l.file_id});
     }
   }
-  // A failure an earlier run stopped in the middle of: its record is written (if it never was)
-  // and its Error line logged (if it never was), so that it is named exactly once.
+  return named_now;
+}
+
+// Step 3: a failure an earlier run stopped in the middle of: its record is written (if it never
+// was) and its Error line logged (if it never was), so that it is named exactly once. Files in
+// `named_now` were named by step 2.
+void finish_failures(OutputDir& out, OutcomeLog& journal,
+                     std::map<FileKey, std::pair<Outcome, bool>>& failed,
+                     const std::set<FileKey>& named_now) {
   for (auto& [key, entry] : failed) {
     // A kill between the journal's F line and the move of its temporary file: the leftover
     // above named it (with what it held); it is not named again.
@@ -152,6 +178,16 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
     l.kind = Outcome::Kind::kLogged;
     journal.append(l);
   }
+}
+
+}  // namespace
+
+StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_partial) {
+  StartRecovery r;
+  JournalView view = read_journal(journal);
+  finish_committed(out, journal, view.last, r);
+  const std::set<FileKey> named_now = record_leftovers(out, journal, keep_partial, r);
+  finish_failures(out, journal, view.failed, named_now);
   return r;
 }
 

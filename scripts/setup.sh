@@ -13,6 +13,9 @@ packages=(
   fio iperf3 python3 time
   # the disk self-test's dialogue test runs it on a pseudo-terminal with script(1)
   bsdutils
+  # scripts/check_sizes.sh --cross-check: its line counts checked against clang-tidy-14's
+  # readability-function-size (the size check itself, run by ctest, does not need it)
+  clang-tidy
   # the systemd unit's test: systemd-analyze verify/security (fresh Debian 12 containers lack
   # the systemd package), strace for the system calls of a transfer against its filter
   systemd strace

@@ -4,12 +4,15 @@
 
 #include <cctype>
 
-#include "common/metrics.hpp"
 #include "common/log_format.hpp"
+#include "common/metrics.hpp"
 
 namespace ddft::sender {
 
-void add_sender_options(CLI::App& app, SenderConfig& cfg) {
+namespace {
+
+// The config file, what to send, where to and how: transport, packet size, rate, verification.
+void add_link_options(CLI::App& app, SenderConfig& cfg) {
   app.set_config("--config", "", "Read options from this file (TOML or INI, option = value)");
   // A misspelt setting must stop the program, not be silently ignored.
   app.allow_config_extras(CLI::config_extras_mode::error);
@@ -28,9 +31,10 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
                  "Datagram size in bytes, header included (default fits a 9000-byte MTU)")
       ->check(CLI::Range(common::kMinPacketSize, common::kMaxDatagramSize))
       ->capture_default_str();
-  app.add_option("--rate", cfg.rate_mb,
-                 "Rate limit in MB/s on the wire (1 MB = 1,048,576 bytes); 0 = unlimited, which loses "
-                 "packets whenever the receiver cannot keep up")
+  app.add_option(
+         "--rate", cfg.rate_mb,
+         "Rate limit in MB/s on the wire (1 MB = 1,048,576 bytes); 0 = unlimited, which loses "
+         "packets whenever the receiver cannot keep up")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--verify", cfg.verify_text, "File verification: b2b (XXH3-128), sha256, none")
@@ -40,6 +44,10 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
                  "Copies sent of each announce, end, abort and file-list packet")
       ->check(CLI::Range(1u, 100u))
       ->capture_default_str();
+}
+
+// Loss protection (FEC, repeats) and security (the key).
+void add_protection_options(CLI::App& app, SenderConfig& cfg) {
   auto* loss = "Loss protection (no packet can be asked for again)";
   app.add_option("--fec", cfg.fec_text,
                  "Forward error correction K:M: M Reed-Solomon parity packets after every K "
@@ -67,6 +75,10 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
                "With --key-file: authenticate every datagram but send its contents in the clear "
                "(for sites that must inspect the traffic)")
       ->group(security);
+}
+
+// The reader and the transmitter: blocks, threads, socket, batch and heartbeats.
+void add_read_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--read-block-kb", cfg.read_block_kb, "Reader block size in KiB")
       ->check(CLI::Range(size_t{4}, size_t{65536}))
       ->capture_default_str();
@@ -97,6 +109,10 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--buff-full-delay", cfg.buff_full_delay_ms,
                  "ms to wait when the link buffer is full before retrying (BUFF_FULL_DELAY)")
       ->capture_default_str();
+}
+
+// The DFTS pacing options (seed 004), kept for the sites that use them.
+void add_dfts_options(CLI::App& app, SenderConfig& cfg) {
   auto* dfts = "DFTS pacing (seed 004; the product's recommended way is --rate)";
   app.add_option("--intra-pkt-interval", cfg.intra_pkt_interval,
                  "Packets between two sleeps of --intra-pkt-delay ms (INTRA_PKT_INTERVAL); 0 = off")
@@ -110,7 +126,8 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
                  "MB sent before a forced sleep of --fsdelay ms (-fsinterval); 0 = off")
       ->group(dfts)
       ->capture_default_str();
-  app.add_option("--fsdelay", cfg.fs_delay_ms, "ms of forced sleep every --fsinterval MB (-fsdelay)")
+  app.add_option("--fsdelay", cfg.fs_delay_ms,
+                 "ms of forced sleep every --fsinterval MB (-fsdelay)")
       ->group(dfts)
       ->capture_default_str();
   app.add_flag("--sleep-alg,!--no-sleep-alg", cfg.sleep_alg,
@@ -140,6 +157,10 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 30))
       ->group(dfts)
       ->capture_default_str();
+}
+
+// Metrics, the hot folder, logging, progress and the manifest, and the test hooks.
+void add_output_options(CLI::App& app, SenderConfig& cfg) {
   common::add_metrics_option(app, cfg.metrics);
   add_hot_folder_options(app, cfg);
   common::add_log_options(app, cfg.log);
@@ -152,6 +173,16 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
                  "Append one JSON line per file sent or failed to this file (time, session, file "
                  "id, path, size, verification key, status)");
   app.add_option("--test-drop-data", cfg.test_drop_data)->group("");
+}
+
+}  // namespace
+
+void add_sender_options(CLI::App& app, SenderConfig& cfg) {
+  add_link_options(app, cfg);
+  add_protection_options(app, cfg);
+  add_read_options(app, cfg);
+  add_dfts_options(app, cfg);
+  add_output_options(app, cfg);
 }
 
 void finalize_sender_config(SenderConfig& cfg) {
@@ -167,8 +198,9 @@ void finalize_sender_config(SenderConfig& cfg) {
   }
   cfg.file_lock = cfg.file_lock_text == "Y" || cfg.file_lock_text == "y";
   const char r = static_cast<char>(std::toupper(static_cast<unsigned char>(cfg.report_text[0])));
-  cfg.report = r == 'V' ? ReportOption::kVerbose : r == 'N' ? ReportOption::kNone
-                                                            : ReportOption::kSummary;
+  cfg.report = r == 'V'   ? ReportOption::kVerbose
+               : r == 'N' ? ReportOption::kNone
+                          : ReportOption::kSummary;
   if (!common::parse_verify_type(cfg.verify_text, &cfg.verify)) {
     throw CLI::ValidationError("--verify", "expected b2b, sha256 or none");
   }
@@ -176,13 +208,15 @@ void finalize_sender_config(SenderConfig& cfg) {
     throw CLI::ValidationError("--packet-size", "too small to carry data");
   }
   const unsigned interleave = cfg.fec.interleave;
-  if (!common::parse_fec(cfg.fec_text, &cfg.fec, &error)) throw CLI::ValidationError("--fec", error);
+  if (!common::parse_fec(cfg.fec_text, &cfg.fec, &error))
+    throw CLI::ValidationError("--fec", error);
   cfg.fec.interleave = interleave;
   if (!common::check_fec_interleave(cfg.fec, &error)) {
     throw CLI::ValidationError("--fec-interleave", error);
   }
   if (cfg.auth_only && cfg.key_file.empty()) {
-    throw CLI::ValidationError("--auth-only", "needs --key-file (it says how to seal, not what with)");
+    throw CLI::ValidationError("--auth-only",
+                               "needs --key-file (it says how to seal, not what with)");
   }
   finalize_hot_folder_config(cfg);
   if (!cfg.key_file.empty()) {

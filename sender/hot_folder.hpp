@@ -31,6 +31,8 @@
 #include "sender/readiness.hpp"
 #include "sender/watch_journal.hpp"
 
+struct inotify_event;  // <sys/inotify.h>
+
 namespace ddft::sender {
 
 struct HotFolderOptions {
@@ -88,6 +90,10 @@ class HotFolder final : public FileSource, public SendObserver {
 
   // Under mu_:
   void read_events(common::Clock::time_point now);
+  // One event of read_events(): a lost event queue, a watch gone, DIR gone, or an entry's event.
+  void handle_event(const struct inotify_event& ev, common::Clock::time_point now);
+  // An event (inotify `mask`) about entry `rel` (not reserved) of a watched folder.
+  void handle_entry_event(const std::string& rel, uint32_t mask, common::Clock::time_point now);
   // Watches `rel_dir` and every folder below it, and reports every file found there.
   void add_tree(const std::string& rel_dir, common::Clock::time_point now);
   void rescan(common::Clock::time_point now);

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 
 #include "common/device_transport.hpp"
 #include "common/logging.hpp"
@@ -19,14 +20,12 @@
 #include "sender/pipeline.hpp"
 #include "sender/progress.hpp"
 
-int main(int argc, char** argv) {
-  using namespace ddft;
-  if (auto rc = iotest::run_if_requested(argc, argv, iotest::Kind::kRead)) return *rc;
-  sender::SenderConfig cfg;
-  CLI::App app{"dd_file_send: send files one way across a data diode"};
-  app.set_version_flag("--version", std::string("dd_file_send ") + common::kVersion);
-  sender::add_sender_options(app, cfg);
-  iotest::add_switch_help(app, iotest::Kind::kRead);
+namespace {
+using namespace ddft;
+
+// Parses the command line into `cfg`. Returns the exit status when the program is to stop
+// (--help, --version, a bad option: CLI11 has printed what to say).
+std::optional<int> parse_args(CLI::App& app, sender::SenderConfig& cfg, int argc, char** argv) {
   // owlDftsSend passes DFTS's single-dash spellings (-fsinterval 100, -NOSLEEPALG) as written.
   const std::vector<std::string> args = sender::translate_dfts_args(argc, argv);
   std::vector<const char*> arg_ptrs;
@@ -37,6 +36,70 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  return std::nullopt;
+}
+
+// The files of the sources on the command line, with the count --include/--exclude left out
+// logged.
+sender::FileList list_sources(const sender::SenderConfig& cfg) {
+  sender::FileList list = sender::discover_files(cfg.sources, cfg.filter);
+  if (!cfg.filter.empty()) {
+    spdlog::info("Info: --include/--exclude left out {} file(s)", list.filtered.size());
+  }
+  return list;
+}
+
+// The link: the card driver's node (--transport device) or a UDP socket, whose buffer shortfall
+// is logged. Throws what opening it throws.
+std::unique_ptr<common::DatagramSink> open_sink(const sender::SenderConfig& cfg) {
+  if (cfg.transport_text == "device") return std::make_unique<common::DeviceSink>(cfg.device);
+  auto udp = std::make_unique<common::UdpSink>(cfg.dest, cfg.socket_buffer_mb << 20);
+  if (auto w = udp->buffer_report().warning("send"); !w.empty()) spdlog::warn("Warn: {}", w);
+  return udp;
+}
+
+// The progress display when --progress asks for one (else null): of the hot folder's queue
+// (`hot`, must outlive it) or of the batch `list`.
+std::unique_ptr<sender::ProgressDisplay> make_progress(const sender::SenderConfig& cfg,
+                                                       sender::HotFolder* hot,
+                                                       const sender::FileList& list) {
+  if (!sender::progress_wanted(cfg.progress_text, cfg.log.quiet, sender::stdout_is_terminal())) {
+    return nullptr;
+  }
+  sender::ProgressOptions po;
+  po.copies = cfg.repeat;
+  if (hot) {
+    po.source = hot;  // open-ended: its queue instead of a batch total
+  } else {
+    po.planned.emplace();
+    for (const auto& f : list.files) po.planned->push_back(f.size);
+  }
+  return std::make_unique<sender::ProgressDisplay>(common::stdout_console(),
+                                                   common::SteadyClock::instance(), std::move(po));
+}
+
+// Sources that never reached the pipeline are in the manifest too, so that a reconciliation
+// lists them ("not sent"); the session is the one just run.
+void add_unread_sources(sender::ManifestWriter& manifest, const sender::FileList& list) {
+  for (const auto& err : list.errors) {
+    sender::FileMeta meta;
+    meta.rel_path = err.rel_path;
+    manifest.file_failed(meta, err.message);
+  }
+  manifest.sync();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ddft;
+  if (auto rc = iotest::run_if_requested(argc, argv, iotest::Kind::kRead)) return *rc;
+  sender::SenderConfig cfg;
+  CLI::App app{"dd_file_send: send files one way across a data diode"};
+  app.set_version_flag("--version", std::string("dd_file_send ") + common::kVersion);
+  sender::add_sender_options(app, cfg);
+  iotest::add_switch_help(app, iotest::Kind::kRead);
+  if (auto rc = parse_args(app, cfg, argc, argv)) return *rc;
 
   try {
     common::setup_logging(cfg.log, "dd_file_send");
@@ -53,11 +116,10 @@ int main(int argc, char** argv) {
     sender::add_sender_metrics(registry, status, cfg, common::SteadyClock::instance());
     const common::MetricsServing serving(metrics.get(), registry);  // stops before status goes
     // Opened before anything is sent: a manifest that cannot be written stops the program here.
-    std::unique_ptr<sender::ManifestWriter> manifest;
-    if (!cfg.manifest.empty()) {
-      manifest = std::make_unique<sender::ManifestWriter>(cfg.manifest, cfg.verify,
-                                                          common::SteadyClock::instance());
-    }
+    const std::unique_ptr<sender::ManifestWriter> manifest =
+        cfg.manifest.empty() ? nullptr
+                             : std::make_unique<sender::ManifestWriter>(
+                                   cfg.manifest, cfg.verify, common::SteadyClock::instance());
     // --watch: the hot folder is checked (one line on a bad setting) before anything is sent.
     std::unique_ptr<sender::HotFolder> hot;
     sender::FileList list;
@@ -65,21 +127,11 @@ int main(int argc, char** argv) {
       hot = std::make_unique<sender::HotFolder>(sender::hot_folder_options(cfg),
                                                 common::SteadyClock::instance());
     } else {
-      list = sender::discover_files(cfg.sources, cfg.filter);
-      if (!cfg.filter.empty()) {
-        spdlog::info("Info: --include/--exclude left out {} file(s)", list.filtered.size());
-      }
+      list = list_sources(cfg);
     }
     for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
-    std::unique_ptr<common::DatagramSink> sink;
-    if (cfg.transport_text == "device") {
-      sink = std::make_unique<common::DeviceSink>(cfg.device);
-    } else {
-      auto udp = std::make_unique<common::UdpSink>(cfg.dest, cfg.socket_buffer_mb << 20);
-      if (auto w = udp->buffer_report().warning("send"); !w.empty()) spdlog::warn("Warn: {}", w);
-      sink = std::move(udp);
-    }
+    const std::unique_ptr<common::DatagramSink> sink = open_sink(cfg);
 
     // Ctrl-C / SIGTERM: stop reading, abort the file in progress on the wire, close the session.
     std::stop_source stop;
@@ -93,33 +145,12 @@ int main(int argc, char** argv) {
       s.add_observer(manifest.get());
     }
     if (hot) s.add_observer(hot.get());
-    std::unique_ptr<sender::ProgressDisplay> progress;
-    if (sender::progress_wanted(cfg.progress_text, cfg.log.quiet, sender::stdout_is_terminal())) {
-      sender::ProgressOptions po;
-      po.copies = cfg.repeat;
-      if (hot) {
-        po.source = hot.get();  // open-ended: its queue instead of a batch total
-      } else {
-        po.planned.emplace();
-        for (const auto& f : list.files) po.planned->push_back(f.size);
-      }
-      progress = std::make_unique<sender::ProgressDisplay>(
-          common::stdout_console(), common::SteadyClock::instance(), std::move(po));
-      s.add_observer(progress.get());
-    }
+    const std::unique_ptr<sender::ProgressDisplay> progress = make_progress(cfg, hot.get(), list);
+    if (progress) s.add_observer(progress.get());
     const sender::SendTotals t =
         hot ? s.run(*hot, stop.get_token()) : s.run(list.files, stop.get_token());
 
-    if (manifest && !list.errors.empty()) {
-      // Sources that never reached the pipeline are in the manifest too, so that a
-      // reconciliation lists them ("not sent"); the session is the one just run.
-      for (const auto& err : list.errors) {
-        sender::FileMeta meta;
-        meta.rel_path = err.rel_path;
-        manifest->file_failed(meta, err.message);
-      }
-      manifest->sync();
-    }
+    if (manifest && !list.errors.empty()) add_unread_sources(*manifest, list);
     const uint64_t failed = t.files_failed + list.errors.size();
     spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams",
                  t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams);

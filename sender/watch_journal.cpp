@@ -80,6 +80,44 @@ std::error_code sync_parent(const std::string& path) {
   return {};
 }
 
+// The text of the journal open as `fd` (at `path`): whole, or, when it does not start with the
+// header, cut short. Throws std::runtime_error (one line) when it cannot be read or is not a
+// journal.
+std::string read_journal_text(int fd, const std::string& path) {
+  constexpr std::string_view kHeader = WatchJournal::kHeader;
+  std::string text;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = common::read_up_to(fd, buf, sizeof buf);
+    if (n < 0) {
+      throw std::runtime_error(
+          fmt::format("--watch-journal '{}' cannot be read: {}", path, std::strerror(errno)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    // Another file given by mistake is refused before it is read whole.
+    if (text.size() >= kHeader.size() + 1 && !text.starts_with(std::string(kHeader) + "\n")) break;
+    if (static_cast<size_t>(n) < sizeof buf) break;
+  }
+  if (!text.empty() && !text.starts_with(std::string(kHeader) + "\n")) {
+    throw std::runtime_error(fmt::format(
+        "--watch-journal '{}' is not a ddft watch journal (its first line is not '{}'); "
+        "refusing to overwrite it",
+        path, kHeader));
+  }
+  return text;
+}
+
+// Keeps a copy of a damaged journal's `text` at `kept`, saying so (or that it could not).
+void keep_damaged(const std::string& kept, const std::string& text) {
+  common::UniqueFd out(::open(kept.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!out || !write_all(out.get(), text)) {
+    spdlog::warn("Warn: cannot keep the damaged journal as '{}': {}", kept, std::strerror(errno));
+  } else {
+    spdlog::warn("Warn: the damaged journal is kept as '{}'", kept);
+  }
+}
+
 }  // namespace
 
 std::string format_journal_line(char kind, const JournalRecord& r) {
@@ -148,26 +186,33 @@ WatchJournal::WatchJournal(std::string path, size_t compact_lines)
   if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     throw std::runtime_error(fmt::format("--watch-journal '{}' is not a regular file", path_));
   }
-  std::string text;
-  char buf[65536];
-  while (true) {
-    const ssize_t n = common::read_up_to(in.get(), buf, sizeof buf);
-    if (n < 0) {
+  const std::string text = read_journal_text(in.get(), path_);
+  load(text);
+  if (!damaged_.empty()) {
+    // Kept for whoever looks into it; the journal itself is rewritten without the damage, so
+    // that the next record is not appended to a torn line.
+    keep_damaged(path_ + ".damaged", text);
+    if (auto ec = compact()) {
       throw std::runtime_error(
-          fmt::format("--watch-journal '{}' cannot be read: {}", path_, std::strerror(errno)));
+          fmt::format("--watch-journal '{}' cannot be rewritten: {}", path_, ec.message()));
     }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    // Another file given by mistake is refused before it is read whole.
-    if (text.size() >= kHeader.size() + 1 && !text.starts_with(std::string(kHeader) + "\n")) break;
-    if (static_cast<size_t>(n) < sizeof buf) break;
+    return;
   }
-  if (!text.empty() && !text.starts_with(std::string(kHeader) + "\n")) {
-    throw std::runtime_error(fmt::format(
-        "--watch-journal '{}' is not a ddft watch journal (its first line is not '{}'); "
-        "refusing to overwrite it",
-        path_, kHeader));
+  if (text.empty()) {
+    // An empty file (made by the operator): given its header now.
+    if (auto ec = compact()) {
+      throw std::runtime_error(
+          fmt::format("--watch-journal '{}' cannot be rewritten: {}", path_, ec.message()));
+    }
+    return;
   }
+  if (auto ec = open_for_append()) {
+    throw std::runtime_error(
+        fmt::format("--watch-journal '{}' cannot be written: {}", path_, ec.message()));
+  }
+}
+
+void WatchJournal::load(const std::string& text) {
   size_t line_no = 1;
   size_t pos = text.empty() ? 0 : kHeader.size() + 1;
   while (pos < text.size()) {
@@ -195,34 +240,6 @@ WatchJournal::WatchJournal(std::string path, size_t compact_lines)
       unfinished_.erase(it);
     }
     pos = nl == std::string::npos ? text.size() : nl + 1;
-  }
-  if (!damaged_.empty()) {
-    // Kept for whoever looks into it; the journal itself is rewritten without the damage, so
-    // that the next record is not appended to a torn line.
-    const std::string kept = path_ + ".damaged";
-    common::UniqueFd out(::open(kept.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!out || !write_all(out.get(), text)) {
-      spdlog::warn("Warn: cannot keep the damaged journal as '{}': {}", kept, std::strerror(errno));
-    } else {
-      spdlog::warn("Warn: the damaged journal is kept as '{}'", kept);
-    }
-    if (auto ec = compact()) {
-      throw std::runtime_error(
-          fmt::format("--watch-journal '{}' cannot be rewritten: {}", path_, ec.message()));
-    }
-    return;
-  }
-  if (text.empty()) {
-    // An empty file (made by the operator): given its header now.
-    if (auto ec = compact()) {
-      throw std::runtime_error(
-          fmt::format("--watch-journal '{}' cannot be rewritten: {}", path_, ec.message()));
-    }
-    return;
-  }
-  if (auto ec = open_for_append()) {
-    throw std::runtime_error(
-        fmt::format("--watch-journal '{}' cannot be written: {}", path_, ec.message()));
   }
 }
 

@@ -78,6 +78,9 @@ class WatchJournal {
   size_t lines() const { return lines_; }
 
  private:
+  // Takes in the records of journal `text` (its header included): unfinished_, lines_, and a
+  // damaged_ entry and a warning for each damaged line.
+  void load(const std::string& text);
   std::error_code append(const std::string& line, bool sync);
   std::error_code open_for_append();
 

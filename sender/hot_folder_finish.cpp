@@ -1,0 +1,187 @@
+// HotFolder's end of a file: once sent and recorded in the journal it is deleted or moved to the
+// sent folder; a file that changed or failed stays. At start the journal's unfinished files are
+// finished first (replay).
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+
+#include "sender/hot_folder.hpp"
+#include "sender/hot_folder_internal.hpp"
+
+namespace ddft::sender {
+namespace fs = std::filesystem;
+using namespace hot_folder_detail;
+namespace {
+
+// "name.N.ext": the same scheme as the receiver's collision names ("a.tar.gz" -> "a.tar.N.gz",
+// ".bashrc" -> ".bashrc.N").
+std::string numbered_name(const std::string& base, unsigned n) {
+  const size_t dot = base.rfind('.');
+  if (dot == std::string::npos || dot == 0) return fmt::format("{}.{}", base, n);
+  return fmt::format("{}.{}{}", base.substr(0, dot), n, base.substr(dot));
+}
+
+}  // namespace
+
+void HotFolder::replay() {
+  const auto now = clock_.now();
+  for (const JournalRecord& r : journal_->unfinished()) {
+    struct stat st {};
+    const std::string path = abs(r.rel_path);
+    if (::lstat(path.c_str(), &st) != 0) {
+      journal_->forget(r.rel_path);  // finished before the restart, its "done" not recorded
+      continue;
+    }
+    if (!S_ISREG(st.st_mode) || identity_of(st) != r.id) {
+      spdlog::info(
+          "Info: hot folder: '{}' was sent before the restart but has changed since; "
+          "it is sent again",
+          r.rel_path);
+      journal_->forget(r.rel_path);
+      continue;
+    }
+    std::string moved_to;
+    if (auto why = finish(r, &moved_to)) {
+      // Still recorded as sent: the next start tries again. Meanwhile it is held, not sent.
+      spdlog::error(
+          "Error: hot folder: {}; '{}' was sent before the restart and is not sent "
+          "again",
+          *why, r.rel_path);
+      kept_after_replay_.push_back(r);
+      continue;
+    }
+    ++removed_;
+    spdlog::info("Info: hot folder: '{}' was sent before the restart: {} without sending it again",
+                 r.rel_path, moved_to.empty() ? std::string("deleted") : "moved to " + moved_to);
+    if (auto ec = journal_->record_done(r)) {
+      spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, ec.message());
+    }
+    if (const std::string parent = parent_of(r.rel_path); !parent.empty()) {
+      tracker_.folder_emptied(parent, now);
+    }
+  }
+}
+
+std::optional<std::string> HotFolder::finish(const JournalRecord& r, std::string* moved_to) {
+  const std::string src = abs(r.rel_path);
+  // Checked again right before the removal: the journal's sync took milliseconds, long enough for
+  // a producer to rename a new version over the name. (A replacement in the microseconds between
+  // this check and the unlink or rename is not caught.)
+  struct stat st {};
+  if (::lstat(src.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || identity_of(st) != r.id) {
+    return fmt::format("'{}' was replaced just after it was sent; the new version stays",
+                       r.rel_path);
+  }
+  if (opt_.sent_dir.empty()) {
+    if (::unlink(src.c_str()) != 0) {
+      return fmt::format("cannot delete '{}': {}", src, std::strerror(errno));
+    }
+    return std::nullopt;
+  }
+  const std::string parent = parent_of(r.rel_path);
+  const fs::path dest_dir =
+      parent.empty() ? fs::path(opt_.sent_dir) : fs::path(opt_.sent_dir) / parent;
+  std::error_code ec;
+  fs::create_directories(dest_dir, ec);
+  if (ec) return fmt::format("cannot create '{}': {}", dest_dir.string(), ec.message());
+  const std::string base = base_of(r.rel_path);
+  for (unsigned n = 0; n < 100000; ++n) {
+    const std::string dst = (dest_dir / (n == 0 ? base : numbered_name(base, n))).string();
+    // RENAME_NOREPLACE: a file already in the sent folder is never overwritten, even by a race.
+    if (::renameat2(AT_FDCWD, src.c_str(), AT_FDCWD, dst.c_str(), RENAME_NOREPLACE) == 0) {
+      *moved_to = dst;
+      return std::nullopt;
+    }
+    if (errno != EEXIST) {
+      return fmt::format("cannot move '{}' to '{}': {}", src, dst, std::strerror(errno));
+    }
+  }
+  return fmt::format("cannot move '{}': no free name in '{}'", src, dest_dir.string());
+}
+
+void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/) {
+  std::lock_guard lock(mu_);
+  auto it = handed_out_.find(file.tag);
+  if (it == handed_out_.end()) return;
+  const Handout h = std::move(it->second);
+  handed_out_.erase(it);
+  const auto now = clock_.now();
+  // Only the version that went on the wire is removed: the one handed out (same inode) and read
+  // (the size and mtime the reader announced), with no event since.
+  struct stat st {};
+  const bool present = ::lstat(abs(h.rel).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  const FileIdentity cur = present ? identity_of(st) : FileIdentity{};
+  if (!present || cur.dev != h.id.dev || cur.ino != h.id.ino || cur.size != file.size ||
+      cur.mtime_ns != file.mtime_ns || tracker_.changed_in_flight(h.rel)) {
+    if (present) {
+      spdlog::warn(
+          "Warn: hot folder: '{}' changed while it was sent; it stays and is sent again "
+          "once complete",
+          h.rel);
+    } else {
+      spdlog::warn("Warn: hot folder: '{}' was removed or replaced while it was sent", h.rel);
+    }
+    tracker_.requeue(h.rel, now);
+    wake();
+    return;
+  }
+  const JournalRecord rec{h.rel, cur};
+  if (auto ec = journal_->record_sent(rec)) {
+    // Removing it unrecorded could lose it to a crash; it stays (sent again after a restart).
+    spdlog::error(
+        "Error: hot folder: cannot record '{}' as sent in '{}': {}; it stays in the "
+        "folder",
+        h.rel, journal_path_, ec.message());
+    tracker_.hold(h.rel, cur, now, false);
+    return;
+  }
+  if (opt_.crash_after_sent != 0 && ++sent_records_ == opt_.crash_after_sent) {
+    spdlog::warn("Warn: test hook: the sender dies after recording '{}' as sent", h.rel);
+    spdlog::default_logger()->flush();
+    ::kill(::getpid(), SIGKILL);
+  }
+  std::string moved_to;
+  if (auto why = finish(rec, &moved_to)) {
+    // Recorded as sent: not sent again, here or after a restart (which tries to finish it).
+    spdlog::error("Error: hot folder: {}; it was sent and stays", *why);
+    tracker_.hold(h.rel, cur, now, false);
+    return;
+  }
+  ++removed_;
+  if (!moved_to.empty() && fs::path(moved_to).filename() != base_of(h.rel)) {
+    spdlog::info("Info: hot folder: '{}' moved to '{}' (the sent folder had that name already)",
+                 h.rel, moved_to);
+  }
+  if (auto ec = journal_->record_done(rec)) {
+    spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, ec.message());
+  }
+  tracker_.finished(h.rel);
+  if (const std::string parent = parent_of(h.rel); !parent.empty()) {
+    tracker_.folder_emptied(parent, now);
+    wake();
+  }
+}
+
+void HotFolder::file_failed(const FileMeta& file, const std::string& /*reason*/) {
+  std::lock_guard lock(mu_);
+  auto it = handed_out_.find(file.tag);
+  if (it == handed_out_.end()) return;
+  const Handout h = std::move(it->second);
+  handed_out_.erase(it);
+  if (stop_.stop_requested()) {
+    spdlog::info("Info: hot folder: '{}' stays in the folder; it is sent after a restart", h.rel);
+  } else {
+    spdlog::warn("Warn: hot folder: '{}' stays in the folder; it is tried again when it changes",
+                 h.rel);
+  }
+  tracker_.hold(h.rel, h.id, clock_.now(), true);
+  wake();
+}
+
+}  // namespace ddft::sender
