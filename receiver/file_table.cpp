@@ -1,0 +1,590 @@
+#include "receiver/file_table.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/json.hpp"
+#include "common/logging.hpp"
+#include "receiver/file_rules.hpp"
+
+namespace ddft::receiver {
+using namespace std::chrono;
+using common::DecodeStatus;
+using common::Packet;
+
+namespace {
+// More than a session's complete file list names (the sender lists at most 100,000 files at
+// the end of a session), so that no file of the list is taken for one never announced.
+constexpr size_t kSeenIdsKept = 262144;
+void count_bad_payload(AssemblerCounters& c) {
+  ++c.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+}
+}  // namespace
+
+FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common::Clock& clock,
+                     WriteEngine& engine, FailureRecords& records, AssemblerCounters& counters)
+    : cfg_(cfg),
+      out_(out),
+      fs_(fs),
+      clock_(clock),
+      engine_(engine),
+      records_(records),
+      counters_(counters),
+      blocks_(engine),
+      finisher_(cfg, out, fs, clock, engine, blocks_, records, counters, session_files_, *this),
+      files_bound_(files_in_flight_bound(cfg.max_files_in_flight)) {}
+
+void FileTable::set_earlier(OutcomeLog* journal,
+                            const std::vector<std::pair<uint64_t, uint32_t>>& known) {
+  journal_ = journal;
+  earlier_.insert(known.begin(), known.end());
+  finisher_.set_journal(journal);
+}
+
+void FileTable::start_session(uint64_t s) {
+  session_ = s;
+  seen_ids_.clear();
+  filtered_ids_.clear();
+  records_.clear_unnamed();
+  session_files_ = {};
+  // Earlier runs' outcomes matter for the session they belong to only: a receiver restarted in
+  // the middle of a session keeps them, a new session drops the rest (memory and journal).
+  for (auto it = earlier_.begin(); it != earlier_.end();) {
+    it = it->first == s ? std::next(it) : earlier_.erase(it);
+  }
+  if (journal_ != nullptr) fs_.post([j = journal_, s] { j->keep_session(s); }, nullptr);
+}
+
+void FileTable::fail_receiving(const std::string& reason) {
+  // Files still receiving never get the rest of their data. Those whose end came are only
+  // waiting for their writes: they finish on their own (they are keyed by session, so a new
+  // session's files cannot clash with them).
+  std::vector<File*> open;
+  for (auto& [key, f] : files_) {
+    if (f->state == FileState::kReceiving) open.push_back(f.get());
+  }
+  for (File* f : open) fail(*f, reason);
+}
+
+void FileTable::close_unrecorded(const std::string& reason) {
+  std::vector<File*> open;
+  for (auto& [key, f] : files_) {
+    if (!f->record_posted) open.push_back(f.get());
+  }
+  for (File* f : open) {
+    f->state = FileState::kFailing;
+    if (f->fail_reason.empty()) f->fail_reason = reason;
+    finisher_.record_failure(*f);
+  }
+}
+
+File* FileTable::find(uint32_t id) {
+  auto it = files_.find({session_, id});
+  return it == files_.end() ? nullptr : it->second.get();
+}
+
+void FileTable::remember_seen(uint32_t id) {
+  seen_ids_.insert(id);
+  if (seen_ids_.size() > kSeenIdsKept) seen_ids_.erase(seen_ids_.begin());
+}
+
+void FileTable::handle_announce(const Packet& p) {
+  common::Announce a;
+  if (common::decode_announce(p.payload, &a) != DecodeStatus::kOk) {
+    count_bad_payload(counters_);
+    return;
+  }
+  if (find(a.file_id) != nullptr || seen_ids_.count(a.file_id) != 0) return;  // repeat
+  remember_seen(a.file_id);  // from now on a repeat of this announce is ignored
+  // An earlier run of this receiver finished it, or named it as failed at start-up (the file it
+  // left behind): the rest of its packets are not recorded a second time.
+  if (known_earlier(a.file_id)) {
+    ++counters_.listed_known;
+    return;
+  }
+  // A repeated announce of a file this receiver never saw start: it joined mid-file.
+  const bool joined_late = (p.header.flags & common::kFlagRepeat) != 0;
+  supersede_receiving();
+  std::unique_ptr<File> f =
+      file_from_announce(a, session_, clock_.now(), cfg_.report_mb * 1024 * 1024);
+  if (filtered(*f)) return;
+  const std::string reason = refusal(a, *f);
+  if (!reason.empty()) {
+    refuse(*f, reason);
+    return;
+  }
+  accept(std::move(f), joined_late);
+}
+
+// The sender sends one file after the other: a file still receiving when the next is announced
+// has lost its end (or data FEC could not rebuild). It gets a short grace for reordered packets.
+void FileTable::supersede_receiving() {
+  for (auto& [key, other] : files_) {
+    if (key.first == session_ && other->state == FileState::kReceiving && !other->superseded) {
+      other->superseded = true;
+      other->superseded_at = clock_.now();
+    }
+  }
+}
+
+// Receive filters are policy, not a failure: logged and counted, no record. They apply to
+// acceptable names only, so a hostile name is refused (and recorded) as such whatever the
+// patterns say. The file's data and end packets are then dropped as of an unknown file.
+bool FileTable::filtered(const File& f) {
+  if (cfg_.filter.empty() || !out_.check_path(f.path).empty()) return false;
+  auto why = cfg_.filter.refusal(f.path);
+  if (!why) return false;
+  ++counters_.files_filtered;
+  ++session_files_.filtered;
+  filtered_ids_.insert(f.id);
+  if (filtered_ids_.size() > kSeenIdsKept) filtered_ids_.erase(filtered_ids_.begin());
+  spdlog::info("Info: filtered {}: {}", common::json_quote(f.path), *why);
+  return true;
+}
+
+// Why the announce of `f` is refused ("" when it is accepted: room was made for it).
+std::string FileTable::refusal(const common::Announce& a, const File& f) {
+  // Room for it: the free space less what the files still in flight will write.
+  uint64_t promised = 0;
+  for (const auto& [key, other] : files_) {
+    if (other->state == FileState::kReceiving) promised += other->size - other->bytes_received;
+  }
+  std::string reason = size_refusal(cfg_, a.size, f.chunks_total, promised, out_.free_bytes());
+  if (reason.empty()) reason = out_.check_path(f.path);
+  // Only an acceptable file makes a file in flight give way.
+  if (reason.empty()) make_room(&reason);
+  return reason;
+}
+
+bool FileTable::make_room(std::string* reason) {
+  // Files finishing their I/O (or being made, or recorded) hold a descriptor each: far beyond
+  // the bound, new ones are refused, and no file still receiving is failed for them.
+  if (files_.size() >= files_bound_) {
+    *reason = fmt::format(
+        "{} files in flight are still being written (the disk is not keeping "
+        "up)",
+        files_.size());
+    return false;
+  }
+  // The bound is on files still receiving: a file finishing its writes or its sync (a slow disk,
+  // --write-mode rwd) has all its data and must not cost a later file its place. Failed files
+  // whose records are still being written (on the pool) have a bound of the same size: a flood
+  // of announces at wire speed then makes refusals, not an unbounded queue of temporary files.
+  size_t receiving = 0;
+  size_t failing = 0;
+  File* oldest = nullptr;
+  for (auto& [key, f] : files_) {
+    if (f->state == FileState::kFailing) ++failing;
+    if (f->state != FileState::kReceiving) continue;
+    ++receiving;
+    if (oldest == nullptr || f->announced < oldest->announced) oldest = f.get();
+  }
+  if (failing >= cfg_.max_files_in_flight && receiving >= cfg_.max_files_in_flight) {
+    *reason = fmt::format(
+        "{} failed files are still being recorded (the disk is not keeping "
+        "up)",
+        failing);
+    return false;
+  }
+  if (receiving >= cfg_.max_files_in_flight) {
+    ++counters_.files_evicted;
+    fail(*oldest, fmt::format("more than {} files in flight (--max-files-in-flight): the "
+                              "oldest fails to make room for a new one",
+                              cfg_.max_files_in_flight));
+  }
+  return true;
+}
+
+// Accepted. The temporary file is made on the pool; data that comes meanwhile waits in its
+// write blocks.
+void FileTable::accept(std::unique_ptr<File> f, bool joined_late) {
+  f->bitmap.assign(f->chunks_total / 64 + 1, 0);
+  f->hasher = common::make_hasher(f->verify);
+  f->joined_late = joined_late;
+  if (joined_late) ++counters_.files_joined_late;
+  Origin o = origin_of(*f, sender_ ? sender_() : std::string());
+  File* raw = f.get();
+  files_.emplace(std::make_pair(session_, raw->id), std::move(f));
+  ++raw->ops_pending;  // keeps it in the table until on_created()
+  auto ok = std::make_shared<bool>(false);
+  auto why = std::make_shared<std::string>();
+  fs_.post(
+      [this, raw, o = std::move(o), ok, why, tmp = temp_name(session_, raw->id)] {
+        *ok = out_.create_temp(o.rel_path, tmp, &raw->tmp, why.get(), &o);
+      },
+      [this, raw, ok, why] { on_created(*raw, *ok, *why); });
+}
+
+void FileTable::on_created(File& f, bool ok, const std::string& reason) {
+  --f.ops_pending;
+  if (!ok) {
+    // Refused after all (the folder or the disk would not have it): like a refusal at the
+    // announce, with what arrived meanwhile dropped.
+    if (f.state == FileState::kFailing) {
+      f.fail_reason = "cannot create the temporary file: " + reason;
+      advance(f);
+      return;
+    }
+    refuse(f, reason);
+    f.state = FileState::kFailing;
+    f.record_posted = true;  // refuse() wrote the record
+    end(f);
+    return;
+  }
+  f.tmp_ready = true;
+  if (f.state != FileState::kFailing) {
+    spdlog::info("Info: {}, Size: {} (bytes) . . . receiving{}{}", f.path,
+                 common::with_commas(f.size),
+                 f.pause_s ? fmt::format(" (send pausing {} seconds)", f.pause_s) : "",
+                 f.joined_late ? " (joined mid-file: its first packets went before this "
+                                 "receiver started)"
+                               : "");
+  }
+  // Blocks filled while the file was being made go out now.
+  blocks_.submit_waiting(f, /*full_only=*/f.state == FileState::kReceiving);
+  advance(f);
+}
+
+// A refused announce: counted, logged, and recorded in the failed folder (at a bounded rate).
+void FileTable::refuse(const File& f, const std::string& reason) {
+  ++counters_.files_refused;
+  if (f.session == session_) ++session_files_.refused;
+  records_.refuse(refusal_record(f, session_, reason), reason);
+}
+
+void FileTable::handle_data(const Packet& p) {
+  common::DataHeader d;
+  std::span<const uint8_t> data;
+  if (common::decode_data(p.payload, &d, &data) != DecodeStatus::kOk) {
+    count_bad_payload(counters_);
+    return;
+  }
+  File* f = find(d.file_id);
+  if (f == nullptr || f->state != FileState::kReceiving) {
+    // A filtered file's packets are expected: counted apart from those of unknown files, which
+    // point at trouble.
+    if (f == nullptr && filtered_ids_.count(d.file_id) != 0) {
+      ++counters_.filtered_packets;
+    } else {
+      ++counters_.unknown_file;
+    }
+    return;
+  }
+  const uint64_t idx = d.offset / f->chunk_size;
+  const uint64_t expect_len =
+      idx < f->chunks_total ? std::min<uint64_t>(f->chunk_size, f->size - d.offset) : 0;
+  if (d.offset % f->chunk_size != 0 || idx >= f->chunks_total || data.size() != expect_len) {
+    ++counters_.bad_data;
+    return;
+  }
+  f->last_packet = clock_.now();
+  if (f->has_chunk(idx)) {
+    ++counters_.duplicates;
+    return;
+  }
+  if (f->bytes_received == 0) f->first_data = f->last_packet;
+  // A chunk may straddle two write blocks: copy each piece into its block.
+  const size_t block_size = blocks_.block_size();
+  uint64_t off = d.offset;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    const uint64_t bidx = off / block_size;
+    const size_t in_block = static_cast<size_t>(off % block_size);
+    const size_t take = std::min(data.size() - pos, block_size - in_block);
+    Block* b = get_block(f, bidx);
+    if (b == nullptr) return;  // the file failed while room was being made
+    const bool full = FileBlocks::fill(*b, in_block, data.subspan(pos, take));
+    pos += take;
+    off += take;
+    if (full && !f->evicted.count(bidx)) blocks_.on_filled(*f, *b);
+  }
+  f->set_chunk(idx);
+  ++f->chunks_received;
+  f->last_copy = d.copy;
+  f->bytes_received += data.size();
+  // The clock is read only when a line is due (not once a packet).
+  if (f->bytes_received >= f->next_report) {
+    progress_.report(*f, clock_.now(), cfg_.report_mb * 1024 * 1024);
+  }
+  if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
+}
+
+void FileTable::handle_end(const Packet& p) {
+  common::End e;
+  if (common::decode_end(p.payload, &e) != DecodeStatus::kOk) {
+    count_bad_payload(counters_);
+    return;
+  }
+  File* f = find(e.file_id);
+  if (f == nullptr || f->state != FileState::kReceiving) return;  // finished, or finishing
+  if (f->end_seen && e.copy <= f->end.copy) return;               // a repeat of an end already seen
+  const bool key_changed = f->end_seen && (e.key_len != f->end.key_len || e.key != f->end.key);
+  f->end_seen = true;
+  f->end = e;
+  f->last_packet = clock_.now();
+  if (e.size != f->size || e.verify != f->verify) {
+    fail(*f, "end packet does not match the announce (size or verification type)");
+    return;
+  }
+  if (key_changed) {
+    fail(*f, fmt::format("the file changed between copy {} and copy {} (--repeat)", e.copy,
+                         e.copy + 1));
+    return;
+  }
+  // Missing data may still be in flight behind the end packet (reordering): check_timeouts()
+  // fails the file if it is still incomplete after a short grace.
+  f->end_seen_at = f->last_packet;
+  advance(*f);
+}
+
+void FileTable::handle_abort(const Packet& p) {
+  common::Abort a;
+  if (common::decode_abort(p.payload, &a) != DecodeStatus::kOk) {
+    count_bad_payload(counters_);
+    return;
+  }
+  File* f = find(a.file_id);
+  if (f == nullptr || f->state == FileState::kFailing) return;
+  fail(*f, "sender aborted the file: " + std::string(a.reason));
+}
+
+void FileTable::handle_file_list(const Packet& p) {
+  common::FileList list;
+  if (common::decode_file_list(p.payload, &list) != DecodeStatus::kOk) {
+    count_bad_payload(counters_);
+    return;
+  }
+  for (const common::FileListEntry& e : list.entries) {
+    // Known to this run (in flight, finished, refused or filtered), or to an earlier one: its
+    // outcome is written already, or will be.
+    if (auto rec = records_.take_unnamed(e.file_id)) {
+      // It failed with nothing received and its record was left out under the flood bound:
+      // the list vouches for it now.
+      records_.write_named(std::move(*rec), /*vouched=*/true);
+      continue;
+    }
+    if (find(e.file_id) != nullptr || seen_ids_.count(e.file_id) != 0 ||
+        filtered_ids_.count(e.file_id) != 0) {
+      continue;
+    }
+    remember_seen(e.file_id);
+    if (known_earlier(e.file_id)) {
+      ++counters_.listed_known;
+      continue;
+    }
+    record_unannounced(e);
+  }
+}
+
+// A listed file this receiver never heard of: recorded as failed, named.
+void FileTable::record_unannounced(const common::FileListEntry& e) {
+  const std::string path(e.path);
+  // What its announce would have met: a name the receiver refuses is refused, a filtered one is
+  // policy; either way as the announce would have been handled.
+  if (std::string why = out_.check_path(path); !why.empty()) {
+    refuse(listed_file(e, session_), why);
+    return;
+  }
+  if (!cfg_.filter.empty()) {
+    if (auto why = cfg_.filter.refusal(path)) {
+      ++counters_.files_filtered;
+      ++session_files_.filtered;
+      filtered_ids_.insert(e.file_id);
+      spdlog::info("Info: filtered {}: {} (named by the sender's file list)",
+                   common::json_quote(path), *why);
+      return;
+    }
+  }
+  ++counters_.files_failed;
+  ++counters_.files_unannounced;
+  ++session_files_.failed;
+  records_.write_named(unannounced_record(e, session_), /*vouched=*/true);
+}
+
+// Block `index` of *f. When every block is taken, makes room: what that reaps may fail or end
+// any file, *f too, so *f is found again by its key afterwards (null: the caller drops the
+// packet's data, as the file is no longer receiving).
+Block* FileTable::get_block(File*& f, uint64_t index) {
+  if (Block* b = blocks_.find_or_take(*f, index)) return b;
+  const uint32_t id = f->id;
+  f = nullptr;  // may dangle from here until found again
+  while (!engine_.has_free()) {
+    pump(false);
+    if (engine_.has_free()) break;
+    if (!engine_.backlog_empty() || engine_.in_flight() > 0) {
+      pump(true);
+    } else if (!evict_one()) {
+      // Every block is held by files whose temporary file is still being made, or by the
+      // committer's work: wait for the pool (the ring holds the link's data meanwhile).
+      fs_.wait(milliseconds(10));
+    }
+  }
+  f = find(id);
+  if (f == nullptr || f->state != FileState::kReceiving) return nullptr;
+  return blocks_.find_or_take(*f, index);
+}
+
+// Called when every block is taken and no write is in flight: blocks are held either because an
+// earlier hole keeps them from being hashed, or because they have holes themselves. Give up
+// in-order hashing for one file (it is verified by reading it back) and write its blocks out.
+bool FileTable::evict_one() {
+  File* victim = nullptr;
+  for (auto& [key, f] : files_) {
+    if (f->state == FileState::kReceiving && f->tmp_ready && !f->blocks.empty() &&
+        (victim == nullptr || f->announced < victim->announced)) {
+      victim = f.get();
+    }
+  }
+  if (victim == nullptr) {
+    if (fs_.pending() > 0) return false;  // blocks wait for files being made
+    throw std::logic_error("write pool exhausted with no block to evict");
+  }
+  spdlog::warn(
+      "Warn: {}: data arrived out of order beyond the write buffers; it will be "
+      "verified by reading it back",
+      victim->path);
+  blocks_.evict(*victim);
+  return true;
+}
+
+void FileTable::pump(bool wait) {
+  engine_.flush_backlog();
+  size_t n = fs_.reap() + engine_.reap(false);
+  process_completions();
+  if (wait && n == 0) {
+    const bool io = engine_.in_flight() > 0;
+    const bool calls = fs_.pending() > 0;
+    if (io && !calls) {
+      engine_.reap(true);
+      process_completions();
+    } else if (calls && !io) {
+      fs_.wait(milliseconds(50));
+      fs_.reap();
+    } else if (calls && io) {
+      // Either may finish first and neither can wake the other's wait: short naps.
+      fs_.wait(milliseconds(1));
+      fs_.reap();
+      engine_.reap(false);
+      process_completions();
+    }
+  }
+  engine_.flush_backlog();
+}
+
+void FileTable::process_completions() {
+  engine_.take_completions(&reaped_);
+  for (const common::IoCompletion& c : reaped_) {
+    if ((c.cookie & Committer::kCookieMask) == Committer::kCookieTag) {
+      finisher_.on_dir_synced(c.cookie, c.error);
+      continue;
+    }
+    progress_.note_write(c.latency_ns);
+    advance(blocks_.on_write_done(c));
+  }
+  reaped_.clear();
+}
+
+// Moves a file on once its outstanding I/O allows it.
+void FileTable::advance(File& f) {
+  if (f.state == FileState::kFailing) {
+    if (f.ops_pending == 0 && !f.record_posted) finisher_.record_failure(f);
+    return;
+  }
+  if (f.state == FileState::kCommitting || f.state == FileState::kVerifying) return;  // not ours
+  if (f.io_error != 0) {
+    fail(f, fmt::format("write error: {}", std::strerror(f.io_error)));
+    return;
+  }
+  if (f.state == FileState::kReceiving) {
+    if (!f.end_seen || f.chunks_received < f.chunks_total) return;
+    // All its data is in: it no longer counts as receiving (bounds, timeouts, a new session),
+    // even while its temporary file is still being made.
+    f.state = FileState::kEnding;
+    if (!f.tmp_ready) return;  // on_created() writes its blocks and comes back here
+    // Blocks written early (evicted) hold partial data that was not yet written.
+    blocks_.submit_waiting(f, /*full_only=*/false);
+  }
+  if (f.state == FileState::kEnding && f.tmp_ready && f.ops_pending == 0) finisher_.finish(f);
+}
+
+void FileTable::fail(File& f, const std::string& reason) {
+  if (f.state == FileState::kFailing || f.state == FileState::kCommitting ||
+      f.state == FileState::kVerifying || f.state == FileState::kDone) {
+    return;
+  }
+  f.state = FileState::kFailing;
+  f.fail_reason = reason;
+  blocks_.flush_for_failure(f);
+  advance(f);
+}
+
+// The one place a file's life ends: its blocks go back and it leaves the table (freed now: see
+// the header for why nothing up the stack still holds it).
+void FileTable::end(File& f) {
+  blocks_.release_all(f);
+  f.state = FileState::kDone;
+  auto it = files_.find({f.session, f.id});
+  if (it != files_.end() && it->second.get() == &f) files_.erase(it);
+}
+
+void FileTable::note_ring_drops(const std::vector<DropLedger::Entry>& dropped, bool keyed) {
+  uint64_t other = 0;
+  for (const auto& e : dropped) {
+    File* f = nullptr;
+    // The ledger reads headers unchecked: with a key they may be forged, so drops are not pinned
+    // on a file.
+    if (e.file_id != 0 && !keyed) {
+      auto it = files_.find({e.session, e.file_id});
+      if (it != files_.end()) f = it->second.get();
+    }
+    if (f == nullptr) {
+      other += e.count;
+      continue;
+    }
+    f->ring_drops += e.count;
+    spdlog::warn(
+        "Warn: {}: {} packet(s) dropped, the receive buffer was full (the disk is not "
+        "keeping up)",
+        f->path, e.count);
+  }
+  if (other > 0) {
+    spdlog::warn(
+        "Warn: {} other packet(s) dropped, the receive buffer was full (the disk is not "
+        "keeping up)",
+        other);
+  }
+}
+
+void FileTable::tick(common::Clock::time_point now, bool final_due) {
+  if (now - last_timeout_check_ < milliseconds(100)) return;
+  last_timeout_check_ = now;
+  final_due_ = final_due;
+  check_timeouts();
+}
+
+void FileTable::check_timeouts() {
+  const auto now = clock_.now();
+  const auto timeout = duration_cast<nanoseconds>(duration<double>(cfg_.file_timeout_s));
+  std::vector<std::pair<File*, std::string>> expired;
+  for (auto& [key, f] : files_) {
+    if (f->state != FileState::kReceiving) continue;
+    std::string why = expiry_reason(*f, now, timeout, cfg_.file_timeout_s, final_due_);
+    if (!why.empty()) expired.emplace_back(f.get(), std::move(why));
+  }
+  for (auto& [f, reason] : expired) fail(*f, reason);
+}
+
+size_t FileTable::finishing(uint64_t s) const {
+  size_t n = 0;
+  for (const auto& [key, f] : files_) {
+    if (key.first == s && f->state != FileState::kReceiving && f->state != FileState::kFailing) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace ddft::receiver

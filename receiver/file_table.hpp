@@ -1,0 +1,140 @@
+// The file table: owns every file in flight and runs its state machine. Announces are admitted
+// or refused here (bounds, free space, names, filters), data and end packets move a file on,
+// aborts, timeouts, a new session and --max-files-in-flight fail it, and the sender's file list
+// names files that never arrived. It is the ONE place a file's life ends (end()).
+//
+// Completions reach it at one point, pump(): it reaps the FsPool (temporary files made, records
+// written, files read back, committer steps) and the write engine (write and folder-sync
+// completions, collected there and processed here), then moves each file on. No File* is held
+// across a pump: the one caller that pumps while handling a packet (a block wanted while every
+// block is taken, get_block()) finds its file again by key afterwards. So a file ended by a
+// completion is freed at once, with no graveyard or scope guard to keep it alive.
+//
+// Writer thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/block_io.hpp"
+#include "common/clock.hpp"
+#include "common/protocol.hpp"
+#include "receiver/config.hpp"
+#include "receiver/counters.hpp"
+#include "receiver/failure_records.hpp"
+#include "receiver/file.hpp"
+#include "receiver/file_blocks.hpp"
+#include "receiver/finisher.hpp"
+#include "receiver/fs_pool.hpp"
+#include "receiver/ingest.hpp"
+#include "receiver/outcome_log.hpp"
+#include "receiver/output_dir.hpp"
+#include "receiver/progress.hpp"
+#include "receiver/write_engine.hpp"
+
+namespace ddft::receiver {
+
+class FileTable final : private Finisher::Owner {
+ public:
+  // References must outlive the table.
+  FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common::Clock& clock,
+            WriteEngine& engine, FailureRecords& records, AssemblerCounters& counters);
+  FileTable(const FileTable&) = delete;
+  FileTable& operator=(const FileTable&) = delete;
+
+  // See Assembler::set_earlier(), set_sender() and set_on_delivered().
+  void set_earlier(OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known);
+  void set_sender(std::function<std::string()> sender) { sender_ = std::move(sender); }
+  void set_on_delivered(std::function<void(const DeliveredFile&)> fn) {
+    finisher_.set_on_delivered(std::move(fn));
+  }
+
+  // `s` is the sender's session from now on: its file ids start afresh.
+  void start_session(uint64_t s);
+  // Fails every file still receiving with `reason` (a new session, shutdown). Files with all
+  // their data finish on their own.
+  void fail_receiving(const std::string& reason);
+  // Fails, without waiting, every file whose record is not posted yet (shutdown, once I/O is
+  // drained).
+  void close_unrecorded(const std::string& reason);
+
+  // The packets of the current session that concern files. Bad payloads are counted.
+  void handle_announce(const common::Packet& p);
+  void handle_data(const common::Packet& p);
+  void handle_end(const common::Packet& p);
+  void handle_abort(const common::Packet& p);
+  void handle_file_list(const common::Packet& p);
+
+  // Reaps the FsPool and the write engine and moves files on (with `wait`, blocks until
+  // something completes when anything is pending). The one point where completions come in.
+  void pump(bool wait);
+  // Fails files that timed out (at most every 100 ms). `final_due`: the session's final
+  // heartbeat's grace is over.
+  void tick(common::Clock::time_point now, bool final_due);
+  // See Assembler::note_ring_drops(); `keyed`: headers may be forged, so drops are not pinned.
+  void note_ring_drops(const std::vector<DropLedger::Entry>& dropped, bool keyed);
+  void note_read_wait(std::chrono::nanoseconds waited) { progress_.note_read_wait(waited); }
+
+  bool io_pending() const { return engine_.pending() || fs_.pending() > 0 || finisher_.busy(); }
+  bool empty() const { return files_.empty(); }
+  size_t size() const { return files_.size(); }
+  // Files of session `s` past receiving and not failing (writes, verification, commit).
+  size_t finishing(uint64_t s) const;
+  const SessionFiles& session_files() const { return session_files_; }
+  const WaitStats& wait_stats() const { return progress_.waits(); }
+  uint64_t current_session() const override { return session_; }
+
+ private:
+  void fail(File& f, const std::string& reason) override;
+  void end(File& f) override;
+  File* find(uint32_t id);
+  bool known_earlier(uint32_t id) const { return earlier_.count({session_, id}) != 0; }
+  void remember_seen(uint32_t id);
+  void supersede_receiving();
+  bool filtered(const File& f);
+  std::string refusal(const common::Announce& a, const File& f);
+  bool make_room(std::string* reason);
+  void accept(std::unique_ptr<File> f, bool joined_late);
+  void on_created(File& f, bool ok, const std::string& reason);
+  void refuse(const File& f, const std::string& reason);
+  void record_unannounced(const common::FileListEntry& e);
+  Block* get_block(File*& f, uint64_t index);
+  bool evict_one();
+  void process_completions();
+  void advance(File& f);
+  void check_timeouts();
+
+  const ReceiverConfig& cfg_;
+  OutputDir& out_;
+  FsPool& fs_;
+  common::Clock& clock_;
+  WriteEngine& engine_;
+  FailureRecords& records_;
+  AssemblerCounters& counters_;
+  FileBlocks blocks_;
+  SessionFiles session_files_;
+  Finisher finisher_;
+  size_t files_bound_;  // files in flight at most, whatever their state (make_room())
+  OutcomeLog* journal_ = nullptr;
+  std::set<std::pair<uint64_t, uint32_t>> earlier_;  // see set_earlier()
+  std::function<std::string()> sender_;
+  uint64_t session_ = 0;
+  // Files in flight by (session, file id): a restarted sender reuses ids while the old session's
+  // failed files may still be finishing their I/O.
+  std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;
+  std::set<uint32_t> seen_ids_;      // recent file ids of the session, to ignore late repeats
+  std::set<uint32_t> filtered_ids_;  // the session's files the filter dropped (as many kept)
+  std::vector<common::IoCompletion> reaped_;  // swapped with the write engine's
+  common::Clock::time_point last_timeout_check_{};
+  bool final_due_ = false;  // as tick() last heard
+  Progress progress_;
+};
+
+}  // namespace ddft::receiver

@@ -1,0 +1,302 @@
+#include "receiver/session_gate.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+namespace ddft::receiver {
+using namespace std::chrono;
+using common::DecodeStatus;
+using common::Packet;
+using common::PacketType;
+
+namespace {
+// Authentication failures: the first in detail at once, then a count at most this often.
+constexpr auto kAuthLogInterval = seconds(10);
+// How often the replay state is saved while a session runs (it is saved at once when a session
+// starts).
+constexpr auto kMarkSaveInterval = seconds(1);
+// Sessions remembered as over, whose packets are refused.
+constexpr size_t kRetiredKept = 1024;
+}  // namespace
+
+SessionGate::SessionGate(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs,
+                         common::Clock& clock, AssemblerCounters& counters)
+    : cfg_(cfg), out_(out), fs_(fs), clock_(clock), counters_(counters) {
+  if (cfg.keys.empty()) return;
+  opener_ = std::make_unique<common::Opener>(cfg.keys);
+  open_buf_.resize(cfg.max_packet_size);
+  std::optional<SessionMark> restored;
+  if (const auto text = out_.read_state()) {
+    std::string error;
+    restored = parse_session_mark(*text, &error);
+    if (!restored) {
+      throw std::runtime_error(fmt::format(
+          "session state '{}/{}' is damaged ({}): remove it to accept the next session the "
+          "sender starts",
+          out_.root(), kStateFileName, error));
+    }
+    spdlog::info(
+        "Info: replay protection: newest session {:016x} (started {} ns after the "
+        "epoch by the sender's clock), datagrams up to seq {} taken",
+        restored->session_id, restored->start_ns(), restored->max_seq);
+  }
+  guard_ = std::make_unique<ReplayGuard>(restored);
+}
+
+bool SessionGate::open(std::span<const uint8_t>* data, size_t real_len, Packet* p) {
+  ++counters_.datagrams;
+  if (!check(*data, real_len, p)) return false;
+  return unseal(data, p);
+}
+
+bool SessionGate::check(std::span<const uint8_t> data, size_t real_len, Packet* p) {
+  const bool truncated = real_len > data.size();
+  const DecodeStatus st = truncated ? DecodeStatus::kBadLength : common::decode_packet(data, p);
+  if (truncated) ++counters_.truncated;
+  if (st == DecodeStatus::kOk) return true;
+  ++counters_.rejected[static_cast<size_t>(st)];
+  const auto now = clock_.now();
+  if (now - last_reject_log_ > seconds(1)) {
+    last_reject_log_ = now;
+    spdlog::warn("Warn: dropped a damaged or foreign datagram ({}, {} bytes{})",
+                 common::decode_status_name(st), real_len,
+                 truncated ? ", larger than --max-packet-size" : "");
+  }
+  return false;
+}
+
+bool SessionGate::unseal(std::span<const uint8_t>* data, Packet* p) {
+  const bool sealed = (p->header.flags & common::kSealFlags) != 0;
+  if (!opener_) {
+    if (sealed) reject_auth(AuthReject::kNoKey, *p, data->size());
+    return !sealed;
+  }
+  size_t inner_len = 0;
+  size_t key_index = 0;
+  common::Salt salt{};
+  switch (opener_->open(*data, p->header, open_buf_, &inner_len, &salt, &key_index)) {
+    case common::OpenStatus::kOk:
+      break;
+    case common::OpenStatus::kNotSealed:
+      reject_auth(AuthReject::kNotSealed, *p, data->size());
+      return false;
+    case common::OpenStatus::kMalformed:
+      reject_auth(AuthReject::kMalformed, *p, data->size());
+      return false;
+    case common::OpenStatus::kBadTag:
+      reject_auth(AuthReject::kBadTag, *p, data->size());
+      return false;
+  }
+  if (!check_fresh(salt, key_index, data->size(), p)) return false;
+  // The outer header was checked (decode_packet) and authenticated: the inner one is the same
+  // but for its length and the seal's flags. Its checksum is only recomputed for FEC sources.
+  *data = std::span<const uint8_t>(open_buf_.data(), inner_len);
+  p->header.flags &= static_cast<uint16_t>(~common::kSealFlags);
+  p->header.payload_len = static_cast<uint16_t>(inner_len - common::kHeaderSize);
+  p->payload = data->subspan(common::kHeaderSize);
+  return true;
+}
+
+bool SessionGate::check_fresh(const common::Salt& salt, size_t key_index, size_t len, Packet* p) {
+  switch (guard_->check(salt, p->header.session_id, p->header.seq)) {
+    case ReplayGuard::Verdict::kFresh:
+      return true;
+    case ReplayGuard::Verdict::kNewSession:
+      save_mark();
+      spdlog::info(
+          "Info: sender session {:016x}: datagrams authenticated{} (AES-256-GCM){}",
+          p->header.session_id,
+          (p->header.flags & common::kFlagEncrypt) ? " and encrypted" : ", not encrypted",
+          cfg_.keys.size() > 1
+              ? fmt::format(" with key {} of {} ({})", key_index + 1, cfg_.keys.size(),
+                            cfg_.key_files.size() > key_index ? cfg_.key_files[key_index] : "")
+              : "");
+      return true;
+    case ReplayGuard::Verdict::kDuplicate:
+      ++counters_.duplicates;
+      return false;
+    case ReplayGuard::Verdict::kReplayed:
+      reject_auth(AuthReject::kReplayed, *p, len);
+      return false;
+    case ReplayGuard::Verdict::kStaleSession:
+      reject_auth(AuthReject::kStaleSession, *p, len);
+      return false;
+  }
+  return false;
+}
+
+void SessionGate::reject_auth(AuthReject why, const Packet& p, size_t len) {
+  ++counters_.auth_rejected[static_cast<size_t>(why)];
+  const auto now = clock_.now();
+  if (auth_logged_ && now - last_auth_log_ < kAuthLogInterval) {
+    ++auth_unlogged_[static_cast<size_t>(why)];
+    return;
+  }
+  auth_logged_ = true;
+  last_auth_log_ = now;
+  spdlog::warn(
+      "Warn: dropped a datagram that failed authentication ({}; {} bytes, session "
+      "{:016x}, seq {}); its data is never written",
+      auth_reject_name(why), len, p.header.session_id, p.header.seq);
+}
+
+void SessionGate::save_mark() {
+  if (!guard_ || !guard_->mark()) return;
+  guard_->take_changed();  // what is saved now need not be saved again by the next poll
+  last_mark_save_ = clock_.now();
+  // One save at a time, on the pool (it fsyncs): a change meanwhile is saved right after.
+  if (mark_saving_) {
+    mark_dirty_ = true;
+    return;
+  }
+  mark_saving_ = true;
+  auto reason = std::make_shared<std::string>();
+  auto ok = std::make_shared<bool>(false);
+  fs_.post([this, text = format_session_mark(*guard_->mark()), reason,
+            ok] { *ok = out_.write_state(text, reason.get()); },
+           [this, reason, ok] {
+             mark_saving_ = false;
+             if (!*ok) log_save_error(*reason);
+             if (mark_dirty_) {
+               mark_dirty_ = false;
+               save_mark();
+             }
+           });
+}
+
+void SessionGate::log_save_error(const std::string& reason) {
+  const auto now = clock_.now();
+  if (save_error_logged_ && now - last_save_error_log_ < seconds(60)) return;
+  save_error_logged_ = true;
+  last_save_error_log_ = now;
+  spdlog::warn(
+      "Warn: cannot save the replay state '{}/{}': {} (after a restart the "
+      "receiver could take this session's datagrams again)",
+      out_.root(), kStateFileName, reason);
+}
+
+void SessionGate::save_if_changed() {
+  if (guard_ && guard_->take_changed()) save_mark();
+}
+
+SessionGate::Session SessionGate::classify(const Packet& p) {
+  const uint64_t s = p.header.session_id;
+  if (s == session_) return Session::kCurrent;
+  // With FEC any packet of a window may open the session: the announce itself may be lost and
+  // rebuilt from the window, which is only possible when its other packets were kept.
+  const bool opener = p.header.type == PacketType::kAnnounce ||
+                      p.header.type == PacketType::kHeartbeat ||
+                      p.header.type == PacketType::kParity || (p.header.flags & common::kFlagFec);
+  if (!opener || retired_.count(s) != 0) {
+    ++counters_.other_session;
+    return Session::kRefused;
+  }
+  return Session::kNew;
+}
+
+void SessionGate::retire() {
+  retired_.insert(session_);
+  if (retired_.size() > kRetiredKept) retired_.erase(retired_.begin());
+}
+
+void SessionGate::start(uint64_t s) {
+  session_ = s;
+  final_ = false;
+  silence_logged_ = false;
+  counters_.lost_in_past_sessions += seq_.lost();
+  seq_.reset();
+  lost_logged_ = 0;
+  heartbeat_interval_ = milliseconds(1000);
+  silence_warned_ = false;
+  ++counters_.sessions;
+  spdlog::info("Info: sender session {:016x} started", s);
+}
+
+bool SessionGate::note_packet(const Packet& p) {
+  const auto now = clock_.now();
+  if (silence_warned_) {
+    silence_warned_ = false;
+    spdlog::info("Info: sender session {:016x}: packets again after {:.1f} s of silence", session_,
+                 duration<double>(now - last_packet_).count());
+  }
+  last_packet_ = now;
+  if (!seq_.record(p.header.seq)) {
+    ++counters_.duplicates;
+    return false;
+  }
+  return true;
+}
+
+void SessionGate::on_heartbeat(const common::Heartbeat& hb) {
+  if (hb.interval_ms > 0) heartbeat_interval_ = milliseconds(hb.interval_ms);
+  if ((hb.flags & common::kHeartbeatFinal) && !final_) {
+    final_ = true;
+    // Whatever is still receiving gets a short grace for reordered packets, then fails.
+    final_deadline_ = clock_.now() + seconds(1);
+  }
+}
+
+void SessionGate::report_loss(common::Clock::time_point now, uint64_t rebuilt) {
+  // A loss line at once, then at most every 10 s: at a steady loss rate one a second is noise.
+  const uint64_t lost = seq_.lost();
+  if (lost <= lost_logged_ ||
+      now - last_loss_log_ < (lost_logged_ == 0 ? seconds(0) : seconds(10))) {
+    return;
+  }
+  spdlog::warn("Warn: {} packet(s) lost on the link so far in session {:016x} (sequence gaps){}",
+               lost, session_, rebuilt > 0 ? fmt::format("; {} rebuilt by FEC", rebuilt) : "");
+  lost_logged_ = lost;
+  last_loss_log_ = now;
+}
+
+void SessionGate::poll(common::Clock::time_point now) {
+  if (guard_ && now - last_mark_save_ >= kMarkSaveInterval && guard_->take_changed()) {
+    save_mark();
+  }
+  log_unlogged_auth(now);
+  if (session_ != 0 && !final_ && !silence_warned_ &&
+      now - last_packet_ >= 3 * heartbeat_interval_) {
+    silence_warned_ = true;
+    spdlog::warn(
+        "Warn: no packet from sender session {:016x} for {:.1f} s (3 heartbeat "
+        "intervals): the sender or the link is down",
+        session_, duration<double>(now - last_packet_).count());
+  }
+}
+
+void SessionGate::log_unlogged_auth(common::Clock::time_point now) {
+  uint64_t unlogged = 0;
+  for (uint64_t n : auth_unlogged_) unlogged += n;
+  if (unlogged == 0 || now - last_auth_log_ < kAuthLogInterval) return;
+  std::string kinds;
+  for (size_t i = 0; i < kAuthRejectCount; ++i) {
+    if (auth_unlogged_[i] == 0) continue;
+    kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", auth_unlogged_[i],
+                         auth_reject_name(static_cast<AuthReject>(i)));
+    auth_unlogged_[i] = 0;
+  }
+  spdlog::warn(
+      "Warn: {} more datagram(s) failed authentication since the last report ({}); "
+      "none was written",
+      unlogged, kinds);
+  last_auth_log_ = now;
+}
+
+bool SessionGate::finished(bool idle) const {
+  if (session_ == 0 || !idle) return false;
+  if (final_) return true;
+  const auto silent = clock_.now() - last_packet_;
+  if (silent < duration_cast<nanoseconds>(duration<double>(cfg_.file_timeout_s))) return false;
+  if (!silence_logged_) {
+    silence_logged_ = true;
+    spdlog::warn(
+        "Warn: sender session {:016x} silent for {:.1f} s without its final heartbeat "
+        "(lost?); taking it as finished",
+        session_, std::chrono::duration<double>(silent).count());
+  }
+  return true;
+}
+
+}  // namespace ddft::receiver

@@ -1,0 +1,116 @@
+// The session gate: what a datagram must pass before any file sees it. It decodes and checks
+// the header (counting what it rejects), opens sealed datagrams (--key-file: Opener, replay
+// window, the replay state saved on the pool), decides whether the packet's session is the
+// current one, a new one to start, or one to refuse, and counts sequence numbers (loss and
+// duplicates). It also watches the session's liveness (heartbeats, silence, the final
+// heartbeat) and logs loss and authentication failures at a bounded rate.
+//
+// Writer thread only. It is the seam where a receive/decode thread can later sit: its output is
+// admitted packets (a queue of slot handles) plus session changes, in order.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "common/clock.hpp"
+#include "common/protocol.hpp"
+#include "common/seal.hpp"
+#include "receiver/config.hpp"
+#include "receiver/counters.hpp"
+#include "receiver/fs_pool.hpp"
+#include "receiver/output_dir.hpp"
+#include "receiver/replay_guard.hpp"
+
+namespace ddft::receiver {
+
+class SessionGate {
+ public:
+  // References must outlive the gate. With keys in `cfg`, reads the replay state from `out`
+  // (throws std::runtime_error when it is damaged) and logs what it restored.
+  SessionGate(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common::Clock& clock,
+              AssemblerCounters& counters);
+  SessionGate(const SessionGate&) = delete;
+  SessionGate& operator=(const SessionGate&) = delete;
+
+  // Decodes `*data` (`real_len` long on the wire) into `*p` and, with a key, opens it: `*data`
+  // and `*p` are then the inner datagram, valid until the next call. False: dropped (counted,
+  // logged at a bounded rate).
+  bool open(std::span<const uint8_t>* data, size_t real_len, common::Packet* p);
+
+  enum class Session { kCurrent, kNew, kRefused };
+  // Whether `p` belongs to the current session, may start a new one, or is refused (counted as
+  // other_session). The caller retires the current session, then calls start().
+  Session classify(const common::Packet& p);
+  // The current session is over: its packets are refused from now on.
+  void retire();
+  // `s` is the current session from now on (counters, sequence, liveness reset; logged).
+  void start(uint64_t s);
+  // A packet of the current session arrived: liveness noted, its sequence number counted.
+  // False: a duplicate (counted).
+  bool note_packet(const common::Packet& p);
+  // The session's heartbeat (its interval, and whether it is the final one).
+  void on_heartbeat(const common::Heartbeat& hb);
+
+  // Logs the loss of the session so far (at once, then at most every 10 s); `rebuilt` is what
+  // FEC rebuilt in this session.
+  void report_loss(common::Clock::time_point now, uint64_t rebuilt);
+  // Saves the replay state when due, logs authentication failures not logged yet (every
+  // 10 s) and the sender's silence (3 heartbeat intervals).
+  void poll(common::Clock::time_point now);
+  // Saves the replay state if it changed since the last save (shutdown).
+  void save_if_changed();
+  // True once the session's final heartbeat came and `idle`, or once it has been silent for
+  // --file-timeout with `idle` (logged once).
+  bool finished(bool idle) const;
+  // The final heartbeat came and its grace is over: files still receiving fail.
+  bool final_due(common::Clock::time_point now) const { return final_ && now >= final_deadline_; }
+
+  uint64_t session() const { return session_; }
+  bool keyed() const { return opener_ != nullptr; }
+  const SeqCounter& seq() const { return seq_; }
+
+ private:
+  bool check(std::span<const uint8_t> data, size_t real_len, common::Packet* p);
+  bool unseal(std::span<const uint8_t>* data, common::Packet* p);
+  bool check_fresh(const common::Salt& salt, size_t key_index, size_t len, common::Packet* p);
+  void reject_auth(AuthReject why, const common::Packet& p, size_t len);
+  void save_mark();
+  void log_save_error(const std::string& reason);
+  void log_unlogged_auth(common::Clock::time_point now);
+
+  const ReceiverConfig& cfg_;
+  OutputDir& out_;
+  FsPool& fs_;
+  common::Clock& clock_;
+  AssemblerCounters& counters_;
+  std::unique_ptr<common::Opener> opener_;  // --key-file
+  std::unique_ptr<ReplayGuard> guard_;
+  std::vector<uint8_t> open_buf_;  // the inner datagram of the sealed one in hand
+  uint64_t auth_unlogged_[kAuthRejectCount] = {};
+  common::Clock::time_point last_auth_log_{};
+  bool auth_logged_ = false;
+  bool mark_saving_ = false;  // a save of the replay state is on the pool
+  bool mark_dirty_ = false;   // and another is due when it is done
+  common::Clock::time_point last_mark_save_{};
+  common::Clock::time_point last_save_error_log_{};
+  bool save_error_logged_ = false;
+  common::Clock::time_point last_reject_log_{};
+
+  uint64_t session_ = 0;
+  std::set<uint64_t> retired_;
+  bool final_ = false;
+  common::Clock::time_point final_deadline_{};
+  common::Clock::time_point last_packet_{};
+  mutable bool silence_logged_ = false;
+  bool silence_warned_ = false;  // the 3-heartbeat silence warning is out
+  std::chrono::milliseconds heartbeat_interval_{1000};
+  SeqCounter seq_;
+  uint64_t lost_logged_ = 0;
+  common::Clock::time_point last_loss_log_{};
+};
+
+}  // namespace ddft::receiver
