@@ -165,8 +165,8 @@ TEST_P(SealTest, OpensToTheExactInnerDatagram) {
     out.resize(n);
     // Byte for byte but the checksum, which only FEC sources need (next test).
     ASSERT_EQ(out.size(), in.size());
-    EXPECT_TRUE(std::equal(in.begin(), in.begin() + 28, out.begin()));
-    EXPECT_TRUE(std::equal(in.begin() + 32, in.end(), out.begin() + 32));
+    EXPECT_TRUE(std::equal(in.begin(), in.begin() + kHeaderSansChecksumSize, out.begin()));
+    EXPECT_TRUE(std::equal(in.begin() + kHeaderSize, in.end(), out.begin() + kHeaderSize));
     EXPECT_EQ(got, salt_);
   }
   EXPECT_EQ(o.keys_derived(), 1u) << "one key per session, derived once";
@@ -176,7 +176,7 @@ TEST_P(SealTest, AnFecSourceOpensWithItsOwnChecksum) {
   Sealer s(psk_, 42, salt_, GetParam());
   Opener o({psk_});
   auto in = inner(42, 9, "an FEC source");
-  store_le16(in.data() + 24, kFlagFec);
+  poke_flags(in.data(), kFlagFec);
   reseal(in);
   const Sealed sealed = seal_one(s, in);
   std::vector<uint8_t> out(sealed.bytes.size());
@@ -193,11 +193,13 @@ TEST_P(SealTest, AnyChangedBitFailsTheTag) {
   const Sealed sealed = seal_one(s, inner(42, 1, "tamper with me"));
   std::vector<uint8_t> out(sealed.bytes.size());
   for (size_t i = 0; i < sealed.bytes.size(); ++i) {
-    if (i >= 28 && i < 32) continue;  // the checksum of the header: caught by decode_packet
+    // The checksum of the header: caught by decode_packet.
+    if (i >= kHeaderSansChecksumSize && i < kHeaderSize) continue;
     for (int bit : {0, 1, 2, 7}) {
       auto bad = sealed.bytes;
       bad[i] ^= static_cast<uint8_t>(1 << bit);
-      if (bad[24] & kFlagAuth) reseal_header(bad);  // as an attacker would: it is no secret
+      // As an attacker would: it is no secret.
+      if (peek_flags(bad.data()) & kFlagAuth) reseal_header(bad);
       Packet p;
       if (decode_packet(bad, &p) != DecodeStatus::kOk) continue;  // e.g. a changed length
       size_t n = 0;
@@ -220,7 +222,7 @@ TEST_P(SealTest, AnotherKeyOrSessionFails) {
   EXPECT_EQ(wrong.open(sealed.bytes, sealed.header, out, &n, &salt), OpenStatus::kBadTag);
   // Moved to another session id (header rewritten, checksum fixed): another key, another AAD.
   auto moved = sealed.bytes;
-  store_le64(moved.data() + 8, 43);
+  poke_session_id(moved.data(), 43);
   reseal_header(moved);
   Packet p;
   ASSERT_EQ(decode_packet(moved, &p), DecodeStatus::kOk);
