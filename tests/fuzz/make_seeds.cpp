@@ -506,7 +506,7 @@ void receiver_seeds(Writer& w) {
     Session s(0x3009);
     const std::string c = pattern(800, 12);
     Bytes broken = s.data(1, c)[0];
-    broken[40] ^= 0xFF;
+    ddft::common::payload_of(broken.data())[8] ^= 0xFF;  // its offset: the checksum fails
     Script sc(kRename);
     sc.add(s.announce(1, "mismatch.bin", c.size())).add(broken, 0);
     sc.add(s.data(1, c)).add(s.end(1, c + "x"));
