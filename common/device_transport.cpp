@@ -83,24 +83,23 @@ DeviceSource::DeviceSource(const std::string& path) : path_(path), stream_(kStre
 size_t DeviceSource::extract(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
                              size_t first) {
   size_t n = first;
-  while (n < bufs.size() && end_ - begin_ >= 8) {
+  while (n < bufs.size() && end_ - begin_ >= kHeaderPrefixSize) {
     const uint8_t* p = stream_.data() + begin_;
-    if (load_le32(p) != kMagic) {
+    if (!has_magic(p)) {
       // Resynchronise: skip to the next "DDFT" (or keep the last 3 bytes, which may start one).
       size_t skip = 1;
-      while (begin_ + skip + 4 <= end_ && load_le32(p + skip) != kMagic) ++skip;
+      while (begin_ + skip + sizeof(kMagic) <= end_ && !has_magic(p + skip)) ++skip;
       begin_ += skip;
       skipped_bytes_ += skip;
       continue;
     }
     // A header that cannot be ours (version, type) is not waited for.
-    if (p[4] != kProtocolVersion || p[5] < static_cast<uint8_t>(PacketType::kAnnounce) ||
-        p[5] > kMaxPacketType) {
+    if (!plausible_header_prefix(p)) {
       begin_ += 1;
       skipped_bytes_ += 1;
       continue;
     }
-    const size_t frame = kHeaderSize + load_le16(p + 6);
+    const size_t frame = peek_datagram_size(p);
     if (end_ - begin_ < frame) break;  // the rest has not arrived yet
     Packet pkt;
     if (decode_packet({p, frame}, &pkt) != DecodeStatus::kOk) {

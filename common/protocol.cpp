@@ -9,23 +9,23 @@
 namespace ddft::common {
 namespace {
 
-constexpr size_t kChecksumOffset = 28;
+using namespace layout;
 
 uint32_t compute_checksum(const uint8_t* header, const uint8_t* payload, size_t payload_len) {
-  const uint64_t seed = XXH3_64bits(header, kChecksumOffset);
+  const uint64_t seed = XXH3_64bits(header, kHeaderSansChecksumSize);
   return static_cast<uint32_t>(XXH3_64bits_withSeed(payload, payload_len, seed));
 }
 
 void write_header(const Header& h, uint16_t payload_len, uint8_t* p) {
-  store_le32(p, kMagic);
-  p[4] = h.version;
-  p[5] = static_cast<uint8_t>(h.type);
-  store_le16(p + 6, payload_len);
-  store_le64(p + 8, h.session_id);
-  store_le64(p + 16, h.seq);
-  store_le16(p + 24, h.flags);
-  store_le16(p + 26, h.fec_pos);
-  store_le32(p + kChecksumOffset, compute_checksum(p, p + kHeaderSize, payload_len));
+  store_le32(p + kMagicAt, kMagic);
+  p[kVersionAt] = h.version;
+  p[kTypeAt] = static_cast<uint8_t>(h.type);
+  store_le16(p + kPayloadLenAt, payload_len);
+  store_le64(p + kSessionIdAt, h.session_id);
+  store_le64(p + kSeqAt, h.seq);
+  store_le16(p + kFlagsAt, h.flags);
+  store_le16(p + kFecPosAt, h.fec_pos);
+  store_le32(p + kChecksumAt, compute_checksum(p, p + kHeaderSize, payload_len));
 }
 
 // Writes header + payload of `payload_len` bytes already placed at buf[kHeaderSize...].
@@ -114,28 +114,26 @@ std::string_view decode_status_name(DecodeStatus s) {
 DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out) {
   if (datagram.size() < kHeaderSize) return DecodeStatus::kTooShort;
   const uint8_t* p = datagram.data();
-  if (load_le32(p) != kMagic) return DecodeStatus::kBadMagic;
-  if (p[4] != kProtocolVersion) return DecodeStatus::kBadVersion;
-  const uint16_t payload_len = load_le16(p + 6);
+  if (!has_magic(p)) return DecodeStatus::kBadMagic;
+  if (peek_version(p) != kProtocolVersion) return DecodeStatus::kBadVersion;
+  const uint16_t payload_len = peek_payload_len(p);
   if (kHeaderSize + payload_len != datagram.size()) return DecodeStatus::kBadLength;
   // A sealed datagram's checksum (--key-file, common/seal.hpp) covers its header only: the GCM
   // tag covers every bit, and the receiver checks it before it trusts anything past the header.
-  const bool sealed = (load_le16(p + 24) & kFlagAuth) != 0;
-  if (load_le32(p + kChecksumOffset) !=
+  const bool sealed = (peek_flags(p) & kFlagAuth) != 0;
+  if (load_le32(p + kChecksumAt) !=
       compute_checksum(p, p + kHeaderSize, sealed ? 0 : payload_len)) {
     return DecodeStatus::kBadChecksum;
   }
-  const uint8_t type = p[5];
-  if (type < static_cast<uint8_t>(PacketType::kAnnounce) || type > kMaxPacketType) {
-    return DecodeStatus::kBadType;
-  }
-  out->header.version = p[4];
+  const uint8_t type = peek_type(p);
+  if (!known_packet_type(type)) return DecodeStatus::kBadType;
+  out->header.version = peek_version(p);
   out->header.type = static_cast<PacketType>(type);
   out->header.payload_len = payload_len;
-  out->header.session_id = load_le64(p + 8);
-  out->header.seq = load_le64(p + 16);
-  out->header.flags = load_le16(p + 24);
-  out->header.fec_pos = load_le16(p + 26);
+  out->header.session_id = peek_session_id(p);
+  out->header.seq = peek_seq(p);
+  out->header.flags = peek_flags(p);
+  out->header.fec_pos = peek_fec_pos(p);
   out->payload = datagram.subspan(kHeaderSize);
   return DecodeStatus::kOk;
 }
@@ -144,8 +142,8 @@ DecodeStatus decode_announce(std::span<const uint8_t> payload, Announce* out) {
   if (payload.size() < kAnnounceFixedSize) return DecodeStatus::kBadPayload;
   const uint8_t* p = payload.data();
   const uint16_t path_len = load_le16(p + 6);
-  if (path_len == 0 || path_len > kMaxPathSize ||
-      kAnnounceFixedSize + path_len != payload.size() || !valid_verify(p[4])) {
+  if (path_len == 0 || path_len > kMaxPathSize || kAnnounceFixedSize + path_len != payload.size() ||
+      !valid_verify(p[4])) {
     return DecodeStatus::kBadPayload;
   }
   out->file_id = load_le32(p);
@@ -165,9 +163,9 @@ DecodeStatus decode_announce(std::span<const uint8_t> payload, Announce* out) {
 DecodeStatus decode_data(std::span<const uint8_t> payload, DataHeader* out,
                          std::span<const uint8_t>* data) {
   if (payload.size() < kDataHeaderSize) return DecodeStatus::kBadPayload;
-  out->file_id = load_le32(payload.data());
-  out->copy = payload[4];
-  out->offset = load_le64(payload.data() + 8);
+  out->file_id = load_le32(payload.data() + kDataFileIdAt);
+  out->copy = payload[kDataCopyAt];
+  out->offset = load_le64(payload.data() + kDataOffsetAt);
   *data = payload.subspan(kDataHeaderSize);
   return DecodeStatus::kOk;
 }
@@ -397,9 +395,9 @@ size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_le
   const size_t payload_len = kDataHeaderSize + data_len;
   if (kHeaderSize + payload_len > buf.size()) return 0;
   uint8_t* p = buf.data() + kHeaderSize;
-  store_le32(p, d.file_id);
-  store_le32(p + 4, d.copy);
-  store_le64(p + 8, d.offset);
+  store_le32(p + kDataFileIdAt, d.file_id);
+  store_le32(p + kDataCopyAt, d.copy);  // copy u8 and three reserved zero bytes
+  store_le64(p + kDataOffsetAt, d.offset);
   Header hh = h;
   hh.type = PacketType::kData;
   return seal(hh, payload_len, buf);
@@ -407,13 +405,13 @@ size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_le
 
 void reseal_header(std::span<uint8_t> datagram) {
   uint8_t* p = datagram.data();
-  store_le32(p + kChecksumOffset, compute_checksum(p, p + kHeaderSize, 0));
+  store_le32(p + kChecksumAt, compute_checksum(p, p + kHeaderSize, 0));
 }
 
 void reseal(std::span<uint8_t> datagram) {
   uint8_t* p = datagram.data();
   const size_t payload_len = datagram.size() - kHeaderSize;
-  store_le32(p + kChecksumOffset, compute_checksum(p, p + kHeaderSize, payload_len));
+  store_le32(p + kChecksumAt, compute_checksum(p, p + kHeaderSize, payload_len));
 }
 
 }  // namespace ddft::common

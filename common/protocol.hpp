@@ -3,7 +3,8 @@
 // All integers are little-endian and written byte by byte (never by casting a struct), so the
 // format does not depend on the host's endianness, alignment or padding.
 //
-// Datagram = header (32 bytes) + payload (payload_len bytes). Nothing follows the payload.
+// Datagram = header (32 bytes) + payload (payload_len bytes). Nothing follows the payload (a
+// sealed datagram's trailer is part of its payload: drawn below).
 //
 //   0               1               2               3
 //   0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7
@@ -28,10 +29,10 @@
 // fec_pos is its place in that window: the window starts at seq - fec_pos. Parity datagrams
 // (kParity) follow each window; they take sequence numbers but no window place.
 // flags bits 1 and 2 (kFlagAuth, kFlagEncrypt): the datagram is sealed with a key
-// (--key-file): see common/seal.hpp for the trailer and what the tag covers. A sealed datagram's
-// checksum covers its header only (as if its payload were empty): the tag covers every bit.
-// flags bit 3 (kFlagRepeat), on an announce only: a repeated announce, sent once mid-file after
-// every R bytes of the file's data (per copy), R = max(1 MiB, 1024 x the announce datagram's
+// (--key-file): the trailer is drawn below, common/seal.hpp says what the tag covers. A sealed
+// datagram's checksum covers its header only (as if its payload were empty): the tag covers every
+// bit. flags bit 3 (kFlagRepeat), on an announce only: a repeated announce, sent once mid-file
+// after every R bytes of the file's data (per copy), R = max(1 MiB, 1024 x the announce datagram's
 // size), so that a receiver that joined mid-file can name the file whose data follows. Same
 // fields as the file's first announce but pause_s = 0. Costs at most 1/1024 of the file's bytes;
 // a file of R bytes or fewer gets none; never before the file's first data packet or after its
@@ -40,26 +41,126 @@
 // The checksum covers the header and the payload, so a datagram damaged anywhere is dropped and
 // never written; the file hash (B2B) then still covers the file end to end.
 //
-// Payloads by type (offsets from the start of the payload):
+// Payloads by type. Offsets are from the start of the payload (add 32 for the datagram); a field
+// wider than its box continues on the next row; "rsvd" bytes are sent as zero and ignored.
 //
-//  kAnnounce   0 file_id u32 | 4 verify u8 | 5 pause_s u8 | 6 path_len u16 | 8 size u64 |
-//              16 mtime_ns i64 | 24 mode u32 | 28 chunk_size u32 | 32 path (path_len bytes, UTF-8,
-//              '/'-separated, relative; no NUL)
-//  kData       0 file_id u32 | 4 copy u8 | 5 reserved (3 bytes) | 8 offset u64 |
-//              16 data (payload_len - 16 bytes)
-//  kEnd        0 file_id u32 | 4 verify u8 | 5 key_len u8 | 6 copy u8 | 7 copies u8 | 8 size u64 |
-//              16 key (key_len bytes: the full digest)
-//  kAbort      0 file_id u32 | 4 reason_len u16 | 6 reserved u16 | 8 reason (UTF-8)
-//  kHeartbeat  0 flags u32 (bit 0: final, the sender has finished) | 4 interval_ms u32 |
-//              8 packets_sent u64 | 16 files_announced u32 | 20 reserved u32
-//  kParity     0 window_seq u64 | 8 count u16 | 10 k u8 | 11 m u8 | 12 interleave u8 |
-//              13 group u8 | 14 index u8 | 15 reserved u8 | 16 shard (payload_len - 16 bytes)
-//  kFileList   0 flags u16 (bit 0 kListComplete) | 2 count u16 (>= 1) | 4 reserved u32 |
-//              8 entries: `count` of them back to back, filling the payload exactly, each
-//                0 file_id u32 | 4 size u64 | 12 verify u8 | 13 entry_flags u8 (bit 0
-//                kListAborted) | 14 key_len u8 | 15 reserved u8 | 16 path_len u16 |
-//                18 key (key_len bytes) | path (path_len bytes, 1..kMaxPathSize)
-//              key_len is digest_size(verify), or 0 when the file was aborted or verify is NONE.
+//  kAnnounce (type 1): a file begins
+//  +---------------------------------------------------------------+
+//  |                            file_id                            |  0
+//  +---------------+---------------+-------------------------------+
+//  | verify (enum) |    pause_s    |            path_len           |  4
+//  +---------------+---------------+-------------------------------+
+//  |                          size (u64)                           |  8
+//  |                                                               |
+//  +---------------------------------------------------------------+
+//  |                 mtime_ns (i64, ns since the epoch)            | 16
+//  |                                                               |
+//  +---------------------------------------------------------------+
+//  |                         mode (st_mode)                        | 24
+//  +---------------------------------------------------------------+
+//  |                           chunk_size                          | 28
+//  +---------------------------------------------------------------+
+//  |  path: path_len bytes (1..kMaxPathSize), UTF-8, '/'-separated | 32
+//  |  and relative, no NUL; the payload ends with it               |
+//  +---------------------------------------------------------------+
+//
+//  kData (type 2): chunk_size bytes of a file (the last chunk fewer)
+//  +---------------------------------------------------------------+
+//  |                            file_id                            |  0
+//  +---------------+-----------------------------------------------+
+//  |     copy      |                     rsvd                      |  4
+//  +---------------+-----------------------------------------------+
+//  |                   offset (u64, in the file)                   |  8
+//  |                                                               |
+//  +---------------------------------------------------------------+
+//  |  data: payload_len - 16 bytes                                 | 16
+//  +---------------------------------------------------------------+
+//
+//  kEnd (type 3): a file (or one copy of it) ends
+//  +---------------------------------------------------------------+
+//  |                            file_id                            |  0
+//  +---------------+---------------+---------------+---------------+
+//  | verify (enum) |    key_len    |     copy      |    copies     |  4
+//  +---------------+---------------+---------------+---------------+
+//  |                          size (u64)                           |  8
+//  |                                                               |
+//  +---------------------------------------------------------------+
+//  |  key: key_len bytes = digest_size(verify), the full digest    | 16
+//  +---------------------------------------------------------------+
+//
+//  kAbort (type 4): the sender gave a file up
+//  +---------------------------------------------------------------+
+//  |                            file_id                            |  0
+//  +-------------------------------+-------------------------------+
+//  |   reason_len (<= 512)         |             rsvd              |  4
+//  +-------------------------------+-------------------------------+
+//  |  reason: reason_len bytes, UTF-8                              |  8
+//  +---------------------------------------------------------------+
+//
+//  kHeartbeat (type 5): payload exactly 24 bytes
+//  +---------------------------------------------------------------+
+//  |              flags (bit 0 kHeartbeatFinal: finished)          |  0
+//  +---------------------------------------------------------------+
+//  |                          interval_ms                          |  4
+//  +---------------------------------------------------------------+
+//  |                     packets_sent (u64)                        |  8
+//  |                                                               |
+//  +---------------------------------------------------------------+
+//  |                        files_announced                        | 16
+//  +---------------------------------------------------------------+
+//  |                              rsvd                             | 20
+//  +---------------------------------------------------------------+
+//
+//  kParity (type 6): one Reed-Solomon parity shard of an FEC window
+//  +---------------------------------------------------------------+
+//  |                       window_seq (u64)                        |  0
+//  |                                                               |
+//  +-------------------------------+---------------+---------------+
+//  |             count             |       k       |       m       |  8
+//  +---------------+---------------+---------------+---------------+
+//  |  interleave   |     group     |     index     |     rsvd      | 12
+//  +---------------+---------------+---------------+---------------+
+//  |  shard: payload_len - 16 bytes (at least 1)                   | 16
+//  +---------------------------------------------------------------+
+//
+//  kFileList (type 7): files of the session, `count` entries back to back that fill the payload
+//  +-------------------------------+-------------------------------+
+//  |  flags (bit 0 kListComplete)  |          count (>= 1)         |  0
+//  +-------------------------------+-------------------------------+
+//  |                              rsvd                             |  4
+//  +---------------------------------------------------------------+
+//  |  entries                                                      |  8
+//  +---------------------------------------------------------------+
+//  each entry (offsets from its start; 18 bytes + key + path):
+//  +---------------------------------------------------------------+
+//  |                            file_id                            |  0
+//  +---------------------------------------------------------------+
+//  |                          size (u64)                           |  4
+//  |                                                               |
+//  +---------------+---------------+---------------+---------------+
+//  | verify (enum) | entry_flags   |    key_len    |     rsvd      | 12
+//  +---------------+---------------+---------------+---------------+
+//  |           path_len            |                                 16
+//  +-------------------------------+-------------------------------+
+//  |  key: key_len bytes, then path: path_len bytes (1..kMaxPath-  | 18
+//  |  Size); the next entry follows at once                        |
+//  +---------------------------------------------------------------+
+//  entry_flags bit 0 kListAborted: the sender aborted the file. key_len is digest_size(verify),
+//  or 0 when the file was aborted or verify is NONE.
+//
+// A sealed datagram (--key-file, flags kFlagAuth, see common/seal.hpp for the keys and what the
+// tag covers): the inner datagram's payload (the "body", encrypted with kFlagEncrypt) is
+// followed by a 32-byte trailer that payload_len counts:
+//  +---------------------------------------------------------------+
+//  |  header (32 bytes; payload_len = body + 32; checksum over     |  0
+//  |  the header only)                                             |
+//  +---------------------------------------------------------------+
+//  |  body: payload_len - 32 bytes                                 | 32
+//  +---------------------------------------------------------------+
+//  |  salt (16 bytes: session start_ns u64 | 8 random bytes)       | 32 + body
+//  +---------------------------------------------------------------+
+//  |  tag (16 bytes: the AES-256-GCM tag)                          | 48 + body
+//  +---------------------------------------------------------------+
 //
 // The file list (kFileList): the files of the session that were announced on the wire and are
 // finished (their end sent, with the digest of their end packet) or aborted; files that could
@@ -110,8 +211,12 @@ inline constexpr uint16_t kFlagFec = 1;
 inline constexpr uint16_t kFlagAuth = 2;     // sealed (common/seal.hpp): salt and GCM tag trail
 inline constexpr uint16_t kFlagEncrypt = 4;  // sealed, and the payload is encrypted
 inline constexpr uint16_t kFlagRepeat = 8;   // a repeated announce, mid-file
-inline constexpr size_t kMaxKeySize = 32;        // SHA-256
-inline constexpr size_t kMaxPathSize = 4096;     // PATH_MAX
+// The trailer of a sealed datagram (kFlagAuth): the session salt, then the GCM tag.
+inline constexpr size_t kSaltSize = 16;
+inline constexpr size_t kTagSize = 16;
+inline constexpr size_t kSealOverhead = kSaltSize + kTagSize;
+inline constexpr size_t kMaxKeySize = 32;     // SHA-256
+inline constexpr size_t kMaxPathSize = 4096;  // PATH_MAX
 inline constexpr size_t kMaxAbortReason = 512;
 // UDP payload limit over IPv4; the device transport uses the same bound.
 inline constexpr size_t kMaxDatagramSize = 65507;
@@ -123,8 +228,9 @@ inline constexpr size_t kMinPacketSize = 512;
 // Smallest chunk (data bytes per data packet) an announce may declare: what the smallest packet
 // carries. Bounds the receiver's per-file chunk bitmap.
 // With FEC a data packet is kFecOverhead (48) shorter (room for the parity header), and with a
-// key 32 shorter (the seal's salt and tag, common/seal.hpp).
-inline constexpr size_t kMinChunkSize = kMinPacketSize - kHeaderSize - kDataHeaderSize - 48 - 32;
+// key kSealOverhead (32) shorter (the seal's salt and tag).
+inline constexpr size_t kMinChunkSize =
+    kMinPacketSize - kHeaderSize - kDataHeaderSize - kFecOverhead - kSealOverhead;
 inline constexpr uint32_t kHeartbeatFinal = 1u;
 // kFileList flags: the list (with the other datagrams of the same list) names every file of the
 // session so far; without it, the files finished since the previous list.
@@ -236,13 +342,13 @@ struct FileList {
 // Why a datagram was rejected. kOk means it was accepted.
 enum class DecodeStatus : uint8_t {
   kOk = 0,
-  kTooShort,     // shorter than a header
+  kTooShort,  // shorter than a header
   kBadMagic,
   kBadVersion,
-  kBadLength,    // payload_len disagrees with the datagram's length
+  kBadLength,  // payload_len disagrees with the datagram's length
   kBadChecksum,
   kBadType,
-  kBadPayload,   // the payload of a known type is malformed
+  kBadPayload,  // the payload of a known type is malformed
 };
 inline constexpr size_t kDecodeStatusCount = 8;
 std::string_view decode_status_name(DecodeStatus s);
@@ -314,9 +420,7 @@ inline void store_le32(uint8_t* p, uint32_t v) {
 inline void store_le64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
-inline uint16_t load_le16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] | (p[1] << 8));
-}
+inline uint16_t load_le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 inline uint32_t load_le32(const uint8_t* p) {
   uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
@@ -326,6 +430,125 @@ inline uint64_t load_le64(const uint8_t* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
   return v;
+}
+
+// Where the fields sit: the diagrams at the top as numbers. Private to protocol.{hpp,cpp}: other
+// code reads and writes fields through the accessors below, never by offset.
+namespace layout {
+// Header (from the start of the datagram).
+inline constexpr size_t kMagicAt = 0;
+inline constexpr size_t kVersionAt = 4;
+inline constexpr size_t kTypeAt = 5;
+inline constexpr size_t kPayloadLenAt = 6;
+inline constexpr size_t kSessionIdAt = 8;
+inline constexpr size_t kSeqAt = 16;
+inline constexpr size_t kFlagsAt = 24;
+inline constexpr size_t kFecPosAt = 26;
+inline constexpr size_t kChecksumAt = 28;
+static_assert(kChecksumAt + 4 == kHeaderSize);
+// kData payload (from the start of the payload).
+inline constexpr size_t kDataFileIdAt = 0;
+inline constexpr size_t kDataCopyAt = 4;
+inline constexpr size_t kDataOffsetAt = 8;
+}  // namespace layout
+
+// ---- Reading and patching an encoded datagram in place ----------------------------------------
+// For the per-datagram paths that must look at a field before (or instead of) a full
+// decode_packet(): each is one load or store, inline, with no check of anything else. The caller
+// guarantees the bytes are there: `d` points at least at kHeaderSize bytes, but for the four
+// that a stream reader uses to find a frame (magic, version, type, payload_len), which need only
+// kHeaderPrefixSize.
+
+// Bytes from the start of a datagram up to and including payload_len.
+inline constexpr size_t kHeaderPrefixSize = layout::kPayloadLenAt + 2;
+
+// True when `d` starts with the magic "DDFT".
+inline bool has_magic(const uint8_t* d) { return load_le32(d + layout::kMagicAt) == kMagic; }
+inline uint8_t peek_version(const uint8_t* d) { return d[layout::kVersionAt]; }
+// The type byte as it came: not necessarily a PacketType (see known_packet_type()).
+inline uint8_t peek_type(const uint8_t* d) { return d[layout::kTypeAt]; }
+inline uint16_t peek_payload_len(const uint8_t* d) { return load_le16(d + layout::kPayloadLenAt); }
+// The datagram's length as its header states it: header plus payload_len.
+inline size_t peek_datagram_size(const uint8_t* d) { return kHeaderSize + peek_payload_len(d); }
+inline uint64_t peek_session_id(const uint8_t* d) { return load_le64(d + layout::kSessionIdAt); }
+inline uint64_t peek_seq(const uint8_t* d) { return load_le64(d + layout::kSeqAt); }
+inline uint16_t peek_flags(const uint8_t* d) { return load_le16(d + layout::kFlagsAt); }
+inline uint16_t peek_fec_pos(const uint8_t* d) { return load_le16(d + layout::kFecPosAt); }
+// True when `type` is one of PacketType's values (what decode_packet() accepts).
+inline constexpr bool known_packet_type(uint8_t type) {
+  return type >= static_cast<uint8_t>(PacketType::kAnnounce) && type <= kMaxPacketType;
+}
+// True when the first kHeaderPrefixSize bytes at `d` could start a datagram of ours: the magic,
+// this protocol version and a known type. Says nothing of the length or the checksum.
+inline bool plausible_header_prefix(const uint8_t* d) {
+  return has_magic(d) && peek_version(d) == kProtocolVersion && known_packet_type(peek_type(d));
+}
+// The file_id of a kData datagram, read in place: `d` holds at least kHeaderSize +
+// kDataHeaderSize bytes and its type is kData (not checked; an encrypted payload gives noise).
+inline uint32_t peek_data_file_id(const uint8_t* d) {
+  return load_le32(d + kHeaderSize + layout::kDataFileIdAt);
+}
+
+// Header stores in place. Each leaves the checksum stale: the caller reseals (reseal() or
+// reseal_header()) before the datagram leaves.
+inline void poke_magic(uint8_t* d) { store_le32(d + layout::kMagicAt, kMagic); }
+inline void poke_version(uint8_t* d, uint8_t version) { d[layout::kVersionAt] = version; }
+// Any byte, known type or not (tests forge unknown ones).
+inline void poke_type(uint8_t* d, uint8_t type) { d[layout::kTypeAt] = type; }
+inline void poke_session_id(uint8_t* d, uint64_t id) { store_le64(d + layout::kSessionIdAt, id); }
+inline void poke_payload_len(uint8_t* d, uint16_t len) {
+  store_le16(d + layout::kPayloadLenAt, len);
+}
+inline void poke_seq(uint8_t* d, uint64_t seq) { store_le64(d + layout::kSeqAt, seq); }
+inline void poke_flags(uint8_t* d, uint16_t flags) { store_le16(d + layout::kFlagsAt, flags); }
+inline void poke_fec_pos(uint8_t* d, uint16_t pos) { store_le16(d + layout::kFecPosAt, pos); }
+
+// ---- Regions of a datagram --------------------------------------------------------------------
+// The header bytes the checksum's seed and a seal's associated data cover: all but the checksum.
+inline constexpr size_t kHeaderSansChecksumSize = layout::kChecksumAt;
+// The payload of a datagram whose header starts at `d`.
+inline uint8_t* payload_of(uint8_t* d) { return d + kHeaderSize; }
+inline const uint8_t* payload_of(const uint8_t* d) { return d + kHeaderSize; }
+// Where encode_data_in_place() expects the file's bytes, in a buffer that will hold a kData
+// datagram (at least kHeaderSize + kDataHeaderSize bytes).
+inline uint8_t* data_bytes_of(uint8_t* buf) { return buf + kHeaderSize + kDataHeaderSize; }
+inline const uint8_t* data_bytes_of(const uint8_t* d) { return d + kHeaderSize + kDataHeaderSize; }
+
+// Datagram sizes, for buffers and for budgets computed before encoding.
+// A kData datagram of `data_len` file bytes.
+inline constexpr size_t data_datagram_size(size_t data_len) {
+  return kHeaderSize + kDataHeaderSize + data_len;
+}
+// An announce datagram with a path of `path_len` bytes.
+inline constexpr size_t announce_datagram_size(size_t path_len) {
+  return kHeaderSize + kAnnounceFixedSize + path_len;
+}
+// One kFileList entry with a key of `key_len` and a path of `path_len` bytes.
+inline constexpr size_t file_list_entry_size(size_t key_len, size_t path_len) {
+  return kFileListEntryFixedSize + key_len + path_len;
+}
+// Room for entries in a kFileList datagram of `datagram_size` bytes (at least kHeaderSize +
+// kFileListFixedSize).
+inline constexpr size_t file_list_room(size_t datagram_size) {
+  return datagram_size - kHeaderSize - kFileListFixedSize;
+}
+
+// A sealed datagram (kFlagAuth) of `sealed_size` bytes (at least kHeaderSize + kSealOverhead):
+// the length of its body (the inner payload), and where its salt and tag sit.
+inline constexpr size_t sealed_body_len(size_t sealed_size) {
+  return sealed_size - kHeaderSize - kSealOverhead;
+}
+inline uint8_t* sealed_salt(uint8_t* d, size_t sealed_size) {
+  return d + kHeaderSize + sealed_body_len(sealed_size);
+}
+inline const uint8_t* sealed_salt(const uint8_t* d, size_t sealed_size) {
+  return d + kHeaderSize + sealed_body_len(sealed_size);
+}
+inline uint8_t* sealed_tag(uint8_t* d, size_t sealed_size) {
+  return sealed_salt(d, sealed_size) + kSaltSize;
+}
+inline const uint8_t* sealed_tag(const uint8_t* d, size_t sealed_size) {
+  return sealed_salt(d, sealed_size) + kSaltSize;
 }
 
 }  // namespace ddft::common

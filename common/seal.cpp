@@ -20,7 +20,6 @@
 namespace ddft::common {
 namespace {
 
-constexpr size_t kChecksumOffset = 28;
 constexpr std::string_view kInfoLabel = "ddft-v1 session";
 constexpr std::string_view kMakeKey = "make one with: openssl rand -out FILE 32";
 
@@ -54,7 +53,7 @@ bool gcm_pass(EVP_CIPHER_CTX* c, uint64_t seq, bool encrypted, const uint8_t* he
   int n = 0;
   const int len = static_cast<int>(body_len);
   bool ok = EVP_CipherInit_ex(c, nullptr, nullptr, nullptr, nonce, -1) == 1 &&
-            EVP_CipherUpdate(c, nullptr, &n, header, kChecksumOffset) == 1;
+            EVP_CipherUpdate(c, nullptr, &n, header, kHeaderSansChecksumSize) == 1;
   if (encrypted) {
     return ok && EVP_CipherUpdate(c, nullptr, &n, salt, kSaltSize) == 1 &&
            (body_len == 0 || EVP_CipherUpdate(c, out, &n, body, len) == 1);
@@ -118,8 +117,8 @@ Key load_key_file(const std::string& path) {
     }
   }
   if (std::all_of(key.begin(), key.end(), [](uint8_t b) { return b == 0; })) {
-    throw std::runtime_error(fmt::format("key file '{}' is all zeros: a key must be random ({})",
-                                         path, kMakeKey));
+    throw std::runtime_error(
+        fmt::format("key file '{}' is all zeros: a key must be random ({})", path, kMakeKey));
   }
   return key;
 }
@@ -132,15 +131,14 @@ void hkdf_sha256(std::span<const uint8_t> ikm, std::span<const uint8_t> salt,
   EVP_KDF_free(kdf);
   if (kctx == nullptr) openssl_failed("EVP_KDF_CTX_new");
   char digest[] = "SHA256";
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest, 0),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, const_cast<uint8_t*>(ikm.data()),
-                                        ikm.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, const_cast<uint8_t*>(salt.data()),
-                                        salt.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, const_cast<uint8_t*>(info.data()),
-                                        info.size()),
-      OSSL_PARAM_construct_end()};
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest, 0),
+                         OSSL_PARAM_construct_octet_string(
+                             OSSL_KDF_PARAM_KEY, const_cast<uint8_t*>(ikm.data()), ikm.size()),
+                         OSSL_PARAM_construct_octet_string(
+                             OSSL_KDF_PARAM_SALT, const_cast<uint8_t*>(salt.data()), salt.size()),
+                         OSSL_PARAM_construct_octet_string(
+                             OSSL_KDF_PARAM_INFO, const_cast<uint8_t*>(info.data()), info.size()),
+                         OSSL_PARAM_construct_end()};
   const int ok = EVP_KDF_derive(kctx, out.data(), out.size(), params);
   EVP_KDF_CTX_free(kctx);
   if (ok != 1) openssl_failed("HKDF");
@@ -159,8 +157,8 @@ Salt make_session_salt() {
   Salt s{};
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
-  store_le64(s.data(), static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-                           static_cast<uint64_t>(ts.tv_nsec));
+  store_le64(s.data(),
+             static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec));
   if (RAND_bytes(s.data() + 8, 8) != 1) openssl_failed("RAND_bytes");
   return s;
 }
@@ -177,22 +175,23 @@ size_t Sealer::seal(std::span<uint8_t> buf, size_t len) {
     throw std::logic_error("sealed datagram does not fit its buffer");
   }
   uint8_t* p = buf.data();
-  const uint64_t seq = load_le64(p + 16);
+  const uint64_t seq = peek_seq(p);
   if (any_ && seq <= last_seq_) {
-    throw std::logic_error(fmt::format(
-        "sealing seq {} after seq {} would repeat a GCM nonce", seq, last_seq_));
+    throw std::logic_error(
+        fmt::format("sealing seq {} after seq {} would repeat a GCM nonce", seq, last_seq_));
   }
-  if (load_le64(p + 8) != session_id_) throw std::logic_error("sealing another session's datagram");
+  if (peek_session_id(p) != session_id_)
+    throw std::logic_error("sealing another session's datagram");
   any_ = true;
   last_seq_ = seq;
 
-  const size_t body_len = len - kHeaderSize;
-  store_le16(p + 6, static_cast<uint16_t>(body_len + kSealOverhead));
-  store_le16(p + 24, static_cast<uint16_t>(load_le16(p + 24) | kFlagAuth |
-                                           (encrypt_ ? kFlagEncrypt : 0)));
-  uint8_t* body = p + kHeaderSize;
-  uint8_t* salt = body + body_len;
-  uint8_t* tag = salt + kSaltSize;
+  const size_t sealed_len = len + kSealOverhead;
+  const size_t body_len = sealed_body_len(sealed_len);
+  poke_payload_len(p, static_cast<uint16_t>(body_len + kSealOverhead));
+  poke_flags(p, static_cast<uint16_t>(peek_flags(p) | kFlagAuth | (encrypt_ ? kFlagEncrypt : 0)));
+  uint8_t* body = payload_of(p);
+  uint8_t* salt = sealed_salt(p, sealed_len);
+  uint8_t* tag = sealed_tag(p, sealed_len);
   std::memcpy(salt, salt_.data(), kSaltSize);
 
   EVP_CIPHER_CTX* c = ctx_.get();
@@ -202,15 +201,19 @@ size_t Sealer::seal(std::span<uint8_t> buf, size_t len) {
                   EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, kTagSize, tag) == 1;
   if (!ok) openssl_failed("AES-256-GCM seal");
   reseal_header(buf);  // the tag covers the rest (common/protocol.hpp)
-  return len + kSealOverhead;
+  return sealed_len;
 }
 
 std::string_view open_status_name(OpenStatus s) {
   switch (s) {
-    case OpenStatus::kOk: return "ok";
-    case OpenStatus::kNotSealed: return "not sealed";
-    case OpenStatus::kMalformed: return "malformed seal";
-    case OpenStatus::kBadTag: return "bad tag";
+    case OpenStatus::kOk:
+      return "ok";
+    case OpenStatus::kNotSealed:
+      return "not sealed";
+    case OpenStatus::kMalformed:
+      return "malformed seal";
+    case OpenStatus::kBadTag:
+      return "bad tag";
   }
   return "?";
 }
@@ -221,15 +224,15 @@ Opener::Opener(std::vector<Key> psks) : psks_(std::move(psks)) {
 
 bool Opener::try_open(EVP_CIPHER_CTX* c, std::span<const uint8_t> sealed, const Header& h,
                       uint8_t* o) const {
-  const size_t body_len = sealed.size() - kHeaderSize - kSealOverhead;
+  const size_t body_len = sealed_body_len(sealed.size());
   const uint8_t* p = sealed.data();
-  const uint8_t* salt = p + kHeaderSize + body_len;
-  const uint8_t* tag = salt + kSaltSize;
+  const uint8_t* salt = sealed_salt(p, sealed.size());
+  const uint8_t* tag = sealed_tag(p, sealed.size());
   int n = 0;
-  return gcm_pass(c, h.seq, (h.flags & kFlagEncrypt) != 0, p, p + kHeaderSize, body_len, salt,
-                  o + kHeaderSize) &&
+  return gcm_pass(c, h.seq, (h.flags & kFlagEncrypt) != 0, p, payload_of(p), body_len, salt,
+                  payload_of(o)) &&
          EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kTagSize, const_cast<uint8_t*>(tag)) == 1 &&
-         EVP_CipherFinal_ex(c, o + kHeaderSize + body_len, &n) == 1;
+         EVP_CipherFinal_ex(c, payload_of(o) + body_len, &n) == 1;
 }
 
 OpenStatus Opener::open(std::span<const uint8_t> sealed, const Header& h, std::span<uint8_t> out,
@@ -238,8 +241,8 @@ OpenStatus Opener::open(std::span<const uint8_t> sealed, const Header& h, std::s
   if (sealed.size() < kHeaderSize + kSealOverhead || out.size() < sealed.size()) {
     return OpenStatus::kMalformed;
   }
-  const size_t body_len = sealed.size() - kHeaderSize - kSealOverhead;
-  std::memcpy(salt->data(), sealed.data() + kHeaderSize + body_len, kSaltSize);
+  const size_t body_len = sealed_body_len(sealed.size());
+  std::memcpy(salt->data(), sealed_salt(sealed.data(), sealed.size()), kSaltSize);
   uint8_t* o = out.data();
 
   // A session seen lately: its key is known, the tag alone decides.
@@ -270,10 +273,10 @@ OpenStatus Opener::open(std::span<const uint8_t> sealed, const Header& h, std::s
   const uint8_t* p = sealed.data();
   std::memcpy(o, p, kHeaderSize);
   if ((h.flags & kFlagEncrypt) == 0 && body_len > 0) {
-    std::memcpy(o + kHeaderSize, p + kHeaderSize, body_len);
+    std::memcpy(payload_of(o), payload_of(p), body_len);
   }
-  store_le16(o + 6, static_cast<uint16_t>(body_len));
-  store_le16(o + 24, static_cast<uint16_t>(h.flags & ~kSealFlags));
+  poke_payload_len(o, static_cast<uint16_t>(body_len));
+  poke_flags(o, static_cast<uint16_t>(h.flags & ~kSealFlags));
   *inner_len = kHeaderSize + body_len;
   // Its own checksum matters only to FEC, whose parity covers the whole inner datagram.
   if (h.flags & kFlagFec) reseal(out.first(*inner_len));

@@ -43,9 +43,8 @@
 namespace ddft::common {
 
 inline constexpr size_t kKeySize = 32;
-inline constexpr size_t kSaltSize = 16;
-inline constexpr size_t kTagSize = 16;
-inline constexpr size_t kSealOverhead = kSaltSize + kTagSize;
+// kSaltSize, kTagSize and kSealOverhead (the trailer) are part of the wire format:
+// common/protocol.hpp.
 inline constexpr uint16_t kSealFlags = kFlagAuth | kFlagEncrypt;
 
 using Key = std::array<uint8_t, kKeySize>;

@@ -32,7 +32,8 @@ common::RsCodec& FecDecoder::codec(unsigned k, unsigned m) {
       }
       codecs_.erase(oldest);
     }
-    it = codecs_.emplace(std::make_pair(k, m), CodecEntry{std::make_unique<common::RsCodec>(k, m), 0})
+    it = codecs_
+             .emplace(std::make_pair(k, m), CodecEntry{std::make_unique<common::RsCodec>(k, m), 0})
              .first;
   }
   it->second.used = ++codec_clock_;
@@ -256,7 +257,7 @@ void FecDecoder::try_group(uint64_t seq, Window& w, unsigned group, const Delive
       const unsigned p = missing[i];
       const uint8_t* d = slot(taken[i]);
       // The rebuilt datagram's header says how long it is; its checksum is checked downstream.
-      const size_t n = std::min(len, common::kHeaderSize + common::load_le16(d + 6));
+      const size_t n = std::min(len, common::peek_datagram_size(d));
       w.src[p] = taken[i];
       w.src_len[p] = static_cast<uint16_t>(n);
       ++counters_.rebuilt;

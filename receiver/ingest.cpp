@@ -19,19 +19,19 @@ size_t DropLedger::add(std::span<const std::span<uint8_t>> datagrams, std::span<
     // File lists name the files a full ring loses; heartbeats (one a second) carry the final
     // one that ends the session: both are kept rather than dropped.
     if (len >= common::kHeaderSize && lens[i] <= datagrams[i].size() &&
-        (p[5] == static_cast<uint8_t>(common::PacketType::kFileList) ||
-         p[5] == static_cast<uint8_t>(common::PacketType::kHeartbeat))) {
+        (common::peek_type(p) == static_cast<uint8_t>(common::PacketType::kFileList) ||
+         common::peek_type(p) == static_cast<uint8_t>(common::PacketType::kHeartbeat))) {
       lists.push_back({ring_position, std::vector<uint8_t>(p, p + len)});
       continue;
     }
     uint64_t session = 0;
     uint32_t file = 0;
-    if (len >= common::kHeaderSize + common::kDataHeaderSize && common::load_le32(p) == common::kMagic) {
-      session = common::load_le64(p + 8);
+    if (len >= common::data_datagram_size(0) && common::has_magic(p)) {
+      session = common::peek_session_id(p);
       // An encrypted payload (--key-file) hides its file id.
-      const bool encrypted = (common::load_le16(p + 24) & common::kFlagEncrypt) != 0;
-      if (p[5] == static_cast<uint8_t>(common::PacketType::kData) && !encrypted) {
-        file = common::load_le32(p + common::kHeaderSize);
+      const bool encrypted = (common::peek_flags(p) & common::kFlagEncrypt) != 0;
+      if (common::peek_type(p) == static_cast<uint8_t>(common::PacketType::kData) && !encrypted) {
+        file = common::peek_data_file_id(p);
       }
     }
     ++batch[{session, file}];
@@ -92,9 +92,9 @@ void Ingest::run(std::stop_token stop) {
       const bool full = free == 0;
       const size_t n = full ? batch_ : std::min(batch_, free);
       for (size_t i = 0; i < n; ++i) {
-        bufs[i] = full ? std::span<uint8_t>(scratch_.data() + i * ring_.slot_size(),
-                                            ring_.slot_size())
-                       : ring_.free_slot(i);
+        bufs[i] =
+            full ? std::span<uint8_t>(scratch_.data() + i * ring_.slot_size(), ring_.slot_size())
+                 : ring_.free_slot(i);
       }
       size_t got = 0;
       const auto ec = source_.receive(std::span(bufs.data(), n), std::span(lens.data(), n), &got,
@@ -120,9 +120,10 @@ void Ingest::run(std::stop_token stop) {
             drops_.add(std::span(bufs.data(), got), std::span(lens.data(), got), ring_.produced());
         const uint64_t total = counters_.ring_full_drops.fetch_add(got - kept) + got - kept;
         if (steady_clock::now() - last_drop_log > seconds(1)) {
-          spdlog::warn("Warn: receive buffer full (the disk is not keeping up): {} packet(s) "
-                       "dropped so far ({} since last report)",
-                       total, total - drops_logged);
+          spdlog::warn(
+              "Warn: receive buffer full (the disk is not keeping up): {} packet(s) "
+              "dropped so far ({} since last report)",
+              total, total - drops_logged);
           drops_logged = total;
           last_drop_log = steady_clock::now();
         }

@@ -16,8 +16,8 @@ uint64_t repeat_announce_interval(size_t announce_bytes) {
 }
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
-                         common::Clock& clock, BufferPool& pool,
-                         common::BoundedQueue<WorkItem>& in, SendObserver& observer)
+                         common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
+                         SendObserver& observer)
     : cfg_(cfg),
       session_id_(session_id),
       sink_(sink),
@@ -58,7 +58,7 @@ Header Transmitter::next_header(bool fec_source) {
 }
 
 void Transmitter::commit(std::span<uint8_t> slot, size_t n, bool send) {
-  const bool full = fec_ && fec_->add(common::load_le64(slot.data() + 16), slot.first(n));
+  const bool full = fec_ && fec_->add(common::peek_seq(slot.data()), slot.first(n));
   if (send) enqueue(slot, n);
   if (full) close_window();
 }
@@ -75,7 +75,8 @@ void Transmitter::close_window() {
   if (!fec_) return;
   fec_->close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
     auto slot = next_slot();
-    const size_t n = common::encode_parity(next_header(false), pa, shard, slot.first(source_size_ + common::kFecOverhead));
+    const size_t n = common::encode_parity(next_header(false), pa, shard,
+                                           slot.first(source_size_ + common::kFecOverhead));
     if (n == 0) throw std::logic_error("parity datagram does not fit the packet size");
     enqueue(slot, n);
   });
@@ -169,9 +170,9 @@ void Transmitter::begin_file(const WorkItem& item) {
     current_ = {item.meta, clock_.now(), 0, 0, cfg_.report_mb * 1024 * 1024};
     ++files_announced_;
     // The announce as it goes on the wire (sealed with --key-file) sets the repeats' spacing.
-    current_.repeat_every = repeat_announce_interval(
-        common::kHeaderSize + common::kAnnounceFixedSize + item.meta->rel_path.size() +
-        (sealer_ ? common::kSealOverhead : 0));
+    current_.repeat_every =
+        repeat_announce_interval(common::announce_datagram_size(item.meta->rel_path.size()) +
+                                 (sealer_ ? common::kSealOverhead : 0));
   } else {
     // A further copy: the same file id, so the receiver fills one copy's holes from the next.
     current_.meta = item.meta;
@@ -186,18 +187,18 @@ void Transmitter::begin_file(const WorkItem& item) {
   }
   common::Announce a = announce_of(*item.meta);
   a.pause_s = item.copy == 0 ? static_cast<uint8_t>(pacer_.pause_for(item.meta->size)) : 0;
-  send_control([&](const Header& h, std::span<uint8_t> buf) {
-    return common::encode_announce(h, a, buf);
-  });
+  send_control(
+      [&](const Header& h, std::span<uint8_t> buf) { return common::encode_announce(h, a, buf); });
   if (item.copy == 0) observer_.file_started(*item.meta);
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
     close_window();
     flush();
     if (cfg_.report != ReportOption::kNone) {
-      spdlog::info("Info: {}: pausing {} seconds before the data (sleep algorithm; "
-                   "-NOSLEEPALG turns it off)",
-                   item.meta->rel_path, a.pause_s);
+      spdlog::info(
+          "Info: {}: pausing {} seconds before the data (sleep algorithm; "
+          "-NOSLEEPALG turns it off)",
+          item.meta->rel_path, a.pause_s);
     }
     pacer_.pause(a.pause_s);
   }
@@ -210,7 +211,7 @@ void Transmitter::send_block(const WorkItem& item) {
   for (size_t pos = 0; pos < item.len; pos += chunk_size_) {
     const size_t len = std::min(chunk_size_, item.len - pos);
     auto slot = next_slot();
-    std::memcpy(slot.data() + common::kHeaderSize + common::kDataHeaderSize, src + pos, len);
+    std::memcpy(common::data_bytes_of(slot.data()), src + pos, len);
     common::DataHeader d;
     d.file_id = item.meta->file_id;
     d.copy = item.copy;
@@ -271,9 +272,8 @@ void Transmitter::end_file(const WorkItem& item) {
   e.copy = item.copy;
   e.copies = static_cast<uint8_t>(cfg_.repeat);
   std::memcpy(e.key.data(), item.digest.bytes.data(), item.digest.size);
-  send_control([&](const Header& h, std::span<uint8_t> buf) {
-    return common::encode_end(h, e, buf);
-  });
+  send_control(
+      [&](const Header& h, std::span<uint8_t> buf) { return common::encode_end(h, e, buf); });
   // The file's last window is closed now, so that its end is protected without waiting for the
   // next file's packets.
   close_window();
@@ -311,9 +311,8 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
   common::Abort a;
   a.file_id = meta->file_id;
   a.reason = reason;
-  send_control([&](const Header& h, std::span<uint8_t> buf) {
-    return common::encode_abort(h, a, buf);
-  });
+  send_control(
+      [&](const Header& h, std::span<uint8_t> buf) { return common::encode_abort(h, a, buf); });
   close_window();
   flush();
   ++totals_.files_failed;
@@ -369,7 +368,7 @@ void Transmitter::send_list(size_t from, uint16_t flags) {
   // Views into listed_, which does not change while they are encoded.
   std::vector<common::FileListEntry> entries;
   entries.reserve(listed_.size() - from);
-  const size_t room = source_size_ - common::kHeaderSize - common::kFileListFixedSize;
+  const size_t room = common::file_list_room(source_size_);
   for (size_t i = from; i < listed_.size(); ++i) {
     const ListedFile& f = listed_[i];
     common::FileListEntry e;
@@ -380,7 +379,7 @@ void Transmitter::send_list(size_t from, uint16_t flags) {
     e.key_len = f.digest.size;
     e.key = f.digest.bytes;
     e.path = f.path;
-    if (common::kFileListEntryFixedSize + e.key_len + e.path.size() > room) {
+    if (common::file_list_entry_size(e.key_len, e.path.size()) > room) {
       // Only with a small --packet-size and a path near the announce's limit: the file was sent,
       // but the list cannot name it.
       spdlog::warn(

@@ -124,7 +124,7 @@ void BM_Packetise1MiB(benchmark::State& state) {
     size_t slot = 0;
     for (size_t pos = 0; pos < block.size(); pos += kChunk) {
       auto out = std::span(arena).subspan((slot++ % 32) * kPacket, kPacket);
-      std::memcpy(out.data() + kHeaderSize + kDataHeaderSize, block.data() + pos, kChunk);
+      std::memcpy(data_bytes_of(out.data()), block.data() + pos, kChunk);
       ++h.seq;
       benchmark::DoNotOptimize(encode_data_in_place(h, {1, pos}, kChunk, out));
     }

@@ -33,10 +33,10 @@ void fix_header(std::span<uint8_t> datagram) {
   require(datagram.size() >= kHeaderSize && datagram.size() - kHeaderSize <= 0xFFFF,
           "fix_header: not a datagram's size");
   uint8_t* p = datagram.data();
-  store_le32(p, kMagic);
-  p[4] = kProtocolVersion;
-  store_le16(p + 6, static_cast<uint16_t>(datagram.size() - kHeaderSize));
-  if (load_le16(p + 24) & kFlagAuth) {
+  poke_magic(p);
+  poke_version(p, kProtocolVersion);
+  poke_payload_len(p, static_cast<uint16_t>(datagram.size() - kHeaderSize));
+  if (peek_flags(p) & kFlagAuth) {
     reseal_header(datagram);
   } else {
     reseal(datagram);

@@ -104,8 +104,8 @@ class Session {
     std::vector<Bytes> out;
     for (size_t off = from; off < std::min(to, content.size()); off += chunk_) {
       const size_t len = std::min<size_t>(chunk_, content.size() - off);
-      Bytes b(kHeaderSize + kDataHeaderSize + len);
-      std::memcpy(b.data() + kHeaderSize + kDataHeaderSize, content.data() + off, len);
+      Bytes b(data_datagram_size(len));
+      std::memcpy(data_bytes_of(b.data()), content.data() + off, len);
       b.resize(encode_data_in_place(next(), {file, off, copy}, len, b));
       out.push_back(std::move(b));
     }
@@ -178,9 +178,9 @@ std::vector<Bytes> with_fec(const std::vector<Bytes>& in, const FecParams& p, ui
     });
   };
   for (Bytes d : in) {
-    store_le16(d.data() + 24, kFlagFec);
-    store_le16(d.data() + 26, enc.next_pos());
-    store_le64(d.data() + 16, *seq);
+    poke_flags(d.data(), kFlagFec);
+    poke_fec_pos(d.data(), enc.next_pos());
+    poke_seq(d.data(), *seq);
     reseal(d);
     const bool full = enc.add((*seq)++, d);
     out.push_back(std::move(d));
@@ -338,7 +338,7 @@ void packet_seeds(Writer& w) {
   uint64_t seq = 100;
   const auto fec = with_fec(s.file(4, "f.bin", pattern(1200, 2)), {4, 2, 2}, s.id(), &seq);
   for (const Bytes& d : fec) {
-    if (d[5] == static_cast<uint8_t>(PacketType::kParity)) {
+    if (peek_type(d.data()) == static_cast<uint8_t>(PacketType::kParity)) {
       w.put("packet", "parity", with_ctl(0, d));
       break;
     }
@@ -506,13 +506,13 @@ void receiver_seeds(Writer& w) {
     Session s(0x3009);
     const std::string c = pattern(800, 12);
     Bytes broken = s.data(1, c)[0];
-    broken[40] ^= 0xFF;
+    ddft::common::payload_of(broken.data())[8] ^= 0xFF;  // its offset: the checksum fails
     Script sc(kRename);
     sc.add(s.announce(1, "mismatch.bin", c.size())).add(broken, 0);
     sc.add(s.data(1, c)).add(s.end(1, c + "x"));
     sc.add(s.file(2, "sha256.bin", c, VerifyType::kSha256));
     Bytes wrong_key = s.end(3, c, VerifyType::kSha256);
-    wrong_key[kHeaderSize + kEndFixedSize] ^= 1;
+    ddft::common::payload_of(wrong_key.data())[kEndFixedSize] ^= 1;  // the key's first byte
     sc.add(s.announce(3, "wrongkey.bin", c.size(), VerifyType::kSha256)).add(s.data(3, c));
     sc.add(wrong_key);
     sc.add(s.heartbeat(true)).wait(5);
@@ -530,7 +530,7 @@ void receiver_seeds(Writer& w) {
       if (i != 2) sc.add(wire[i]);
     }
     Bytes forged = wire[1];
-    forged[kHeaderSize + 20] ^= 1;
+    ddft::common::payload_of(forged.data())[20] ^= 1;
     sc.add(forged).add(wire[1]).add(inner[1], kFix | kPoll);
     w.put("receiver", "sealed-encrypted-fec", sc.bytes());
   }

@@ -509,7 +509,7 @@ TEST_F(EndToEnd, HostileAnnouncesGetTheirRefusalAndNothingEscapes) {
     a.size = size;
     a.chunk_size = 1000;
     a.path = path;
-    std::vector<uint8_t> b(common::kHeaderSize + common::kAnnounceFixedSize + path.size());
+    std::vector<uint8_t> b(common::announce_datagram_size(path.size()));
     b.resize(common::encode_announce(h, a, b));
     sendto(b);
   };
@@ -517,8 +517,8 @@ TEST_F(EndToEnd, HostileAnnouncesGetTheirRefusalAndNothingEscapes) {
     common::Header h;
     h.session_id = 0xbad;
     h.seq = seq++;
-    std::vector<uint8_t> b(common::kHeaderSize + common::kDataHeaderSize + text.size());
-    std::memcpy(b.data() + common::kHeaderSize + common::kDataHeaderSize, text.data(), text.size());
+    std::vector<uint8_t> b(common::data_datagram_size(text.size()));
+    std::memcpy(common::data_bytes_of(b.data()), text.data(), text.size());
     b.resize(common::encode_data_in_place(h, {id, 0, 0}, text.size(), b));
     sendto(b);
   };

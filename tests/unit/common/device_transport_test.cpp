@@ -17,8 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::vector<uint8_t> frame(uint64_t seq, size_t data_len) {
-  std::vector<uint8_t> b(kHeaderSize + kDataHeaderSize + data_len);
-  for (size_t i = 0; i < data_len; ++i) b[kHeaderSize + kDataHeaderSize + i] = uint8_t(seq + i);
+  std::vector<uint8_t> b(data_datagram_size(data_len));
+  for (size_t i = 0; i < data_len; ++i) data_bytes_of(b.data())[i] = uint8_t(seq + i);
   Header h;
   h.session_id = 5;
   h.seq = seq;
@@ -64,7 +64,7 @@ TEST_F(DeviceTransportTest, FramesSurviveArbitraryReadBoundariesAndGarbage) {
     if (i == 7) stream.insert(stream.end(), {'j', 'u', 'n', 'k', 'D', 'D'});  // garbage
     if (i == 12) {  // a damaged frame: right magic, bad checksum
       auto bad = frame(99, 50);
-      bad[kHeaderSize + 3] ^= 0xFF;
+      payload_of(bad.data())[3] ^= 0xFF;
       stream.insert(stream.end(), bad.begin(), bad.end());
     }
   }
@@ -99,7 +99,7 @@ TEST_F(DeviceTransportTest, ParityAndSealedFramesPassThrough) {
   key.fill(9);
   Sealer sealer(key, 5, make_session_salt(), true);
   auto sealed = frame(2, 200);
-  store_le64(sealed.data() + 8, 5);
+  poke_session_id(sealed.data(), 5);
   const size_t n = sealed.size();
   sealed.resize(n + kSealOverhead);
   sealed.resize(sealer.seal(sealed, n));
@@ -116,7 +116,7 @@ TEST_F(DeviceTransportTest, DamagedLengthDoesNotHoldBackTheFramesBehindIt) {
   const int raw = ::open(node_.c_str(), O_WRONLY);
   ASSERT_GE(raw, 0);
   auto bad = frame(0, 200);
-  store_le16(&bad[6], 0xFFFF);  // claims 64 KiB that will never come
+  poke_payload_len(bad.data(), 0xFFFF);  // claims 64 KiB that will never come
   ASSERT_EQ(::write(raw, bad.data(), bad.size()), ssize_t(bad.size()));
   std::vector<std::vector<uint8_t>> good;
   for (uint64_t i = 1; i <= 5; ++i) {

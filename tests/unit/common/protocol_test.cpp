@@ -176,8 +176,8 @@ TEST(Protocol, FecFieldsCopiesAndParityRoundTrip) {
     n = encode_parity(header(), bad, shard, buf);
     ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
     EXPECT_EQ(decode_parity(p.payload, &pb, &got), DecodeStatus::kBadPayload)
-        << int(bad.k) << ":" << int(bad.m) << " x" << int(bad.interleave) << " count "
-        << bad.count << " group " << int(bad.group) << " index " << int(bad.index);
+        << int(bad.k) << ":" << int(bad.m) << " x" << int(bad.interleave) << " count " << bad.count
+        << " group " << int(bad.group) << " index " << int(bad.index);
   }
 }
 
@@ -529,6 +529,301 @@ TEST(Protocol, RepeatedAnnounceCarriesItsFlag) {
   Announce got;
   ASSERT_EQ(decode_announce(p.payload, &got), DecodeStatus::kOk);
   EXPECT_EQ(got.path, "big.iso");
+}
+
+// Golden bytes: one datagram of each type, encoded from fixed field values and compared with the
+// bytes written out below from the diagram in common/protocol.hpp; each literal also decodes
+// back to the same fields. A change to the layout must break these tests: that is their point.
+// Every literal but the checksum (header bytes 28..31, XXH3 as described in protocol.hpp) was
+// written by hand from the diagram.
+//
+// Every golden header: session_id 0x1122334455667788, seq 0x0102030405060708.
+constexpr uint64_t kGoldenSession = 0x1122334455667788ull;
+constexpr uint64_t kGoldenSeq = 0x0102030405060708ull;
+
+Header golden_header(uint16_t flags = 0, uint16_t fec_pos = 0) {
+  Header h;
+  h.session_id = kGoldenSession;
+  h.seq = kGoldenSeq;
+  h.flags = flags;
+  h.fec_pos = fec_pos;
+  return h;
+}
+
+// Compares byte by byte, so that a failure names the offset that moved.
+void expect_bytes(std::span<const uint8_t> got, std::span<const uint8_t> want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(int{got[i]}, int{want[i]}) << "byte " << i;
+  }
+}
+
+// Decodes a golden datagram and checks the fixed header fields.
+Packet decode_golden(std::span<const uint8_t> d, PacketType type, uint16_t flags = 0,
+                     uint16_t fec_pos = 0) {
+  Packet p;
+  EXPECT_EQ(decode_packet(d, &p), DecodeStatus::kOk);
+  EXPECT_EQ(p.header.version, kProtocolVersion);
+  EXPECT_EQ(p.header.type, type);
+  EXPECT_EQ(p.header.payload_len, d.size() - kHeaderSize);
+  EXPECT_EQ(p.header.session_id, kGoldenSession);
+  EXPECT_EQ(p.header.seq, kGoldenSeq);
+  EXPECT_EQ(p.header.flags, flags);
+  EXPECT_EQ(p.header.fec_pos, fec_pos);
+  return p;
+}
+
+TEST(ProtocolGolden, Announce) {
+  const std::vector<uint8_t> want = {
+      'D',  'D',  'F',  'T',                           // 0 magic
+      0x01, 0x01, 0x25, 0x00,                          // 4 version 1, type 1, payload_len 37
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // 8 session_id
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // 16 seq
+      0x08, 0x00, 0x00, 0x00,                          // 24 flags kFlagRepeat, fec_pos 0
+      0x6C, 0x78, 0xE6, 0xA3,                          // 28 checksum
+      0x0D, 0x0C, 0x0B, 0x0A,                          // +0 file_id 0x0A0B0C0D
+      0x02, 0x03, 0x05, 0x00,                          // +4 verify SHA256, pause_s 3, path_len 5
+      0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,  // +8 size 0x100000002
+      0x1E, 0x1D, 0x1C, 0x1B, 0x1A, 0x19, 0x18, 0x17,  // +16 mtime_ns 0x1718191A1B1C1D1E
+      0xA4, 0x01, 0x00, 0x00,                          // +24 mode 0644
+      0xC8, 0x22, 0x00, 0x00,                          // +28 chunk_size 8904
+      'a',  '/',  'b',  '.',  'c',                     // +32 path
+  };
+  Announce a;
+  a.file_id = 0x0A0B0C0D;
+  a.verify = VerifyType::kSha256;
+  a.pause_s = 3;
+  a.size = 0x100000002ull;
+  a.mtime_ns = 0x1718191A1B1C1D1Ell;
+  a.mode = 0644;
+  a.chunk_size = 8904;
+  a.path = "a/b.c";
+  std::vector<uint8_t> buf(256);
+  buf.resize(encode_announce(golden_header(kFlagRepeat), a, buf));
+  expect_bytes(buf, want);
+
+  const Packet p = decode_golden(want, PacketType::kAnnounce, kFlagRepeat);
+  Announce got;
+  ASSERT_EQ(decode_announce(p.payload, &got), DecodeStatus::kOk);
+  EXPECT_EQ(got.file_id, a.file_id);
+  EXPECT_EQ(got.verify, a.verify);
+  EXPECT_EQ(got.pause_s, a.pause_s);
+  EXPECT_EQ(got.size, a.size);
+  EXPECT_EQ(got.mtime_ns, a.mtime_ns);
+  EXPECT_EQ(got.mode, a.mode);
+  EXPECT_EQ(got.chunk_size, a.chunk_size);
+  EXPECT_EQ(got.path, a.path);
+}
+
+TEST(ProtocolGolden, Data) {
+  const std::vector<uint8_t> want = {
+      'D',  'D',  'F',  'T',                           // 0 magic
+      0x01, 0x02, 0x13, 0x00,                          // 4 version 1, type 2, payload_len 19
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // 8 session_id
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // 16 seq
+      0x01, 0x00, 0x03, 0x02,                          // 24 flags kFlagFec, fec_pos 0x0203
+      0xBA, 0x03, 0x60, 0xCD,                          // 28 checksum
+      0x07, 0x00, 0x00, 0x00,                          // +0 file_id 7
+      0x01, 0x00, 0x00, 0x00,                          // +4 copy 1, reserved
+      0x58, 0x68, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // +8 offset 26712 (3 x 8904)
+      'x',  'y',  'z',                                 // +16 data
+  };
+  std::vector<uint8_t> buf(256, 0xEE);  // reserved bytes must be written, not left as found
+  std::memcpy(buf.data() + (want.size() - 3), "xyz", 3);
+  DataHeader d;
+  d.file_id = 7;
+  d.copy = 1;
+  d.offset = 26712;
+  buf.resize(encode_data_in_place(golden_header(kFlagFec, 0x0203), d, 3, buf));
+  expect_bytes(buf, want);
+
+  const Packet p = decode_golden(want, PacketType::kData, kFlagFec, 0x0203);
+  DataHeader got;
+  std::span<const uint8_t> data;
+  ASSERT_EQ(decode_data(p.payload, &got, &data), DecodeStatus::kOk);
+  EXPECT_EQ(got.file_id, 7u);
+  EXPECT_EQ(got.copy, 1);
+  EXPECT_EQ(got.offset, 26712u);
+  EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()), "xyz");
+}
+
+TEST(ProtocolGolden, End) {
+  const std::vector<uint8_t> want = {
+      'D',  'D',  'F',  'T',                           // 0 magic
+      0x01, 0x03, 0x20, 0x00,                          // 4 version 1, type 3, payload_len 32
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // 8 session_id
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // 16 seq
+      0x00, 0x00, 0x00, 0x00,                          // 24 flags 0, fec_pos 0
+      0x8E, 0xDB, 0x5A, 0x18,                          // 28 checksum
+      0x09, 0x00, 0x00, 0x00,                          // +0 file_id 9
+      0x01, 0x10, 0x01, 0x02,                          // +4 verify B2B, key_len 16, copy 1 of 2
+      0x39, 0x30, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // +8 size 12345
+      0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,  // +16 key
+      0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F,
+  };
+  End e;
+  e.file_id = 9;
+  e.verify = VerifyType::kB2B;
+  e.size = 12345;
+  e.key_len = 16;
+  e.copy = 1;
+  e.copies = 2;
+  for (uint8_t i = 0; i < 16; ++i) e.key[i] = static_cast<uint8_t>(0x10 + i);
+  std::vector<uint8_t> buf(256);
+  buf.resize(encode_end(golden_header(), e, buf));
+  expect_bytes(buf, want);
+
+  const Packet p = decode_golden(want, PacketType::kEnd);
+  End got;
+  ASSERT_EQ(decode_end(p.payload, &got), DecodeStatus::kOk);
+  EXPECT_EQ(got.file_id, 9u);
+  EXPECT_EQ(got.verify, VerifyType::kB2B);
+  EXPECT_EQ(got.size, 12345u);
+  EXPECT_EQ(got.key_len, 16);
+  EXPECT_EQ(got.copy, 1);
+  EXPECT_EQ(got.copies, 2);
+  EXPECT_EQ(got.key, e.key);
+}
+
+TEST(ProtocolGolden, Abort) {
+  const std::vector<uint8_t> want = {
+      'D',  'D',  'F',  'T',                           // 0 magic
+      0x01, 0x04, 0x12, 0x00,                          // 4 version 1, type 4, payload_len 18
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // 8 session_id
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // 16 seq
+      0x00, 0x00, 0x00, 0x00,                          // 24 flags 0, fec_pos 0
+      0x04, 0xB0, 0xDC, 0xA5,                          // 28 checksum
+      0x04, 0x00, 0x00, 0x00,                          // +0 file_id 4
+      0x0A, 0x00, 0x00, 0x00,                          // +4 reason_len 10, reserved
+      'r',  'e',  'a',  'd',  ' ',  'e',  'r',  'r',  'o', 'r',  // +8 reason
+  };
+  std::vector<uint8_t> buf(256);
+  buf.resize(encode_abort(golden_header(), Abort{4, "read error"}, buf));
+  expect_bytes(buf, want);
+
+  const Packet p = decode_golden(want, PacketType::kAbort);
+  Abort got;
+  ASSERT_EQ(decode_abort(p.payload, &got), DecodeStatus::kOk);
+  EXPECT_EQ(got.file_id, 4u);
+  EXPECT_EQ(got.reason, "read error");
+}
+
+TEST(ProtocolGolden, Heartbeat) {
+  const std::vector<uint8_t> want = {
+      'D',  'D',  'F',  'T',                           // 0 magic
+      0x01, 0x05, 0x18, 0x00,                          // 4 version 1, type 5, payload_len 24
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // 8 session_id
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // 16 seq
+      0x00, 0x00, 0x00, 0x00,                          // 24 flags 0, fec_pos 0
+      0xAC, 0xC5, 0x8B, 0xDA,                          // 28 checksum
+      0x01, 0x00, 0x00, 0x00,                          // +0 flags kHeartbeatFinal
+      0xE8, 0x03, 0x00, 0x00,                          // +4 interval_ms 1000
+      0x4D, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // +8 packets_sent 77
+      0x04, 0x00, 0x00, 0x00,                          // +16 files_announced 4
+      0x00, 0x00, 0x00, 0x00,                          // +20 reserved
+  };
+  std::vector<uint8_t> buf(256);
+  buf.resize(encode_heartbeat(golden_header(), Heartbeat{kHeartbeatFinal, 1000, 77, 4}, buf));
+  expect_bytes(buf, want);
+
+  const Packet p = decode_golden(want, PacketType::kHeartbeat);
+  Heartbeat got;
+  ASSERT_EQ(decode_heartbeat(p.payload, &got), DecodeStatus::kOk);
+  EXPECT_EQ(got.flags, kHeartbeatFinal);
+  EXPECT_EQ(got.interval_ms, 1000u);
+  EXPECT_EQ(got.packets_sent, 77u);
+  EXPECT_EQ(got.files_announced, 4u);
+}
+
+TEST(ProtocolGolden, Parity) {
+  const std::vector<uint8_t> want = {
+      'D',  'D',  'F',  'T',                           // 0 magic
+      0x01, 0x06, 0x14, 0x00,                          // 4 version 1, type 6, payload_len 20
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // 8 session_id
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // 16 seq
+      0x00, 0x00, 0x00, 0x00,                          // 24 flags 0, fec_pos 0
+      0x55, 0x8C, 0xB6, 0x1E,                          // 28 checksum
+      0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // +0 window_seq 256
+      0x28, 0x00, 0x20, 0x04,                          // +8 count 40, k 32, m 4
+      0x02, 0x01, 0x03, 0x00,                          // +12 interleave 2, group 1, index 3, rsvd
+      0xDE, 0xAD, 0xBE, 0xEF,                          // +16 shard
+  };
+  const uint8_t shard[] = {0xDE, 0xAD, 0xBE, 0xEF};
+  std::vector<uint8_t> buf(256);
+  buf.resize(encode_parity(golden_header(), Parity{256, 40, 32, 4, 2, 1, 3}, shard, buf));
+  expect_bytes(buf, want);
+
+  const Packet p = decode_golden(want, PacketType::kParity);
+  Parity got;
+  std::span<const uint8_t> got_shard;
+  ASSERT_EQ(decode_parity(p.payload, &got, &got_shard), DecodeStatus::kOk);
+  EXPECT_EQ(got.window_seq, 256u);
+  EXPECT_EQ(got.count, 40);
+  EXPECT_EQ(got.k, 32);
+  EXPECT_EQ(got.m, 4);
+  EXPECT_EQ(got.interleave, 2);
+  EXPECT_EQ(got.group, 1);
+  EXPECT_EQ(got.index, 3);
+  EXPECT_TRUE(std::equal(got_shard.begin(), got_shard.end(), std::begin(shard), std::end(shard)));
+}
+
+TEST(ProtocolGolden, FileList) {
+  const std::vector<uint8_t> want = {
+      'D',  'D',  'F',  'T',                           // 0 magic
+      0x01, 0x07, 0x42, 0x00,                          // 4 version 1, type 7, payload_len 66
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // 8 session_id
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // 16 seq
+      0x00, 0x00, 0x00, 0x00,                          // 24 flags 0, fec_pos 0
+      0xCF, 0x57, 0x0A, 0x1C,                          // 28 checksum
+      0x01, 0x00, 0x02, 0x00,                          // +0 flags kListComplete, count 2
+      0x00, 0x00, 0x00, 0x00,                          // +4 reserved
+      0x01, 0x00, 0x00, 0x00,                          // +8 entry 0: file_id 1
+      0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  //    size 100
+      0x01, 0x00, 0x10, 0x00,                          //    B2B, not aborted, key_len 16, rsvd
+      0x03, 0x00,                                      //    path_len 3
+      0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7,  //    key
+      0xA8, 0xA9, 0xAA, 0xAB, 0xAC, 0xAD, 0xAE, 0xAF,  //
+      'o',  'n',  'e',                                 //    path
+      0x02, 0x00, 0x00, 0x00,                          // +45 entry 1: file_id 2
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  //    size 0
+      0x01, 0x01, 0x00, 0x00,                          //    B2B, kListAborted, key_len 0, rsvd
+      0x03, 0x00,                                      //    path_len 3
+      't',  'w',  'o',                                 //    path
+  };
+  FileListEntry one;
+  one.file_id = 1;
+  one.size = 100;
+  one.verify = VerifyType::kB2B;
+  one.key_len = 16;
+  for (uint8_t i = 0; i < 16; ++i) one.key[i] = static_cast<uint8_t>(0xA0 + i);
+  one.path = "one";
+  FileListEntry two;
+  two.file_id = 2;
+  two.size = 0;
+  two.verify = VerifyType::kB2B;
+  two.aborted = true;
+  two.path = "two";
+  const FileListEntry entries[] = {one, two};
+  std::vector<uint8_t> buf(256);
+  size_t taken = 0;
+  buf.resize(encode_file_list(golden_header(), kListComplete, entries, buf, &taken));
+  EXPECT_EQ(taken, 2u);
+  expect_bytes(buf, want);
+
+  const Packet p = decode_golden(want, PacketType::kFileList);
+  FileList got;
+  ASSERT_EQ(decode_file_list(p.payload, &got), DecodeStatus::kOk);
+  EXPECT_EQ(got.flags, kListComplete);
+  ASSERT_EQ(got.entries.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(got.entries[i].file_id, entries[i].file_id) << i;
+    EXPECT_EQ(got.entries[i].size, entries[i].size) << i;
+    EXPECT_EQ(got.entries[i].verify, entries[i].verify) << i;
+    EXPECT_EQ(got.entries[i].aborted, entries[i].aborted) << i;
+    EXPECT_EQ(got.entries[i].key_len, entries[i].key_len) << i;
+    EXPECT_EQ(got.entries[i].key, entries[i].key) << i;
+    EXPECT_EQ(got.entries[i].path, entries[i].path) << i;
+  }
 }
 
 TEST(Protocol, VerifyTypeNames) {

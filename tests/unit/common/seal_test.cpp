@@ -165,8 +165,8 @@ TEST_P(SealTest, OpensToTheExactInnerDatagram) {
     out.resize(n);
     // Byte for byte but the checksum, which only FEC sources need (next test).
     ASSERT_EQ(out.size(), in.size());
-    EXPECT_TRUE(std::equal(in.begin(), in.begin() + 28, out.begin()));
-    EXPECT_TRUE(std::equal(in.begin() + 32, in.end(), out.begin() + 32));
+    EXPECT_TRUE(std::equal(in.begin(), in.begin() + kHeaderSansChecksumSize, out.begin()));
+    EXPECT_TRUE(std::equal(in.begin() + kHeaderSize, in.end(), out.begin() + kHeaderSize));
     EXPECT_EQ(got, salt_);
   }
   EXPECT_EQ(o.keys_derived(), 1u) << "one key per session, derived once";
@@ -176,7 +176,7 @@ TEST_P(SealTest, AnFecSourceOpensWithItsOwnChecksum) {
   Sealer s(psk_, 42, salt_, GetParam());
   Opener o({psk_});
   auto in = inner(42, 9, "an FEC source");
-  store_le16(in.data() + 24, kFlagFec);
+  poke_flags(in.data(), kFlagFec);
   reseal(in);
   const Sealed sealed = seal_one(s, in);
   std::vector<uint8_t> out(sealed.bytes.size());
@@ -193,11 +193,13 @@ TEST_P(SealTest, AnyChangedBitFailsTheTag) {
   const Sealed sealed = seal_one(s, inner(42, 1, "tamper with me"));
   std::vector<uint8_t> out(sealed.bytes.size());
   for (size_t i = 0; i < sealed.bytes.size(); ++i) {
-    if (i >= 28 && i < 32) continue;  // the checksum of the header: caught by decode_packet
+    // The checksum of the header: caught by decode_packet.
+    if (i >= kHeaderSansChecksumSize && i < kHeaderSize) continue;
     for (int bit : {0, 1, 2, 7}) {
       auto bad = sealed.bytes;
       bad[i] ^= static_cast<uint8_t>(1 << bit);
-      if (bad[24] & kFlagAuth) reseal_header(bad);  // as an attacker would: it is no secret
+      // As an attacker would: it is no secret.
+      if (peek_flags(bad.data()) & kFlagAuth) reseal_header(bad);
       Packet p;
       if (decode_packet(bad, &p) != DecodeStatus::kOk) continue;  // e.g. a changed length
       size_t n = 0;
@@ -220,7 +222,7 @@ TEST_P(SealTest, AnotherKeyOrSessionFails) {
   EXPECT_EQ(wrong.open(sealed.bytes, sealed.header, out, &n, &salt), OpenStatus::kBadTag);
   // Moved to another session id (header rewritten, checksum fixed): another key, another AAD.
   auto moved = sealed.bytes;
-  store_le64(moved.data() + 8, 43);
+  poke_session_id(moved.data(), 43);
   reseal_header(moved);
   Packet p;
   ASSERT_EQ(decode_packet(moved, &p), DecodeStatus::kOk);
@@ -298,6 +300,62 @@ TEST(Opener, SaysWhatIsWrongWithUnsealedAndShortDatagrams) {
   h.payload_len = 8;
   p.header = h;
   EXPECT_EQ(o.open(tiny, p.header, out, &n, &salt), OpenStatus::kMalformed);
+}
+
+// Golden bytes of a sealed datagram (--auth-only, so that all but the checksum and the GCM tag
+// can be written out by hand from the diagram in common/protocol.hpp): a heartbeat whose payload
+// is followed by the trailer, salt then tag. A change to the trailer's layout breaks this test.
+TEST(SealGolden, AuthOnlyHeartbeat) {
+  const std::vector<uint8_t> want = {
+      'D',  'D',  'F',  'T',                           // 0 magic
+      0x01, 0x05, 0x38, 0x00,                          // 4 version 1, heartbeat, payload_len 56
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // 8 session_id
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // 16 seq
+      0x02, 0x00, 0x00, 0x00,                          // 24 flags kFlagAuth, fec_pos 0
+      0x83, 0x82, 0x53, 0x22,                          // 28 checksum (of the header only)
+      0x00, 0x00, 0x00, 0x00,                          // +0 body: heartbeat flags 0
+      0xE8, 0x03, 0x00, 0x00,                          // +4 interval_ms 1000
+      0x4D, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // +8 packets_sent 77
+      0x04, 0x00, 0x00, 0x00,                          // +16 files_announced 4
+      0x00, 0x00, 0x00, 0x00,                          // +20 reserved
+      0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,  // +24 salt
+      0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F,  //
+      0x43, 0xB2, 0x6E, 0x14, 0x75, 0xA0, 0x66, 0x04,  // +40 tag (AES-256-GCM)
+      0xC0, 0x7E, 0x11, 0x7C, 0x44, 0x27, 0x5E, 0x4B,  //
+  };
+  Key psk;
+  psk.fill(0x42);
+  Salt salt;
+  for (uint8_t i = 0; i < kSaltSize; ++i) salt[i] = i;
+  Header h;
+  h.session_id = 0x1122334455667788ull;
+  h.seq = 0x0102030405060708ull;
+  std::vector<uint8_t> buf(256);
+  const size_t inner = encode_heartbeat(h, Heartbeat{0, 1000, 77, 4}, buf);
+  Sealer sealer(psk, h.session_id, salt, false);
+  buf.resize(sealer.seal(buf, inner));
+  ASSERT_EQ(buf.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(int{buf[i]}, int{want[i]}) << "byte " << i;
+
+  Packet p;
+  ASSERT_EQ(decode_packet(want, &p), DecodeStatus::kOk);
+  EXPECT_EQ(p.header.flags, kFlagAuth);
+  EXPECT_EQ(p.header.payload_len, 24u + kSealOverhead);
+  Opener opener({psk});
+  std::vector<uint8_t> out(want.size());
+  size_t n = 0;
+  Salt got_salt{};
+  ASSERT_EQ(opener.open(want, p.header, out, &n, &got_salt), OpenStatus::kOk);
+  EXPECT_EQ(got_salt, salt);
+  out.resize(n);
+  reseal(out);  // without FEC the opener leaves the inner checksum as it came
+  ASSERT_EQ(decode_packet(out, &p), DecodeStatus::kOk);
+  EXPECT_EQ(p.header.flags, 0);
+  Heartbeat hb;
+  ASSERT_EQ(decode_heartbeat(p.payload, &hb), DecodeStatus::kOk);
+  EXPECT_EQ(hb.interval_ms, 1000u);
+  EXPECT_EQ(hb.packets_sent, 77u);
+  EXPECT_EQ(hb.files_announced, 4u);
 }
 
 }  // namespace

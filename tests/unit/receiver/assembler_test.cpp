@@ -152,7 +152,7 @@ std::vector<Datagram> with_fec(const std::vector<Datagram>& in, const common::Fe
                                uint64_t* seq) {
   sender::FecEncoder enc(p, 9000);
   std::vector<Datagram> out;
-  const uint64_t session = common::load_le64(in.at(0).data() + 8);
+  const uint64_t session = common::peek_session_id(in.at(0).data());
   auto close = [&] {
     enc.close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
       Header h;
@@ -164,9 +164,9 @@ std::vector<Datagram> with_fec(const std::vector<Datagram>& in, const common::Fe
     });
   };
   for (Datagram d : in) {
-    common::store_le16(d.data() + 24, common::kFlagFec);
-    common::store_le16(d.data() + 26, enc.next_pos());
-    common::store_le64(d.data() + 16, *seq);
+    common::poke_flags(d.data(), common::kFlagFec);
+    common::poke_fec_pos(d.data(), enc.next_pos());
+    common::poke_seq(d.data(), *seq);
     common::reseal(d);
     const bool full = enc.add((*seq)++, d);
     out.push_back(std::move(d));
@@ -176,7 +176,9 @@ std::vector<Datagram> with_fec(const std::vector<Datagram>& in, const common::Fe
   return out;
 }
 
-bool is_type(const Datagram& d, common::PacketType t) { return d[5] == static_cast<uint8_t>(t); }
+bool is_type(const Datagram& d, common::PacketType t) {
+  return common::peek_type(d.data()) == static_cast<uint8_t>(t);
+}
 
 // The log lines written while it lives.
 class LogCapture {
@@ -806,7 +808,7 @@ TEST_P(AssemblerTest, ForgedParityCannotDamageAFile) {
   auto wire = with_fec(tx.file(1, "forged.bin", content), {8, 2, 1}, &seq);
   for (auto& d : wire) {
     if (is_type(d, common::PacketType::kParity)) {
-      d[common::kHeaderSize + common::kParityHeaderSize + 40] ^= 0xFF;  // wrong parity bytes
+      common::payload_of(d.data())[common::kParityHeaderSize + 40] ^= 0xFF;  // wrong parity bytes
       common::reseal(d);
     }
   }

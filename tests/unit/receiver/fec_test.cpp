@@ -81,9 +81,10 @@ struct Stream {
 };
 
 Datagram source(uint64_t seq, uint16_t pos, size_t payload, uint32_t seed) {
-  Datagram d(common::kHeaderSize + common::kDataHeaderSize + payload);
+  Datagram d(common::data_datagram_size(payload));
   std::mt19937 rng(seed);
-  for (size_t i = 0; i < payload; ++i) d[common::kHeaderSize + common::kDataHeaderSize + i] = static_cast<uint8_t>(rng());
+  for (size_t i = 0; i < payload; ++i)
+    common::data_bytes_of(d.data())[i] = static_cast<uint8_t>(rng());
   common::Header h;
   h.session_id = 99;
   h.seq = seq;
@@ -127,7 +128,7 @@ std::map<uint64_t, Datagram> decode(receiver::FecDecoder& dec, const Stream& s,
                                     const std::set<size_t>& lost) {
   std::map<uint64_t, Datagram> got;
   auto deliver = [&](std::span<const uint8_t> d) {
-    got[common::load_le64(d.data() + 16)] = Datagram(d.begin(), d.end());
+    got[common::peek_seq(d.data())] = Datagram(d.begin(), d.end());
   };
   for (size_t i = 0; i < s.wire.size(); ++i) {
     if (lost.count(i)) continue;
@@ -158,7 +159,7 @@ TEST(FecWindows, RebuildUpToMPerGroupIncludingAPartialLastWindow) {
   for (size_t i = 0; i < s.wire.size(); ++i) {
     if (s.is_parity[i]) continue;
     ++sources;
-    const uint64_t seq = common::load_le64(s.wire[i].data() + 16);
+    const uint64_t seq = common::peek_seq(s.wire[i].data());
     ASSERT_TRUE(got.count(seq)) << "wire " << i;
     EXPECT_EQ(got.at(seq), s.wire[i]) << "wire " << i;
   }

@@ -410,7 +410,7 @@ TEST_F(TransmitterTest, RepeatedAnnounceAfterEveryIntervalOfData) {
   // the last). Exactly 1 MiB and 300 kB: none.
   run({10 * mib + 500, mib, 300'000}, sink);
   // The announce is header + fixed part + "f1": R = max(1 MiB, 1024 x 66 bytes) = 1 MiB.
-  ASSERT_EQ(repeat_announce_interval(common::kHeaderSize + common::kAnnounceFixedSize + 2), mib);
+  ASSERT_EQ(repeat_announce_interval(common::announce_datagram_size(2)), mib);
   const auto& log = sink.log;
   std::vector<size_t> repeats;
   for (size_t i = 0; i < log.size(); ++i) {
@@ -462,8 +462,7 @@ TEST_F(TransmitterTest, RepeatedAnnounceSpacingGrowsWithItsSize) {
   const uint64_t size = 10ull << 20;
   run_files({{size, path}}, sink);
   // 1024 x 2064 bytes: about 2 MiB between repeats, so four of them in 10 MiB.
-  const uint64_t r =
-      repeat_announce_interval(common::kHeaderSize + common::kAnnounceFixedSize + 2000);
+  const uint64_t r = repeat_announce_interval(common::announce_datagram_size(2000));
   EXPECT_EQ(r, 1024u * 2064u);
   uint64_t repeat_bytes = 0;
   std::vector<uint64_t> after;  // the file bytes sent before each repeat
