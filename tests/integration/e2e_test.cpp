@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "common/protocol.hpp"
-#include "process.hpp"
+#include "support/process.hpp"
 #include "support/json_check.hpp"
 
 namespace ddft::testing {

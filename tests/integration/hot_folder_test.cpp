@@ -11,7 +11,7 @@
 #include <regex>
 #include <thread>
 
-#include "process.hpp"
+#include "support/process.hpp"
 
 namespace ddft::testing {
 namespace {

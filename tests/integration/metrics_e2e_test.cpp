@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "http_client.hpp"
-#include "process.hpp"
+#include "support/process.hpp"
 
 namespace ddft::testing {
 namespace {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "common/logging.hpp"
-#include "process.hpp"
+#include "support/process.hpp"
 
 namespace ddft::testing {
 namespace {

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "process.hpp"
+#include "support/process.hpp"
 
 namespace ddft::testing {
 #if defined(__SANITIZE_ADDRESS__)

@@ -16,7 +16,7 @@
 #include <set>
 #include <sstream>
 
-#include "process.hpp"
+#include "support/process.hpp"
 #include "support/terminal_screen.hpp"
 
 namespace ddft::testing {
