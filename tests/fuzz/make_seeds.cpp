@@ -9,13 +9,12 @@
 // described at the top of its fuzz_<name>.cpp.
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "common/hash.hpp"
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "fuzz_support.hpp"
