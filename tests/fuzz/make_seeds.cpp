@@ -9,17 +9,17 @@
 // described at the top of its fuzz_<name>.cpp.
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "common/hash.hpp"
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "fuzz_support.hpp"
-#include "sender/fec_encoder.hpp"
+#include "support/fake_sender.hpp"
+#include "support/packet_builder.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -43,151 +43,19 @@ std::string pattern(size_t n, uint32_t seed) {
   return s;
 }
 
-// The datagrams of one sender session, as dd_file_send builds them.
-class Session {
+// The datagrams of one sender session, as dd_file_send builds them (the shared fake sender,
+// with the seeds' own chunk size and mtime, which the checked-in corpus was made with).
+class Session : public ddft::testing::FakeSender {
  public:
-  explicit Session(uint64_t id, uint32_t chunk = 500) : id_(id), chunk_(chunk) {}
-
-  // `repeat`: the mid-file repeated announce (kFlagRepeat).
-  Bytes announce(uint32_t file, const std::string& path, uint64_t size,
-                 VerifyType v = VerifyType::kB2B, uint8_t pause_s = 0, bool repeat = false) {
-    Announce a;
-    a.file_id = file;
-    a.verify = v;
-    a.pause_s = pause_s;
-    a.size = size;
-    a.mtime_ns = 1'700'000'000'000'000'000;
-    a.mode = 0640;
-    a.chunk_size = chunk_;
-    a.path = path;
-    Header h = next();
-    if (repeat) h.flags |= kFlagRepeat;
-    Bytes b(kHeaderSize + kAnnounceFixedSize + path.size());
-    b.resize(encode_announce(h, a, b));
-    return b;
-  }
-  // One file-list datagram naming `files` (all must fit): each file's key is the digest of its
-  // content, an aborted one has none.
-  struct Listed {
-    uint32_t id;
-    std::string path;
-    std::string content;
-    VerifyType verify = VerifyType::kB2B;
-    bool aborted = false;
-  };
-  Bytes list(const std::vector<Listed>& files, uint16_t flags) {
-    std::vector<FileListEntry> entries;
-    for (const Listed& f : files) {
-      FileListEntry e;
-      e.file_id = f.id;
-      e.size = f.content.size();
-      e.verify = f.verify;
-      e.aborted = f.aborted;
-      if (!f.aborted) {
-        const Digest d = hash_buffer(
-            f.verify, {reinterpret_cast<const uint8_t*>(f.content.data()), f.content.size()});
-        e.key_len = d.size;
-        e.key = d.bytes;
-      }
-      e.path = f.path;
-      entries.push_back(e);
-    }
-    Bytes b(2000);
-    size_t taken = 0;
-    b.resize(encode_file_list(next(), flags, entries, b, &taken));
-    if (taken != entries.size()) throw std::runtime_error("a seed's file list does not fit");
-    return b;
-  }
-  // The data packets of content[from, to) (`from` a multiple of the chunk size).
-  std::vector<Bytes> data(uint32_t file, const std::string& content, uint8_t copy = 0,
-                          size_t from = 0, size_t to = std::string::npos) {
-    std::vector<Bytes> out;
-    for (size_t off = from; off < std::min(to, content.size()); off += chunk_) {
-      const size_t len = std::min<size_t>(chunk_, content.size() - off);
-      Bytes b(data_datagram_size(len));
-      std::memcpy(data_bytes_of(b.data()), content.data() + off, len);
-      b.resize(encode_data_in_place(next(), {file, off, copy}, len, b));
-      out.push_back(std::move(b));
-    }
-    return out;
-  }
-  Bytes end(uint32_t file, const std::string& content, VerifyType v = VerifyType::kB2B,
-            uint8_t copy = 0, uint8_t copies = 1) {
-    const Digest d =
-        hash_buffer(v, {reinterpret_cast<const uint8_t*>(content.data()), content.size()});
-    End e;
-    e.file_id = file;
-    e.verify = v;
-    e.size = content.size();
-    e.key_len = d.size;
-    e.key = d.bytes;
-    e.copy = copy;
-    e.copies = copies;
-    Bytes b(kHeaderSize + kEndFixedSize + kMaxKeySize);
-    b.resize(encode_end(next(), e, b));
-    return b;
-  }
-  Bytes abort(uint32_t file, const std::string& reason) {
-    Bytes b(kHeaderSize + kAbortFixedSize + reason.size());
-    b.resize(encode_abort(next(), Abort{file, reason}, b));
-    return b;
-  }
-  Bytes heartbeat(bool final, uint32_t interval_ms = 1000) {
-    const Heartbeat hb{final ? kHeartbeatFinal : 0u, interval_ms, seq_, 1};
-    Bytes b(kHeaderSize + kHeartbeatSize);
-    b.resize(encode_heartbeat(next(), hb, b));
-    return b;
-  }
-  // Announce, data, end.
-  std::vector<Bytes> file(uint32_t id, const std::string& path, const std::string& content,
-                          VerifyType v = VerifyType::kB2B) {
-    std::vector<Bytes> out{announce(id, path, content.size(), v)};
-    for (Bytes& d : data(id, content)) out.push_back(std::move(d));
-    out.push_back(end(id, content, v));
-    return out;
-  }
-  uint64_t id() const { return id_; }
-  uint64_t* seq() { return &seq_; }
-
- private:
-  Header next() {
-    Header h;
-    h.session_id = id_;
-    h.seq = seq_++;
-    return h;
-  }
-  uint64_t id_;
-  uint32_t chunk_;
-  uint64_t seq_ = 0;
+  explicit Session(uint64_t id, uint32_t chunk = 500)
+      : FakeSender(id, chunk, 1'700'000'000'000'000'000) {}
 };
 
 // Re-stamps `in` as a sender with --fec sends it (window place, flag, sequence number) and adds
 // each window's parity from the sender's own encoder.
 std::vector<Bytes> with_fec(const std::vector<Bytes>& in, const FecParams& p, uint64_t session,
                             uint64_t* seq) {
-  ddft::sender::FecEncoder enc(p, 2000);
-  std::vector<Bytes> out;
-  auto close = [&] {
-    enc.close([&](const Parity& pa, std::span<const uint8_t> shard) {
-      Header h;
-      h.session_id = session;
-      h.seq = (*seq)++;
-      Bytes b(shard.size() + kFecOverhead);
-      b.resize(encode_parity(h, pa, shard, b));
-      out.push_back(std::move(b));
-    });
-  };
-  for (Bytes d : in) {
-    poke_flags(d.data(), kFlagFec);
-    poke_fec_pos(d.data(), enc.next_pos());
-    poke_seq(d.data(), *seq);
-    reseal(d);
-    const bool full = enc.add((*seq)++, d);
-    out.push_back(std::move(d));
-    if (full) close();
-  }
-  close();
-  return out;
+  return ddft::testing::with_fec(in, p, session, seq, 2000);
 }
 
 // Seals each datagram as a sender with --key-file does (the harness's key, a fixed salt so that
@@ -197,14 +65,7 @@ std::vector<Bytes> sealed(const std::vector<Bytes>& in, uint64_t session, bool e
   store_le64(salt.data(), 1'700'000'000'000'000'000);
   for (size_t i = 8; i < salt.size(); ++i) salt[i] = static_cast<uint8_t>(i * 11);
   Sealer sealer(ddft::fuzz::fuzz_key(), session, salt, encrypt);
-  std::vector<Bytes> out;
-  for (Bytes d : in) {
-    const size_t len = d.size();
-    d.resize(len + kSealOverhead);
-    d.resize(sealer.seal(d, len));
-    out.push_back(std::move(d));
-  }
-  return out;
+  return ddft::testing::seal_all(sealer, in);
 }
 
 // One receiver-harness input: a settings byte, then records.
@@ -336,7 +197,7 @@ void packet_seeds(Writer& w) {
   w.put("packet", "heartbeat", with_ctl(0, s.heartbeat(false)));
   w.put("packet", "heartbeat-final", with_ctl(1, s.heartbeat(true, 250)));
   uint64_t seq = 100;
-  const auto fec = with_fec(s.file(4, "f.bin", pattern(1200, 2)), {4, 2, 2}, s.id(), &seq);
+  const auto fec = with_fec(s.file(4, "f.bin", pattern(1200, 2)), {4, 2, 2}, s.session(), &seq);
   for (const Bytes& d : fec) {
     if (peek_type(d.data()) == static_cast<uint8_t>(PacketType::kParity)) {
       w.put("packet", "parity", with_ctl(0, d));
@@ -351,15 +212,16 @@ void packet_seeds(Writer& w) {
   w.put("packet", "too-short", with_ctl(0, Bytes(20, 0x44)));
   // After the others, so that their sequence numbers (and bytes) stay as they were.
   w.put("packet", "announce-repeat",
-        with_ctl(0, s.announce(1, "dir/a.bin", content.size(), VerifyType::kB2B, 0, true)));
+        with_ctl(0, s.repeat_announce(1, "dir/a.bin", content.size())));
   w.put("packet", "file-list",
-        with_ctl(0, s.list({{1, "dir/a.bin", content}, {5, "torn.log", "", VerifyType::kB2B, true}},
+        with_ctl(
+            0, s.file_list({{1, "dir/a.bin", content}, {5, "torn.log", "", VerifyType::kB2B, true}},
                            0)));
   w.put("packet", "file-list-complete",
-        with_ctl(1, s.list({{2, "reports/2026/r.csv", content, VerifyType::kSha256},
-                            {3, "x", "", VerifyType::kNone},
-                            {6, "gone.bin", "", VerifyType::kSha256, true}},
-                           kListComplete)));
+        with_ctl(1, s.file_list({{2, "reports/2026/r.csv", content, VerifyType::kSha256},
+                                 {3, "x", "", VerifyType::kNone},
+                                 {6, "gone.bin", "", VerifyType::kSha256, true}},
+                                kListComplete)));
 }
 
 void announce_seeds(Writer& w) {
@@ -415,7 +277,8 @@ void receiver_seeds(Writer& w) {
   {  // FEC 4:2 x2, with packets lost that parity rebuilds
     Session s(0x3002);
     uint64_t seq = 0;
-    auto wire = with_fec(s.file(1, "fec/rebuilt.bin", pattern(1200, 5)), {4, 2, 2}, s.id(), &seq);
+    auto wire =
+        with_fec(s.file(1, "fec/rebuilt.bin", pattern(1200, 5)), {4, 2, 2}, s.session(), &seq);
     Script sc(kRwd);
     for (size_t i = 0; i < wire.size(); ++i) {
       if (i != 2 && i != 3) sc.add(wire[i]);
@@ -426,8 +289,8 @@ void receiver_seeds(Writer& w) {
   {  // FEC 4:2 x2: the announce lost, its window's data and end packet came before parity
     Session s(0x300B);
     uint64_t seq = 0;
-    auto wire =
-        with_fec(s.file(1, "fec/announce-lost.bin", pattern(1200, 14)), {4, 2, 2}, s.id(), &seq);
+    auto wire = with_fec(s.file(1, "fec/announce-lost.bin", pattern(1200, 14)), {4, 2, 2},
+                         s.session(), &seq);
     Script sc(kRename);
     for (size_t i = 1; i < wire.size(); ++i) sc.add(wire[i]);
     sc.wait(4);
@@ -436,7 +299,7 @@ void receiver_seeds(Writer& w) {
   {  // FEC 2:1, too much lost in one group: the file fails with its missing range
     Session s(0x3003);
     uint64_t seq = 0;
-    auto wire = with_fec(s.file(1, "fec/lost.bin", pattern(1000, 6)), {2, 1, 1}, s.id(), &seq);
+    auto wire = with_fec(s.file(1, "fec/lost.bin", pattern(1000, 6)), {2, 1, 1}, s.session(), &seq);
     Script sc(kRename);
     for (size_t i = 0; i < wire.size(); ++i) {
       if (i != 1 && i != 2) sc.add(wire[i]);
@@ -524,7 +387,7 @@ void receiver_seeds(Writer& w) {
     uint64_t seq = 0;
     const std::string c = pattern(1100, 15);
     std::vector<Bytes> inner = s.file(1, "sealed/enc.bin", c);
-    auto wire = sealed(with_fec(inner, {4, 1, 1}, s.id(), &seq), s.id(), true);
+    auto wire = sealed(with_fec(inner, {4, 1, 1}, s.session(), &seq), s.session(), true);
     Script sc(kKeyed);
     for (size_t i = 0; i < wire.size(); ++i) {
       if (i != 2) sc.add(wire[i]);
@@ -542,7 +405,7 @@ void receiver_seeds(Writer& w) {
     }
     inner.push_back(s.heartbeat(true));
     Script sc(kKeyed | kRwd);
-    sc.add(sealed(inner, s.id(), false), kFix | kPoll);
+    sc.add(sealed(inner, s.session(), false), kFix | kPoll);
     w.put("receiver", "sealed-auth-only", sc.bytes());
   }
   {  // a file with a repeated announce mid-file, an aborted one, then the periodic list, the
@@ -552,16 +415,17 @@ void receiver_seeds(Writer& w) {
     const std::string t = pattern(700, 19);
     Script sc(kRename);
     sc.add(s.announce(1, "listed/a.bin", c.size())).add(s.data(1, c, 0, 0, 1000));
-    sc.add(s.announce(1, "listed/a.bin", c.size(), VerifyType::kB2B, 0, true));
+    sc.add(s.repeat_announce(1, "listed/a.bin", c.size()));
     sc.add(s.data(1, c, 0, 1000)).add(s.end(1, c), kFix | kPoll);
     sc.add(s.announce(2, "listed/torn.bin", t.size())).add(s.data(2, t)[0]);
     sc.add(s.abort(2, "read error: Input/output error"));
-    sc.add(s.list({{1, "listed/a.bin", c}, {2, "listed/torn.bin", t, VerifyType::kB2B, true}}, 0));
+    sc.add(s.file_list({{1, "listed/a.bin", c}, {2, "listed/torn.bin", t, VerifyType::kB2B, true}},
+                       0));
     sc.add(s.file(3, "listed/b.txt", t, VerifyType::kSha256), kFix | kPoll);
-    sc.add(s.list({{1, "listed/a.bin", c},
-                   {2, "listed/torn.bin", t, VerifyType::kB2B, true},
-                   {3, "listed/b.txt", t, VerifyType::kSha256}},
-                  kListComplete));
+    sc.add(s.file_list({{1, "listed/a.bin", c},
+                        {2, "listed/torn.bin", t, VerifyType::kB2B, true},
+                        {3, "listed/b.txt", t, VerifyType::kSha256}},
+                       kListComplete));
     sc.add(s.heartbeat(true), kFix | kPoll);
     w.put("receiver", "repeat-announce-and-lists", sc.bytes());
   }
@@ -572,9 +436,10 @@ void receiver_seeds(Writer& w) {
     s.announce(1, "joined/late.bin", c.size());  // before the receiver started
     s.data(1, c, 0, 0, 1500);
     Script sc(kRename);
-    sc.add(s.announce(1, "joined/late.bin", c.size(), VerifyType::kB2B, 0, true));
+    sc.add(s.repeat_announce(1, "joined/late.bin", c.size()));
     sc.add(s.data(1, c, 0, 1500)).add(s.end(1, c), kFix | kPoll);
-    sc.add(s.list({{7, "joined/earlier.bin", c.substr(0, 300)}, {1, "joined/late.bin", c}}, 0));
+    sc.add(
+        s.file_list({{7, "joined/earlier.bin", c.substr(0, 300)}, {1, "joined/late.bin", c}}, 0));
     sc.wait(6);
     sc.add(s.heartbeat(true), kFix | kPoll);
     w.put("receiver", "joined-mid-file", sc.bytes());

@@ -19,7 +19,8 @@
 #include <thread>
 
 #include "common/protocol.hpp"
-#include "process.hpp"
+#include "support/process.hpp"
+#include "support/receiver_fixture.hpp"
 #include "support/json_check.hpp"
 
 namespace ddft::testing {
@@ -34,36 +35,23 @@ int count_matches(const std::string& text, const std::regex& re) {
       std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
-class EndToEnd : public ::testing::Test {
+class EndToEnd : public ReceiverFixture {
  protected:
+  EndToEnd() : ReceiverFixture("e2e") {}
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_e2e_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
-    fs::create_directories(src_ = base_ / "src");
-    fs::create_directories(out_ = base_ / "out");
-    port_ = free_udp_port();
+    ReceiverFixture::SetUp();
+    src_ = make_dir("src");
+    out_ = make_dir("out");
   }
   void TearDown() override {
     if (raw_ >= 0) ::close(raw_);
-    receiver_.reset();
-    if (!HasFailure()) fs::remove_all(base_);
+    ReceiverFixture::TearDown();
   }
 
   // Starts the receiver with small buffers; `once` makes it exit when the session ends.
   void start_receiver(std::vector<std::string> extra = {}, bool once = true) {
-    std::vector<std::string> argv = {DDFT_RECEIVE_BIN, "--listen",
-                                     "127.0.0.1:" + std::to_string(port_), "--output",
-                                     out_.string(), "--buffer-mb", "64", "--write-buffers", "16",
-                                     "--socket-buffer-mb", "32"};
-    if (once) argv.push_back("--once");
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    receiver_ = std::make_unique<Process>(argv, base_ / "receive.log");
-    // The receiver logs its start line once the socket is bound and the ring allocated.
-    ASSERT_TRUE(eventually([&] { return read_file(base_ / "receive.log").find("receiving on") !=
-                                        std::string::npos; },
-                           seconds(10)))
-        << read_file(base_ / "receive.log");
+    if (once) extra.insert(extra.begin(), "--once");
+    start_receiver_process(small_receiver_argv(port_, out_, extra), rx_log_path());
   }
   int send(std::vector<std::string> args) {
     std::vector<std::string> argv = {DDFT_SEND_BIN, "--dest", "127.0.0.1:" + std::to_string(port_)};
@@ -88,12 +76,7 @@ class EndToEnd : public ::testing::Test {
     addr.sin_port = htons(port_);
     ::sendto(raw_, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   }
-  std::string rx_log() { return read_file(base_ / "receive.log"); }
-  std::string tx_log() { return read_file(base_ / "send.log"); }
-
-  fs::path base_, src_, out_;
-  uint16_t port_ = 0;
-  std::unique_ptr<Process> receiver_;
+  fs::path src_, out_;
   int raw_ = -1;  // send_raw()'s socket
 };
 

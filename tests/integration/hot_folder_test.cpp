@@ -11,7 +11,8 @@
 #include <regex>
 #include <thread>
 
-#include "process.hpp"
+#include "support/process.hpp"
+#include "support/receiver_fixture.hpp"
 
 namespace ddft::testing {
 namespace {
@@ -42,35 +43,22 @@ std::vector<std::string> files_in(const fs::path& dir) {
   return out;
 }
 
-class HotFolder : public ::testing::Test {
+class HotFolder : public ReceiverFixture {
  protected:
+  HotFolder() : ReceiverFixture("hot_e2e") {}
   void SetUp() override {
-    base_ = fs::temp_directory_path() /
-            ("ddft_hot_e2e_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
-    fs::create_directories(dir_ = base_ / "outbox");
-    fs::create_directories(out_ = base_ / "inbox");
-    fs::create_directories(expect_ = base_ / "expect");
-    port_ = free_udp_port();
+    ReceiverFixture::SetUp();
+    dir_ = make_dir("outbox");
+    out_ = make_dir("inbox");
+    expect_ = make_dir("expect");
   }
   void TearDown() override {
     if (sender_) sender_->signal(SIGKILL);
     sender_.reset();
     if (receiver_) receiver_->signal(SIGTERM);
-    receiver_.reset();
-    if (!HasFailure()) fs::remove_all(base_);
+    ReceiverFixture::TearDown();
   }
-  void start_receiver() {
-    receiver_ = std::make_unique<Process>(
-        std::vector<std::string>{DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
-                                 "--output", out_.string(), "--buffer-mb", "64", "--write-buffers",
-                                 "16", "--socket-buffer-mb", "32"},
-        base_ / "receive.log");
-    ASSERT_TRUE(
-        eventually([&] { return rx_log().find("receiving on") != std::string::npos; }, seconds(10)))
-        << rx_log();
-  }
+  void start_receiver() { start_receiver_process(small_receiver_argv(port_, out_), rx_log_path()); }
   std::vector<std::string> sender_argv(std::vector<std::string> extra) {
     std::vector<std::string> argv = {
         DDFT_SEND_BIN, "--dest",         "127.0.0.1:" + std::to_string(port_),
@@ -115,12 +103,8 @@ class HotFolder : public ::testing::Test {
       EXPECT_TRUE(same_content(expect_ / r, out_ / r)) << r;
     }
   }
-  std::string rx_log() { return read_file(base_ / "receive.log"); }
-  std::string tx_log() { return read_file(base_ / "send.log"); }
-
-  fs::path base_, dir_, out_, expect_;
-  uint16_t port_ = 0;
-  std::unique_ptr<Process> receiver_, sender_;
+  fs::path dir_, out_, expect_;
+  std::unique_ptr<Process> sender_;
 };
 
 TEST_F(HotFolder, SendsWhatIsThereAndWhatComesInNewSubfoldersThenTidiesUp) {

@@ -14,7 +14,8 @@
 #include <regex>
 #include <thread>
 
-#include "process.hpp"
+#include "support/process.hpp"
+#include "support/receiver_fixture.hpp"
 
 namespace ddft::testing {
 namespace {
@@ -36,22 +37,21 @@ struct Pattern {
   std::vector<std::string> fec;   // dd_file_send options: the recommended setting
 };
 
-class LossTest : public ::testing::Test {
+class LossTest : public ReceiverFixture {
  protected:
+  LossTest() : ReceiverFixture("loss") {}
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_loss_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
-    fs::create_directories(src_ = base_ / "src");
-    fs::create_directories(out_ = base_ / "out");
-    rx_port_ = free_udp_port();
+    ReceiverFixture::SetUp();
+    src_ = make_dir("src");
+    out_ = make_dir("out");
+    rx_port_ = port_;
     link_port_ = free_udp_port();
     while (link_port_ == rx_port_) link_port_ = free_udp_port();
   }
   void TearDown() override {
     receiver_.reset();
     link_.reset();
-    if (!HasFailure()) fs::remove_all(base_);
+    ReceiverFixture::TearDown();
   }
   void start(const std::vector<std::string>& link_opts, std::vector<std::string> rx_extra = {}) {
     fs::remove(base_ / "receive.log");
@@ -66,9 +66,7 @@ class LossTest : public ::testing::Test {
                                    "--forward", "127.0.0.1:" + std::to_string(rx_port_), "--quiet"};
     ls.insert(ls.end(), link_opts.begin(), link_opts.end());
     link_ = std::make_unique<Process>(ls, base_ / "linksim.log");
-    ASSERT_TRUE(eventually([&] { return log().find("receiving on") != std::string::npos; },
-                           seconds(10)))
-        << log();
+    ASSERT_TRUE(log_shows(rx_log_path(), kReceivingLine, seconds(10))) << log();
     // dd_linksim has no start line (--quiet); its socket is bound before the receiver's line.
     struct timespec ts {0, 100'000'000};
     nanosleep(&ts, nullptr);
@@ -84,12 +82,11 @@ class LossTest : public ::testing::Test {
     link_->wait(seconds(10));
     return read_file(base_ / "linksim.log");
   }
-  std::string log() { return read_file(base_ / "receive.log"); }
+  std::string log() { return rx_log(); }
   std::vector<fs::path> records() { return failed_records(out_); }
 
-  fs::path base_, src_, out_;
-  uint16_t rx_port_ = 0, link_port_ = 0;
-  std::unique_ptr<Process> receiver_;
+  fs::path src_, out_;
+  uint16_t rx_port_ = 0, link_port_ = 0;  // rx_port_ is port_
   std::unique_ptr<Process> link_;
 };
 

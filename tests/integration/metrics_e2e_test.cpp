@@ -15,7 +15,8 @@
 #include <thread>
 
 #include "http_client.hpp"
-#include "process.hpp"
+#include "support/process.hpp"
+#include "support/receiver_fixture.hpp"
 
 namespace ddft::testing {
 namespace {
@@ -53,28 +54,20 @@ struct TakenPort {
   uint16_t port = 0;
 };
 
-class MetricsEndToEnd : public ::testing::Test {
+class MetricsEndToEnd : public ReceiverFixture {
  protected:
+  MetricsEndToEnd() : ReceiverFixture("metrics") {}
   void SetUp() override {
-    base_ = fs::temp_directory_path() /
-            ("ddft_metrics_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
-    fs::create_directories(src_ = base_ / "src");
-    fs::create_directories(out_ = base_ / "out");
-    port_ = free_udp_port();
+    ReceiverFixture::SetUp();
+    src_ = make_dir("src");
+    out_ = make_dir("out");
   }
   void TearDown() override {
     sender_.reset();
-    receiver_.reset();
-    if (!HasFailure()) fs::remove_all(base_);
+    ReceiverFixture::TearDown();
   }
-  std::string rx_log() { return read_file(base_ / "receive.log"); }
-  std::string tx_log() { return read_file(base_ / "send.log"); }
 
-  fs::path base_, src_, out_;
-  uint16_t port_ = 0;
-  std::unique_ptr<Process> receiver_;
+  fs::path src_, out_;
   std::unique_ptr<Process> sender_;
 };
 
@@ -83,17 +76,13 @@ TEST_F(MetricsEndToEnd, ScrapesDuringATransferShowTheCountersMoving) {
   const uint64_t size = 48ull << 20;
   write_pattern(src_ / "paced.bin", size, 11);
   receiver_ = std::make_unique<Process>(
-      std::vector<std::string>{DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
-                               "--output", out_.string(), "--buffer-mb", "64", "--write-buffers",
-                               "16", "--socket-buffer-mb", "32", "--metrics", "127.0.0.1:0",
-                               "--report-mb", "8"},
-      base_ / "receive.log");
+      small_receiver_argv(port_, out_, {"--metrics", "127.0.0.1:0", "--report-mb", "8"}),
+      rx_log_path());
   uint16_t rx_port = 0;
   ASSERT_TRUE(
       eventually([&] { return (rx_port = logged_metrics_port(rx_log())) != 0; }, seconds(20)))
       << rx_log();
-  ASSERT_TRUE(
-      eventually([&] { return rx_log().find("receiving on") != std::string::npos; }, seconds(20)));
+  ASSERT_TRUE(log_shows(rx_log_path(), kReceivingLine, seconds(20)));
 
   // Before any sender: the counters are there at zero, and what has no value yet says so.
   HttpReply idle = http_get(rx_port, "/metrics");

@@ -23,7 +23,8 @@
 #include <vector>
 
 #include "common/logging.hpp"
-#include "process.hpp"
+#include "support/process.hpp"
+#include "support/receiver_fixture.hpp"
 
 namespace ddft::testing {
 namespace {
@@ -117,27 +118,19 @@ struct Reconciled {
   }
 };
 
-class Named : public ::testing::Test {
+class Named : public ReceiverFixture {
  protected:
+  Named() : ReceiverFixture("named") {}
   void SetUp() override {
-    base_ = fs::temp_directory_path() /
-            ("ddft_named_" + std::to_string(::getpid()) + "_" + test_name());
-    fs::remove_all(base_);
-    fs::create_directories(src_ = base_ / "src");
-    fs::create_directories(out_ = base_ / "out");
-    port_ = free_udp_port();
-  }
-  // The test's name, one path component ("Name/Param" becomes "Name_Param").
-  static std::string test_name() {
-    std::string n = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::replace(n.begin(), n.end(), '/', '_');
-    return n;
+    ReceiverFixture::SetUp();
+    src_ = make_dir("src");
+    out_ = make_dir("out");
   }
   void TearDown() override {
     sender_.reset();
     receiver_.reset();
     link_.reset();
-    if (!HasFailure()) fs::remove_all(base_);
+    ReceiverFixture::TearDown();
   }
 
   // Starts a receiver on port_ writing into out_ and logging to `log`; waits for its start line.
@@ -150,10 +143,7 @@ class Named : public ::testing::Test {
                                      "5"};
     if (once) argv.push_back("--once");
     argv.insert(argv.end(), extra.begin(), extra.end());
-    receiver_ = std::make_unique<Process>(argv, log);
-    ASSERT_TRUE(eventually([&] { return read_file(log).find("receiving on") != std::string::npos; },
-                           seconds(20)))
-        << read_file(log);
+    start_receiver_process(argv, log, seconds(20));
   }
   // Starts the sender to `dest_port` (port_ when 0) with a manifest, not waiting for it.
   void start_sender(std::vector<std::string> args, uint16_t dest_port = 0) {
@@ -258,9 +248,7 @@ class Named : public ::testing::Test {
     }
   }
 
-  fs::path base_, src_, out_;
-  uint16_t port_ = 0;
-  std::unique_ptr<Process> receiver_;
+  fs::path src_, out_;
   std::unique_ptr<Process> sender_;
   std::unique_ptr<Process> link_;
 };

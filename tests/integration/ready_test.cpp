@@ -25,7 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "process.hpp"
+#include "support/process.hpp"
+#include "support/receiver_fixture.hpp"
 
 namespace ddft::testing {
 #if defined(__SANITIZE_ADDRESS__)
@@ -64,23 +65,13 @@ long status_kb(pid_t pid, const std::string& field) {
   return -1;
 }
 
-class Ready : public ::testing::Test {
+class Ready : public ReceiverFixture {
  protected:
+  Ready() : ReceiverFixture("ready") {}
   void SetUp() override {
-    base_ = fs::temp_directory_path() /
-            ("ddft_ready_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
-    fs::create_directories(out_ = base_ / "out");
-    port_ = free_udp_port();
+    ReceiverFixture::SetUp();
+    out_ = make_dir("out");
   }
-  void TearDown() override {
-    receiver_.reset();
-    if (!HasFailure()) fs::remove_all(base_);
-  }
-  std::string listen() const { return "127.0.0.1:" + std::to_string(port_); }
-  std::string rx_log() const { return read_file(base_ / "receive.log"); }
-  std::string tx_log() const { return read_file(base_ / "send.log"); }
   int send(std::vector<std::string> args) {
     std::vector<std::string> argv = {DDFT_SEND_BIN, "--dest", listen()};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -98,9 +89,7 @@ class Ready : public ::testing::Test {
     return pred();
   }
 
-  fs::path base_, out_;
-  uint16_t port_ = 0;
-  std::unique_ptr<Process> receiver_;
+  fs::path out_;
 };
 
 // ---------------------------------------------------------------------------------------------

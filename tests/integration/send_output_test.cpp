@@ -16,7 +16,8 @@
 #include <set>
 #include <sstream>
 
-#include "process.hpp"
+#include "support/process.hpp"
+#include "support/receiver_fixture.hpp"
 #include "support/terminal_screen.hpp"
 
 namespace ddft::testing {
@@ -123,31 +124,21 @@ bool has(const std::string& s, std::string_view what) { return s.find(what) != s
 
 const std::regex kLogLine(R"(\d\d/\d\d-\d\d:\d\d:\d\d (Info|Sent|Warn|Error): [^\r\x1b]*)");
 
-class SendOutput : public ::testing::Test {
+class SendOutput : public ReceiverFixture {
  protected:
+  SendOutput() : ReceiverFixture("output") {}
   void SetUp() override {
-    base_ = fs::temp_directory_path() /
-            ("ddft_output_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
-    fs::create_directories(src_ = base_ / "src");
-    fs::create_directories(out_ = base_ / "out");
-    port_ = free_udp_port();
-    receiver_ = std::make_unique<Process>(
-        std::vector<std::string>{DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(port_),
-                                 "--output", out_.string(), "--buffer-mb", "64", "--write-buffers",
-                                 "16", "--socket-buffer-mb", "32"},
-        base_ / "receive.log");
-    ASSERT_TRUE(eventually([&] { return has(read_file(base_ / "receive.log"), "receiving on"); },
-                           seconds(10)))
-        << read_file(base_ / "receive.log");
+    ReceiverFixture::SetUp();
+    src_ = make_dir("src");
+    out_ = make_dir("out");
+    start_receiver_process(small_receiver_argv(port_, out_), rx_log_path());
   }
   void TearDown() override {
     if (receiver_) {
       receiver_->signal(SIGTERM);
       receiver_->wait(seconds(30));
     }
-    if (!HasFailure()) fs::remove_all(base_);
+    ReceiverFixture::TearDown();
   }
   std::vector<std::string> send_argv(std::vector<std::string> args) const {
     std::vector<std::string> argv = {DDFT_SEND_BIN, "--dest", "127.0.0.1:" + std::to_string(port_)};
@@ -169,9 +160,7 @@ class SendOutput : public ::testing::Test {
         seconds(20));
   }
 
-  fs::path base_, src_, out_;
-  uint16_t port_ = 0;
-  std::unique_ptr<Process> receiver_;
+  fs::path src_, out_;
 };
 
 TEST_F(SendOutput, OnATerminalTheDisplayIsRedrawnInPlaceAndLogLinesStayWhole) {

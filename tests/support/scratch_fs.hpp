@@ -1,10 +1,8 @@
 // Test helpers for real file systems: a scratch folder per test, a small file system mounted for
-// a test's lifetime (tmpfs, or ramfs: no user extended attributes), and the spdlog lines written
-// while a capture lives. Header-only, for the unit tests of the receiver's file-system parts.
+// a test's lifetime (tmpfs, or ramfs: no user extended attributes); LogCapture comes with it
+// (support/log_capture.hpp). Header-only, for the unit tests of the receiver's file-system parts.
 #pragma once
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/mount.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -18,6 +16,8 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+
+#include "support/log_capture.hpp"
 
 namespace ddft::testing {
 
@@ -105,25 +105,5 @@ inline std::string get_xattr(const std::filesystem::path& p, const char* name, i
   v.resize(n < 0 ? 0 : static_cast<size_t>(n));
   return v;
 }
-
-// Makes the default spdlog logger write into a string (message only, "%v") while it lives.
-class LogCapture {
- public:
-  LogCapture() : old_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
-    sink->set_pattern("%v");
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
-  }
-  ~LogCapture() { spdlog::set_default_logger(old_); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-
-  // Everything logged so far, one line per message.
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::logger> old_;
-};
 
 }  // namespace ddft::testing

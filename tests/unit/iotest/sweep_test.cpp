@@ -257,45 +257,5 @@ TEST(Input, ValidateRefusesWhatTheProgramsWouldNotTake) {
   EXPECT_EQ(error(p), "file size 0 MB is outside 1..16777216");
 }
 
-TEST(Dialogue, DefaultsAreShownAndTakenAndBadAnswersAskedAgain) {
-  Params p;
-  // path: a non-folder first, then /tmp; size: "abc" then 8; timeout: default; runs: 2;
-  // buffers: default; threads "1,2"; files: default; direct: "maybe" then false; mode: rwd.
-  std::istringstream in("/no/such/folder\n/tmp\nabc\n8\n\n2\n\n1,2\n\nmaybe\nfalse\nrwd\n");
-  std::ostringstream out;
-  prompt_params(in, out, p);
-  const std::string o = out.str();
-  EXPECT_EQ(p.path, "/tmp");
-  EXPECT_EQ(p.size_mb, 8u);
-  EXPECT_EQ(p.timeout_s, 60);
-  EXPECT_EQ(p.runs, 2u);
-  EXPECT_EQ(p.block_kb, (std::vector<unsigned>{64, 128, 256, 512, 1024, 2048, 4096}));
-  EXPECT_EQ(p.threads, (std::vector<unsigned>{1, 2}));
-  EXPECT_EQ(p.files, 1u);
-  EXPECT_FALSE(p.direct);
-  EXPECT_EQ(p.mode, "rwd");
-  EXPECT_NE(o.find("Please enter the size of file you wish to write (in MB, default 500)"),
-            std::string::npos)
-      << o;
-  EXPECT_NE(o.find("(default:  '64,128,256,512,1024,2048,4096')"), std::string::npos) << o;
-  EXPECT_NE(o.find("'/no/such/folder' is not a folder"), std::string::npos) << o;
-  EXPECT_NE(o.find("file size: 'abc' is not a number"), std::string::npos) << o;
-  EXPECT_NE(o.find("direct IO: 'maybe' is not true or false"), std::string::npos) << o;
-  EXPECT_NE(o.find("Mode used = rwd."), std::string::npos) << o;
-}
-
-TEST(Dialogue, ReadTestAsksNoWriteQuestionsAndEndOfInputIsAnError) {
-  Params p;
-  p.kind = Kind::kRead;
-  std::istringstream in("/tmp\n\n\n\n\n\n");
-  std::ostringstream out;
-  prompt_params(in, out, p);
-  EXPECT_EQ(out.str().find("files would you like"), std::string::npos);
-  EXPECT_NE(out.str().find("reader thread array"), std::string::npos);
-  Params q;
-  std::istringstream short_in("/tmp\n");
-  EXPECT_THROW(prompt_params(short_in, out, q), std::runtime_error);
-}
-
 }  // namespace
 }  // namespace ddft::iotest

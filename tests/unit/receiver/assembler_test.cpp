@@ -11,12 +11,13 @@
 #include <random>
 #include <sstream>
 
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "common/hash.hpp"
 #include "common/seal.hpp"
-#include "sender/fec_encoder.hpp"
+#include "support/fake_sender.hpp"
+#include "support/log_capture.hpp"
+#include "support/packet_builder.hpp"
 
 namespace ddft::receiver {
 namespace {
@@ -24,177 +25,11 @@ namespace fs = std::filesystem;
 using common::Header;
 using Datagram = std::vector<uint8_t>;
 
-// Builds the datagrams a sender would send for one session.
-class FakeSender {
- public:
-  explicit FakeSender(uint64_t session, size_t chunk = 1000) : session_(session), chunk_(chunk) {}
-
-  // `flags`: header flags, kFlagRepeat for the announce the sender repeats mid-file.
-  Datagram announce(uint32_t id, const std::string& path, uint64_t size,
-                    common::VerifyType v = common::VerifyType::kB2B, uint16_t flags = 0) {
-    common::Announce a;
-    a.file_id = id;
-    a.verify = v;
-    a.size = size;
-    a.mtime_ns = 1'600'000'000'000'000'000;
-    a.mode = 0640;
-    a.chunk_size = static_cast<uint32_t>(chunk_);
-    a.path = path;
-    Header h = next();
-    h.flags = flags;
-    Datagram b(common::kHeaderSize + common::kAnnounceFixedSize + path.size());
-    b.resize(common::encode_announce(h, a, b));
-    return b;
-  }
-  // The announce the sender repeats mid-file (kFlagRepeat), which tells a receiver that started
-  // after the first one which file the data that follows belongs to.
-  Datagram repeat_announce(uint32_t id, const std::string& path, uint64_t size) {
-    return announce(id, path, size, common::VerifyType::kB2B, common::kFlagRepeat);
-  }
-  // Every data packet of `content` from offset `from` (a multiple of the chunk size) on.
-  std::vector<Datagram> data(uint32_t id, const std::string& content, uint8_t copy = 0,
-                             size_t from = 0) {
-    std::vector<Datagram> out;
-    for (size_t off = from; off < content.size(); off += chunk_) {
-      const size_t len = std::min(chunk_, content.size() - off);
-      Datagram b(common::kHeaderSize + common::kDataHeaderSize + len);
-      std::memcpy(b.data() + common::kHeaderSize + common::kDataHeaderSize, content.data() + off,
-                  len);
-      b.resize(common::encode_data_in_place(next(), {id, off, copy}, len, b));
-      out.push_back(std::move(b));
-    }
-    return out;
-  }
-  Datagram end(uint32_t id, const std::string& content,
-               common::VerifyType v = common::VerifyType::kB2B, uint8_t copy = 0,
-               uint8_t copies = 1) {
-    const auto d = common::hash_buffer(
-        v, {reinterpret_cast<const uint8_t*>(content.data()), content.size()});
-    common::End e;
-    e.file_id = id;
-    e.verify = v;
-    e.size = content.size();
-    e.key_len = d.size;
-    e.key = d.bytes;
-    e.copy = copy;
-    e.copies = copies;
-    Datagram b(256);
-    b.resize(common::encode_end(next(), e, b));
-    return b;
-  }
-  Datagram abort(uint32_t id, const std::string& reason) {
-    Datagram b(1024);
-    b.resize(common::encode_abort(next(), common::Abort{id, reason}, b));
-    return b;
-  }
-  Datagram heartbeat(bool final) {
-    common::Heartbeat hb{final ? common::kHeartbeatFinal : 0u, 1000, seq_, 1};
-    Datagram b(256);
-    b.resize(common::encode_heartbeat(next(), hb, b));
-    return b;
-  }
-  // A file as the sender's file list names it: finished (with the key of `content`) or aborted.
-  struct Listed {
-    uint32_t id;
-    std::string path;
-    std::string content;
-    bool aborted = false;
-  };
-  // One kFileList datagram naming all of `files` (they must fit in one); `flags` kListComplete
-  // for the complete list the sender sends at the end of a session.
-  Datagram file_list(const std::vector<Listed>& files, uint16_t flags = 0) {
-    std::vector<common::FileListEntry> entries;
-    for (const Listed& f : files) {
-      common::FileListEntry e;
-      e.file_id = f.id;
-      e.size = f.content.size();
-      e.verify = common::VerifyType::kB2B;
-      e.aborted = f.aborted;
-      if (!f.aborted) {
-        const auto d = common::hash_buffer(
-            e.verify, {reinterpret_cast<const uint8_t*>(f.content.data()), f.content.size()});
-        e.key_len = d.size;
-        e.key = d.bytes;
-      }
-      e.path = f.path;
-      entries.push_back(e);
-    }
-    Datagram b(9000);
-    size_t taken = 0;
-    b.resize(common::encode_file_list(next(), flags, entries, b, &taken));
-    EXPECT_EQ(taken, entries.size()) << "the list does not fit one datagram";
-    return b;
-  }
-  // A whole file: announce, data, end.
-  std::vector<Datagram> file(uint32_t id, const std::string& path, const std::string& content) {
-    std::vector<Datagram> out{announce(id, path, content.size())};
-    for (auto& d : data(id, content)) out.push_back(std::move(d));
-    out.push_back(end(id, content));
-    return out;
-  }
-
- private:
-  Header next() {
-    Header h;
-    h.session_id = session_;
-    h.seq = seq_++;
-    return h;
-  }
-  uint64_t session_;
-  size_t chunk_;
-  uint64_t seq_ = 0;
-};
-
-// Re-stamps a stream the way a sender with --fec sends it, using the sender's own encoder: each
-// datagram gets its place in a window and the next sequence number from `seq`; parity follows each
-// full window and the end of the stream (the end of a file).
-std::vector<Datagram> with_fec(const std::vector<Datagram>& in, const common::FecParams& p,
-                               uint64_t* seq) {
-  sender::FecEncoder enc(p, 9000);
-  std::vector<Datagram> out;
-  const uint64_t session = common::peek_session_id(in.at(0).data());
-  auto close = [&] {
-    enc.close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
-      Header h;
-      h.session_id = session;
-      h.seq = (*seq)++;
-      Datagram b(shard.size() + common::kFecOverhead);
-      b.resize(common::encode_parity(h, pa, shard, b));
-      out.push_back(std::move(b));
-    });
-  };
-  for (Datagram d : in) {
-    common::poke_flags(d.data(), common::kFlagFec);
-    common::poke_fec_pos(d.data(), enc.next_pos());
-    common::poke_seq(d.data(), *seq);
-    common::reseal(d);
-    const bool full = enc.add((*seq)++, d);
-    out.push_back(std::move(d));
-    if (full) close();
-  }
-  close();
-  return out;
-}
-
-bool is_type(const Datagram& d, common::PacketType t) {
-  return common::peek_type(d.data()) == static_cast<uint8_t>(t);
-}
-
-// The log lines written while it lives.
-class LogCapture {
- public:
-  LogCapture() : old_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
-    sink->set_pattern("%v");
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
-  }
-  ~LogCapture() { spdlog::set_default_logger(old_); }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::logger> old_;
-};
+using ddft::testing::FakeSender;
+using ddft::testing::is_type;
+using ddft::testing::LogCapture;
+using ddft::testing::seal_all;
+using ddft::testing::with_fec;
 
 std::string pattern(size_t n, uint32_t seed) {
   std::string s(n, '\0');
@@ -918,17 +753,6 @@ common::Salt salt_at(uint64_t start_ns) {
   return s;
 }
 
-std::vector<Datagram> seal_all(common::Sealer& s, const std::vector<Datagram>& in) {
-  std::vector<Datagram> out;
-  for (Datagram d : in) {
-    const size_t n = d.size();
-    d.resize(n + common::kSealOverhead);
-    d.resize(s.seal(d, n));
-    out.push_back(std::move(d));
-  }
-  return out;
-}
-
 // Regular files below `dir`, but the receiver's own space kept for failure records.
 size_t files_below(const fs::path& dir) {
   size_t n = 0;
@@ -1302,7 +1126,7 @@ TEST_P(AssemblerTest, AFileListNamingAnUnknownFileWritesOneRecord) {
   FakeSender tx(90);
   const std::string lost = pattern(5000, 90);
   feed(tx.heartbeat(false));  // opens the session (a list does not)
-  feed(tx.file_list({{7, "gone/lost.bin", lost}, {8, "gone/aborted.bin", pattern(300, 91), true}}));
+  feed(tx.file_list({{7, "gone/lost.bin", lost}, {8, "gone/aborted.bin", pattern(300, 91), common::VerifyType::kB2B, true}}));
   settle();
   EXPECT_EQ(records().size(), 2u);
   const auto recs = records_naming("gone/lost.bin");

@@ -680,33 +680,5 @@ TEST_F(TransmitterTest, PastKCompleteListMaxTheLastListHasOnlyTheRest) {
   EXPECT_EQ(all.back().entries.size(), (kCompleteListMax + 1) % kListBatch);
 }
 
-TEST(DftsArgs, SingleDashSpellingsAreTranslated) {
-  const char* argv[] = {"dd_file_send", "-fsinterval", "100", "-fsdelay", "0", "-NOSLEEPALG",
-                        "-fsinternal", "5", "--", "-NOSLEEPALG"};
-  const auto out = translate_dfts_args(10, argv);
-  EXPECT_EQ(out, (std::vector<std::string>{"dd_file_send", "--fsinterval", "100", "--fsdelay", "0",
-                                           "--no-sleep-alg", "--fsinterval", "5", "--",
-                                           "-NOSLEEPALG"}));
-}
-
-TEST(DftsArgs, ParsedIntoTheConfig) {
-  SenderConfig cfg;
-  CLI::App app;
-  add_sender_options(app, cfg);
-  const char* argv[] = {"dd_file_send", "x", "--dest", "127.0.0.1:1", "-fsinterval", "100",
-                        "-fsdelay", "0", "--sleep-alg", "-NOSLEEPALG", "--file-lock", "Y",
-                        "--report", "v"};
-  const auto args = translate_dfts_args(14, argv);
-  std::vector<const char*> ptrs;
-  for (const auto& a : args) ptrs.push_back(a.c_str());
-  app.parse(static_cast<int>(ptrs.size()), ptrs.data());
-  finalize_sender_config(cfg);
-  EXPECT_EQ(cfg.fs_interval_mb, 100u);
-  EXPECT_EQ(cfg.fs_delay_ms, 0u);
-  EXPECT_FALSE(cfg.sleep_alg);  // the later -NOSLEEPALG wins
-  EXPECT_TRUE(cfg.file_lock);
-  EXPECT_EQ(cfg.report, ReportOption::kVerbose);
-}
-
 }  // namespace
 }  // namespace ddft::sender

@@ -1,4 +1,4 @@
-#include "process.hpp"
+#include "support/process.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

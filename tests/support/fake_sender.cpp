@@ -1,0 +1,126 @@
+#include "support/fake_sender.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace ddft::testing {
+namespace {
+
+common::Digest digest_of(common::VerifyType v, const std::string& content) {
+  return common::hash_buffer(v, {reinterpret_cast<const uint8_t*>(content.data()), content.size()});
+}
+
+}  // namespace
+
+common::Header FakeSender::next() {
+  common::Header h;
+  h.session_id = session_;
+  h.seq = seq_++;
+  return h;
+}
+
+Datagram FakeSender::announce_with(uint32_t id, const std::string& path, uint64_t size,
+                                   common::VerifyType v, uint8_t pause_s, uint16_t flags) {
+  common::Announce a;
+  a.file_id = id;
+  a.verify = v;
+  a.pause_s = pause_s;
+  a.size = size;
+  a.mtime_ns = mtime_ns_;
+  a.mode = 0640;
+  a.chunk_size = static_cast<uint32_t>(chunk_);
+  a.path = path;
+  common::Header h = next();
+  h.flags = flags;
+  Datagram b(common::kHeaderSize + common::kAnnounceFixedSize + path.size());
+  b.resize(common::encode_announce(h, a, b));
+  return b;
+}
+
+Datagram FakeSender::announce(uint32_t id, const std::string& path, uint64_t size,
+                              common::VerifyType v, uint8_t pause_s) {
+  return announce_with(id, path, size, v, pause_s, 0);
+}
+
+Datagram FakeSender::repeat_announce(uint32_t id, const std::string& path, uint64_t size,
+                                     common::VerifyType v) {
+  return announce_with(id, path, size, v, 0, common::kFlagRepeat);
+}
+
+std::vector<Datagram> FakeSender::data(uint32_t id, const std::string& content, uint8_t copy,
+                                       size_t from, size_t to) {
+  std::vector<Datagram> out;
+  const size_t stop = std::min(to, content.size());
+  for (size_t off = from; off < stop; off += chunk_) {
+    const size_t len = std::min(chunk_, content.size() - off);
+    Datagram b(common::data_datagram_size(len));
+    std::memcpy(common::data_bytes_of(b.data()), content.data() + off, len);
+    b.resize(common::encode_data_in_place(next(), {id, off, copy}, len, b));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+Datagram FakeSender::end(uint32_t id, const std::string& content, common::VerifyType v,
+                         uint8_t copy, uint8_t copies) {
+  const common::Digest d = digest_of(v, content);
+  common::End e;
+  e.file_id = id;
+  e.verify = v;
+  e.size = content.size();
+  e.key_len = d.size;
+  e.key = d.bytes;
+  e.copy = copy;
+  e.copies = copies;
+  Datagram b(common::kHeaderSize + common::kEndFixedSize + common::kMaxKeySize);
+  b.resize(common::encode_end(next(), e, b));
+  return b;
+}
+
+Datagram FakeSender::abort(uint32_t id, const std::string& reason) {
+  Datagram b(common::kHeaderSize + common::kAbortFixedSize + reason.size());
+  b.resize(common::encode_abort(next(), common::Abort{id, reason}, b));
+  return b;
+}
+
+Datagram FakeSender::heartbeat(bool final, uint32_t interval_ms) {
+  // The heartbeat carries the sequence number it is sent with (read before next() moves it on).
+  const common::Heartbeat hb{final ? common::kHeartbeatFinal : 0u, interval_ms, seq_, 1};
+  Datagram b(common::kHeaderSize + common::kHeartbeatSize);
+  b.resize(common::encode_heartbeat(next(), hb, b));
+  return b;
+}
+
+Datagram FakeSender::file_list(const std::vector<Listed>& files, uint16_t flags) {
+  std::vector<common::FileListEntry> entries;
+  for (const Listed& f : files) {
+    common::FileListEntry e;
+    e.file_id = f.id;
+    e.size = f.content.size();
+    e.verify = f.verify;
+    e.aborted = f.aborted;
+    if (!f.aborted) {
+      const common::Digest d = digest_of(f.verify, f.content);
+      e.key_len = d.size;
+      e.key = d.bytes;
+    }
+    e.path = f.path;
+    entries.push_back(e);
+  }
+  Datagram b(9000);
+  size_t taken = 0;
+  b.resize(common::encode_file_list(next(), flags, entries, b, &taken));
+  if (taken != entries.size()) throw std::runtime_error("a fake file list does not fit");
+  return b;
+}
+
+std::vector<Datagram> FakeSender::file(uint32_t id, const std::string& path,
+                                       const std::string& content, common::VerifyType v) {
+  std::vector<Datagram> out{announce(id, path, content.size(), v)};
+  for (Datagram& d : data(id, content)) out.push_back(std::move(d));
+  out.push_back(end(id, content, v));
+  return out;
+}
+
+}  // namespace ddft::testing

@@ -1,0 +1,111 @@
+// The UDP transport on real sockets over loopback: a batch sent by UdpSink arrives whole and in
+// order at UdpSource, which names its peer; an oversized datagram is reported as too long; an
+// empty socket times out with nothing; a taken port and a bad destination are one-line errors.
+#include "common/udp_transport.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ddft::common {
+namespace {
+using namespace std::chrono_literals;
+
+using Bytes = std::vector<uint8_t>;
+
+Bytes bytes(size_t n, uint8_t seed) {
+  Bytes b(n);
+  for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(seed + i * 3);
+  return b;
+}
+
+// Receives until `want` datagrams came or 200 empty polls of 10 ms passed (loopback delivers at
+// once; the bound only keeps a broken transport from hanging the test).
+std::vector<Bytes> receive_n(UdpSource& src, size_t want, size_t buf_size = 2048) {
+  std::vector<Bytes> got;
+  std::vector<Bytes> store(8, Bytes(buf_size));
+  std::vector<std::span<uint8_t>> bufs(store.begin(), store.end());
+  std::vector<size_t> lens(store.size());
+  for (int idle = 0; got.size() < want && idle < 200;) {
+    size_t count = 0;
+    EXPECT_FALSE(src.receive(bufs, lens, &count, 10ms));
+    if (count == 0) ++idle;
+    for (size_t i = 0; i < count; ++i) {
+      got.emplace_back(store[i].begin(),
+                       store[i].begin() + static_cast<long>(std::min(lens[i], buf_size)));
+      if (lens[i] > buf_size) got.back().push_back(0xFF);  // marks "longer than the buffer"
+    }
+  }
+  return got;
+}
+
+TEST(UdpTransport, ABatchArrivesWholeAndInOrderAndThePeerIsNamed) {
+  UdpSource src(Endpoint{"127.0.0.1", 0}, 1 << 20);
+  ASSERT_NE(src.local_port(), 0u);
+  EXPECT_EQ(src.peer(), "") << "no datagram yet";
+  UdpSink sink(Endpoint{"127.0.0.1", src.local_port()}, 1 << 20);
+  const std::vector<Bytes> sent = {bytes(1, 1), bytes(1472, 2), bytes(700, 3), bytes(0, 4)};
+  std::vector<std::span<const uint8_t>> batch(sent.begin(), sent.end());
+  size_t n = 0;
+  ASSERT_FALSE(sink.send(batch, &n));
+  EXPECT_EQ(n, sent.size());
+  const auto got = receive_n(src, sent.size());
+  EXPECT_EQ(got, sent);
+  EXPECT_EQ(src.peer().rfind("127.0.0.1:", 0), 0u) << src.peer();
+  EXPECT_GE(src.link_drops(), 0) << "the socket's line in /proc/net/udp is found";
+}
+
+TEST(UdpTransport, ADatagramLongerThanTheBufferIsReportedLonger) {
+  UdpSource src(Endpoint{"127.0.0.1", 0}, 1 << 20);
+  UdpSink sink(Endpoint{"127.0.0.1", src.local_port()}, 1 << 20);
+  const Bytes big = bytes(3000, 9);
+  const std::span<const uint8_t> batch[] = {big};
+  size_t n = 0;
+  ASSERT_FALSE(sink.send(batch, &n));
+  const auto got = receive_n(src, 1, 1000);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].size(), 1001u) << "len = buffer + 1: a cut datagram is never decoded";
+}
+
+TEST(UdpTransport, AnEmptySocketTimesOutWithNothing) {
+  UdpSource src(Endpoint{"127.0.0.1", 0}, 1 << 16);
+  Bytes buf(100);
+  const std::span<uint8_t> bufs[] = {buf};
+  size_t lens[1] = {};
+  size_t count = 99;
+  EXPECT_FALSE(src.receive(bufs, lens, &count, 1ms));
+  EXPECT_EQ(count, 0u);
+}
+
+TEST(UdpTransport, ATakenPortIsAOneLineError) {
+  UdpSource first(Endpoint{"127.0.0.1", 0}, 1 << 16);
+  try {
+    UdpSource second(Endpoint{"127.0.0.1", first.local_port()}, 1 << 16);
+    FAIL() << "bound a taken port";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(std::to_string(first.local_port())), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  EXPECT_THROW(UdpSink(Endpoint{"no-such-host.invalid", 9}, 1 << 16), std::runtime_error);
+}
+
+TEST(SocketBufferReport, WarnsOnlyWhenCappedNamingTheSysctl) {
+  SocketBufferReport r;
+  r.requested = 64 << 20;
+  r.granted = 128 << 20;
+  EXPECT_EQ(r.warning("receive"), "");
+  r.granted = 4 << 20;
+  const std::string rx = r.warning("receive");
+  EXPECT_NE(rx.find("net.core.rmem_max=67108864"), std::string::npos) << rx;
+  EXPECT_NE(rx.find("4194304"), std::string::npos) << rx;
+  EXPECT_NE(r.warning("send").find("net.core.wmem_max"), std::string::npos);
+  r.requested = 0;
+  EXPECT_EQ(r.warning("send"), "") << "nothing asked, nothing to warn about";
+}
+
+}  // namespace
+}  // namespace ddft::common

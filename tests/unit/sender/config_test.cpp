@@ -1,0 +1,107 @@
+// The sender's command line: what a parse leaves in SenderConfig (and the sizes derived from
+// it), the one-line errors, and DFTS's single-dash spellings. Kept to behaviour (flags in, values
+// and messages out) so that the config can change inside.
+#include "sender/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace ddft::sender {
+namespace {
+
+// Parses `args` (after the program name) into *cfg and finalizes it. Returns "" or the error's
+// message, as main() prints it.
+std::string parse(std::vector<std::string> args, SenderConfig* cfg) {
+  CLI::App app;
+  add_sender_options(app, *cfg);
+  args.insert(args.begin(), "dd_file_send");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+    finalize_sender_config(*cfg);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SenderConfig, DestinationSourcesAndDefaults) {
+  SenderConfig cfg;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "a.bin", "dir/"}, &cfg), "");
+  EXPECT_EQ(cfg.dest.host, "127.0.0.1");
+  EXPECT_EQ(cfg.dest.port, 5000);
+  EXPECT_EQ(cfg.sources, (std::vector<std::string>{"a.bin", "dir/"}));
+  EXPECT_EQ(cfg.verify, common::VerifyType::kB2B);
+  EXPECT_FALSE(cfg.fec.enabled());
+  EXPECT_FALSE(cfg.key.has_value());
+  EXPECT_EQ(cfg.report, ReportOption::kSummary);
+}
+
+TEST(SenderConfig, PacketSizesShrinkWithFec) {
+  SenderConfig plain;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "--packet-size", "1472", "x"}, &plain), "");
+  EXPECT_EQ(source_datagram_size(plain), 1472u);
+  EXPECT_EQ(data_chunk_size(plain), 1472u - common::kHeaderSize - common::kDataHeaderSize);
+  SenderConfig fec;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "--packet-size", "1472", "--fec", "8:2", "--verify",
+                   "sha256", "x"},
+                  &fec),
+            "");
+  EXPECT_EQ(fec.fec.k, 8u);
+  EXPECT_EQ(fec.fec.m, 2u);
+  EXPECT_EQ(fec.verify, common::VerifyType::kSha256);
+  EXPECT_LT(source_datagram_size(fec), 1472u) << "a parity datagram must carry a source";
+  EXPECT_LT(data_chunk_size(fec), data_chunk_size(plain));
+}
+
+TEST(SenderConfig, BadInputIsOneLine) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"x"}, "--dest"},
+      {{"--dest", "127.0.0.1:0", "x"}, "port 0 is not a destination"},
+      {{"--dest", "127.0.0.1:1", "--verify", "md5", "x"}, "--verify"},
+      {{"--dest", "127.0.0.1:1", "--fec", "32", "x"}, "is not K:M"},
+      {{"--dest", "127.0.0.1:1", "--auth-only", "x"}, "needs --key-file"},
+      {{"--transport", "device", "x"}, "--transport device needs --device PATH"},
+  };
+  for (const auto& [args, want] : cases) {
+    SenderConfig cfg;
+    const std::string err = parse(args, &cfg);
+    EXPECT_NE(err.find(want), std::string::npos) << args.back() << ": " << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+}
+
+TEST(DftsArgs, SingleDashSpellingsAreTranslated) {
+  const char* argv[] = {"dd_file_send", "-fsinterval", "100", "-fsdelay", "0",
+                        "-NOSLEEPALG",  "-fsinternal", "5",   "--",       "-NOSLEEPALG"};
+  const auto out = translate_dfts_args(10, argv);
+  EXPECT_EQ(out,
+            (std::vector<std::string>{"dd_file_send", "--fsinterval", "100", "--fsdelay", "0",
+                                      "--no-sleep-alg", "--fsinterval", "5", "--", "-NOSLEEPALG"}));
+}
+
+TEST(DftsArgs, ParsedIntoTheConfig) {
+  SenderConfig cfg;
+  CLI::App app;
+  add_sender_options(app, cfg);
+  const char* argv[] = {"dd_file_send", "x", "--dest",      "127.0.0.1:1", "-fsinterval", "100",
+                        "-fsdelay",     "0", "--sleep-alg", "-NOSLEEPALG", "--file-lock", "Y",
+                        "--report",     "v"};
+  const auto args = translate_dfts_args(14, argv);
+  std::vector<const char*> ptrs;
+  for (const auto& a : args) ptrs.push_back(a.c_str());
+  app.parse(static_cast<int>(ptrs.size()), ptrs.data());
+  finalize_sender_config(cfg);
+  EXPECT_EQ(cfg.fs_interval_mb, 100u);
+  EXPECT_EQ(cfg.fs_delay_ms, 0u);
+  EXPECT_FALSE(cfg.sleep_alg);  // the later -NOSLEEPALG wins
+  EXPECT_TRUE(cfg.file_lock);
+  EXPECT_EQ(cfg.report, ReportOption::kVerbose);
+}
+
+}  // namespace
+}  // namespace ddft::sender

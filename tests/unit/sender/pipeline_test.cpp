@@ -1,0 +1,188 @@
+// The sender's pipeline (reader and transmitter threads) on real files: a session sends every
+// file whole (announce, data in order, end with the file's key) and then the final heartbeat;
+// an unreadable file is counted as failed and the rest still go out; the totals add up. The link
+// is an in-memory sink behind the DatagramSink interface; the clock is a FakeClock (no waits).
+#include "sender/pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.hpp"
+#include "common/hash.hpp"
+#include "common/protocol.hpp"
+#include "common/transport.hpp"
+#include "sender/config.hpp"
+#include "sender/file_list.hpp"
+#include "support/scratch_fs.hpp"
+
+namespace ddft::sender {
+namespace {
+namespace fs = std::filesystem;
+
+// Keeps every datagram sent (the transmit thread calls send()).
+class Wire final : public common::DatagramSink {
+ public:
+  std::error_code send(std::span<const std::span<const uint8_t>> datagrams, size_t* sent) override {
+    std::lock_guard lock(mu_);
+    for (const auto& d : datagrams) datagrams_.emplace_back(d.begin(), d.end());
+    *sent = datagrams.size();
+    return {};
+  }
+  std::vector<std::vector<uint8_t>> take() {
+    std::lock_guard lock(mu_);
+    return std::move(datagrams_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::vector<uint8_t>> datagrams_;
+};
+
+std::string pattern(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + seed * 7) >> 3);
+  return s;
+}
+
+SenderConfig config() {
+  SenderConfig cfg;
+  CLI::App app;
+  add_sender_options(app, cfg);
+  // Small blocks and packets: several blocks per file; control packets once each.
+  const char* argv[] = {
+      "dd_file_send", "--dest", "127.0.0.1:9", "--packet-size",    "1000", "--read-block-kb",
+      "64",           "--rate", "0",           "--control-repeat", "1",    "x"};
+  app.parse(12, argv);
+  finalize_sender_config(cfg);
+  return cfg;
+}
+
+struct Received {
+  std::map<uint32_t, std::string> path;     // by file id, from the announces
+  std::map<uint32_t, std::string> content;  // data, in the order it came
+  std::map<uint32_t, common::End> end;
+  std::vector<std::string> aborted;
+  bool final_heartbeat_last = false;
+  int undecodable = 0;
+};
+
+Received decode_all(const std::vector<std::vector<uint8_t>>& wire) {
+  Received r;
+  for (size_t i = 0; i < wire.size(); ++i) {
+    common::Packet p;
+    if (common::decode_packet(wire[i], &p) != common::DecodeStatus::kOk) {
+      ++r.undecodable;
+      continue;
+    }
+    switch (p.header.type) {
+      case common::PacketType::kAnnounce: {
+        common::Announce a;
+        if (common::decode_announce(p.payload, &a) == common::DecodeStatus::kOk) {
+          r.path[a.file_id] = a.path;
+        }
+        break;
+      }
+      case common::PacketType::kData: {
+        common::DataHeader d;
+        std::span<const uint8_t> bytes;
+        if (common::decode_data(p.payload, &d, &bytes) == common::DecodeStatus::kOk) {
+          std::string& c = r.content[d.file_id];
+          EXPECT_EQ(d.offset, c.size()) << "data in order";
+          c.append(bytes.begin(), bytes.end());
+        }
+        break;
+      }
+      case common::PacketType::kEnd: {
+        common::End e;
+        if (common::decode_end(p.payload, &e) == common::DecodeStatus::kOk) r.end[e.file_id] = e;
+        break;
+      }
+      case common::PacketType::kHeartbeat: {
+        common::Heartbeat hb;
+        if (common::decode_heartbeat(p.payload, &hb) == common::DecodeStatus::kOk) {
+          r.final_heartbeat_last = (hb.flags & common::kHeartbeatFinal) && i + 1 == wire.size();
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return r;
+}
+
+TEST(SenderPipeline, ASessionSendsEveryFileWholeThenTheFinalHeartbeat) {
+  testing::ScratchDir dir("sender_pipeline");
+  const std::string a = pattern(200'000, 1), b = pattern(1, 2);
+  { std::ofstream(dir.path() / "a.bin", std::ios::binary) << a; }
+  { std::ofstream(dir.path() / "b.txt", std::ios::binary) << b; }
+  { std::ofstream(dir.path() / "empty", std::ios::binary); }
+  const FileList list = discover_files({dir.path().string() + "/"});
+  ASSERT_EQ(list.files.size(), 3u);
+  const SenderConfig cfg = config();
+  Wire wire;
+  common::FakeClock clock;
+  SendStatus status;
+  Sender sender(cfg, wire, clock);
+  sender.set_status(&status);
+  std::stop_source stop;
+  const SendTotals t = sender.run(list.files, stop.get_token());
+  EXPECT_EQ(t.files_sent, 3u);
+  EXPECT_EQ(t.files_failed, 0u);
+  EXPECT_EQ(t.bytes, a.size() + b.size());
+  EXPECT_EQ(t.session_id, sender.session_id());
+  EXPECT_EQ(status.files_sent.load(), 3u);
+  const auto datagrams = wire.take();
+  EXPECT_EQ(t.datagrams, datagrams.size());
+  const Received r = decode_all(datagrams);
+  EXPECT_EQ(r.undecodable, 0);
+  EXPECT_TRUE(r.final_heartbeat_last);
+  const std::map<std::string, const std::string*> want = {
+      {"a.bin", &a}, {"b.txt", &b}, {"empty", nullptr}};
+  ASSERT_EQ(r.path.size(), 3u);
+  for (const auto& [id, path] : r.path) {
+    ASSERT_TRUE(want.count(path)) << path;
+    const std::string content = want.at(path) ? *want.at(path) : std::string();
+    EXPECT_EQ(r.content.count(id) ? r.content.at(id) : std::string(), content) << path;
+    ASSERT_TRUE(r.end.count(id)) << path;
+    const common::End& e = r.end.at(id);
+    EXPECT_EQ(e.size, content.size());
+    const common::Digest d = common::hash_buffer(
+        e.verify, {reinterpret_cast<const uint8_t*>(content.data()), content.size()});
+    EXPECT_EQ(e.key_len, d.size);
+    EXPECT_TRUE(std::equal(d.bytes.begin(), d.bytes.begin() + d.size, e.key.begin())) << path;
+  }
+}
+
+TEST(SenderPipeline, AFileThatCannotBeReadIsCountedAndTheRestStillGo) {
+  testing::ScratchDir dir("sender_pipeline");
+  const std::string a = pattern(5000, 3);
+  { std::ofstream(dir.path() / "a.bin", std::ios::binary) << a; }
+  SourceFile gone;
+  gone.path = (dir.path() / "gone.bin").string();
+  gone.rel_path = "gone.bin";
+  std::vector<SourceFile> files = discover_files({(dir.path() / "a.bin").string()}).files;
+  files.insert(files.begin(), gone);
+  const SenderConfig cfg = config();
+  Wire wire;
+  common::FakeClock clock;
+  Sender sender(cfg, wire, clock);
+  std::stop_source stop;
+  const SendTotals t = sender.run(files, stop.get_token());
+  EXPECT_EQ(t.files_sent, 1u);
+  EXPECT_EQ(t.files_failed, 1u);
+  const Received r = decode_all(wire.take());
+  ASSERT_EQ(r.path.size(), 1u);
+  EXPECT_EQ(r.path.begin()->second, "a.bin");
+  EXPECT_EQ(r.content.begin()->second, a);
+  EXPECT_TRUE(r.final_heartbeat_last);
+}
+
+}  // namespace
+}  // namespace ddft::sender
