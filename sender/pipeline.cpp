@@ -13,25 +13,6 @@
 
 namespace ddft::sender {
 
-BufferPool::BufferPool(size_t count, size_t size)
-    : slab_(count * size), size_(size), free_(count) {
-  for (size_t i = 0; i < count; ++i) free_.push(static_cast<int>(i));
-}
-
-int BufferPool::acquire() {
-  auto i = free_.pop();
-  return i ? *i : -1;
-}
-
-int BufferPool::try_acquire() {
-  auto i = free_.pop_for(std::chrono::nanoseconds(0));
-  return i ? *i : -1;
-}
-
-void BufferPool::release(int index) { free_.push(int{index}); }
-
-void BufferPool::fill_pseudo_random() { common::fill_pseudo_random(slab_.span()); }
-
 size_t reader_block_size(const SenderConfig& cfg) {
   const size_t chunk = data_chunk_size(cfg);
   return std::max<size_t>(1, cfg.read_block_kb * 1024 / chunk) * chunk;
