@@ -2,11 +2,25 @@
 
 #include <fmt/format.h>
 
-#include "common/metrics.hpp"
 #include "common/log_format.hpp"
+#include "common/metrics.hpp"
 #include "common/protocol.hpp"
 
 namespace ddft::receiver {
+
+std::string_view write_mode_name(WriteMode mode) {
+  return mode == WriteMode::kDataSync ? "rwd" : mode == WriteMode::kFullSync ? "rws" : "rw";
+}
+
+std::string_view collision_policy_name(CollisionPolicy policy) {
+  return policy == CollisionPolicy::kOverwrite ? "overwrite"
+         : policy == CollisionPolicy::kReject  ? "reject"
+                                               : "rename";
+}
+
+std::string_view direct_io_name(DirectIo mode) {
+  return mode == DirectIo::kOn ? "on" : mode == DirectIo::kOff ? "off" : "auto";
+}
 
 void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   app.set_config("--config", "", "Read options from this file (TOML or INI, option = value)");
@@ -149,7 +163,11 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
 
 void finalize_receiver_config(ReceiverConfig& cfg) {
   std::string error;
-  if (cfg.transport_text == "udp") {
+  // CLI11's IsMember has already refused anything else, with its one-line error.
+  if (!common::parse_transport(cfg.transport_text, &cfg.transport)) {
+    throw CLI::ValidationError("--transport", "expected udp or device");
+  }
+  if (cfg.transport == common::TransportKind::kUdp) {
     if (cfg.listen_text.empty()) throw CLI::RequiredError("--listen");
     if (!common::parse_endpoint(cfg.listen_text, &cfg.listen, &error)) {
       throw CLI::ValidationError("--listen", error);
@@ -173,6 +191,9 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
                   : cfg.io_engine_text == "pwrite" ? common::IoEngine::kPwrite
                                                    : common::IoEngine::kAuto;
   cfg.null_sink = cfg.sink_text == "null";
+  cfg.direct_io = cfg.direct_io_text == "on"    ? DirectIo::kOn
+                  : cfg.direct_io_text == "off" ? DirectIo::kOff
+                                                : DirectIo::kAuto;
   const size_t pool_mb = cfg.write_buffers * cfg.write_block_kb / 1024;
   if (cfg.buffer_mb < pool_mb + 8) {
     throw CLI::ValidationError(

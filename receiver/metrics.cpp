@@ -143,7 +143,7 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
           "Datagrams dropped because the receive ring was full (the writer or the disk did not "
           "keep up)",
           [st, num] { return num(st->ring_full_drops); });
-  if (cfg.transport_text == "udp") {
+  if (cfg.transport == common::TransportKind::kUdp) {
     reg.add_family(kCounter, "ddft_receive_socket_drops_total",
                    "Datagrams the kernel dropped on the receive socket because its buffer was full "
                    "(from /proc/net/udp; absent when it cannot be read)",

@@ -4,8 +4,8 @@
 
 #include <cctype>
 
-#include "common/metrics.hpp"
 #include "common/log_format.hpp"
+#include "common/metrics.hpp"
 
 namespace ddft::sender {
 
@@ -28,9 +28,10 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
                  "Datagram size in bytes, header included (default fits a 9000-byte MTU)")
       ->check(CLI::Range(common::kMinPacketSize, common::kMaxDatagramSize))
       ->capture_default_str();
-  app.add_option("--rate", cfg.rate_mb,
-                 "Rate limit in MB/s on the wire (1 MB = 1,048,576 bytes); 0 = unlimited, which loses "
-                 "packets whenever the receiver cannot keep up")
+  app.add_option(
+         "--rate", cfg.rate_mb,
+         "Rate limit in MB/s on the wire (1 MB = 1,048,576 bytes); 0 = unlimited, which loses "
+         "packets whenever the receiver cannot keep up")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--verify", cfg.verify_text, "File verification: b2b (XXH3-128), sha256, none")
@@ -110,7 +111,8 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
                  "MB sent before a forced sleep of --fsdelay ms (-fsinterval); 0 = off")
       ->group(dfts)
       ->capture_default_str();
-  app.add_option("--fsdelay", cfg.fs_delay_ms, "ms of forced sleep every --fsinterval MB (-fsdelay)")
+  app.add_option("--fsdelay", cfg.fs_delay_ms,
+                 "ms of forced sleep every --fsinterval MB (-fsdelay)")
       ->group(dfts)
       ->capture_default_str();
   app.add_flag("--sleep-alg,!--no-sleep-alg", cfg.sleep_alg,
@@ -156,7 +158,11 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
 
 void finalize_sender_config(SenderConfig& cfg) {
   std::string error;
-  if (cfg.transport_text == "udp") {
+  // CLI11's IsMember has already refused anything else, with its one-line error.
+  if (!common::parse_transport(cfg.transport_text, &cfg.transport)) {
+    throw CLI::ValidationError("--transport", "expected udp or device");
+  }
+  if (cfg.transport == common::TransportKind::kUdp) {
     if (cfg.dest_text.empty()) throw CLI::RequiredError("--dest");
     if (!common::parse_endpoint(cfg.dest_text, &cfg.dest, &error)) {
       throw CLI::ValidationError("--dest", error);
@@ -167,8 +173,9 @@ void finalize_sender_config(SenderConfig& cfg) {
   }
   cfg.file_lock = cfg.file_lock_text == "Y" || cfg.file_lock_text == "y";
   const char r = static_cast<char>(std::toupper(static_cast<unsigned char>(cfg.report_text[0])));
-  cfg.report = r == 'V' ? ReportOption::kVerbose : r == 'N' ? ReportOption::kNone
-                                                            : ReportOption::kSummary;
+  cfg.report = r == 'V'   ? ReportOption::kVerbose
+               : r == 'N' ? ReportOption::kNone
+                          : ReportOption::kSummary;
   if (!common::parse_verify_type(cfg.verify_text, &cfg.verify)) {
     throw CLI::ValidationError("--verify", "expected b2b, sha256 or none");
   }
@@ -176,13 +183,15 @@ void finalize_sender_config(SenderConfig& cfg) {
     throw CLI::ValidationError("--packet-size", "too small to carry data");
   }
   const unsigned interleave = cfg.fec.interleave;
-  if (!common::parse_fec(cfg.fec_text, &cfg.fec, &error)) throw CLI::ValidationError("--fec", error);
+  if (!common::parse_fec(cfg.fec_text, &cfg.fec, &error))
+    throw CLI::ValidationError("--fec", error);
   cfg.fec.interleave = interleave;
   if (!common::check_fec_interleave(cfg.fec, &error)) {
     throw CLI::ValidationError("--fec-interleave", error);
   }
   if (cfg.auth_only && cfg.key_file.empty()) {
-    throw CLI::ValidationError("--auth-only", "needs --key-file (it says how to seal, not what with)");
+    throw CLI::ValidationError("--auth-only",
+                               "needs --key-file (it says how to seal, not what with)");
   }
   finalize_hot_folder_config(cfg);
   if (!cfg.key_file.empty()) {

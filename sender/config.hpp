@@ -21,8 +21,9 @@ namespace ddft::sender {
 enum class ReportOption { kSummary, kVerbose, kNone };  // REPORT_OPTION S, V, N
 
 struct SenderConfig {
-  std::vector<std::string> sources;    // files and folders; "dir/" sends the folder's contents only
-  std::string transport_text = "udp";  // udp (simulator mode) or device (card driver node)
+  std::vector<std::string> sources;  // files and folders; "dir/" sends the folder's contents only
+  common::TransportKind transport = common::TransportKind::kUdp;  // from transport_text
+  std::string transport_text = "udp";  // --transport as given; read transport instead
   std::string device;                  // --device PATH with --transport device
   common::Endpoint dest;
   std::string dest_text;

@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
     std::unique_ptr<common::DatagramSink> sink;
-    if (cfg.transport_text == "device") {
+    if (cfg.transport == common::TransportKind::kDevice) {
       sink = std::make_unique<common::DeviceSink>(cfg.device);
     } else {
       auto udp = std::make_unique<common::UdpSink>(cfg.dest, cfg.socket_buffer_mb << 20);

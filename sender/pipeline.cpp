@@ -57,7 +57,8 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
   }
   spdlog::info("Info: session {:016x}: {} to {}, packet {} bytes, rate {}, verify {}{}",
                session_id_, files.describe(),
-               cfg_.transport_text == "device" ? "device " + cfg_.device : cfg_.dest.to_string(),
+               cfg_.transport == common::TransportKind::kDevice ? "device " + cfg_.device
+                                                                : cfg_.dest.to_string(),
                cfg_.packet_size,
                cfg_.rate_mb > 0 ? fmt::format("{} MB/s", cfg_.rate_mb) : "unlimited",
                common::verify_type_name(cfg_.verify), protection);
