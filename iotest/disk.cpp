@@ -102,6 +102,7 @@ Preflight preflight(const Params& p) {
 }
 
 DiskRunner::DiskRunner(const Params& p, std::stop_token stop) : p_(p), stop_(std::move(stop)) {
+  if (!common::parse_write_mode(p.mode, &mode_)) check_mode(p.mode);  // throws, one line
   dir_.reset(::open(p.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir_)
     throw std::runtime_error(fmt::format("cannot open '{}': {}", p.path, std::strerror(errno)));
@@ -233,11 +234,12 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
       out.timed_out = true;
     }
   }
-  if (error == 0 && !stop_.stop_requested() && p_.mode != "rw") {
+  if (error == 0 && !stop_.stop_requested() && mode_ != common::WriteMode::kBuffered) {
     // --write-mode rwd / rws: the receiver syncs each file before its rename (a run cut short
     // by its timeout too: its figure must carry the same cost).
     for (unsigned i = 0; i < count; ++i) {
-      while (!io->submit_sync(fs[i].fd.get(), p_.mode == "rwd", (uint64_t{1} << 32) | i)) {
+      while (!io->submit_sync(fs[i].fd.get(), mode_ == common::WriteMode::kDataSync,
+                              (uint64_t{1} << 32) | i)) {
         io->reap(true, on_done);
       }
     }

@@ -17,6 +17,7 @@
 
 #include "common/aligned_buffer.hpp"
 #include "common/fd.hpp"
+#include "common/write_mode.hpp"
 #include "iotest/sweep.hpp"
 
 namespace ddft::iotest {
@@ -63,6 +64,7 @@ class DiskRunner {
   void unlink_name(const std::string& name);
 
   Params p_;
+  common::WriteMode mode_ = common::WriteMode::kBuffered;  // p_.mode, parsed once
   std::stop_token stop_;
   common::UniqueFd dir_;
   unsigned next_id_ = 0;

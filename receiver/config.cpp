@@ -8,10 +8,6 @@
 
 namespace ddft::receiver {
 
-std::string_view write_mode_name(WriteMode mode) {
-  return mode == WriteMode::kDataSync ? "rwd" : mode == WriteMode::kFullSync ? "rws" : "rw";
-}
-
 std::string_view collision_policy_name(CollisionPolicy policy) {
   return policy == CollisionPolicy::kOverwrite ? "overwrite"
          : policy == CollisionPolicy::kReject  ? "reject"
@@ -181,9 +177,10 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
   } catch (const std::invalid_argument& e) {
     throw CLI::ValidationError(e.what());  // "--exclude '[a': unclosed '['"
   }
-  cfg.write_mode = cfg.write_mode_text == "rwd"   ? WriteMode::kDataSync
-                   : cfg.write_mode_text == "rws" ? WriteMode::kFullSync
-                                                  : WriteMode::kBuffered;
+  // CLI11's IsMember has already refused anything else.
+  if (!common::parse_write_mode(cfg.write_mode_text, &cfg.write_mode)) {
+    throw CLI::ValidationError("--write-mode", "expected rw, rwd or rws");
+  }
   cfg.on_collision = cfg.on_collision_text == "overwrite" ? CollisionPolicy::kOverwrite
                      : cfg.on_collision_text == "reject"  ? CollisionPolicy::kReject
                                                           : CollisionPolicy::kRename;

@@ -14,6 +14,7 @@
 #include "common/path_filter.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
+#include "common/write_mode.hpp"
 #include "receiver/output_dir.hpp"
 
 namespace ddft::receiver {
@@ -24,10 +25,9 @@ enum class DirectIo { kAuto, kOn, kOff };
 // "auto", "on" or "off", as --direct-io spells it.
 std::string_view direct_io_name(DirectIo mode);
 
-// rw: never synced; rwd: data synced, renamed, folder synced; rws: the same with fsync.
-enum class WriteMode { kBuffered, kDataSync, kFullSync };
-// "rw", "rwd" or "rws", as --write-mode spells it.
-std::string_view write_mode_name(WriteMode mode);
+// --write-mode is the common one (the disk self-test times the same syncs).
+using common::write_mode_name;
+using common::WriteMode;
 // "rename", "overwrite" or "reject", as --on-collision spells it.
 std::string_view collision_policy_name(CollisionPolicy policy);
 
