@@ -19,14 +19,15 @@ namespace ddft::common {
 
 struct IoCompletion {
   uint64_t cookie = 0;
-  int error = 0;             // 0, or an errno value
-  size_t bytes = 0;          // bytes written or read (a read stops short only at end of file)
-  uint64_t latency_ns = 0;   // submit to completion
+  int error = 0;            // 0, or an errno value
+  size_t bytes = 0;         // bytes written or read (a read stops short only at end of file)
+  uint64_t latency_ns = 0;  // submit to completion
 };
 
 // Defaults shared by the programs and dd_iotest, so that the self-test runs what they run.
 inline constexpr unsigned kDefaultWriteQueueDepth = 32;
 inline constexpr unsigned kDefaultReadQueueDepth = 4;
+inline constexpr size_t kDefaultReadBuffers = 16;  // the sender's reader pool (--read-buffers)
 
 // Not thread-safe: one thread submits and reaps (the pool's threads are its own business).
 class BlockIo {

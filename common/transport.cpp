@@ -4,6 +4,21 @@
 
 namespace ddft::common {
 
+std::string_view transport_name(TransportKind kind) {
+  return kind == TransportKind::kDevice ? "device" : "udp";
+}
+
+bool parse_transport(std::string_view text, TransportKind* kind) {
+  if (text == "udp") {
+    *kind = TransportKind::kUdp;
+  } else if (text == "device") {
+    *kind = TransportKind::kDevice;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 std::string Endpoint::to_string() const {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
   return host + ":" + std::to_string(port);

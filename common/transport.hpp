@@ -12,6 +12,16 @@
 
 namespace ddft::common {
 
+// --transport: what carries the datagrams. Parsed once by each program's config.
+enum class TransportKind {
+  kUdp,     // simulator mode: a plain NIC
+  kDevice,  // the diode card driver's node
+};
+// "udp" or "device", as --transport spells it.
+std::string_view transport_name(TransportKind kind);
+// Parses a --transport value; false (and *kind untouched) for anything else.
+bool parse_transport(std::string_view text, TransportKind* kind);
+
 // Sends datagrams into the link. One thread owns an instance.
 class DatagramSink {
  public:

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -15,10 +16,10 @@
 #include <thread>
 
 #include "common/block_io.hpp"
-#include "common/bounded_queue.hpp"
-#include "common/clock.hpp"
-#include "sender/pipeline.hpp"
-#include "sender/reader.hpp"
+#include "common/block_reader.hpp"
+#include "common/buffer_pool.hpp"
+#include "common/hash.hpp"
+#include "common/protocol.hpp"
 
 namespace ddft::iotest {
 namespace {
@@ -89,6 +90,13 @@ void sync_files(common::BlockIo& io, const std::vector<TestFile>& files, bool da
 
 }  // namespace
 
+size_t read_block_bytes(unsigned block_kb) {
+  // The data bytes of one packet at the sender's default packet size, without FEC or a seal.
+  constexpr size_t kChunk =
+      common::kDefaultPacketSize - common::kHeaderSize - common::kDataHeaderSize;
+  return std::max<size_t>(1, size_t{block_kb} * 1024 / kChunk) * kChunk;
+}
+
 uint64_t page_cache_ram() {
   std::ifstream in("/proc/meminfo");
   std::string key;
@@ -149,6 +157,7 @@ Preflight preflight(const Params& p) {
 }
 
 DiskRunner::DiskRunner(const Params& p, std::stop_token stop) : p_(p), stop_(std::move(stop)) {
+  if (!common::parse_write_mode(p.mode, &mode_)) check_mode(p.mode);  // throws, one line
   dir_.reset(::open(p.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir_)
     throw std::runtime_error(fmt::format("cannot open '{}': {}", p.path, std::strerror(errno)));
@@ -256,10 +265,10 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
       out.timed_out = true;
     }
   }
-  if (error == 0 && !stop_.stop_requested() && p_.mode != "rw") {
+  if (error == 0 && !stop_.stop_requested() && mode_ != common::WriteMode::kBuffered) {
     // --write-mode rwd / rws: the receiver syncs each file before its rename (a run cut short
     // by its timeout too: its figure must carry the same cost).
-    sync_files(*io, fs, p_.mode == "rwd", on_done);
+    sync_files(*io, fs, mode_ == common::WriteMode::kDataSync, on_done);
   }
   out.seconds = seconds_since(t0);
   if (error != 0) {
@@ -286,34 +295,32 @@ RunOutcome DiskRunner::read_run(unsigned block_kb, unsigned threads) {
     common::UniqueFd fd(::openat(dir_.get(), read_file_.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
   }
-  sender::SenderConfig cfg;
-  cfg.readers = threads;
-  cfg.read_block_kb = block_kb;
-  cfg.read_queue_depth = queue_depth_of(p_);
-  const std::vector<sender::SourceFile> files = {{p_.path + "/" + read_file_, read_file_}};
-  sender::BufferPool pool(cfg.read_buffers, sender::reader_block_size(cfg));
-  common::BoundedQueue<sender::WorkItem> queue(cfg.read_buffers + 4);
-  sender::Reader reader(files, cfg, common::SteadyClock::instance(), pool, queue);
+  common::UniqueFd fd(::openat(dir_.get(), read_file_.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) {
+    throw std::runtime_error(fmt::format("cannot open the read test's file in '{}'", p_.path));
+  }
+  // As the sender reads a source: sequential advice, its pool, its engine, its hashing.
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  common::BufferPool pool(common::kDefaultReadBuffers, read_block_bytes(block_kb));
+  common::BlockIoOptions o;
+  o.threads = threads;
+  o.queue_depth = queue_depth_of(p_);
+  o.fixed = pool.memory();
+  o.thread_name = "rio";
+  std::string note;
+  auto io = common::make_block_io(o, &note);
+  if (!note.empty()) spdlog::warn("Warn: {}", note);
+  common::BlockReader reader(*io, pool);
+  auto hasher = common::make_hasher(common::VerifyType::kB2B);
 
   RunOutcome out;
-  std::string failure;
-  bool ended = false;
   std::stop_source run_stop;
   const auto t0 = Clock::now();
-  std::jthread thread([&] { reader.run(run_stop.get_token()); });
-  for (;;) {
-    auto item = queue.pop_for(std::chrono::milliseconds(50));
-    if (!item) {
-      if (queue.closed()) break;
-    } else if (item->kind == sender::WorkItem::Kind::kBlock) {
-      out.bytes += item->len;
-      pool.release(item->buffer);
-    } else if (item->kind == sender::WorkItem::Kind::kAbort && !run_stop.stop_requested()) {
-      failure = item->reason;
-    } else if (item->kind == sender::WorkItem::Kind::kEnd) {
-      out.seconds = seconds_since(t0);
-      ended = true;
-    }
+  const auto take = [&](int buf, uint64_t /*offset*/, size_t len) {
+    hasher->update({pool.data(buf), len});
+    out.bytes += len;
+    pool.release(buf);
     if (!run_stop.stop_requested()) {
       if (stop_.stop_requested()) run_stop.request_stop();
       if (seconds_since(t0) > p_.timeout_s) {
@@ -321,17 +328,17 @@ RunOutcome DiskRunner::read_run(unsigned block_kb, unsigned threads) {
         run_stop.request_stop();
       }
     }
-  }
-  thread.join();
-  if (out.seconds == 0) out.seconds = seconds_since(t0);
-  if (!failure.empty()) {
+    return true;
+  };
+  std::string failure;
+  const common::ReadResult r = reader.read_file(fd.get(), static_cast<uint64_t>(st.st_size),
+                                                run_stop.get_token(), take, &failure);
+  out.seconds = seconds_since(t0);
+  if (r == common::ReadResult::kFailed) {
     throw std::runtime_error(
         fmt::format("reading the test file in '{}' failed: {}", p_.path, failure));
   }
-  if (reader.open_failures() > 0) {
-    throw std::runtime_error(fmt::format("cannot open the read test's file in '{}'", p_.path));
-  }
-  if (!ended && !run_stop.stop_requested()) {
+  if (r != common::ReadResult::kDone && !run_stop.stop_requested()) {
     throw std::runtime_error(
         fmt::format("the reader stopped before the end of the test file in "
                     "'{}' (see the error above)",

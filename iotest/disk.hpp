@@ -3,8 +3,9 @@
 //  - write: common::BlockIo as the receiver sets it up (io_uring with the write pool registered
 //    as fixed buffers, --queue-depth per writer, --writers IO threads, whole 4 KiB-aligned blocks
 //    through an O_DIRECT descriptor, the rest buffered, the --write-mode sync at the end);
-//  - read: the sender's own Reader stage (BlockIo read-ahead, --readers, blocks rounded to whole
-//    packets, hashed as it sends them), from a file whose pages are dropped before each run.
+//  - read: common::BlockReader as the sender's reader stage sets it up (BlockIo read-ahead,
+//    --readers, its pool of --read-buffers blocks rounded to whole packets, each block hashed),
+//    from a file whose pages are dropped before each run.
 // Every file it makes is named .ddft-iotest-PID-N in the tested folder and removed on every way
 // out: success, error, Ctrl-C.
 #pragma once
@@ -16,6 +17,7 @@
 
 #include "common/aligned_buffer.hpp"
 #include "common/fd.hpp"
+#include "common/write_mode.hpp"
 #include "iotest/sweep.hpp"
 
 namespace ddft::iotest {
@@ -30,6 +32,10 @@ struct Preflight {
 // has room for the test, and that it takes O_DIRECT when asked; collects the honest-figure
 // warnings. Throws std::runtime_error with a one-line reason.
 Preflight preflight(const Params& p);
+
+// The sender's reader block for --read-block-kb `block_kb` at its default packet size (no FEC,
+// no seal): rounded down to whole packets' data, at least one (sender::reader_block_size()).
+size_t read_block_bytes(unsigned block_kb);
 
 // The RAM the page cache can use, from /proc/meminfo (MemAvailable); 0 when unknown.
 uint64_t page_cache_ram();
@@ -58,6 +64,7 @@ class DiskRunner {
   void unlink_name(const std::string& name);
 
   Params p_;
+  common::WriteMode mode_ = common::WriteMode::kBuffered;  // p_.mode, parsed once
   std::stop_token stop_;
   common::UniqueFd dir_;
   unsigned next_id_ = 0;
@@ -65,7 +72,7 @@ class DiskRunner {
   std::string read_file_;          // the read test's file, made on first use
   common::AlignedBuffer memory_;   // the write pool, refilled when the block size changes
   size_t memory_block_ = 0;
-  bool engine_noted_ = false;      // the io_uring fallback was reported
+  bool engine_noted_ = false;  // the io_uring fallback was reported
 };
 
 }  // namespace ddft::iotest

@@ -20,11 +20,11 @@
 #include "common/clock.hpp"
 #include "common/logging.hpp"
 #include "common/protocol.hpp"
+#include "common/rate_limiter.hpp"
 #include "common/signals.hpp"
 #include "common/udp_transport.hpp"
 #include "common/version.hpp"
 #include "linksim/link_model.hpp"
-#include "sender/pacer.hpp"
 
 namespace {
 using namespace ddft;
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
   try {
     common::UdpSource source(listen, o.socket_buffer_mb << 20);
     common::UdpSink sink(forward, o.socket_buffer_mb << 20);
-    sender::RateLimiter limiter(common::SteadyClock::instance(), o.rate_mb * 1024.0 * 1024.0);
+    common::RateLimiter limiter(common::SteadyClock::instance(), o.rate_mb * 1024.0 * 1024.0);
     std::stop_source stop;
     common::StopOnSignals on_signal(stop);
     spdlog::info("Info: relaying {} -> {}", listen.to_string(), forward.to_string());

@@ -8,6 +8,16 @@
 
 namespace ddft::receiver {
 
+std::string_view collision_policy_name(CollisionPolicy policy) {
+  return policy == CollisionPolicy::kOverwrite ? "overwrite"
+         : policy == CollisionPolicy::kReject  ? "reject"
+                                               : "rename";
+}
+
+std::string_view direct_io_name(DirectIo mode) {
+  return mode == DirectIo::kOn ? "on" : mode == DirectIo::kOff ? "off" : "auto";
+}
+
 namespace {
 
 // The config file, where datagrams come from and the folders files go to.
@@ -178,7 +188,11 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
 
 void finalize_receiver_config(ReceiverConfig& cfg) {
   std::string error;
-  if (cfg.transport_text == "udp") {
+  // CLI11's IsMember has already refused anything else, with its one-line error.
+  if (!common::parse_transport(cfg.transport_text, &cfg.transport)) {
+    throw CLI::ValidationError("--transport", "expected udp or device");
+  }
+  if (cfg.transport == common::TransportKind::kUdp) {
     if (cfg.listen_text.empty()) throw CLI::RequiredError("--listen");
     if (!common::parse_endpoint(cfg.listen_text, &cfg.listen, &error)) {
       throw CLI::ValidationError("--listen", error);
@@ -192,9 +206,10 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
   } catch (const std::invalid_argument& e) {
     throw CLI::ValidationError(e.what());  // "--exclude '[a': unclosed '['"
   }
-  cfg.write_mode = cfg.write_mode_text == "rwd"   ? WriteMode::kDataSync
-                   : cfg.write_mode_text == "rws" ? WriteMode::kFullSync
-                                                  : WriteMode::kBuffered;
+  // CLI11's IsMember has already refused anything else.
+  if (!common::parse_write_mode(cfg.write_mode_text, &cfg.write_mode)) {
+    throw CLI::ValidationError("--write-mode", "expected rw, rwd or rws");
+  }
   cfg.on_collision = cfg.on_collision_text == "overwrite" ? CollisionPolicy::kOverwrite
                      : cfg.on_collision_text == "reject"  ? CollisionPolicy::kReject
                                                           : CollisionPolicy::kRename;
@@ -202,6 +217,9 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
                   : cfg.io_engine_text == "pwrite" ? common::IoEngine::kPwrite
                                                    : common::IoEngine::kAuto;
   cfg.null_sink = cfg.sink_text == "null";
+  cfg.direct_io = cfg.direct_io_text == "on"    ? DirectIo::kOn
+                  : cfg.direct_io_text == "off" ? DirectIo::kOff
+                                                : DirectIo::kAuto;
   const size_t pool_mb = cfg.write_buffers * cfg.write_block_kb / 1024;
   if (cfg.buffer_mb < pool_mb + 8) {
     throw CLI::ValidationError(

@@ -2,74 +2,89 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/block_io.hpp"
 #include "common/logging.hpp"
 #include "common/path_filter.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
-#include "common/block_io.hpp"
+#include "common/write_mode.hpp"
 #include "receiver/output_dir.hpp"
 
 namespace ddft::receiver {
 
-// rw: never synced; rwd: data synced, renamed, folder synced; rws: the same with fsync.
-enum class WriteMode { kBuffered, kDataSync, kFullSync };
+// --direct-io: whole blocks written with O_DIRECT where the file system allows it (auto), with a
+// warning where it does not (on), or never (off).
+enum class DirectIo { kAuto, kOn, kOff };
+// "auto", "on" or "off", as --direct-io spells it.
+std::string_view direct_io_name(DirectIo mode);
+
+// --write-mode is the common one (the disk self-test times the same syncs).
+using common::write_mode_name;
+using common::WriteMode;
+// "rename", "overwrite" or "reject", as --on-collision spells it.
+std::string_view collision_policy_name(CollisionPolicy policy);
 
 struct ReceiverConfig {
-  std::string transport_text = "udp";  // udp (simulator mode) or device (card driver node)
-  std::string device;                  // --device PATH with --transport device
+  common::TransportKind transport = common::TransportKind::kUdp;
+  // The text forms of transport, direct_io, write_mode and on_collision: what the options bind
+  // to; finalize_receiver_config() parses them into the enums. receiver/pipeline.cpp and
+  // receiver/assembler.cpp still read some of them; everything else reads the enums.
+  std::string transport_text = "udp";
+  std::string device;  // --device PATH with --transport device
   common::Endpoint listen;
   std::string listen_text;
   std::string output;
-  std::string failed_dir;             // default OUTPUT/.failed
-  size_t buffer_mb = 1024;            // the receive ring
-  size_t max_packet_size = 9216;      // ring slot size; larger datagrams are dropped as bad length
-  size_t report_mb = 100;             // a Rcvd: line every report_mb MB (2^20) of a file
+  std::string failed_dir;         // default OUTPUT/.failed
+  size_t buffer_mb = 1024;        // the receive ring
+  size_t max_packet_size = 9216;  // ring slot size; larger datagrams are dropped as bad length
+  size_t report_mb = 100;         // a Rcvd: line every report_mb MB (2^20) of a file
   // Durable by default: Passed means on disk (receiver/committer.hpp).
   WriteMode write_mode = WriteMode::kDataSync;
   std::string write_mode_text = "rwd";
   CollisionPolicy on_collision = CollisionPolicy::kRename;
   std::string on_collision_text = "rename";
-  double file_timeout_s = 30;         // no packet of a file for this long: it fails
-  size_t fec_buffer_mb = 64;          // FEC windows kept until their parity comes
-  size_t write_block_kb = 1024;       // assembly / write block size
-  size_t write_buffers = 64;          // blocks in the write pool
+  double file_timeout_s = 30;    // no packet of a file for this long: it fails
+  size_t fec_buffer_mb = 64;     // FEC windows kept until their parity comes
+  size_t write_block_kb = 1024;  // assembly / write block size
+  size_t write_buffers = 64;     // blocks in the write pool
   unsigned queue_depth = common::kDefaultWriteQueueDepth;  // io_uring queue depth, per writer
-  unsigned writers = 1;               // IO threads writing (1: the writer thread itself)
+  unsigned writers = 1;  // IO threads writing (1: the writer thread itself)
   common::IoEngine io_engine = common::IoEngine::kAuto;
   std::string io_engine_text = "auto";
-  std::string direct_io_text = "auto";  // --direct-io auto|on|off: whole blocks with O_DIRECT
-  bool null_sink = false;             // --sink null: everything but the disk write
+  DirectIo direct_io = DirectIo::kAuto;
+  std::string direct_io_text = "auto";  // --direct-io as given (see transport_text)
+  bool null_sink = false;               // --sink null: everything but the disk write
   std::string sink_text = "disk";
-  size_t socket_buffer_mb = 256;      // SO_RCVBUF request
-  size_t batch = 64;                  // datagrams per recvmmsg
-  bool once = false;                  // exit when the first sender session has finished
-  bool lock_memory = false;           // mlock the ring
-  bool keep_partial = false;          // keep leftovers' data in the failed folder
+  size_t socket_buffer_mb = 256;  // SO_RCVBUF request
+  size_t batch = 64;              // datagrams per recvmmsg
+  bool once = false;              // exit when the first sender session has finished
+  bool lock_memory = false;       // mlock the ring
+  bool keep_partial = false;      // keep leftovers' data in the failed folder
   // Security (--key-file): every datagram must be sealed with a pre-shared key; two during a key
   // rotation (the old and the new one).
   std::vector<std::string> key_files;
-  std::vector<common::Key> keys;      // loaded by finalize_receiver_config()
+  std::vector<common::Key> keys;  // loaded by finalize_receiver_config()
   // Limits on what a sender may make the receiver hold.
-  uint64_t max_file_size = 0;         // bytes; 0: no limit but the free space
-  size_t max_files_in_flight = 32;    // files open at once; more fail the oldest
-  PathLimits path_limits;             // --max-path-length, --max-path-depth
-  std::string metrics;                // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
+  uint64_t max_file_size = 0;       // bytes; 0: no limit but the free space
+  size_t max_files_in_flight = 32;  // files open at once; more fail the oldest
+  PathLimits path_limits;           // --max-path-length, --max-path-depth
+  std::string metrics;              // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   // Receive filters (--include, --exclude GLOB, repeatable): a file they refuse is logged,
   // counted and dropped at its announce; it is policy, so nothing goes to the failed folder.
   std::vector<std::string> includes;
   std::vector<std::string> excludes;
-  common::PathFilter filter;          // built from them by finalize_receiver_config()
+  common::PathFilter filter;  // built from them by finalize_receiver_config()
   // --on-complete CMD: run on each delivered file, off the receive path (receiver/hook_runner.hpp).
-  std::string on_complete;            // empty: none
+  std::string on_complete;             // empty: none
   double on_complete_timeout_s = 300;  // then its process group is killed
-  unsigned on_complete_jobs = 1;      // hooks running at once
+  unsigned on_complete_jobs = 1;       // hooks running at once
   common::LogConfig log;
   // Test hook: the writer stalls once for this many seconds after test_stall_after_mb MiB were
   // written (0 = off). Hidden from --help.

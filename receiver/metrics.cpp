@@ -153,7 +153,7 @@ void add_dropped_packet_metrics(common::MetricsRegistry& reg, const StatusPtr& s
           "Datagrams dropped because the receive ring was full (the writer or the disk did not "
           "keep up)",
           [st] { return num(st->ring_full_drops); });
-  if (cfg.transport_text == "udp") {
+  if (cfg.transport == common::TransportKind::kUdp) {
     reg.add_family(kCounter, "ddft_receive_socket_drops_total",
                    "Datagrams the kernel dropped on the receive socket because its buffer was full "
                    "(from /proc/net/udp; absent when it cannot be read)",

@@ -25,14 +25,14 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, c
   // they are drained is making the assembler and starting the two threads (run()).
   source_ = open_source();
   ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch);
-  link_name_ = cfg.transport_text == "device" ? "device " + cfg.device : cfg.listen.to_string();
+  link_name_ = cfg.transport == common::TransportKind::kDevice ? "device " + cfg.device : cfg.listen.to_string();
   // Logged by the writer thread once both threads run (note_writer_pass).
   start_line_ = fmt::format(
       "Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets of up "
       "to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
       link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb, slots, cfg.max_packet_size,
       writer_->describe(), direct ? ", direct IO" : "", cfg.write_buffers, cfg.write_block_kb,
-      cfg.write_mode_text, cfg.on_collision_text);
+      write_mode_name(cfg.write_mode), collision_policy_name(cfg.on_collision));
 }
 
 bool Receiver::open_output() {
@@ -45,9 +45,9 @@ bool Receiver::open_output() {
     journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
     recovery_ = recover_at_start(*out_, *journal_, cfg_.keep_partial);
   }
-  if (cfg_.direct_io_text == "off" || cfg_.null_sink) return false;
+  if (cfg_.direct_io == DirectIo::kOff || cfg_.null_sink) return false;
   const bool direct = out_->enable_direct_io();
-  if (!direct && cfg_.direct_io_text == "on") {
+  if (!direct && cfg_.direct_io == DirectIo::kOn) {
     spdlog::warn(
         "Warn: --direct-io on: the file system of '{}' refuses O_DIRECT; writing "
         "through the page cache",
@@ -165,14 +165,14 @@ ReceiverStatus Receiver::status() const {
   s.last_datagram_ns = c.last_datagram_ns.load(std::memory_order_relaxed);
   // UDP reads the kernel's count from /proc, safe from any thread; the device transport's is a
   // plain field of the receive thread's.
-  if (cfg_.transport_text == "udp") s.link_drops = source_->link_drops();
+  if (cfg_.transport == common::TransportKind::kUdp) s.link_drops = source_->link_drops();
   return s;
 }
 
 ReceiveTotals Receiver::run(std::stop_token stop) {
   Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
   assembler.set_earlier(journal_.get(), recovery_.known);
-  if (cfg_.transport_text == "device") {
+  if (cfg_.transport == common::TransportKind::kDevice) {
     assembler.set_sender([d = "device " + cfg_.device] { return d; });
   } else {
     assembler.set_sender([&src = *source_] { return src.peer(); });
@@ -215,7 +215,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
     hooks_->stop();
   }
   if (const long drops = source_->link_drops(); drops > 0) {
-    if (cfg_.transport_text == "device") {
+    if (cfg_.transport == common::TransportKind::kDevice) {
       spdlog::warn(
           "Warn: {} byte(s) read from the device did not form valid packets and were "
           "skipped",

@@ -187,7 +187,11 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
 
 void finalize_sender_config(SenderConfig& cfg) {
   std::string error;
-  if (cfg.transport_text == "udp") {
+  // CLI11's IsMember has already refused anything else, with its one-line error.
+  if (!common::parse_transport(cfg.transport_text, &cfg.transport)) {
+    throw CLI::ValidationError("--transport", "expected udp or device");
+  }
+  if (cfg.transport == common::TransportKind::kUdp) {
     if (cfg.dest_text.empty()) throw CLI::RequiredError("--dest");
     if (!common::parse_endpoint(cfg.dest_text, &cfg.dest, &error)) {
       throw CLI::ValidationError("--dest", error);

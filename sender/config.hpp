@@ -2,7 +2,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -23,8 +22,9 @@ enum class ReportOption { kSummary, kVerbose, kNone };  // REPORT_OPTION S, V, N
 
 struct SenderConfig {
   std::vector<std::string> sources;  // files and folders; "dir/" sends the folder's contents only
-  std::string transport_text = "udp";  // udp (simulator mode) or device (card driver node)
-  std::string device;                // --device PATH with --transport device
+  common::TransportKind transport = common::TransportKind::kUdp;  // from transport_text
+  std::string transport_text = "udp";  // --transport as given; read transport instead
+  std::string device;                  // --device PATH with --transport device
   common::Endpoint dest;
   std::string dest_text;
   size_t packet_size = common::kDefaultPacketSize;  // whole datagram, header included
@@ -33,35 +33,36 @@ struct SenderConfig {
   double rate_mb = 250;
   common::VerifyType verify = common::VerifyType::kB2B;
   std::string verify_text = "b2b";
-  unsigned control_repeat = 3;        // copies of each announce / end / abort / list / heartbeat
-  common::FecParams fec;              // --fec K:M, --fec-interleave D; off by default
+  unsigned control_repeat = 3;  // copies of each announce / end / abort / list / heartbeat
+  common::FecParams fec;        // --fec K:M, --fec-interleave D; off by default
   std::string fec_text = "off";
-  unsigned repeat = 1;                // --repeat N: each file sent N times
-  size_t read_block_kb = 1024;        // reader block size
-  size_t read_buffers = 16;           // blocks in the reader's pool (back-pressure bound)
-  unsigned readers = 1;               // IO threads reading (1: the reader thread itself)
+  unsigned repeat = 1;          // --repeat N: each file sent N times
+  size_t read_block_kb = 1024;  // reader block size
+  size_t read_buffers =
+      common::kDefaultReadBuffers;  // blocks in the reader's pool (back-pressure bound)
+  unsigned readers = 1;             // IO threads reading (1: the reader thread itself)
   unsigned read_queue_depth = common::kDefaultReadQueueDepth;  // reads in flight per reader
-  size_t socket_buffer_mb = 32;       // SO_SNDBUF request
-  size_t batch = 32;                  // datagrams per sendmmsg
-  unsigned heartbeat_ms = 1000;       // heartbeat when idle
-  unsigned buff_full_delay_ms = 1;    // BUFF_FULL_DELAY: wait before retrying a full link buffer
+  size_t socket_buffer_mb = 32;                                // SO_SNDBUF request
+  size_t batch = 32;                                           // datagrams per sendmmsg
+  unsigned heartbeat_ms = 1000;                                // heartbeat when idle
+  unsigned buff_full_delay_ms = 1;  // BUFF_FULL_DELAY: wait before retrying a full link buffer
   // DFTS pacing (seed 004); all off by default for dd_file_send itself.
-  unsigned intra_pkt_interval = 0;    // INTRA_PKT_INTERVAL
-  unsigned intra_pkt_delay_ms = 0;    // INTRA_PKT_DELAY
-  unsigned fs_interval_mb = 0;        // -fsinterval
-  unsigned fs_delay_ms = 0;           // -fsdelay
-  bool sleep_alg = false;             // --sleep-alg on, -NOSLEEPALG off
-  unsigned eof_delay_ms = 0;          // EOF_DELAY
-  bool file_lock = false;             // FILE_LOCK=Y: shared lock on each source while it is read
+  unsigned intra_pkt_interval = 0;  // INTRA_PKT_INTERVAL
+  unsigned intra_pkt_delay_ms = 0;  // INTRA_PKT_DELAY
+  unsigned fs_interval_mb = 0;      // -fsinterval
+  unsigned fs_delay_ms = 0;         // -fsdelay
+  bool sleep_alg = false;           // --sleep-alg on, -NOSLEEPALG off
+  unsigned eof_delay_ms = 0;        // EOF_DELAY
+  bool file_lock = false;           // FILE_LOCK=Y: shared lock on each source while it is read
   std::string file_lock_text = "N";
-  double lock_timeout_s = 30;         // how long FILE_LOCK waits for a writer's lock
-  std::string key_file;               // --key-file: seal every datagram (common/seal.hpp)
-  bool auth_only = false;             // --auth-only: authenticate, do not encrypt
-  std::optional<common::Key> key;     // loaded by finalize_sender_config()
+  double lock_timeout_s = 30;      // how long FILE_LOCK waits for a writer's lock
+  std::string key_file;            // --key-file: seal every datagram (common/seal.hpp)
+  bool auth_only = false;          // --auth-only: authenticate, do not encrypt
+  std::optional<common::Key> key;  // loaded by finalize_sender_config()
   ReportOption report = ReportOption::kSummary;
   std::string report_text = "S";
-  size_t report_mb = 100;             // REPORT_OPTION V: a progress line every this many MB
-  std::string metrics;                // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
+  size_t report_mb = 100;  // REPORT_OPTION V: a progress line every this many MB
+  std::string metrics;     // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   common::LogConfig log;
   std::string progress_text = "auto";  // --progress auto|on|off (sender/progress.hpp)
   std::string manifest;                // --manifest FILE: JSON lines (sender/manifest.hpp)

@@ -26,10 +26,11 @@
 #include "common/clock.hpp"
 #include "common/fd.hpp"
 #include "common/path_filter.hpp"
+#include "sender/config.hpp"
 #include "sender/events.hpp"
-#include "sender/pipeline.hpp"
 #include "sender/readiness.hpp"
 #include "sender/watch_journal.hpp"
+#include "sender/work_item.hpp"
 
 struct inotify_event;  // <sys/inotify.h>
 

@@ -52,7 +52,9 @@ sender::FileList list_sources(const sender::SenderConfig& cfg) {
 // The link: the card driver's node (--transport device) or a UDP socket, whose buffer shortfall
 // is logged. Throws what opening it throws.
 std::unique_ptr<common::DatagramSink> open_sink(const sender::SenderConfig& cfg) {
-  if (cfg.transport_text == "device") return std::make_unique<common::DeviceSink>(cfg.device);
+  if (cfg.transport == common::TransportKind::kDevice) {
+    return std::make_unique<common::DeviceSink>(cfg.device);
+  }
   auto udp = std::make_unique<common::UdpSink>(cfg.dest, cfg.socket_buffer_mb << 20);
   if (auto w = udp->buffer_report().warning("send"); !w.empty()) spdlog::warn("Warn: {}", w);
   return udp;

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "common/json.hpp"
-#include "sender/pipeline.hpp"
+#include "sender/work_item.hpp"
 
 namespace ddft::sender {
 

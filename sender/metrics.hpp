@@ -5,7 +5,7 @@
 #include "common/clock.hpp"
 #include "common/metrics.hpp"
 #include "sender/config.hpp"
-#include "sender/pipeline.hpp"
+#include "sender/send_status.hpp"
 
 namespace ddft::sender {
 

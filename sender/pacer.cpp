@@ -4,23 +4,6 @@
 
 namespace ddft::sender {
 
-RateLimiter::RateLimiter(common::Clock& clock, double bytes_per_s, std::chrono::nanoseconds burst)
-    : clock_(clock), ns_per_byte_(bytes_per_s > 0 ? 1e9 / bytes_per_s : 0.0), burst_(burst) {}
-
-void RateLimiter::acquire(size_t bytes) {
-  if (unlimited()) return;
-  const auto now = clock_.now();
-  if (!started_) {
-    next_ = now;
-    started_ = true;
-  }
-  // Falling behind (a slow disk, a stall) earns at most `burst_` of catch-up, never more.
-  const auto start = std::max(next_, now - burst_);
-  if (start > now) clock_.sleep_until(start);
-  next_ = start + std::chrono::nanoseconds(
-                      static_cast<long long>(static_cast<double>(bytes) * ns_per_byte_));
-}
-
 unsigned sleep_alg_pause_s(uint64_t file_size) {
   constexpr uint64_t kMiB = 1024 * 1024;
   constexpr uint64_t kGiB = 1024 * kMiB;
@@ -68,7 +51,8 @@ void Pacer::pause(unsigned seconds) {
 }
 
 void Pacer::after_file() {
-  if (cfg_.eof_delay_ms > 0) sleep_until(clock_.now() + std::chrono::milliseconds(cfg_.eof_delay_ms));
+  if (cfg_.eof_delay_ms > 0)
+    sleep_until(clock_.now() + std::chrono::milliseconds(cfg_.eof_delay_ms));
 }
 
 void Pacer::sleep_ms(unsigned ms, std::chrono::nanoseconds* total) {

@@ -1,7 +1,6 @@
 // Sender pacing. Two families of settings combine here:
-//  - the product's own: --rate, a token bucket on absolute deadlines, so sleep overshoot never
-//    accumulates into a slower average (asio timer3 style: the next deadline is the previous one
-//    plus the cost, not "now" plus the cost);
+//  - the product's own: --rate, through common::RateLimiter (a token bucket on absolute
+//    deadlines, so sleep overshoot never accumulates into a slower average);
 //  - Owl DFTS's, honoured exactly as seed 004 describes them: INTRA_PKT_INTERVAL/INTRA_PKT_DELAY
 //    (sleep DELAY ms after every INTERVAL packet writes), -fsinterval/-fsdelay (sleep fsdelay ms
 //    after every fsinterval MB), the sleep algorithm (a pause before a large file's data) and
@@ -16,32 +15,12 @@
 #include <stop_token>
 
 #include "common/clock.hpp"
+#include "common/rate_limiter.hpp"
 
 namespace ddft::sender {
 
-// Limits the average rate of bytes put on the wire. One thread uses an instance.
-class RateLimiter {
- public:
-  // `bytes_per_s` of 0 means unlimited. `burst` is how far behind schedule the limiter may fall
-  // and then catch up at full speed (bounds the burst after a stall). `clock` must outlive this.
-  RateLimiter(common::Clock& clock, double bytes_per_s,
-              std::chrono::nanoseconds burst = std::chrono::milliseconds(2));
-
-  // Blocks until `bytes` may be sent under the limit, then books them.
-  void acquire(size_t bytes);
-
-  bool unlimited() const { return ns_per_byte_ == 0.0; }
-
- private:
-  common::Clock& clock_;
-  double ns_per_byte_;
-  std::chrono::nanoseconds burst_;
-  common::Clock::time_point next_{};
-  bool started_ = false;
-};
-
 struct PacingConfig {
-  double rate_bytes_per_s = 0;     // --rate, 0 = unlimited
+  double rate_bytes_per_s = 0;      // --rate, 0 = unlimited
   unsigned intra_pkt_interval = 0;  // INTRA_PKT_INTERVAL: packets between sleeps, 0 = off
   unsigned intra_pkt_delay_ms = 0;  // INTRA_PKT_DELAY
   unsigned fs_interval_mb = 0;      // -fsinterval: MB (2^20 bytes) between forced sleeps, 0 = off
@@ -86,7 +65,7 @@ class Pacer {
 
   common::Clock& clock_;
   PacingConfig cfg_;
-  RateLimiter limiter_;
+  common::RateLimiter limiter_;
   uint64_t packets_since_sleep_ = 0;
   uint64_t bytes_since_forced_ = 0;
   std::chrono::nanoseconds intra_slept_{0};

@@ -14,25 +14,6 @@
 
 namespace ddft::sender {
 
-BufferPool::BufferPool(size_t count, size_t size)
-    : slab_(count * size), size_(size), free_(count) {
-  for (size_t i = 0; i < count; ++i) free_.push(static_cast<int>(i));
-}
-
-int BufferPool::acquire() {
-  auto i = free_.pop();
-  return i ? *i : -1;
-}
-
-int BufferPool::try_acquire() {
-  auto i = free_.pop_for(std::chrono::nanoseconds(0));
-  return i ? *i : -1;
-}
-
-void BufferPool::release(int index) { free_.push(int{index}); }
-
-void BufferPool::fill_pseudo_random() { common::fill_pseudo_random(slab_.span()); }
-
 size_t reader_block_size(const SenderConfig& cfg) {
   const size_t chunk = data_chunk_size(cfg);
   return std::max<size_t>(1, cfg.read_block_kb * 1024 / chunk) * chunk;
@@ -77,7 +58,8 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
   }
   spdlog::info("Info: session {:016x}: {} to {}, packet {} bytes, rate {}, verify {}{}",
                session_id_, files.describe(),
-               cfg_.transport_text == "device" ? "device " + cfg_.device : cfg_.dest.to_string(),
+               cfg_.transport == common::TransportKind::kDevice ? "device " + cfg_.device
+                                                                : cfg_.dest.to_string(),
                cfg_.packet_size,
                cfg_.rate_mb > 0 ? fmt::format("{} MB/s", cfg_.rate_mb) : "unlimited",
                common::verify_type_name(cfg_.verify), protection);

@@ -20,96 +20,20 @@
 // hot folder, the files since the last list) and a final heartbeat x N.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <memory>
 #include <stop_token>
 #include <string>
 #include <vector>
 
-#include "common/aligned_buffer.hpp"
-#include "common/bounded_queue.hpp"
 #include "common/clock.hpp"
-#include "common/hash.hpp"
 #include "common/transport.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
 #include "sender/file_list.hpp"
+#include "sender/send_status.hpp"
+#include "sender/work_item.hpp"
 
 namespace ddft::sender {
-
-struct FileMeta {
-  uint32_t file_id = 0;
-  std::string rel_path;
-  std::string src_path;
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;
-  uint32_t mode = 0644;
-  uint64_t tag = 0;  // SourceFile::tag
-};
-
-// One unit of work from the reader to the transmitter. Blocks refer to a pool buffer by index;
-// the transmitter gives the buffer back once its data is packetised. kSkip: a file that could not
-// be opened (never announced); it reaches the transmitter only so that observers hear of it in
-// order.
-struct WorkItem {
-  enum class Kind { kBegin, kBlock, kEnd, kAbort, kSkip };
-  Kind kind = Kind::kBegin;
-  std::shared_ptr<const FileMeta> meta;
-  int buffer = -1;
-  uint64_t offset = 0;
-  size_t len = 0;
-  common::Digest digest{};  // kEnd
-  std::string reason{};     // kAbort, kSkip
-  uint8_t copy = 0;         // --repeat: which copy of the file (kBegin, kBlock, kEnd)
-};
-
-// A fixed set of equal, page-aligned buffers allocated once; acquire() blocks while all are out.
-class BufferPool {
- public:
-  BufferPool(size_t count, size_t size);
-  // Returns a free buffer's index, or -1 once close() was called.
-  int acquire();
-  // Like acquire() but returns -1 at once when every buffer is out (or the pool is closed).
-  int try_acquire();
-  void release(int index);
-  void close() { free_.close(); }
-  // Fills every buffer with pseudo-random bytes: the data of synthetic sources. Call before use.
-  void fill_pseudo_random();
-  uint8_t* data(int index) { return slab_.data() + static_cast<size_t>(index) * size_; }
-  std::span<uint8_t> memory() { return slab_.span(); }
-  size_t count() const { return slab_.size() / size_; }
-  size_t buffer_size() const { return size_; }
-
- private:
-  common::AlignedBuffer slab_;
-  size_t size_;
-  common::BoundedQueue<int> free_;
-};
-
-struct SendTotals {
-  uint64_t files_sent = 0;
-  uint64_t files_failed = 0;
-  uint64_t bytes = 0;          // file bytes
-  uint64_t datagrams = 0;
-  uint64_t wire_bytes = 0;
-  uint64_t session_id = 0;
-};
-
-// Live numbers for --metrics, written by the transmit thread with relaxed atomics (no lock on the
-// send path) and read by any thread. Give the same one to every Sender of a program: the totals
-// add up over its sessions.
-struct SendStatus {
-  std::atomic<uint64_t> files_sent{0};
-  std::atomic<uint64_t> files_failed{0};  // aborted on the wire, or never read (no file id)
-  std::atomic<uint64_t> bytes{0};         // file bytes packetised (every --repeat copy)
-  std::atomic<uint64_t> datagrams{0};
-  std::atomic<uint64_t> wire_bytes{0};
-  std::atomic<uint64_t> file_bytes{0};   // the file being sent: bytes of it packetised
-  std::atomic<uint64_t> file_size{0};    // its size (0 between files)
-  std::atomic<int64_t> last_send_ns{0};  // Clock time of the last batch sent, 0 before
-  std::atomic<uint64_t> session_id{0};   // the current session, 0 before the first
-};
 
 // Runs one sending session over `sink`: every file of `files`, then the final heartbeat.
 // `clock` paces; both must outlive the call. Thread-safe to construct; run() once.

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "sender/pipeline.hpp"
+#include "sender/work_item.hpp"
 
 namespace ddft::sender {
 namespace {

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
 
 #include "common/fd.hpp"
 
@@ -37,17 +36,22 @@ Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, co
       clock_(clock),
       pool_(pool),
       out_(out),
-      io_(make_io(cfg, pool)) {}
+      io_(make_io(cfg, pool)),
+      block_reader_(*io_, pool) {}
 
 Reader::Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
                common::BoundedQueue<WorkItem>& out)
-    : files_(files), cfg_(cfg), clock_(clock), pool_(pool), out_(out), io_(make_io(cfg, pool)) {}
+    : files_(files),
+      cfg_(cfg),
+      clock_(clock),
+      pool_(pool),
+      out_(out),
+      io_(make_io(cfg, pool)),
+      block_reader_(*io_, pool) {}
 
-bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop,
-                         std::string* why) {
-  const auto deadline =
-      clock_.now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::duration<double>(cfg_.lock_timeout_s));
+bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop, std::string* why) {
+  const auto deadline = clock_.now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::duration<double>(cfg_.lock_timeout_s));
   while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
     if (stop.stop_requested()) {
       *why = "sender stopped";
@@ -58,9 +62,10 @@ bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop,
       return false;
     }
     if (clock_.now() >= deadline) {
-      *why = fmt::format("cannot read '{}': a writer held its lock for {} s (FILE_LOCK=Y, "
-                         "--lock-timeout)",
-                         path, cfg_.lock_timeout_s);
+      *why = fmt::format(
+          "cannot read '{}': a writer held its lock for {} s (FILE_LOCK=Y, "
+          "--lock-timeout)",
+          path, cfg_.lock_timeout_s);
       return false;
     }
     clock_.sleep_until(std::min(deadline, clock_.now() + std::chrono::milliseconds(100)));
@@ -177,88 +182,33 @@ Reader::Outcome Reader::read_synthetic(const std::shared_ptr<const FileMeta>& me
   return out_.push(std::move(end)) ? Outcome::kSent : Outcome::kStopped;
 }
 
-Reader::Outcome Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta,
-                                  uint8_t copy, std::stop_token& stop) {
+Reader::Outcome Reader::read_file(int fd, const std::shared_ptr<const FileMeta>& meta, uint8_t copy,
+                                  std::stop_token& stop) {
   WorkItem begin{WorkItem::Kind::kBegin, meta};
   begin.copy = copy;
   if (!out_.push(std::move(begin))) return Outcome::kStopped;
   auto hasher = common::make_hasher(cfg_.verify);
-  // Blocks being read, and blocks read but waiting for an earlier one, by file offset (the
-  // request's cookie). Reads complete in any order; blocks go on in file order.
-  struct Block {
-    int buf = -1;
-    size_t want = 0;
-    size_t got = 0;
-    int error = 0;
-    bool done = false;
+  const auto hand_on = [&](int buf, uint64_t offset, size_t len) {
+    hasher->update({pool_.data(buf), len});
+    WorkItem block{WorkItem::Kind::kBlock, meta, buf, offset, len};
+    block.copy = copy;
+    return out_.push(std::move(block));
   };
-  std::map<uint64_t, Block> blocks;
-  const auto on_done = [&](const common::IoCompletion& c) {
-    Block& b = blocks.at(c.cookie);
-    b.done = true;
-    b.error = c.error;
-    b.got = c.bytes;
-  };
-  // Waits for every read in flight and gives all held buffers back.
-  const auto drain = [&] {
-    while (io_->in_flight() > 0) io_->reap(true, on_done);
-    for (auto& [off, b] : blocks) pool_.release(b.buf);
-    blocks.clear();
-  };
-  uint64_t next_read = 0;
-  uint64_t next_out = 0;
   std::string failure;
-  while (next_out < meta->size) {
-    if (stop.stop_requested()) {
-      failure = "sender stopped";
+  switch (block_reader_.read_file(fd, meta->size, stop, hand_on, &failure)) {
+    case common::ReadResult::kDone:
       break;
-    }
-    // Read ahead while the engine has room. With reads already held, a buffer is only taken when
-    // one is free: waiting for the transmitter while holding the block it needs next would stall.
-    while (next_read < meta->size && blocks.size() < io_->capacity()) {
-      const int buf = blocks.empty() ? pool_.acquire() : pool_.try_acquire();
-      if (buf < 0) break;
-      const size_t want =
-          static_cast<size_t>(std::min<uint64_t>(pool_.buffer_size(), meta->size - next_read));
-      if (!io_->submit_read(fd, pool_.data(buf), want, next_read, next_read)) {
-        pool_.release(buf);
-        break;
-      }
-      blocks[next_read] = Block{buf, want};
-      next_read += want;
-    }
-    if (blocks.empty()) return Outcome::kStopped;  // the pool was closed: the transmitter stopped
-    io_->reap(!blocks.begin()->second.done, on_done);
-    while (!blocks.empty() && blocks.begin()->first == next_out && blocks.begin()->second.done) {
-      const Block b = blocks.begin()->second;
-      blocks.erase(blocks.begin());
-      if (b.error != 0) {
-        failure = std::string("read error: ") + std::strerror(b.error);
-      } else if (b.got < b.want) {
-        failure = "file shrank while it was being read";
-      }
-      if (!failure.empty()) {
-        pool_.release(b.buf);
-        break;
-      }
-      hasher->update({pool_.data(b.buf), b.got});
-      WorkItem block{WorkItem::Kind::kBlock, meta, b.buf, next_out, b.got};
-      block.copy = copy;
-      if (!out_.push(std::move(block))) {
-        pool_.release(b.buf);
-        drain();
-        return Outcome::kStopped;
-      }
-      next_out += b.got;
-    }
-    if (!failure.empty()) break;
-  }
-  drain();
-  if (!failure.empty()) {
-    WorkItem abort{WorkItem::Kind::kAbort, meta};
-    abort.reason = failure;
-    return out_.push(std::move(abort)) && !stop.stop_requested() ? Outcome::kAborted
+    case common::ReadResult::kRefused:
+      return Outcome::kStopped;  // the transmitter stopped: nobody takes an abort either
+    case common::ReadResult::kStopped:
+      failure = "sender stopped";
+      [[fallthrough]];
+    case common::ReadResult::kFailed: {
+      WorkItem abort{WorkItem::Kind::kAbort, meta};
+      abort.reason = failure;
+      return out_.push(std::move(abort)) && !stop.stop_requested() ? Outcome::kAborted
                                                                    : Outcome::kStopped;
+    }
   }
   WorkItem end{WorkItem::Kind::kEnd, meta};
   end.digest = hasher->finish();

@@ -1,7 +1,7 @@
 // Reader stage: reads each file in large blocks into pool buffers, hashes it, and hands
-// begin/block/end (or abort) items to the transmitter. Reads go through the BlockIo engine
-// (io_uring; --readers IO threads, --read-queue-depth each), several blocks ahead, and are handed
-// on in file order.
+// begin/block/end (or abort) items to the transmitter. Reads go through common::BlockReader over
+// the BlockIo engine (io_uring; --readers IO threads, --read-queue-depth each), several blocks
+// ahead, and are handed on in file order.
 #pragma once
 
 #include <atomic>
@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "common/block_io.hpp"
+#include "common/block_reader.hpp"
 #include "common/bounded_queue.hpp"
+#include "common/buffer_pool.hpp"
 #include "common/clock.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
-#include "sender/pipeline.hpp"
+#include "sender/work_item.hpp"
 
 namespace ddft::sender {
 
@@ -58,6 +60,7 @@ class Reader {
   common::BoundedQueue<WorkItem>& out_;
   std::atomic<uint64_t> open_failures_{0};
   std::unique_ptr<common::BlockIo> io_;
+  common::BlockReader block_reader_;  // over io_ and pool_
 };
 
 }  // namespace ddft::sender

@@ -20,9 +20,11 @@
 #include "common/seal.hpp"
 #include "common/transport.hpp"
 #include "sender/config.hpp"
+#include "sender/events.hpp"
 #include "sender/fec_encoder.hpp"
 #include "sender/pacer.hpp"
-#include "sender/pipeline.hpp"
+#include "sender/send_status.hpp"
+#include "sender/work_item.hpp"
 
 namespace ddft::sender {
 
@@ -61,10 +63,10 @@ class Transmitter {
   struct FileProgress {
     std::shared_ptr<const FileMeta> meta;
     common::Clock::time_point started{};
-    uint64_t sent = 0;         // file bytes packetised so far (this copy)
-    uint64_t all_copies = 0;   // the same over every copy (--repeat)
-    uint64_t next_report = 0;  // REPORT_OPTION V
-    uint8_t copy = 0;          // --repeat: the copy being sent
+    uint64_t sent = 0;          // file bytes packetised so far (this copy)
+    uint64_t all_copies = 0;    // the same over every copy (--repeat)
+    uint64_t next_report = 0;   // REPORT_OPTION V
+    uint8_t copy = 0;           // --repeat: the copy being sent
     uint64_t repeat_every = 0;  // R: file bytes between repeated announces
     uint64_t next_repeat = 0;   // the copy's next repeated announce after this many bytes
   };
@@ -118,7 +120,7 @@ class Transmitter {
   common::BoundedQueue<WorkItem>& in_;
   SendObserver& observer_;
   Pacer pacer_;
-  size_t chunk_size_;  // data bytes per data packet
+  size_t chunk_size_;   // data bytes per data packet
   size_t source_size_;  // longest datagram but parity (the packet size less the FEC room)
   std::unique_ptr<FecEncoder> fec_;
   std::unique_ptr<common::Sealer> sealer_;  // --key-file

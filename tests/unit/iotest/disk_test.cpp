@@ -1,6 +1,7 @@
 // The self-test's disk side on a real temp folder: the preflight's one-line refusals, a small
 // write run and a small read run through the programs' own IO code (sizes in MiB, a few runs;
 // the figures themselves are not asserted), and that every test file is gone afterwards.
+// The read self-test reads in the sender's block size, without knowing the sender.
 #include "iotest/disk.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <stop_token>
 #include <string>
 
+#include "sender/pipeline.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::iotest {
@@ -95,6 +97,14 @@ TEST(DiskRunner, AReadRunReadsTheWholeFileAndRemovesIt) {
     EXPECT_FALSE(o.timed_out);
   }
   EXPECT_EQ(entries(dir.path()), 0u);
+}
+
+TEST(ReadBlockBytes, IsTheSendersReaderBlockAtItsDefaults) {
+  for (unsigned kb : {4u, 64u, 1024u, 4096u, 65536u}) {
+    sender::SenderConfig cfg;
+    cfg.read_block_kb = kb;
+    EXPECT_EQ(read_block_bytes(kb), sender::reader_block_size(cfg)) << kb << " KB";
+  }
 }
 
 }  // namespace
