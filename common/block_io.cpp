@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <liburing.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "common/named_thread.hpp"
 
 namespace ddft::common {
 namespace {
@@ -324,8 +324,7 @@ class PooledIo final : public RequestIo {
     try {
       for (unsigned i = 0; i < o.threads; ++i) {
         workers_.emplace_back([this, i, name = o.thread_name] {
-          const std::string n = fmt::format("{}{}", name, i + 1).substr(0, 15);
-          pthread_setname_np(pthread_self(), n.c_str());
+          set_thread_name(fmt::format("{}{}", name, i + 1));
           work(*engines_[i]);
         });
       }

@@ -68,7 +68,7 @@ struct BlockIoOptions {
   // The memory all buffers live in (may be empty): io_uring registers it once so transfers use
   // fixed buffers.
   std::span<uint8_t> fixed{};
-  std::string thread_name = "io";  // the IO threads are named thread_name + index
+  std::string thread_name = "dd-io";  // the IO threads are named thread_name + index
 };
 
 // Builds the engine. kAuto tries io_uring and falls back to pread/pwrite when the kernel refuses

@@ -1,7 +1,7 @@
 #include "common/metrics.hpp"
+#include "common/named_thread.hpp"
 
 #include <fmt/format.h>
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
@@ -517,7 +517,7 @@ void MetricsServer::start(const MetricsRegistry& registry) {
   }
   s.accept();
   s.thread = std::thread([&s] {
-    pthread_setname_np(pthread_self(), "metrics");
+    set_thread_name("dd-metrics");
     // Nothing may leave this thread: a handler's exception is logged and serving goes on.
     while (true) {
       try {

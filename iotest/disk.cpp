@@ -51,7 +51,7 @@ std::unique_ptr<common::BlockIo> make_write_engine(const Params& p, unsigned thr
   o.threads = threads;
   o.queue_depth = queue_depth_of(p);
   o.fixed = fixed;
-  o.thread_name = "wio";
+  o.thread_name = "dd-wio";
   std::string note;
   auto io = common::make_block_io(o, &note);
   if (!note.empty() && !*noted) {
@@ -307,7 +307,7 @@ RunOutcome DiskRunner::read_run(unsigned block_kb, unsigned threads) {
   o.threads = threads;
   o.queue_depth = queue_depth_of(p_);
   o.fixed = pool.memory();
-  o.thread_name = "rio";
+  o.thread_name = "dd-rio";
   std::string note;
   auto io = common::make_block_io(o, &note);
   if (!note.empty()) spdlog::warn("Warn: {}", note);

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +13,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/named_thread.hpp"
 #include "common/fd.hpp"
 #include "common/json.hpp"
 
@@ -299,8 +299,7 @@ void HookRunner::stop() {
 }
 
 void HookRunner::worker(unsigned index) {
-  const std::string name = fmt::format("hook{}", index + 1);
-  pthread_setname_np(pthread_self(), name.c_str());
+  common::set_thread_name(fmt::format("dd-hook{}", index + 1));
   std::unique_lock lock(mu_);
   while (true) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

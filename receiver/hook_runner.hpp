@@ -1,6 +1,6 @@
 // --on-complete: runs the operator's command on each delivered file, off the receive path.
 //
-//   writer thread ──enqueue()──> [queue, at most max_pending] ──> threads "hook1".."hookN"
+//   writer thread ──enqueue()──> [queue, at most max_pending] ──> threads "dd-hook1".."dd-hookN"
 //   (takes a lock, never waits    full: the file is logged           (--on-complete-jobs): each
 //    for a hook)                  "not run (queue full)"             posix_spawn()s /bin/sh in a
 //                                                                    process group of its own,

@@ -1,26 +1,22 @@
-// The receiver pipeline.
+// The receiver pipeline (docs/architecture.md has it whole, with the assembler's units).
 //
-//   link ──> [thread "dd-rx": Ingest]  ──> SlotRing (--buffer-mb, allocated once)
-//            recvmmsg straight into free      never blocks: full ring = drop + count + log
-//            ring slots                       (the sender's file lists are kept aside)
+//   link ──> [dd-rx: Ingest] ──> SlotRing (--buffer-mb, allocated once)
+//            recvmmsg straight    never blocks: full ring = drop + count + log
+//            into free slots      (the sender's file lists are kept aside: DropLedger)
 //
-//   SlotRing ──> [thread "dd-write": WriterLoop, Assembler] ──> BlockIo (io_uring, or pwrite
-//   fallback;
-//                                                  --writers N: N IO threads "wio1".."wioN")
-//                decode + checksum, session and     write blocks from a pool registered with
-//                sequence tracking, assembly into   io_uring as fixed buffers; folder fsyncs
-//                write blocks, in-order hashing
-//                                                ──> FsPool (threads "dd-fsop1".."dd-fsop4"): every
-//                                                    call that can wait on the file system:
-//                                                    temporary files (with the file's origin
-//                                                    beside them), read-back verification,
-//                                                    renames, flushes, failure records
-//                                                ──> Committer: verified files in batches:
-//                                                    one flush, renames, folder syncs, then
-//                                                    "Passed" (--write-mode rwd/rws; rw: no sync)
-//                                                ──> HookRunner (--on-complete): the writer only
-//                                                    queues each delivered file; threads
-//                                                    "hook1".."hookN" run the command
+//   SlotRing ──> [dd-write: WriterLoop ──> Assembler] ──> BlockIo (io_uring, or pwrite; with
+//                waits, hands datagrams   SessionGate,       --writers N, threads dd-wio1..N):
+//                on, releases slots,      FileTable,         write blocks registered as fixed
+//                polls I/O, publishes     FileBlocks,        buffers; folder fsyncs
+//                counters (250 ms)        WriteEngine,   ──> FsPool (dd-fsop1..dd-fsop4): every
+//                                         Finisher,          call that can wait on the file
+//                                         FailureRecords     system (create, verify, flush,
+//                                                            rename, records)
+//                                                        ──> Committer: verified files in
+//                                                            batches: one flush, renames,
+//                                                            folder syncs, then "Passed"
+//                                                        ──> HookRunner (--on-complete):
+//                                                            queued; dd-hook1..N run it
 //
 // The writer thread never waits on the file system, only (when every write block is taken) for
 // a write or a pool call to finish, while the ring holds what the link brings.

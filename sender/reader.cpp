@@ -19,7 +19,7 @@ std::unique_ptr<common::BlockIo> make_io(const SenderConfig& cfg, BufferPool& po
   io.threads = cfg.readers;
   io.queue_depth = cfg.read_queue_depth;
   io.fixed = pool.memory();
-  io.thread_name = "rio";
+  io.thread_name = "dd-rio";
   std::string note;
   auto engine = common::make_block_io(io, &note);
   if (!note.empty()) spdlog::warn("Warn: {}", note);
