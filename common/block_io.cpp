@@ -142,7 +142,8 @@ class UringIo final : public RequestIo {
  public:
   UringIo(unsigned depth, std::span<uint8_t> fixed) : reqs_(depth) {
     const int rc = io_uring_queue_init(depth, &ring_, 0);
-    if (rc < 0) throw std::runtime_error(fmt::format("io_uring_queue_init: {}", std::strerror(-rc)));
+    if (rc < 0)
+      throw std::runtime_error(fmt::format("io_uring_queue_init: {}", std::strerror(-rc)));
     for (size_t i = 0; i < reqs_.size(); ++i) free_.push_back(i);
     io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
     const bool ok = probe != nullptr && io_uring_opcode_supported(probe, IORING_OP_WRITE) &&
@@ -293,14 +294,15 @@ class UringIo final : public RequestIo {
 };
 
 std::unique_ptr<RequestIo> make_single(IoEngine engine, unsigned depth, std::span<uint8_t> fixed,
-                                     std::string* note) {
+                                       std::string* note) {
   if (engine == IoEngine::kPwrite) return std::make_unique<SyncIo>(depth);
   if (engine == IoEngine::kNull) return std::make_unique<NullIo>(depth);
   try {
     return std::make_unique<UringIo>(depth, fixed);
   } catch (const std::exception& e) {
     if (engine == IoEngine::kUring) throw;
-    if (note != nullptr) *note = fmt::format("io_uring unavailable ({}), using pread/pwrite", e.what());
+    if (note != nullptr)
+      *note = fmt::format("io_uring unavailable ({}), using pread/pwrite", e.what());
     return std::make_unique<SyncIo>(depth);
   }
 }
@@ -352,7 +354,8 @@ class PooledIo final : public RequestIo {
     std::deque<IoCompletion> got;
     {
       std::unique_lock lock(mu_);
-      if (wait) done_cv_.wait(lock, [&] { return !done_.empty() || outstanding_ == 0 || failure_; });
+      if (wait)
+        done_cv_.wait(lock, [&] { return !done_.empty() || outstanding_ == 0 || failure_; });
       // A failed IO thread is fatal for the engine: every reap reports it, and nothing is left
       // "in flight" for callers to wait on (the requests it held will never complete).
       if (failure_) std::rethrow_exception(failure_);

@@ -66,8 +66,8 @@ RsCodec::RsCodec(unsigned k, unsigned m) : k_(k), m_(m) {
   matrix_.resize(static_cast<size_t>(k + m) * k);
   gf_gen_cauchy1_matrix(matrix_.data(), static_cast<int>(k + m), static_cast<int>(k));
   parity_tables_.resize(static_cast<size_t>(32) * k * m);
-  ec_init_tables(static_cast<int>(k), static_cast<int>(m), matrix_.data() + static_cast<size_t>(k) * k,
-                 parity_tables_.data());
+  ec_init_tables(static_cast<int>(k), static_cast<int>(m),
+                 matrix_.data() + static_cast<size_t>(k) * k, parity_tables_.data());
 }
 
 void RsCodec::accumulate(unsigned index, std::span<const uint8_t> data,

@@ -51,7 +51,8 @@ std::string_view level_name(spdlog::level::level_enum level) {
 JsonLogFormatter::JsonLogFormatter(std::string program) : program_(json_quote(program)) {}
 
 void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
-  fmt::format_to(std::back_inserter(dest), "{{\"time\":\"{}\",\"level\":\"{}\",\"program\":{},\"msg\":{}}}\n",
+  fmt::format_to(std::back_inserter(dest),
+                 "{{\"time\":\"{}\",\"level\":\"{}\",\"program\":{},\"msg\":{}}}\n",
                  iso8601_local(msg.time), level_name(msg.level), program_,
                  json_quote(std::string_view(msg.payload.data(), msg.payload.size())));
 }

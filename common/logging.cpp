@@ -153,8 +153,7 @@ std::string format_hms_ms(std::chrono::nanoseconds d) {
 
 double mib_per_s(uint64_t bytes, std::chrono::nanoseconds d) {
   if (d.count() <= 0) return 0.0;
-  return static_cast<double>(bytes) / (1024.0 * 1024.0) /
-         std::chrono::duration<double>(d).count();
+  return static_cast<double>(bytes) / (1024.0 * 1024.0) / std::chrono::duration<double>(d).count();
 }
 
 }  // namespace ddft::common

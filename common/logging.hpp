@@ -14,10 +14,10 @@
 namespace ddft::common {
 
 struct LogConfig {
-  std::string log_file;   // empty: console only
-  bool verbose = false;   // debug lines too
-  bool quiet = false;     // no console output (the log file still gets everything)
-  bool syslog = false;    // also every line to syslog (facility daemon, ident = program name)
+  std::string log_file;         // empty: console only
+  bool verbose = false;         // debug lines too
+  bool quiet = false;           // no console output (the log file still gets everything)
+  bool syslog = false;          // also every line to syslog (facility daemon, ident = program name)
   std::string format = "text";  // text (the DFTS lines) or json (console and log file)
 };
 

@@ -1,5 +1,4 @@
 #include "common/metrics.hpp"
-#include "common/named_thread.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -19,6 +18,8 @@
 #include <iterator>
 #include <stdexcept>
 #include <thread>
+
+#include "common/named_thread.hpp"
 
 namespace ddft::common {
 

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <deque>

@@ -44,9 +44,9 @@ udp::endpoint resolve(asio::io_context& io, const Endpoint& ep, bool passive) {
   const auto addr = asio::ip::make_address(ep.host, ec);
   if (!ec) return udp::endpoint(addr, ep.port);
   udp::resolver resolver(io);
-  auto results = passive ? resolver.resolve(ep.host, std::to_string(ep.port),
-                                            udp::resolver::passive, ec)
-                         : resolver.resolve(ep.host, std::to_string(ep.port), ec);
+  auto results =
+      passive ? resolver.resolve(ep.host, std::to_string(ep.port), udp::resolver::passive, ec)
+              : resolver.resolve(ep.host, std::to_string(ep.port), ec);
   if (ec || results.empty()) {
     throw std::runtime_error(
         fmt::format("cannot resolve '{}': {}", ep.host, ec ? ec.message() : "no address"));
@@ -66,8 +66,8 @@ void prepare_batch(size_t n, std::vector<mmsghdr>& msgs, std::vector<iovec>& iov
 std::string SocketBufferReport::warning(const char* direction) const {
   // Linux reports twice the value that was set; anything at or above the request is fine.
   if (requested == 0 || granted >= requested) return "";
-  const char* sysctl = std::string_view(direction) == "receive" ? "net.core.rmem_max"
-                                                                : "net.core.wmem_max";
+  const char* sysctl =
+      std::string_view(direction) == "receive" ? "net.core.rmem_max" : "net.core.wmem_max";
   return fmt::format(
       "the kernel capped the socket {} buffer at {} bytes (asked for {}); run as root, or raise "
       "the cap with: sysctl -w {}={}",
@@ -80,8 +80,7 @@ UdpSink::UdpSink(const Endpoint& dest, size_t sndbuf_bytes) : socket_(io_) {
   socket_.open(target.protocol(), ec);
   if (!ec) socket_.connect(target, ec);
   if (ec) {
-    throw std::runtime_error(
-        fmt::format("cannot send to {}: {}", dest.to_string(), ec.message()));
+    throw std::runtime_error(fmt::format("cannot send to {}: {}", dest.to_string(), ec.message()));
   }
   report_ = set_buffer(socket_.native_handle(), SO_SNDBUFFORCE, SO_SNDBUF, sndbuf_bytes);
 }
@@ -98,8 +97,8 @@ std::error_code UdpSink::send(std::span<const std::span<const uint8_t>> datagram
   }
   const int fd = socket_.native_handle();
   while (*sent < datagrams.size()) {
-    const int n = ::sendmmsg(fd, msgs_.data() + *sent,
-                             static_cast<unsigned>(datagrams.size() - *sent), 0);
+    const int n =
+        ::sendmmsg(fd, msgs_.data() + *sent, static_cast<unsigned>(datagrams.size() - *sent), 0);
     if (n > 0) {
       *sent += static_cast<size_t>(n);
       continue;
@@ -131,9 +130,8 @@ UdpSource::UdpSource(const Endpoint& listen, size_t rcvbuf_bytes) : socket_(io_)
 
 uint16_t UdpSource::local_port() const { return socket_.local_endpoint().port(); }
 
-std::error_code UdpSource::receive(std::span<const std::span<uint8_t>> bufs,
-                                   std::span<size_t> lens, size_t* count,
-                                   std::chrono::milliseconds timeout) {
+std::error_code UdpSource::receive(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
+                                   size_t* count, std::chrono::milliseconds timeout) {
   *count = 0;
   const int fd = socket_.native_handle();
   prepare_batch(bufs.size(), msgs_, iovs_);

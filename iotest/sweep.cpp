@@ -57,9 +57,10 @@ std::vector<unsigned> parse_list(std::string_view text, std::string_view what, u
     unsigned v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size()) {
-      throw std::invalid_argument(fmt::format("{}: '{}' is not a number (give a comma-separated "
-                                              "list such as {},{})",
-                                              what, item, lo, std::min(hi, lo * 2)));
+      throw std::invalid_argument(
+          fmt::format("{}: '{}' is not a number (give a comma-separated "
+                      "list such as {},{})",
+                      what, item, lo, std::min(hi, lo * 2)));
     }
     if (v < lo || v > hi) {
       throw std::invalid_argument(fmt::format("{}: {} is outside {}..{}", what, v, lo, hi));
@@ -76,9 +77,9 @@ std::vector<unsigned> parse_list(std::string_view text, std::string_view what, u
 void check_block_sizes(const std::vector<unsigned>& block_kb) {
   for (unsigned b : block_kb) {
     if (b < kMinBlockKb || b > kMaxBlockKb || b % 4 != 0) {
-      throw std::invalid_argument(fmt::format(
-          "buffer size {} KB: the programs take {}..{} KB in whole 4 KB pages", b, kMinBlockKb,
-          kMaxBlockKb));
+      throw std::invalid_argument(
+          fmt::format("buffer size {} KB: the programs take {}..{} KB in whole 4 KB pages", b,
+                      kMinBlockKb, kMaxBlockKb));
     }
   }
 }
@@ -104,11 +105,13 @@ void validate(const Params& p) {
     }
   }
   if (p.files < 1 || p.files > kMaxThreads) {
-    throw std::invalid_argument(fmt::format("files at once {} is outside 1..{}", p.files, kMaxThreads));
+    throw std::invalid_argument(
+        fmt::format("files at once {} is outside 1..{}", p.files, kMaxThreads));
   }
   if (p.kind == Kind::kRead && p.files != 1) {
-    throw std::invalid_argument("files at once applies to the write test only: the sender reads "
-                                "one file at a time");
+    throw std::invalid_argument(
+        "files at once applies to the write test only: the sender reads "
+        "one file at a time");
   }
   check_mode(p.mode);
   const unsigned max_depth = p.kind == Kind::kWrite ? kMaxWriteQueueDepth : kMaxReadQueueDepth;
@@ -170,8 +173,8 @@ Recommendation recommend(const Sweep& s) {
   }
   if (pool.empty()) pool = measured;
   if (pool.empty()) return r;
-  const Cell* best = *std::max_element(pool.begin(), pool.end(),
-                                       [](const Cell* a, const Cell* b) { return a->mean < b->mean; });
+  const Cell* best = *std::max_element(
+      pool.begin(), pool.end(), [](const Cell* a, const Cell* b) { return a->mean < b->mean; });
   const Cell* pick = best;
   for (const Cell* c : pool) {
     if (c->mean < best->mean * (1 - kTolerance)) continue;
@@ -190,7 +193,8 @@ Recommendation recommend(const Sweep& s) {
 }
 
 std::string format_params(const Params& p) {
-  std::string out = fmt::format("Tests run with the following parameters ({} test):\n", kind_name(p.kind));
+  std::string out =
+      fmt::format("Tests run with the following parameters ({} test):\n", kind_name(p.kind));
   out += fmt::format("        path:  {}\n", p.path);
   out += fmt::format("        size:  {} MB ({} bytes) per run\n", p.size_mb, p.size_mb << 20);
   out += fmt::format("        timeout:  {} s per run\n", p.timeout_s);
@@ -201,9 +205,11 @@ std::string format_params(const Params& p) {
     out += fmt::format("        file mode:  {}\n", p.mode);
     out += fmt::format("        Max # files to use:  {}\n", p.files);
   } else {
-    out += "        directIO:  false (the sender reads through the page cache, dropped before "
-           "each run)\n";
-    out += "        files:  1 (the sender reads one file at a time; blocks are hashed as it does)\n";
+    out +=
+        "        directIO:  false (the sender reads through the page cache, dropped before "
+        "each run)\n";
+    out +=
+        "        files:  1 (the sender reads one file at a time; blocks are hashed as it does)\n";
   }
   return out;
 }
@@ -272,7 +278,8 @@ bool is_text_setting(const std::string& key) { return key == "write-mode" || key
 
 std::string recommended_flags(const Params& p, const Recommendation& r) {
   std::vector<std::string> parts;
-  for (const auto& [key, value] : recommended_settings(p, r)) parts.push_back("--" + key + " " + value);
+  for (const auto& [key, value] : recommended_settings(p, r))
+    parts.push_back("--" + key + " " + value);
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
@@ -291,21 +298,26 @@ std::string format_recommendation(const Sweep& s, const Recommendation& r) {
   std::string why =
       r.block_kb == r.best_block_kb && r.threads == r.best_threads
           ? "the fastest setting"
-          : fmt::format("within {:.0f}% of the fastest, {} KB x {} thread(s) at {:.1f} MB/s, with "
-                        "fewer threads",
-                        kTolerance * 100, r.best_block_kb, r.best_threads, r.best_mbps);
+          : fmt::format(
+                "within {:.0f}% of the fastest, {} KB x {} thread(s) at {:.1f} MB/s, with "
+                "fewer threads",
+                kTolerance * 100, r.best_block_kb, r.best_threads, r.best_mbps);
   std::string out = fmt::format("Recommended: {} KB blocks, {} {} thread(s): {:.1f} MB/s ({}).\n",
                                 r.block_kb, r.threads, write ? "writer" : "reader", r.mbps, why);
   out += fmt::format("  {} flags:  {}\n", write ? "dd_file_receive" : "dd_file_send",
                      recommended_flags(s.params, r));
-  out += fmt::format("  config file lines ({}.conf):\n", write ? "dd_file_receive" : "dd_file_send");
+  out +=
+      fmt::format("  config file lines ({}.conf):\n", write ? "dd_file_receive" : "dd_file_send");
   for (const std::string& line : recommended_config_lines(s.params, r)) out += "    " + line + "\n";
   return out;
 }
 
-std::string to_json(const Sweep& s, const Recommendation& r, const std::vector<std::string>& warnings) {
+std::string to_json(const Sweep& s, const Recommendation& r,
+                    const std::vector<std::string>& warnings) {
   const Params& p = s.params;
-  const auto list = [](const std::vector<unsigned>& v) { return fmt::format("[{}]", fmt::join(v, ",")); };
+  const auto list = [](const std::vector<unsigned>& v) {
+    return fmt::format("[{}]", fmt::join(v, ","));
+  };
   std::string out = "{\n";
   out += fmt::format("  \"test\": \"{}\",\n", kind_name(p.kind));
   out += "  \"parameters\": {";
@@ -314,29 +326,33 @@ std::string to_json(const Sweep& s, const Recommendation& r, const std::vector<s
   out += fmt::format("\"block_kb\": {}, \"threads\": {}, \"files\": {}, \"direct_io\": {}, ",
                      list(p.block_kb), list(p.threads), p.files,
                      p.kind == Kind::kWrite && p.direct ? "true" : "false");
-  out += fmt::format("\"mode\": {}, \"queue_depth\": {}}},\n",
-                     p.kind == Kind::kWrite ? common::json_quote(p.mode) : "null", queue_depth_of(p));
+  out +=
+      fmt::format("\"mode\": {}, \"queue_depth\": {}}},\n",
+                  p.kind == Kind::kWrite ? common::json_quote(p.mode) : "null", queue_depth_of(p));
   out += "  \"unit\": \"MB/s (MB = 2^20 bytes)\",\n";
   out += "  \"cells\": [\n";
   for (size_t i = 0; i < s.cells.size(); ++i) {
     const Cell& c = s.cells[i];
     std::vector<std::string> runs;
     for (double v : c.runs_mbps) runs.push_back(fmt::format("{:.3f}", v));
-    out += fmt::format("    {{\"block_kb\": {}, \"threads\": {}, \"files\": {}, \"runs_mbps\": [{}], "
-                       "\"mean_mbps\": {}, \"timeouts\": {}}}{}\n",
-                       c.block_kb, c.threads, c.files, fmt::join(runs, ", "),
-                       c.runs_mbps.empty() ? "null" : fmt::format("{:.3f}", c.mean), c.timeouts,
-                       i + 1 < s.cells.size() ? "," : "");
+    out += fmt::format(
+        "    {{\"block_kb\": {}, \"threads\": {}, \"files\": {}, \"runs_mbps\": [{}], "
+        "\"mean_mbps\": {}, \"timeouts\": {}}}{}\n",
+        c.block_kb, c.threads, c.files, fmt::join(runs, ", "),
+        c.runs_mbps.empty() ? "null" : fmt::format("{:.3f}", c.mean), c.timeouts,
+        i + 1 < s.cells.size() ? "," : "");
   }
   out += "  ],\n";
   if (r.valid) {
     std::vector<std::string> conf;
-    for (const std::string& line : recommended_config_lines(p, r)) conf.push_back(common::json_quote(line));
-    out += fmt::format("  \"recommendation\": {{\"block_kb\": {}, \"threads\": {}, \"mbps\": {:.3f}, "
-                       "\"fastest\": {{\"block_kb\": {}, \"threads\": {}, \"mbps\": {:.3f}}}, "
-                       "\"flags\": {}, \"config_lines\": [{}]}},\n",
-                       r.block_kb, r.threads, r.mbps, r.best_block_kb, r.best_threads, r.best_mbps,
-                       common::json_quote(recommended_flags(p, r)), fmt::join(conf, ", "));
+    for (const std::string& line : recommended_config_lines(p, r))
+      conf.push_back(common::json_quote(line));
+    out += fmt::format(
+        "  \"recommendation\": {{\"block_kb\": {}, \"threads\": {}, \"mbps\": {:.3f}, "
+        "\"fastest\": {{\"block_kb\": {}, \"threads\": {}, \"mbps\": {:.3f}}}, "
+        "\"flags\": {}, \"config_lines\": [{}]}},\n",
+        r.block_kb, r.threads, r.mbps, r.best_block_kb, r.best_threads, r.best_mbps,
+        common::json_quote(recommended_flags(p, r)), fmt::join(conf, ", "));
   } else {
     out += "  \"recommendation\": null,\n";
   }

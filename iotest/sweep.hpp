@@ -15,16 +15,16 @@ enum class Kind { kWrite, kRead };
 
 struct Params {
   Kind kind = Kind::kWrite;
-  std::string path;                 // folder the test files go in
-  uint64_t size_mb = 500;           // bytes per run (MB = 2^20), split over `files`
-  double timeout_s = 60;            // per run
-  unsigned runs = 5;                // per setting; cells are their average
+  std::string path;        // folder the test files go in
+  uint64_t size_mb = 500;  // bytes per run (MB = 2^20), split over `files`
+  double timeout_s = 60;   // per run
+  unsigned runs = 5;       // per setting; cells are their average
   std::vector<unsigned> block_kb = {64, 128, 256, 512, 1024, 2048, 4096};
   std::vector<unsigned> threads = {1, 2, 4, 6, 8};
-  unsigned files = 1;               // written at once (never more than the threads); write only
-  bool direct = true;               // O_DIRECT for whole aligned blocks, as --direct-io; write only
-  std::string mode = "rw";          // rw / rwd / rws, as --write-mode; write only
-  unsigned queue_depth = 0;         // per thread; the programs' defaults when 0
+  unsigned files = 1;        // written at once (never more than the threads); write only
+  bool direct = true;        // O_DIRECT for whole aligned blocks, as --direct-io; write only
+  std::string mode = "rw";   // rw / rwd / rws, as --write-mode; write only
+  unsigned queue_depth = 0;  // per thread; the programs' defaults when 0
 };
 
 // The block sizes the programs accept (--write-block-kb, --read-block-kb).
@@ -66,19 +66,17 @@ double mb_per_s(const RunOutcome& r);
 struct Cell {
   unsigned block_kb = 0;
   unsigned threads = 0;
-  unsigned files = 0;            // files at once in this cell: min(files, threads)
+  unsigned files = 0;  // files at once in this cell: min(files, threads)
   std::vector<double> runs_mbps;
   unsigned timeouts = 0;
-  double mean = 0;               // average of runs_mbps
+  double mean = 0;  // average of runs_mbps
 };
 
 struct Sweep {
   Params params;
-  std::vector<Cell> cells;       // row-major: rows are block sizes, columns thread counts
-  bool interrupted = false;      // stopped before every cell was measured
-  const Cell& at(size_t row, size_t col) const {
-    return cells[row * params.threads.size() + col];
-  }
+  std::vector<Cell> cells;   // row-major: rows are block sizes, columns thread counts
+  bool interrupted = false;  // stopped before every cell was measured
+  const Cell& at(size_t row, size_t col) const { return cells[row * params.threads.size() + col]; }
 };
 
 // One run of a setting. Called with the block size (KB), threads and files at once.
@@ -113,7 +111,8 @@ Recommendation recommend(const Sweep& s);
 std::string format_params(const Params& p);
 std::string format_table(const Sweep& s);
 std::string format_recommendation(const Sweep& s, const Recommendation& r);
-std::string to_json(const Sweep& s, const Recommendation& r, const std::vector<std::string>& warnings);
+std::string to_json(const Sweep& s, const Recommendation& r,
+                    const std::vector<std::string>& warnings);
 
 // The programs' settings for a recommendation: flags on one line, then config-file lines.
 std::string recommended_flags(const Params& p, const Recommendation& r);

@@ -21,7 +21,7 @@ struct Impairments {
   double burst_len = 0;       // mean burst length, packets (>= 1 when burst_loss_pct > 0)
   unsigned burst_max = 0;     // cap on a burst's length, packets; 0 = none
   double duplicate_pct = 0;
-  double corrupt_pct = 0;     // one random bit flipped
+  double corrupt_pct = 0;  // one random bit flipped
   double reorder_pct = 0;
   unsigned reorder_depth = 8;  // a reordered packet goes out after this many later ones
   uint64_t seed = 1;
@@ -31,10 +31,10 @@ struct Impairments {
 
 struct Verdict {
   bool drop = false;
-  bool burst = false;        // dropped by a burst (drop is true too)
+  bool burst = false;  // dropped by a burst (drop is true too)
   bool duplicate = false;
   bool reorder = false;
-  int64_t flip_bit = -1;     // bit to flip, < 8 x length; -1: none
+  int64_t flip_bit = -1;  // bit to flip, < 8 x length; -1: none
 };
 
 struct LinkStats {

@@ -4,8 +4,8 @@
 // one way: verified and renamed into place, or moved to the failed folder with a record of why.
 // It also prints the DFTS receive log.
 //
-// It owns no thread: the receiver pipeline calls it from the "dd-write" thread (WriterLoop); tests call it
-// directly with datagrams they build, a FakeClock and a real folder.
+// It owns no thread: the receiver pipeline calls it from the "dd-write" thread (WriterLoop); tests
+// call it directly with datagrams they build, a FakeClock and a real folder.
 //
 //   datagram ─> SessionGate ──(admitted packet)──> FEC (FecDecoder: rebuilt and replayed
 //               decode, unseal,     [A]            packets re-enter here) ──> dispatch

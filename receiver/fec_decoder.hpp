@@ -67,11 +67,11 @@ class FecDecoder {
     uint8_t k = 0;
     uint8_t m = 0;
     uint8_t d = 0;
-    std::vector<int32_t> src;       // pool slot of each place, -1 while missing
+    std::vector<int32_t> src;  // pool slot of each place, -1 while missing
     std::vector<uint16_t> src_len;
-    std::vector<int32_t> par;       // pool slot of parity (group, index) at group * m + index
+    std::vector<int32_t> par;  // pool slot of parity (group, index) at group * m + index
     std::vector<uint16_t> shard_len;
-    std::vector<uint8_t> done;      // per group: every source present or rebuilt
+    std::vector<uint8_t> done;  // per group: every source present or rebuilt
     unsigned groups_done = 0;
   };
 

@@ -13,9 +13,9 @@
 #include <cstring>
 #include <string_view>
 
-#include "common/named_thread.hpp"
 #include "common/fd.hpp"
 #include "common/json.hpp"
+#include "common/named_thread.hpp"
 
 extern char** environ;
 

@@ -15,7 +15,7 @@
 namespace ddft::receiver {
 
 struct IngestCounters {
-  std::atomic<uint64_t> datagrams{0};   // received from the link
+  std::atomic<uint64_t> datagrams{0};  // received from the link
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> ring_full_drops{0};
   std::atomic<uint64_t> ring_high_water{0};  // most slots ever in use
@@ -51,7 +51,7 @@ class DropLedger {
   // Ingest thread: one batch of dropped datagrams, with the ring's produced() count. Returns
   // how many of them were file lists kept (not dropped).
   size_t add(std::span<const std::span<uint8_t>> datagrams, std::span<const size_t> lens,
-           uint64_t ring_position = 0);
+             uint64_t ring_position = 0);
   // Writer thread: what was dropped since the last call (cheap when nothing was).
   std::vector<Entry> take();
   // Writer thread: the file lists saved since the last call, in arrival order (cheap when none).

@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
     // --metrics is bound first: a taken port stops the daemon before it opens anything else.
     const std::unique_ptr<common::MetricsServer> metrics = common::open_metrics_server(cfg.metrics);
     auto open_source = [&cfg]() -> std::unique_ptr<common::DatagramSource> {
-      if (cfg.transport == common::TransportKind::kDevice) return std::make_unique<common::DeviceSource>(cfg.device);
+      if (cfg.transport == common::TransportKind::kDevice)
+        return std::make_unique<common::DeviceSource>(cfg.device);
       auto udp = std::make_unique<common::UdpSource>(cfg.listen, cfg.socket_buffer_mb << 20);
       if (auto w = udp->buffer_report().warning("receive"); !w.empty()) spdlog::warn("Warn: {}", w);
       return udp;

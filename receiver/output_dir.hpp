@@ -35,8 +35,8 @@ std::string check_wire_path(std::string_view path, const PathLimits& limits = {}
 // The receiver's own files in the output folder: the replay state (--key-file) and the lock.
 inline constexpr const char* kStateFileName = ".ddft-session-state";
 inline constexpr const char* kLockFileName = ".ddft-lock";
-// Space kept in the output folder (the failed folder's file system) for failure records, given up when the disk is full so that
-// the file that failed for it is still recorded.
+// Space kept in the output folder (the failed folder's file system) for failure records, given up
+// when the disk is full so that the file that failed for it is still recorded.
 inline constexpr const char* kRecordReserveName = ".ddft-record-reserve";
 inline constexpr off_t kRecordReserveBytes = 256 * 1024;
 
@@ -61,7 +61,7 @@ struct Origin {
   uint64_t session = 0;
   uint32_t file_id = 0;
   uint32_t chunk_size = 0;
-  std::string sender;  // the sender's address ("127.0.0.1:40000", the device path), may be ""
+  std::string sender;        // the sender's address ("127.0.0.1:40000", the device path), may be ""
   int64_t announced_ns = 0;  // wall clock (ns since the epoch) of the announce
 };
 // The origin as text (one "key=value" line each; a wire path holds no control character), and
@@ -75,14 +75,14 @@ inline constexpr std::string_view kSidecarSuffix = ".meta";
 
 // A file being received: its folder, its descriptor and names.
 struct TempFile {
-  common::UniqueFd dir;   // the folder that will hold the file
-  common::UniqueFd fd;    // the open temporary file
+  common::UniqueFd dir;        // the folder that will hold the file
+  common::UniqueFd fd;         // the open temporary file
   common::UniqueFd direct_fd;  // the same file opened O_DIRECT (--direct-io), or invalid
-  std::string tmp_name;   // within dir; after the rename into place, the final name
-  std::string base_name;  // final name within dir
-  std::string rel_path;   // as announced
-  std::string sidecar;    // the origin's sidecar within dir, "" when it went into an xattr
-  bool renamed = false;   // renamed into place (tmp_name is then the final name)
+  std::string tmp_name;        // within dir; after the rename into place, the final name
+  std::string base_name;       // final name within dir
+  std::string rel_path;        // as announced
+  std::string sidecar;         // the origin's sidecar within dir, "" when it went into an xattr
+  bool renamed = false;        // renamed into place (tmp_name is then the final name)
   // The folder's identity, to sync each folder once per batch.
   uint64_t dir_dev = 0;
   uint64_t dir_ino = 0;
@@ -97,9 +97,9 @@ struct FailureRecord {
   std::vector<std::pair<uint64_t, uint64_t>> missing;  // [start, end) byte ranges, maybe cut
   uint64_t missing_ranges_total = 0;                   // before the cut
   std::string reason;
-  std::string verify;        // "B2B", "SHA256", "NONE"
-  std::string expected_key;  // hex digest from the sender, "" when unknown
-  std::string computed_key;  // hex digest of what arrived, "" when not computed
+  std::string verify;         // "B2B", "SHA256", "NONE"
+  std::string expected_key;   // hex digest from the sender, "" when unknown
+  std::string computed_key;   // hex digest of what arrived, "" when not computed
   bool discard_data = false;  // remove the partial data instead of keeping it (disk full)
   bool no_record = false;     // remove the temporary file and write no record (flood bound)
   bool missing_known = true;  // false: the missing ranges are "as far as known" (a leftover)
@@ -107,16 +107,16 @@ struct FailureRecord {
 
 // A temporary file an earlier run left behind, found at start-up.
 struct Leftover {
-  std::string rel_path;  // the announced path (from its origin), else the temporary file's
-  std::string temp_path; // the temporary file, below the output folder
-  bool named = false;    // its origin was found: rel_path, session and file_id are the sender's
+  std::string rel_path;   // the announced path (from its origin), else the temporary file's
+  std::string temp_path;  // the temporary file, below the output folder
+  bool named = false;     // its origin was found: rel_path, session and file_id are the sender's
   uint64_t session = 0;
   uint32_t file_id = 0;
-  uint64_t size = 0;            // announced size (0 when unknown)
-  uint64_t bytes_present = 0;   // bytes of data the file held
-  std::string missing_text;     // "bytes 0-1048576, 2097152-3000000" (as far as known)
-  std::string record;    // where its failure record went ("" when it could not be written)
-  bool data_kept = false;  // --keep-partial: the data went to the failed folder
+  uint64_t size = 0;           // announced size (0 when unknown)
+  uint64_t bytes_present = 0;  // bytes of data the file held
+  std::string missing_text;    // "bytes 0-1048576, 2097152-3000000" (as far as known)
+  std::string record;          // where its failure record went ("" when it could not be written)
+  bool data_kept = false;      // --keep-partial: the data went to the failed folder
 };
 
 // Outcome of flushing a batch of files (flush_files()): 0, or the errno of that file's flush.

@@ -25,7 +25,8 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, c
   // they are drained is making the assembler and starting the two threads (run()).
   source_ = open_source();
   ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch);
-  link_name_ = cfg.transport == common::TransportKind::kDevice ? "device " + cfg.device : cfg.listen.to_string();
+  link_name_ = cfg.transport == common::TransportKind::kDevice ? "device " + cfg.device
+                                                               : cfg.listen.to_string();
   // Logged by the writer thread once both threads run (note_writer_pass).
   start_line_ = fmt::format(
       "Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets of up "

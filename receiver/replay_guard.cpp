@@ -41,8 +41,8 @@ std::optional<std::string_view> field(std::string_view text, std::string_view na
 }  // namespace
 
 std::string format_session_mark(const SessionMark& m) {
-  return fmt::format("{} salt={:02x} session={:016x} max_seq={}\n", kMagic,
-                     fmt::join(m.salt, ""), m.session_id, m.max_seq);
+  return fmt::format("{} salt={:02x} session={:016x} max_seq={}\n", kMagic, fmt::join(m.salt, ""),
+                     m.session_id, m.max_seq);
 }
 
 std::optional<SessionMark> parse_session_mark(std::string_view text, std::string* error) {

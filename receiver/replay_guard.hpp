@@ -50,13 +50,12 @@ class ReplayGuard {
   bool take_changed();
 
  private:
-
   using Window = SeqWindow<kWindow>;
   std::optional<SessionMark> mark_;  // max_seq follows the window's highest number
-  uint64_t floor_ = 0;        // restored session: numbers <= floor_ are refused
+  uint64_t floor_ = 0;               // restored session: numbers <= floor_ are refused
   bool have_floor_ = false;
   bool changed_ = false;
-  Window window_;             // numbers of the mark's session taken by this run
+  Window window_;  // numbers of the mark's session taken by this run
 };
 
 }  // namespace ddft::receiver

@@ -23,7 +23,9 @@ class SlotRing {
   // otherwise the receive thread takes a page fault per 4 KiB on the ring's first pass, which at
   // link rate is enough to fall behind and overflow the socket. Throws std::bad_alloc.
   SlotRing(size_t slot_count, size_t slot_size, bool populate = false)
-      : slot_count_(slot_count), slot_size_(slot_size), mem_(slot_count * slot_size, populate),
+      : slot_count_(slot_count),
+        slot_size_(slot_size),
+        mem_(slot_count * slot_size, populate),
         lens_(slot_count) {}
   SlotRing(const SlotRing&) = delete;
   SlotRing& operator=(const SlotRing&) = delete;
@@ -50,7 +52,7 @@ class SlotRing {
   // Slots the producer may fill now.
   size_t free_slots() const {
     return slot_count_ - static_cast<size_t>(head_.load(std::memory_order_relaxed) -
-                                              tail_.load(std::memory_order_acquire));
+                                             tail_.load(std::memory_order_acquire));
   }
   // The i-th free slot (0 <= i < free_slots()), to receive into.
   std::span<uint8_t> free_slot(size_t i) {

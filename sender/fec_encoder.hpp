@@ -43,7 +43,7 @@ class FecEncoder {
   common::FecParams params_;
   size_t max_source_;
   common::RsCodec codec_;
-  common::AlignedBuffer parity_;  // interleave x m shards of max_source bytes
+  common::AlignedBuffer parity_;   // interleave x m shards of max_source bytes
   std::vector<size_t> group_len_;  // longest source of each group in this window
   std::vector<uint8_t*> ptrs_;
   uint64_t window_seq_ = 0;

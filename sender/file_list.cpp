@@ -100,7 +100,8 @@ FileList discover_files(const std::vector<std::string>& sources, const common::P
       uint64_t size = 0;
       if (!parse_size(std::string_view(src).substr(10), &size)) {
         out.errors.push_back(
-            {src, fmt::format("cannot send '{}': expected synthetic:SIZE, e.g. synthetic:2G", src)});
+            {src,
+             fmt::format("cannot send '{}': expected synthetic:SIZE, e.g. synthetic:2G", src)});
         continue;
       }
       SourceFile f;
@@ -115,9 +116,9 @@ FileList discover_files(const std::vector<std::string>& sources, const common::P
     const fs::path p(src);
     const auto st = fs::status(p, ec);
     if (ec || !fs::exists(st)) {
-      out.errors.push_back({p.filename().string(),
-                            fmt::format("cannot send '{}': {}", src,
-                                        ec ? ec.message() : "No such file or directory")});
+      out.errors.push_back(
+          {p.filename().string(), fmt::format("cannot send '{}': {}", src,
+                                              ec ? ec.message() : "No such file or directory")});
       continue;
     }
     if (fs::is_directory(st)) {
@@ -132,8 +133,8 @@ FileList discover_files(const std::vector<std::string>& sources, const common::P
       const uint64_t size = fs::file_size(p, ec);
       out.files.push_back({.path = src, .rel_path = p.filename().string(), .size = ec ? 0 : size});
     } else {
-      out.errors.push_back(
-          {p.filename().string(), fmt::format("cannot send '{}': not a regular file or folder", src)});
+      out.errors.push_back({p.filename().string(),
+                            fmt::format("cannot send '{}': not a regular file or folder", src)});
     }
   }
   if (!filter.empty()) {

@@ -71,8 +71,8 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
   std::stop_callback forward(stop, [&session_stop] { session_stop.request_stop(); });
   {
     // The session's two threads start and end here (joined as the scope closes).
-    std::jthread reader_thread = common::start_named_thread(
-        "dd-read", [&] { reader.run(session_stop.get_token()); });
+    std::jthread reader_thread =
+        common::start_named_thread("dd-read", [&] { reader.run(session_stop.get_token()); });
     std::jthread tx_thread = common::start_named_thread("dd-tx", [&] {
       try {
         tx.run(session_stop.get_token());

@@ -3,9 +3,9 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <sys/stat.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "common/protocol.hpp"
+#include "support/json_check.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
-#include "support/json_check.hpp"
 
 namespace ddft::testing {
 namespace {
@@ -267,9 +267,9 @@ TEST_F(EndToEnd, DroppedDataPacketNamesTheMissingRange) {
   write_pattern(src_ / "holed.bin", 1 << 20, 7);
   write_pattern(src_ / "after.bin", 5000, 8);
   start_receiver();
-  ASSERT_EQ(send({(src_ / "holed.bin").string(), (src_ / "after.bin").string(),
-                  "--test-drop-data", "5"}),
-            0)
+  ASSERT_EQ(
+      send({(src_ / "holed.bin").string(), (src_ / "after.bin").string(), "--test-drop-data", "5"}),
+      0)
       << tx_log();
   EXPECT_EQ(finish_receiver(), 1) << rx_log();  // a failed file: --once exits 1
   EXPECT_FALSE(fs::exists(out_ / "holed.bin"));
@@ -277,8 +277,8 @@ TEST_F(EndToEnd, DroppedDataPacketNamesTheMissingRange) {
   const auto recs = failed_records(out_);
   ASSERT_EQ(recs.size(), 1u);
   const std::string rec = read_file(recs[0]);
-  const std::string range = "[[" + std::to_string(5 * kChunk) + ", " + std::to_string(6 * kChunk) +
-                            "]]";
+  const std::string range =
+      "[[" + std::to_string(5 * kChunk) + ", " + std::to_string(6 * kChunk) + "]]";
   EXPECT_NE(rec.find("\"missing_ranges\": " + range), std::string::npos) << rec;
   EXPECT_NE(rx_log().find("1 lost"), std::string::npos) << rx_log();
 }
@@ -308,9 +308,9 @@ TEST_F(EndToEnd, PortInUseRefusesToStart) {
   ::close(s);
   EXPECT_EQ(rc, 1);
   const std::string log = rx_log();
-  EXPECT_NE(log.find("cannot listen on 127.0.0.1:" + std::to_string(port_) +
-                     ": Address already in use"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("cannot listen on 127.0.0.1:" + std::to_string(port_) + ": Address already in use"),
+      std::string::npos)
       << log;
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;  // one clear line
 }
@@ -337,9 +337,8 @@ TEST_F(EndToEnd, DeviceTransportThroughAFifo) {
             2);
   EXPECT_NE(tx_log().find("no reader has it open"), std::string::npos) << tx_log();
   receiver_ = std::make_unique<Process>(
-      std::vector<std::string>{DDFT_RECEIVE_BIN, "--transport", "device", "--device",
-                               node.string(), "--output", out_.string(), "--buffer-mb", "128",
-                               "--once"},
+      std::vector<std::string>{DDFT_RECEIVE_BIN, "--transport", "device", "--device", node.string(),
+                               "--output", out_.string(), "--buffer-mb", "128", "--once"},
       base_ / "receive.log");
   ASSERT_TRUE(eventually([&] { return rx_log().find("receiving on device") != std::string::npos; },
                          seconds(10)));
@@ -385,8 +384,7 @@ TEST_F(EndToEnd, ReadOnlyOutputRefusesToStart) {
                      base_ / "receive.log", seconds(10));
   run({"/bin/umount", (base_ / "ro").string()}, base_ / "mount.log", seconds(10));
   EXPECT_EQ(rc, 1);
-  EXPECT_NE(rx_log().find("is not writable: Read-only file system"), std::string::npos)
-      << rx_log();
+  EXPECT_NE(rx_log().find("is not writable: Read-only file system"), std::string::npos) << rx_log();
 }
 
 TEST_F(EndToEnd, GarbageOnThePortDoesNotDisturbATransfer) {
@@ -423,8 +421,7 @@ TEST_F(EndToEnd, SealedTransfersArriveByteForByteEncryptedOrAuthenticatedOnly) {
   for (const char* name : {"a.bin", "sub/b.bin", "empty"}) {
     EXPECT_TRUE(same_content(src_ / name, out_ / name)) << name;
   }
-  EXPECT_NE(rx_log().find("datagrams authenticated and encrypted (AES-256-GCM)"),
-            std::string::npos)
+  EXPECT_NE(rx_log().find("datagrams authenticated and encrypted (AES-256-GCM)"), std::string::npos)
       << rx_log();
   EXPECT_EQ(rx_log().find("failed authentication"), std::string::npos) << rx_log();
 
@@ -434,9 +431,9 @@ TEST_F(EndToEnd, SealedTransfersArriveByteForByteEncryptedOrAuthenticatedOnly) {
   fs::remove_all(out_ / "a.bin");
   fs::remove(base_ / "receive.log");
   start_receiver({"--key-file", key.string()});
-  ASSERT_EQ(send({(src_ / "a.bin").string(), "--key-file", key.string(), "--auth-only", "--fec",
-                  "16:2"}),
-            0)
+  ASSERT_EQ(
+      send({(src_ / "a.bin").string(), "--key-file", key.string(), "--auth-only", "--fec", "16:2"}),
+      0)
       << tx_log();
   ASSERT_EQ(finish_receiver(), 0) << rx_log();
   EXPECT_TRUE(same_content(src_ / "a.bin", out_ / "a.bin"));
@@ -513,7 +510,9 @@ TEST_F(EndToEnd, HostileAnnouncesGetTheirRefusalAndNothingEscapes) {
       {"escape/evil", "'escape' in the output folder is a symlink or not a folder"},
       {".ddft-session-state", "a name the receiver keeps for its own files"},
       {deep + "x", "path deeper than --max-path-depth 64"},
-      {"a\x01" "b", "control character in path"},
+      {"a\x01"
+       "b",
+       "control character in path"},
   };
   uint32_t id = 1;
   for (const auto& [path, why] : cases) {
@@ -534,16 +533,17 @@ TEST_F(EndToEnd, HostileAnnouncesGetTheirRefusalAndNothingEscapes) {
       most_parts = std::max(most_parts, parts);
     }
   }
-  ASSERT_TRUE(eventually([&] { return rx_log().find("huge.bin") != std::string::npos; },
-                         seconds(10)));
+  ASSERT_TRUE(
+      eventually([&] { return rx_log().find("huge.bin") != std::string::npos; }, seconds(10)));
   const std::string log = rx_log();
   for (const auto& [path, why] : cases) {
     EXPECT_NE(log.find(why), std::string::npos) << why << "\n" << log;
   }
   EXPECT_NE(log.find("is over --max-file-size 1,073,741,824"), std::string::npos) << log;
   EXPECT_LE(most_parts, 16u);
-  EXPECT_TRUE(eventually([&] { return rx_log().find("more than 8 files in flight") != std::string::npos; },
-                         seconds(5)))
+  EXPECT_TRUE(
+      eventually([&] { return rx_log().find("more than 8 files in flight") != std::string::npos; },
+                 seconds(5)))
       << rx_log();
 
   // The daemon still works for the real sender.

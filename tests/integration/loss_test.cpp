@@ -5,12 +5,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <random>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <random>
 #include <regex>
 #include <thread>
 
@@ -57,23 +57,38 @@ class LossTest : public ReceiverFixture {
     fs::remove(base_ / "receive.log");
     fs::remove(base_ / "linksim.log");
     fs::remove(base_ / "send.log");
-    std::vector<std::string> rx = {DDFT_RECEIVE_BIN, "--listen", "127.0.0.1:" + std::to_string(rx_port_),
-                                   "--output", out_.string(), "--buffer-mb", "96", "--write-buffers",
-                                   "16", "--socket-buffer-mb", "32", "--once"};
+    std::vector<std::string> rx = {DDFT_RECEIVE_BIN,
+                                   "--listen",
+                                   "127.0.0.1:" + std::to_string(rx_port_),
+                                   "--output",
+                                   out_.string(),
+                                   "--buffer-mb",
+                                   "96",
+                                   "--write-buffers",
+                                   "16",
+                                   "--socket-buffer-mb",
+                                   "32",
+                                   "--once"};
     rx.insert(rx.end(), rx_extra.begin(), rx_extra.end());
     receiver_ = std::make_unique<Process>(rx, base_ / "receive.log");
-    std::vector<std::string> ls = {DDFT_LINKSIM_BIN, "--listen", "127.0.0.1:" + std::to_string(link_port_),
-                                   "--forward", "127.0.0.1:" + std::to_string(rx_port_), "--quiet"};
+    std::vector<std::string> ls = {DDFT_LINKSIM_BIN,
+                                   "--listen",
+                                   "127.0.0.1:" + std::to_string(link_port_),
+                                   "--forward",
+                                   "127.0.0.1:" + std::to_string(rx_port_),
+                                   "--quiet"};
     ls.insert(ls.end(), link_opts.begin(), link_opts.end());
     link_ = std::make_unique<Process>(ls, base_ / "linksim.log");
     ASSERT_TRUE(log_shows(rx_log_path(), kReceivingLine, seconds(10))) << log();
     // dd_linksim has no start line (--quiet); its socket is bound before the receiver's line.
-    struct timespec ts {0, 100'000'000};
+    struct timespec ts {
+      0, 100'000'000
+    };
     nanosleep(&ts, nullptr);
   }
   int send(std::vector<std::string> args, const char* rate = "200") {
-    std::vector<std::string> argv = {DDFT_SEND_BIN, "--dest", "127.0.0.1:" + std::to_string(link_port_),
-                                     "--rate", rate};
+    std::vector<std::string> argv = {DDFT_SEND_BIN, "--dest",
+                                     "127.0.0.1:" + std::to_string(link_port_), "--rate", rate};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv, base_ / "send.log");
   }

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <chrono>
 #include <map>
 #include <thread>
 #include <vector>
@@ -166,7 +166,8 @@ TEST(PooledBlockIo, ANewRequestDoesNotWaitForUnrelatedOnes) {
   EXPECT_EQ(buf[2][0], 'z');
   ASSERT_EQ(::write(a[1], "x", 1), 1);
   ASSERT_EQ(::write(b[1], "y", 1), 1);
-  while (io->in_flight() > 0) io->reap(true, [&](const IoCompletion& x) { done.push_back(x.cookie); });
+  while (io->in_flight() > 0)
+    io->reap(true, [&](const IoCompletion& x) { done.push_back(x.cookie); });
   EXPECT_EQ(done.size(), 3u);
   io.reset();
   for (int* p : {a, b, c}) {

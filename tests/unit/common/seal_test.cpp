@@ -1,13 +1,12 @@
 // Sealed datagrams: the key file, the key derivation, and what sealing and opening guarantee.
 #include "common/seal.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fmt/format.h>
-
 #include <fstream>
 
 namespace ddft::common {
@@ -139,7 +138,10 @@ Sealed seal_one(Sealer& s, const std::vector<uint8_t>& in) {
 
 class SealTest : public ::testing::TestWithParam<bool> {
  protected:
-  SealTest() { psk_.fill(0x5a); salt_ = make_session_salt(); }
+  SealTest() {
+    psk_.fill(0x5a);
+    salt_ = make_session_salt();
+  }
   Key psk_;
   Salt salt_;
 };
@@ -155,8 +157,8 @@ TEST_P(SealTest, OpensToTheExactInnerDatagram) {
     EXPECT_TRUE(sealed.header.flags & kFlagAuth);
     EXPECT_EQ((sealed.header.flags & kFlagEncrypt) != 0, encrypt);
     // The body: ciphertext when encrypting, the clear text for --auth-only.
-    const bool clear = std::equal(in.begin() + kHeaderSize, in.end(),
-                                  sealed.bytes.begin() + kHeaderSize);
+    const bool clear =
+        std::equal(in.begin() + kHeaderSize, in.end(), sealed.bytes.begin() + kHeaderSize);
     EXPECT_EQ(clear, !encrypt);
     std::vector<uint8_t> out(sealed.bytes.size());
     size_t n = 0;
@@ -247,8 +249,9 @@ TEST(Opener, OpensSessionsOfEitherKeyDuringARotation) {
     OpenStatus want;
     size_t index;
   };
-  for (const Case& c : {Case{&new_key, 50, OpenStatus::kOk, 1}, Case{&old_key, 51, OpenStatus::kOk, 0},
-                        Case{&stranger, 52, OpenStatus::kBadTag, 0}}) {
+  for (const Case& c :
+       {Case{&new_key, 50, OpenStatus::kOk, 1}, Case{&old_key, 51, OpenStatus::kOk, 0},
+        Case{&stranger, 52, OpenStatus::kBadTag, 0}}) {
     Sealer s(*c.key, c.session, make_session_salt(), true);
     for (uint64_t seq = 0; seq < 3; ++seq) {
       const Sealed sealed = seal_one(s, inner(c.session, seq, "rotation"));

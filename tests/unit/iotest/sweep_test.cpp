@@ -73,9 +73,12 @@ TEST(Sweep, StopEndsTheSweepAndDropsTheCutRun) {
 TEST(Sweep, TimedOutRunsAreMarkedAndCounted) {
   Params p = small();
   p.runs = 2;
-  const Sweep sw = run_sweep(p, [](unsigned b, unsigned, unsigned) {
-    return RunOutcome{50ull << 20, 1.0, b == 64};
-  }, [] { return false; });
+  const Sweep sw = run_sweep(
+      p,
+      [](unsigned b, unsigned, unsigned) {
+        return RunOutcome{50ull << 20, 1.0, b == 64};
+      },
+      [] { return false; });
   EXPECT_EQ(sw.at(0, 0).timeouts, 2u);
   EXPECT_EQ(sw.at(1, 0).timeouts, 0u);
   const std::string table = format_table(sw);
@@ -125,8 +128,7 @@ TEST(Recommend, PrefersFewerThreadsWithinTheTolerance) {
 }
 
 TEST(Recommend, AvoidsCellsThatTimedOutUnlessAllDid) {
-  Recommendation r =
-      recommend(with_means({64, 1024}, {1}, {500, 100}, /*timeouts=*/{1, 0}));
+  Recommendation r = recommend(with_means({64, 1024}, {1}, {500, 100}, /*timeouts=*/{1, 0}));
   EXPECT_EQ(r.block_kb, 1024u);
   r = recommend(with_means({64, 1024}, {1}, {500, 100}, {1, 1}));
   EXPECT_EQ(r.block_kb, 64u);
@@ -214,7 +216,8 @@ TEST(Format, JsonCarriesEveryRunAndTheRecommendation) {
 }
 
 TEST(Input, ListsAreParsedSortedAndCheckedInOneLine) {
-  EXPECT_EQ(parse_list(" 1024,64 ,128,64", "sizes", 64, 65536), (std::vector<unsigned>{64, 128, 1024}));
+  EXPECT_EQ(parse_list(" 1024,64 ,128,64", "sizes", 64, 65536),
+            (std::vector<unsigned>{64, 128, 1024}));
   const auto error = [](std::string_view text) {
     try {
       parse_list(text, "buffer sizes", 64, 65536);
@@ -223,11 +226,15 @@ TEST(Input, ListsAreParsedSortedAndCheckedInOneLine) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(error("64,abc"), "buffer sizes: 'abc' is not a number (give a comma-separated list such as 64,128)");
-  EXPECT_EQ(error("64,,128"), "buffer sizes: '' is not a number (give a comma-separated list such as 64,128)");
+  EXPECT_EQ(error("64,abc"),
+            "buffer sizes: 'abc' is not a number (give a comma-separated list such as 64,128)");
+  EXPECT_EQ(error("64,,128"),
+            "buffer sizes: '' is not a number (give a comma-separated list such as 64,128)");
   EXPECT_EQ(error("4,64"), "buffer sizes: 4 is outside 64..65536");
-  EXPECT_EQ(error("64k"), "buffer sizes: '64k' is not a number (give a comma-separated list such as 64,128)");
-  EXPECT_EQ(error("-64"), "buffer sizes: '-64' is not a number (give a comma-separated list such as 64,128)");
+  EXPECT_EQ(error("64k"),
+            "buffer sizes: '64k' is not a number (give a comma-separated list such as 64,128)");
+  EXPECT_EQ(error("-64"),
+            "buffer sizes: '-64' is not a number (give a comma-separated list such as 64,128)");
 }
 
 TEST(Input, ValidateRefusesWhatTheProgramsWouldNotTake) {
@@ -248,7 +255,8 @@ TEST(Input, ValidateRefusesWhatTheProgramsWouldNotTake) {
   EXPECT_EQ(error(p), "buffer size 66 KB: the programs take 64..65536 KB in whole 4 KB pages");
   p = small();
   p.kind = Kind::kRead;
-  EXPECT_EQ(error(p), "files at once applies to the write test only: the sender reads one file at a time");
+  EXPECT_EQ(error(p),
+            "files at once applies to the write test only: the sender reads one file at a time");
   p = small();
   p.mode = "rwx";
   EXPECT_EQ(error(p), "file mode 'rwx' is not rw, rwd or rws");

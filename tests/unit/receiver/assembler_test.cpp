@@ -2,6 +2,7 @@
 #include "receiver/assembler.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-
-#include <spdlog/spdlog.h>
 
 #include "common/hash.hpp"
 #include "common/seal.hpp"
@@ -142,8 +141,8 @@ TEST_P(AssemblerTest, EmptyAndTinyFiles) {
   FakeSender tx(12);
   feed(tx.file(1, "empty", ""));
   feed(tx.file(2, "one", "x"));
-  feed(tx.file(3, "exact", pattern(3000, 2)));   // exactly 3 chunks
-  feed(tx.file(4, "plus1", pattern(3001, 3)));   // 3 chunks and 1 byte
+  feed(tx.file(3, "exact", pattern(3000, 2)));  // exactly 3 chunks
+  feed(tx.file(4, "plus1", pattern(3001, 3)));  // 3 chunks and 1 byte
   settle();
   EXPECT_TRUE(fs::exists(base_ / "out/empty"));
   EXPECT_EQ(fs::file_size(base_ / "out/empty"), 0u);
@@ -323,10 +322,14 @@ TEST_P(AssemblerTest, SessionSummaryCountsThatSessionsFilesOnly) {
   settle();
   asm_->log_summary();
   const std::string text = log.text();
-  EXPECT_NE(text.find("session 000000000000001a: 2 file(s) passed, 0 failed, 0 refused, 0 filtered;"),
-            std::string::npos) << text;
-  EXPECT_NE(text.find("session 000000000000001b: 1 file(s) passed, 0 failed, 0 refused, 0 filtered;"),
-            std::string::npos) << text;
+  EXPECT_NE(
+      text.find("session 000000000000001a: 2 file(s) passed, 0 failed, 0 refused, 0 filtered;"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("session 000000000000001b: 1 file(s) passed, 0 failed, 0 refused, 0 filtered;"),
+      std::string::npos)
+      << text;
 }
 
 TEST_P(AssemblerTest, DataWithoutASessionOpenerIsDropped) {
@@ -360,9 +363,9 @@ TEST_P(AssemblerTest, GarbageIsCountedNeverCrashes) {
 TEST_P(AssemblerTest, HostilePathsAreRefusedAndNothingLeavesTheFolder) {
   FakeSender tx(25);
   fs::create_directory_symlink(base_ / "outside", base_ / "out/escape");
-  const std::vector<std::string> hostile = {"/etc/evil", "../evil", "a/../../evil",
-                                            "escape/evil", std::string("nul\0x", 5), "ctl\x01x",
-                                            ".failed/evil"};
+  const std::vector<std::string> hostile = {
+      "/etc/evil", "../evil",     "a/../../evil", "escape/evil", std::string("nul\0x", 5),
+      "ctl\x01x",  ".failed/evil"};
   uint32_t id = 1;
   for (const auto& p : hostile) feed(tx.file(id++, p, "evil"));
   settle();
@@ -535,7 +538,6 @@ TEST_P(AssemblerTest, DirectIoWithABlockSizeThatIsNotAMultipleOf4K) {
   EXPECT_TRUE(read(base_ / "out/odd.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Loss protection: FEC, repetition, a lost end, silence
@@ -802,7 +804,8 @@ TEST_P(AssemblerTest, ForgedDatagramsAreCountedLoggedAtABoundedRateAndNeverWritt
   EXPECT_EQ(files_below(base_ / "out"), 0u);
   EXPECT_EQ(asm_->counters().auth_rejected[static_cast<size_t>(AuthReject::kBadTag)], 20u);
   const std::string first = log.text();
-  EXPECT_EQ(std::count(first.begin(), first.end(), '\n'), 1) << "one line for the first:\n" << first;
+  EXPECT_EQ(std::count(first.begin(), first.end(), '\n'), 1) << "one line for the first:\n"
+                                                             << first;
   clock_.advance(std::chrono::seconds(11));
   asm_->poll();
   const std::string later = log.text();
@@ -874,8 +877,7 @@ TEST_P(AssemblerTest, ADamagedSessionStateStopsTheReceiverWithOneLine) {
     FAIL() << "a damaged state file must not be ignored";
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("is damaged (not a ddft session state line): remove it"),
-              std::string::npos)
+    EXPECT_NE(what.find("is damaged (not a ddft session state line): remove it"), std::string::npos)
         << what;
   }
 }
@@ -1126,7 +1128,8 @@ TEST_P(AssemblerTest, AFileListNamingAnUnknownFileWritesOneRecord) {
   FakeSender tx(90);
   const std::string lost = pattern(5000, 90);
   feed(tx.heartbeat(false));  // opens the session (a list does not)
-  feed(tx.file_list({{7, "gone/lost.bin", lost}, {8, "gone/aborted.bin", pattern(300, 91), common::VerifyType::kB2B, true}}));
+  feed(tx.file_list({{7, "gone/lost.bin", lost},
+                     {8, "gone/aborted.bin", pattern(300, 91), common::VerifyType::kB2B, true}}));
   settle();
   EXPECT_EQ(records().size(), 2u);
   const auto recs = records_naming("gone/lost.bin");

@@ -51,7 +51,7 @@ TEST(SlotRing, TruncatedLengthIsReported) {
   r.publish(1);
   size_t len = 0;
   auto s = r.filled_slot(0, &len);
-  EXPECT_EQ(len, 100u);     // the datagram's real length
+  EXPECT_EQ(len, 100u);      // the datagram's real length
   EXPECT_EQ(s.size(), 16u);  // never more than the slot
 }
 

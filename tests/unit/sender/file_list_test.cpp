@@ -36,14 +36,14 @@ std::vector<std::string> rel(const FileList& l) {
 TEST_F(FileListTest, FolderKeepsItsNameAndOrder) {
   const auto l = discover_files({(root_ / "photos").string()});
   EXPECT_TRUE(l.errors.empty());
-  EXPECT_EQ(rel(l), (std::vector<std::string>{"photos/2024/c.jpg", "photos/a.jpg",
-                                              "photos/b.jpg"}));
+  EXPECT_EQ(rel(l),
+            (std::vector<std::string>{"photos/2024/c.jpg", "photos/a.jpg", "photos/b.jpg"}));
 }
 
 TEST_F(FileListTest, EachFileCarriesItsListedSize) {
   std::ofstream(root_ / "photos/2024/c.jpg") << std::string(1234, 'c');
-  const auto l = discover_files({(root_ / "photos").string(), (root_ / "single.txt").string(),
-                                 "synthetic:2K"});
+  const auto l = discover_files(
+      {(root_ / "photos").string(), (root_ / "single.txt").string(), "synthetic:2K"});
   ASSERT_EQ(l.files.size(), 5u);
   EXPECT_EQ(l.files[0].rel_path, "photos/2024/c.jpg");
   EXPECT_EQ(l.files[0].size, 1234u);
@@ -75,13 +75,14 @@ TEST_F(FileListTest, SymlinkedFolderIsNotDescendedAndFifoIsSkipped) {
   fs::create_directory_symlink(root_ / "photos", root_ / "photos/2024/loop");
   ASSERT_EQ(::mkfifo((root_ / "photos/pipe").c_str(), 0600), 0);
   const auto l = discover_files({(root_ / "photos").string()});
-  EXPECT_EQ(rel(l), (std::vector<std::string>{"photos/2024/c.jpg", "photos/a.jpg",
-                                              "photos/b.jpg"}));
+  EXPECT_EQ(rel(l),
+            (std::vector<std::string>{"photos/2024/c.jpg", "photos/a.jpg", "photos/b.jpg"}));
   ASSERT_EQ(l.errors.size(), 1u);
   EXPECT_NE(l.errors[0].message.find("not a regular file"), std::string::npos);
   EXPECT_EQ(l.errors[0].rel_path, "photos/pipe");
   // One the filter leaves out anyway is not an error.
-  const auto quiet = discover_files({(root_ / "photos").string()}, common::PathFilter({}, {"pipe"}));
+  const auto quiet =
+      discover_files({(root_ / "photos").string()}, common::PathFilter({}, {"pipe"}));
   EXPECT_TRUE(quiet.errors.empty());
 }
 
@@ -94,8 +95,8 @@ TEST_F(FileListTest, FilterAppliesToRelativePathsAndNamedFiles) {
   EXPECT_EQ(rel(l), (std::vector<std::string>{"photos/a.jpg", "photos/b.jpg", "single.txt"}));
   EXPECT_EQ(l.filtered, (std::vector<std::string>{"photos/2024/c.jpg", "photos/2024/c.tmp"}));
   // A file named on the command line is filtered too (by its base name, what it is sent as).
-  const auto named = discover_files({(root_ / "single.txt").string()},
-                                    common::PathFilter({"*.jpg"}, {}));
+  const auto named =
+      discover_files({(root_ / "single.txt").string()}, common::PathFilter({"*.jpg"}, {}));
   EXPECT_TRUE(named.files.empty());
   EXPECT_EQ(named.filtered, std::vector<std::string>{"single.txt"});
 }

@@ -83,9 +83,10 @@ TEST_F(ReaderTest, ParallelReadersHandBlocksOnInFileOrder) {
   ASSERT_EQ(got.size(), content.size());
   EXPECT_TRUE(got == content);
   ASSERT_EQ(items.back().kind, WorkItem::Kind::kEnd);
-  EXPECT_EQ(items.back().digest,
-            common::hash_buffer(common::VerifyType::kB2B,
-                                {reinterpret_cast<const uint8_t*>(content.data()), content.size()}));
+  EXPECT_EQ(
+      items.back().digest,
+      common::hash_buffer(common::VerifyType::kB2B,
+                          {reinterpret_cast<const uint8_t*>(content.data()), content.size()}));
 }
 
 TEST_F(ReaderTest, FileLockWaitsForTheWriterThenGivesUp) {

@@ -51,8 +51,7 @@ class RecordingSink final : public common::DatagramSink {
  public:
   explicit RecordingSink(common::FakeClock& clock, int refuse_first = 0)
       : clock_(clock), refuse_(refuse_first) {}
-  std::error_code send(std::span<const std::span<const uint8_t>> datagrams,
-                       size_t* sent) override {
+  std::error_code send(std::span<const std::span<const uint8_t>> datagrams, size_t* sent) override {
     ++calls;
     if (refuse_ > 0) {
       --refuse_;
@@ -196,8 +195,8 @@ class TransmitterTest : public ::testing::Test {
     producer.join();
   }
   size_t count(const RecordingSink& s, common::PacketType t) {
-    return static_cast<size_t>(std::count_if(s.log.begin(), s.log.end(),
-                                             [&](const Sent& x) { return x.type == t; }));
+    return static_cast<size_t>(
+        std::count_if(s.log.begin(), s.log.end(), [&](const Sent& x) { return x.type == t; }));
   }
 
   // One file list as the receiver would put it together: consecutive kFileList datagrams, each
@@ -335,7 +334,8 @@ TEST_F(TransmitterTest, ObserversHearWhenNothingComesForAHeartbeatInterval) {
   q.close();
   run.join();
   EXPECT_GE(observer_.idles.load(), 2);
-  EXPECT_GE(count(sink, common::PacketType::kHeartbeat), 3u * (2 + 1));  // the idle ones and the final
+  EXPECT_GE(count(sink, common::PacketType::kHeartbeat),
+            3u * (2 + 1));  // the idle ones and the final
 }
 
 TEST_F(TransmitterTest, SessionShapeAndSequenceNumbers) {
