@@ -16,7 +16,9 @@ fi
 if (($#)); then
   files=("$@")
 else
-  mapfile -t files < <(git ls-files '*.cpp' '*.hpp')
+  # Outside a git checkout (a source tarball), every source below the product's folders.
+  mapfile -t files < <(git ls-files '*.cpp' '*.hpp' 2> /dev/null ||
+    find common sender receiver iotest linksim tests \( -name '*.cpp' -o -name '*.hpp' \) | sort)
 fi
 if "$tool" --dry-run -Werror "${files[@]}" 2> >(grep -E '^[^ ].*: error: ' >&2); then
   echo "check_format.sh: ${#files[@]} file(s) formatted as .clang-format says"
