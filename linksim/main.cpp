@@ -99,7 +99,7 @@ class Relay {
  public:
   // `forwarded` counts the datagrams sent on (duplicates included), for the summary.
   Relay(const Options& o, linksim::LinkModel& model, common::UdpSink& sink,
-        sender::RateLimiter& limiter, const std::stop_source& stop, uint64_t& forwarded)
+        common::RateLimiter& limiter, const std::stop_source& stop, uint64_t& forwarded)
       : o_(o),
         model_(model),
         sink_(sink),
@@ -205,7 +205,7 @@ class Relay {
   const Options& o_;
   linksim::LinkModel& model_;
   common::UdpSink& sink_;
-  sender::RateLimiter& limiter_;
+  common::RateLimiter& limiter_;
   const std::stop_source& stop_;
   uint64_t& forwarded_;
   std::vector<uint8_t> slab_;

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "integration/http_client.hpp"
-#include "integration/process.hpp"
+#include "support/process.hpp"
 
 namespace ddft::common {
 namespace {
