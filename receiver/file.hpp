@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -65,6 +66,10 @@ struct File {
   bool joined_late = false;    // announced by a repeat: its start went before this receiver
   bool record_posted = false;  // its failure record is being written
   bool sync_failed = false;    // a flush or folder sync failed: its data is not to be kept
+  // Failed with nothing received: whether its record and Error line fit the budget, decided
+  // when it failed (FileTable::fail), so that files take the budget in the order they fail and
+  // not in the order their temporary files happen to be made.
+  std::optional<bool> record_slot;
 
   bool has_chunk(uint64_t i) const { return (bitmap[i / 64] >> (i % 64)) & 1; }
   void set_chunk(uint64_t i) { bitmap[i / 64] |= uint64_t{1} << (i % 64); }

@@ -517,6 +517,7 @@ void FileTable::fail(File& f, const std::string& reason) {
   }
   f.state = FileState::kFailing;
   f.fail_reason = reason;
+  if (f.bytes_received == 0) f.record_slot = records_.take_slot(f.end_seen);
   blocks_.flush_for_failure(f);
   advance(f);
 }

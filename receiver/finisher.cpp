@@ -265,8 +265,9 @@ void Finisher::record_failure(File& f) {
     ranges += fmt::format(" and {} more", rec.missing_ranges_total - kMissingRangesInLog);
   }
   // A file that received nothing holds no data to keep: under a flood of announces its record
-  // and line share the refusals' budget.
-  rec.no_record = f.bytes_received == 0 && !records_.take_slot(f.end_seen);
+  // and line share the refusals' budget, taken when it failed (or now, at shutdown).
+  rec.no_record =
+      f.bytes_received == 0 && !(f.record_slot ? *f.record_slot : records_.take_slot(f.end_seen));
   const bool current = f.session == owner_.current_session();
   if (rec.no_record && current) {
     // Not named now (a flood, or a burst of files whose packets a full ring lost): if the

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -192,6 +193,48 @@ TEST_F(FileTableTest, ATimedOutFileFailsAndAListedUnknownFileIsNamed) {
   settle();
   EXPECT_EQ(counters_.files_unannounced, 1u);
   EXPECT_EQ(counters_.files_failed, 2u);
+}
+
+// A flood of announces while the disk is slow (every pool thread held): the evicted files fail
+// before the refusals that follow them, so their records come first in the per-minute budget,
+// whenever their temporary files are made.
+TEST_F(FileTableTest, EvictedFilesTakeTheRecordBudgetBeforeTheRefusalsAfterThem) {
+  cfg_.max_files_in_flight = 8;
+  table_ = std::make_unique<FileTable>(cfg_, *out_, pool_, clock_, *engine_, *records_, counters_);
+  table_->start_session(kSession);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  for (int i = 0; i < 2; ++i) pool_.post([released] { released.wait(); }, nullptr);
+  const int kFlood = 16 + static_cast<int>(kRecordsPerMinute) + 50;
+  for (int i = 1; i <= kFlood; ++i) {
+    const std::string path = "flood/" + std::to_string(i);  // a.path only views it
+    common::Announce a;
+    a.file_id = static_cast<uint32_t>(i);
+    a.verify = common::VerifyType::kB2B;
+    a.size = 1000;
+    a.chunk_size = 1000;
+    a.path = path;
+    Datagram b(512);
+    b.resize(common::encode_announce(next(), a, b));
+    feed(b);
+  }
+  EXPECT_EQ(counters_.files_evicted, 8u) << "files 1-8 gave way to files 9-16";
+  release.set_value();
+  table_->fail_receiving("test over");
+  settle();
+  std::string records;
+  for (const auto& e : fs::directory_iterator(base_ / ".failed")) {
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    records += text.str() + "\n";
+  }
+  for (int i = 1; i <= 8; ++i) {
+    EXPECT_NE(records.find("\"flood/" + std::to_string(i) + "\""), std::string::npos)
+        << "evicted file " << i << " has a record";
+  }
+  EXPECT_NE(records.find("more than 8 files in flight"), std::string::npos);
+  EXPECT_GT(counters_.records_suppressed, 0u) << "the budget was used up by the refusals";
 }
 
 }  // namespace
