@@ -36,6 +36,7 @@ mkdir -p "$build"
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
   -DDDFT_FUZZ=ON -DDDFT_BUILD_TESTS=OFF -DDDFT_INSTALL=OFF \
+  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 \
   > "$build/configure.log" 2>&1 ||
   { echo "fuzz.sh: configuring build-fuzz failed (see $build/configure.log)" >&2; exit 1; }
 cmake --build "$build" --parallel "$(nproc)" --target ddft_fuzz_all

@@ -29,6 +29,7 @@ mkdir -p "$build"
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DDDFT_SANITIZE="address;undefined" -DDDFT_WARNINGS_AS_ERRORS=OFF -DDDFT_INSTALL=OFF \
+  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 \
   > "$build/configure.log" 2>&1 ||
   { echo "sanitize.sh: configuring build-asan failed (see $build/configure.log)" >&2; exit 1; }
 cmake --build "$build" --parallel "$(nproc)"

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "support/log_capture.hpp"
+#include "support/process.hpp"
 
 namespace ddft::testing {
 
@@ -86,14 +87,6 @@ inline bool has_user_xattrs(const std::filesystem::path& dir) {
   const bool ok = ::setxattr(probe.c_str(), "user.probe", "1", 1, 0) == 0;
   std::filesystem::remove(probe);
   return ok;
-}
-
-// A file's whole content ("" when it cannot be read).
-inline std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // The extended attribute `name` of `p`; *err is 0, or the errno when it cannot be read (the

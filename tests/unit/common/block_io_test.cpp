@@ -13,16 +13,13 @@
 
 #include "common/aligned_buffer.hpp"
 #include "common/fd.hpp"
+#include "support/engines.hpp"
 
 namespace ddft::common {
 namespace {
 namespace fs = std::filesystem;
 
-struct EngineParam {
-  IoEngine engine;
-  unsigned threads;
-  const char* name;
-};
+using ddft::testing::EngineParam;
 
 class BlockIoTest : public ::testing::TestWithParam<EngineParam> {
  protected:
@@ -181,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, BlockIoTest,
                                            EngineParam{IoEngine::kPwrite, 1, "pwrite"},
                                            EngineParam{IoEngine::kUring, 3, "uring_3_threads"},
                                            EngineParam{IoEngine::kPwrite, 4, "pwrite_4_threads"}),
-                         [](const auto& param_info) { return std::string(param_info.param.name); });
+                         ddft::testing::engine_name);
 
 }  // namespace
 }  // namespace ddft::common

@@ -13,16 +13,13 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "support/engines.hpp"
 
 namespace ddft::common {
 namespace {
 namespace fs = std::filesystem;
 
-struct EngineParam {
-  IoEngine engine;
-  unsigned threads;
-  const char* name;
-};
+using ddft::testing::EngineParam;
 
 class BlockReaderTest : public ::testing::TestWithParam<EngineParam> {
  protected:
@@ -171,7 +168,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, BlockReaderTest,
                          ::testing::Values(EngineParam{IoEngine::kPwrite, 1, "pread"},
                                            EngineParam{IoEngine::kPwrite, 3, "pread_pool"},
                                            EngineParam{IoEngine::kUring, 1, "uring"}),
-                         [](const auto& p) { return std::string(p.param.name); });
+                         ddft::testing::engine_name);
 
 }  // namespace
 }  // namespace ddft::common

@@ -14,6 +14,7 @@
 
 #include "common/hash.hpp"
 #include "common/seal.hpp"
+#include "support/engines.hpp"
 #include "support/fake_sender.hpp"
 #include "support/log_capture.hpp"
 #include "support/packet_builder.hpp"
@@ -39,11 +40,7 @@ std::string pattern(size_t n, uint32_t seed) {
 
 // Each test runs on every engine the receiver can use: pwrite, io_uring from the writer thread,
 // and io_uring spread over three IO threads (--writers 3), where completions arrive out of order.
-struct EngineParam {
-  common::IoEngine engine;
-  unsigned threads;
-  const char* name;
-};
+using ddft::testing::EngineParam;
 
 class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
  protected:
@@ -1375,7 +1372,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, AssemblerTest,
                          ::testing::Values(EngineParam{common::IoEngine::kPwrite, 1, "pwrite"},
                                            EngineParam{common::IoEngine::kUring, 1, "uring"},
                                            EngineParam{common::IoEngine::kUring, 3, "uring3"}),
-                         [](const auto& param_info) { return std::string(param_info.param.name); });
+                         ddft::testing::engine_name);
 
 }  // namespace
 }  // namespace ddft::receiver

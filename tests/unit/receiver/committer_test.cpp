@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-constexpr uint64_t kSession = 0x00c0ffee00c0ffeeULL;
+constexpr uint64_t kCommitSession = 0x00c0ffee00c0ffeeULL;
 
 // The batch a folder-sync cookie belongs to (Committer's cookie layout: batch id above 20 bits
 // of folder index, above the 2 tag bits).
@@ -94,18 +94,19 @@ class CommitterTest : public ::testing::Test {
     Origin o;
     o.rel_path = rel;
     o.size = content.size();
-    o.session = kSession;
+    o.session = kCommitSession;
     o.file_id = id;
     o.verify = "B2B";
     std::string reason;
-    EXPECT_TRUE(out_->create_temp(rel, temp_name(kSession, id), f.get(), &reason, &o)) << reason;
+    EXPECT_TRUE(out_->create_temp(rel, temp_name(kCommitSession, id), f.get(), &reason, &o))
+        << reason;
     EXPECT_EQ(::pwrite(f->fd.get(), content.data(), content.size(), 0), ssize_t(content.size()));
     CommitRequest r;
     r.tmp = f.get();
     r.mode = 0640;
     r.mtime_ns = 1'600'000'000'000'000'000;
     r.journal.kind = Outcome::Kind::kCommitting;
-    r.journal.session = kSession;
+    r.journal.session = kCommitSession;
     r.journal.file_id = id;
     r.journal.size = content.size();
     r.journal.verify = "B2B";
@@ -202,7 +203,7 @@ TEST_F(CommitterTest, ResultsComeInTheOrderAddedAcrossBatchesAndTheFilesAreInPla
     const std::string rel = "d" + std::to_string(r.cookie % 3) + "/f" + std::to_string(r.cookie);
     EXPECT_EQ(testing::read_file(root_ / rel), "data " + std::to_string(r.cookie));
     EXPECT_FALSE(fs::exists(root_ / ("d" + std::to_string(r.cookie % 3)) /
-                            temp_name(kSession, static_cast<uint32_t>(r.cookie))));
+                            temp_name(kCommitSession, static_cast<uint32_t>(r.cookie))));
     struct stat st {};
     ASSERT_EQ(::stat((root_ / rel).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0640u);
@@ -370,7 +371,7 @@ TEST_F(CommitterTest, ACollisionUnderRejectFailsTheFileUnrenamed) {
   EXPECT_NE(r.reason.find("a file of the same name exists"), std::string::npos) << r.reason;
   EXPECT_EQ(testing::read_file(root_ / "r.txt"), "old");
   // The temporary file is still there for the caller to move to the failed folder.
-  EXPECT_TRUE(fs::exists(root_ / temp_name(kSession, 1)));
+  EXPECT_TRUE(fs::exists(root_ / temp_name(kCommitSession, 1)));
   EXPECT_TRUE(results_[1].ok) << results_[1].reason;
   // Batch 1 held only the refused file: nothing of it needed a folder sync.
   EXPECT_TRUE(synced_in_batch(1).empty());
@@ -413,7 +414,7 @@ TEST_F(CommitterTest, TheJournalGetsOneCLinePerFileBeforeAnyRename) {
   ASSERT_EQ(lines.size(), 6u);
   for (size_t i = 0; i < lines.size(); ++i) {
     EXPECT_EQ(lines[i].kind, Outcome::Kind::kCommitting);
-    EXPECT_EQ(lines[i].session, kSession);
+    EXPECT_EQ(lines[i].session, kCommitSession);
     EXPECT_EQ(lines[i].file_id, i + 1);
     EXPECT_EQ(lines[i].rel_path, "j" + std::to_string(i + 1) + ".bin");
     EXPECT_EQ(lines[i].key_hex, "00112233445566778899aabbccddeeff");

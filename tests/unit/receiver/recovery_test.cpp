@@ -23,7 +23,7 @@ namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr uint64_t kSession = 0x00c0ffee00c0ffeeULL;
+constexpr uint64_t kRecoverySession = 0x00c0ffee00c0ffeeULL;
 constexpr const char* kKey = "0123456789abcdef0123456789abcdef";
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -96,12 +96,12 @@ class RecoveryTest : public ::testing::TestWithParam<bool> {
   void leave_renamed(const std::string& rel, uint32_t id, const std::string& content) {
     TempFile f;
     std::string reason, moved;
-    const Origin o = origin(rel, kSession, id, content.size());
-    ASSERT_TRUE(out_->create_temp(rel, temp_name(kSession, id), &f, &reason, &o)) << reason;
+    const Origin o = origin(rel, kRecoverySession, id, content.size());
+    ASSERT_TRUE(out_->create_temp(rel, temp_name(kRecoverySession, id), &f, &reason, &o)) << reason;
     ASSERT_EQ(::write(f.fd.get(), content.data(), content.size()), ssize_t(content.size()));
     out_->set_times(f, 0644, 1'600'000'000'000'000'000);
-    ASSERT_TRUE(
-        journal_->append(outcome(Outcome::Kind::kCommitting, kSession, id, content.size(), rel)));
+    ASSERT_TRUE(journal_->append(
+        outcome(Outcome::Kind::kCommitting, kRecoverySession, id, content.size(), rel)));
     ASSERT_TRUE(out_->rename_into_place(f, &moved, &reason)) << reason;
   }
   // True while the file at `rel` (renamed) or its temporary name still has an origin beside it.
@@ -109,7 +109,7 @@ class RecoveryTest : public ::testing::TestWithParam<bool> {
     const fs::path dir = (root_ / rel).parent_path();
     int err = 0;
     testing::get_xattr(root_ / rel, kOriginXattr, &err);
-    const std::string t = temp_name(kSession, id);
+    const std::string t = temp_name(kRecoverySession, id);
     return err == 0 || fs::exists(dir / (t.substr(0, t.size() - 5) + ".meta"));
   }
   std::vector<fs::path> records() const {
@@ -140,7 +140,7 @@ TEST_P(RecoveryTest, DeliversAFileRenamedIntoPlaceButNeverLogged) {
   const StartRecovery r = recover_at_start(*out_, *journal_, /*keep_partial=*/false);
   EXPECT_EQ(r.delivered, 1u);
   EXPECT_EQ(r.leftovers, 0u);
-  EXPECT_EQ(as_set(r), (std::set<std::pair<uint64_t, uint32_t>>{{kSession, 7}}));
+  EXPECT_EQ(as_set(r), (std::set<std::pair<uint64_t, uint32_t>>{{kRecoverySession, 7}}));
   EXPECT_EQ(lines_of(log.text()),
             (std::vector<std::string>{
                 "Info: d/delivered.bin: delivered by an earlier run of the receiver (session "
@@ -151,7 +151,8 @@ TEST_P(RecoveryTest, DeliversAFileRenamedIntoPlaceButNeverLogged) {
   const auto lines = journal_->read_all();
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].kind, Outcome::Kind::kCommitting);
-  const Outcome passed = outcome(Outcome::Kind::kPassed, kSession, 7, 1234, "d/delivered.bin");
+  const Outcome passed =
+      outcome(Outcome::Kind::kPassed, kRecoverySession, 7, 1234, "d/delivered.bin");
   EXPECT_EQ(format_outcome(lines[1]), format_outcome(passed));
   EXPECT_FALSE(has_origin("d/delivered.bin", 7));
   EXPECT_EQ(testing::read_file(root_ / "d/delivered.bin"), content);
@@ -163,12 +164,13 @@ TEST_P(RecoveryTest, DeliversAFileRenamedIntoPlaceButNeverLogged) {
   const StartRecovery r2 = recover_at_start(*out_, *journal_, false);
   EXPECT_EQ(r2.delivered, 0u);
   EXPECT_EQ(again.text(), "");
-  EXPECT_EQ(as_set(r2), (std::set<std::pair<uint64_t, uint32_t>>{{kSession, 7}}));
+  EXPECT_EQ(as_set(r2), (std::set<std::pair<uint64_t, uint32_t>>{{kRecoverySession, 7}}));
   EXPECT_EQ(journal_->read_all().size(), 2u);
 }
 
 TEST_P(RecoveryTest, ACommittingLineWhoseFileIsMissingDeliversNothing) {
-  ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kCommitting, kSession, 8, 10, "gone.bin")));
+  ASSERT_TRUE(
+      journal_->append(outcome(Outcome::Kind::kCommitting, kRecoverySession, 8, 10, "gone.bin")));
   start();
   testing::LogCapture log;
   const StartRecovery r = recover_at_start(*out_, *journal_, false);
@@ -176,13 +178,14 @@ TEST_P(RecoveryTest, ACommittingLineWhoseFileIsMissingDeliversNothing) {
   EXPECT_EQ(r.leftovers, 0u);
   EXPECT_EQ(log.text(), "");
   EXPECT_EQ(journal_->read_all().size(), 1u);  // no "P" line
-  EXPECT_EQ(as_set(r), (std::set<std::pair<uint64_t, uint32_t>>{{kSession, 8}}));
+  EXPECT_EQ(as_set(r), (std::set<std::pair<uint64_t, uint32_t>>{{kRecoverySession, 8}}));
 }
 
 TEST_P(RecoveryTest, AFileOfThatNameWithoutItsOriginIsNotTakenForIt) {
   // Someone else's file under the name the journal gives, of the very size.
   { std::ofstream(root_ / "theirs.bin") << "0123456789"; }
-  ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kCommitting, kSession, 8, 10, "theirs.bin")));
+  ASSERT_TRUE(
+      journal_->append(outcome(Outcome::Kind::kCommitting, kRecoverySession, 8, 10, "theirs.bin")));
   start();
   testing::LogCapture log;
   const StartRecovery r = recover_at_start(*out_, *journal_, false);
@@ -192,13 +195,13 @@ TEST_P(RecoveryTest, AFileOfThatNameWithoutItsOriginIsNotTakenForIt) {
 }
 
 TEST_P(RecoveryTest, ALeftoverIsNamedWithWhatItHeld) {
-  leave_temp("x/left.bin", kSession, 9, 100000, std::string(4096, 'A'));
+  leave_temp("x/left.bin", kRecoverySession, 9, 100000, std::string(4096, 'A'));
   start();
   testing::LogCapture log;
   const StartRecovery r = recover_at_start(*out_, *journal_, /*keep_partial=*/false);
   EXPECT_EQ(r.delivered, 0u);
   EXPECT_EQ(r.leftovers, 1u);
-  EXPECT_EQ(as_set(r), (std::set<std::pair<uint64_t, uint32_t>>{{kSession, 9}}));
+  EXPECT_EQ(as_set(r), (std::set<std::pair<uint64_t, uint32_t>>{{kRecoverySession, 9}}));
   const auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(lines_of(log.text()),
@@ -210,13 +213,13 @@ TEST_P(RecoveryTest, ALeftoverIsNamedWithWhatItHeld) {
                 recs[0].string()});
   const std::string json = testing::read_file(recs[0]);
   EXPECT_NE(json.find("\"missing_ranges_exact\": false"), std::string::npos) << json;
-  EXPECT_FALSE(fs::exists(root_ / "x" / temp_name(kSession, 9)));
+  EXPECT_FALSE(fs::exists(root_ / "x" / temp_name(kRecoverySession, 9)));
   // The journal names it as failed (with its record), then as logged, so that neither a later
   // file list nor the next start records it again.
   const auto lines = journal_->read_all();
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].kind, Outcome::Kind::kFailed);
-  EXPECT_EQ(lines[0].session, kSession);
+  EXPECT_EQ(lines[0].session, kRecoverySession);
   EXPECT_EQ(lines[0].file_id, 9u);
   EXPECT_EQ(lines[0].size, 100000u);
   EXPECT_EQ(lines[0].rel_path, "x/left.bin");
@@ -230,7 +233,7 @@ TEST_P(RecoveryTest, ALeftoverIsNamedWithWhatItHeld) {
 TEST_P(RecoveryTest, AFailureCutShortByACrashIsRecordedAndLoggedOnce) {
   Outcome f;
   f.kind = Outcome::Kind::kFailed;
-  f.session = kSession;
+  f.session = kRecoverySession;
   f.file_id = 12;
   f.size = 5000;
   f.verify = "B2B";
@@ -259,7 +262,7 @@ TEST_P(RecoveryTest, AFailureCutShortByACrashIsRecordedAndLoggedOnce) {
 }
 
 TEST_P(RecoveryTest, KeepPartialSaysTheDataWasKept) {
-  leave_temp("x/left.bin", kSession, 9, 100000, std::string(4096, 'A'));
+  leave_temp("x/left.bin", kRecoverySession, 9, 100000, std::string(4096, 'A'));
   start();
   testing::LogCapture log;
   const StartRecovery r = recover_at_start(*out_, *journal_, /*keep_partial=*/true);
@@ -291,15 +294,16 @@ TEST_P(RecoveryTest, ALeftoverWithoutOriginKeepsTheOldWarning) {
 
 TEST_P(RecoveryTest, KnownHoldsEveryJournalEntryAndEveryLeftover) {
   constexpr uint64_t kOther = 0x1111222233334444ULL;
-  ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kPassed, kSession, 1, 1, "p1")));
-  ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kFailed, kSession, 2, 1, "f2")));
-  ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kCommitting, kSession, 3, 1, "gone3")));
+  ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kPassed, kRecoverySession, 1, 1, "p1")));
+  ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kFailed, kRecoverySession, 2, 1, "f2")));
+  ASSERT_TRUE(
+      journal_->append(outcome(Outcome::Kind::kCommitting, kRecoverySession, 3, 1, "gone3")));
   ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kPassed, kOther, 1, 1, "other1")));
   leave_renamed("c4", 4, "four");
   // Stopped between the "C" line and the rename: the temporary file is whole but unrenamed.
-  leave_temp("c5", kSession, 5, 4, "five");
-  ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kCommitting, kSession, 5, 4, "c5")));
-  leave_temp("l9", kSession, 9, 1000, "nine");
+  leave_temp("c5", kRecoverySession, 5, 4, "five");
+  ASSERT_TRUE(journal_->append(outcome(Outcome::Kind::kCommitting, kRecoverySession, 5, 4, "c5")));
+  leave_temp("l9", kRecoverySession, 9, 1000, "nine");
   {
     TempFile f;
     std::string reason;
@@ -310,13 +314,13 @@ TEST_P(RecoveryTest, KnownHoldsEveryJournalEntryAndEveryLeftover) {
   const StartRecovery r = recover_at_start(*out_, *journal_, false);
   EXPECT_EQ(r.delivered, 1u);  // c4
   EXPECT_EQ(r.leftovers, 3u);  // c5, l9, u/old
-  EXPECT_EQ(as_set(r), (std::set<std::pair<uint64_t, uint32_t>>{{kSession, 1},
-                                                                {kSession, 2},
-                                                                {kSession, 3},
+  EXPECT_EQ(as_set(r), (std::set<std::pair<uint64_t, uint32_t>>{{kRecoverySession, 1},
+                                                                {kRecoverySession, 2},
+                                                                {kRecoverySession, 3},
                                                                 {kOther, 1},
-                                                                {kSession, 4},
-                                                                {kSession, 5},
-                                                                {kSession, 9},
+                                                                {kRecoverySession, 4},
+                                                                {kRecoverySession, 5},
+                                                                {kRecoverySession, 9},
                                                                 {0xaa, 3}}));
   EXPECT_NE(log.text().find("Error: c5 FAILED: "), std::string::npos) << log.text();
   EXPECT_NE(log.text().find("Info: c4: delivered by an earlier run"), std::string::npos);

@@ -9,20 +9,16 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
+
+#include "support/process.hpp"
 
 namespace ddft::sender {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ddft::testing::read_file;
 
 void put(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -77,7 +73,7 @@ class HotFolderTest : public ::testing::Test {
   }
   void sent(const std::string& rel) { hf_->file_sent(metas_.at(rel), common::Digest{}); }
   void failed(const std::string& rel) { hf_->file_failed(metas_.at(rel), "cannot read it"); }
-  std::string journal() { return slurp(dir_ / ".ddft-watch-journal"); }
+  std::string journal() { return read_file(dir_ / ".ddft-watch-journal"); }
 
   fs::path base_, dir_, sent_;
   common::FakeClock clock_;
@@ -223,9 +219,9 @@ TEST_F(HotFolderTest, SentDirKeepsTheRelativePathAndNumbersACollision) {
   ASSERT_EQ(drain().size(), 2u);
   sent("sub/a.txt");
   sent("b.tar.gz");
-  EXPECT_EQ(slurp(sent_ / "sub/a.txt"), "old") << "never overwritten";
-  EXPECT_EQ(slurp(sent_ / "sub/a.1.txt"), "new");
-  EXPECT_EQ(slurp(sent_ / "b.tar.gz"), "b");
+  EXPECT_EQ(read_file(sent_ / "sub/a.txt"), "old") << "never overwritten";
+  EXPECT_EQ(read_file(sent_ / "sub/a.1.txt"), "new");
+  EXPECT_EQ(read_file(sent_ / "b.tar.gz"), "b");
   EXPECT_FALSE(fs::exists(dir_ / "sub/a.txt"));
   // A third one of the same name.
   put(dir_ / "sub/a.txt", "newer");
@@ -233,7 +229,7 @@ TEST_F(HotFolderTest, SentDirKeepsTheRelativePathAndNumbersACollision) {
   clock_.advance(kSettle);
   ASSERT_EQ(drain().size(), 1u);
   sent("sub/a.txt");
-  EXPECT_EQ(slurp(sent_ / "sub/a.2.txt"), "newer");
+  EXPECT_EQ(read_file(sent_ / "sub/a.2.txt"), "newer");
 }
 
 TEST_F(HotFolderTest, FilteredReservedAndNonRegularFilesStayAndAreNotSent) {
@@ -288,7 +284,7 @@ TEST_F(HotFolderTest, AFileChangedWhileItWasSentIsNotRemovedAndIsSentAgain) {
   std::ofstream(dir_ / "c.bin", std::ios::app) << " and more";
   drain();  // its events are read while it is in flight
   hf_->file_sent(as_read, common::Digest{});
-  EXPECT_EQ(slurp(dir_ / "c.bin"), "first and more");
+  EXPECT_EQ(read_file(dir_ / "c.bin"), "first and more");
   EXPECT_EQ(journal().find(" c.bin "), std::string::npos) << "not recorded as sent";
   drain();
   clock_.advance(kSettle);
@@ -323,8 +319,8 @@ TEST_F(HotFolderTest, ARestartFinishesWhatTheJournalRecordedAsSentWithoutSending
   o.sent_dir = sent_.string();
   start(o);
   EXPECT_FALSE(fs::exists(dir_ / "a.txt"));
-  EXPECT_EQ(slurp(sent_ / "a.txt"), "sent before the crash");
-  EXPECT_EQ(slurp(sent_ / "d/e.txt"), "sent, moved");
+  EXPECT_EQ(read_file(sent_ / "a.txt"), "sent before the crash");
+  EXPECT_EQ(read_file(sent_ / "d/e.txt"), "sent, moved");
   EXPECT_EQ(hf_->files_removed(), 2u);
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), (std::vector<std::string>{"b.txt", "c.txt"}));
@@ -378,8 +374,8 @@ TEST_F(HotFolderTest, BadSettingsAreOneLineAndTouchNothing) {
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }
-  EXPECT_EQ(slurp(dir_ / "x.txt"), "x");
-  EXPECT_EQ(slurp(base_ / "plain"), "p");
+  EXPECT_EQ(read_file(dir_ / "x.txt"), "x");
+  EXPECT_EQ(read_file(base_ / "plain"), "p");
   EXPECT_FALSE(fs::exists(dir_ / ".ddft-watch-journal")) << "nothing created before the checks";
 }
 

@@ -7,18 +7,14 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "support/process.hpp"
 
 namespace ddft::sender {
 namespace {
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ddft::testing::read_file;
 
 class WatchJournalTest : public ::testing::Test {
  protected:
@@ -73,7 +69,7 @@ TEST(JournalLine, EveryAlteredByteIsCaught) {
 
 TEST_F(WatchJournalTest, NewJournalHasItsHeaderOnDisk) {
   WatchJournal j(path_);
-  EXPECT_EQ(slurp(path_), std::string(WatchJournal::kHeader) + "\n");
+  EXPECT_EQ(read_file(path_), std::string(WatchJournal::kHeader) + "\n");
   EXPECT_TRUE(j.unfinished().empty());
   EXPECT_TRUE(j.damaged().empty());
 }
@@ -112,17 +108,17 @@ TEST_F(WatchJournalTest, ATornLastLineIsSkippedKeptAsideAndNotGluedToTheNext) {
   {
     std::ofstream(path_, std::ios::app) << torn.substr(0, torn.size() / 2);  // a crash mid-write
   }
-  const std::string as_found = slurp(path_);
+  const std::string as_found = read_file(path_);
   {
     WatchJournal j(path_);
     ASSERT_EQ(j.damaged().size(), 1u);
     EXPECT_EQ(j.damaged()[0], "line 3: cut short (no end of line)");
     EXPECT_EQ(j.unfinished(), std::vector<JournalRecord>{kA}) << "the good record is kept";
-    EXPECT_EQ(slurp(path_ + ".damaged"), as_found);
+    EXPECT_EQ(read_file(path_ + ".damaged"), as_found);
     ASSERT_FALSE(j.record_sent(kB));
   }
   WatchJournal j(path_);
-  EXPECT_TRUE(j.damaged().empty()) << slurp(path_);
+  EXPECT_TRUE(j.damaged().empty()) << read_file(path_);
   EXPECT_EQ(j.unfinished(), (std::vector<JournalRecord>{kA, kB}));
 }
 
@@ -132,7 +128,7 @@ TEST_F(WatchJournalTest, AnAlteredLineInTheMiddleIsNamedAndTheRestRead) {
     ASSERT_FALSE(j.record_sent(kA));
     ASSERT_FALSE(j.record_sent(kB));
   }
-  std::string text = slurp(path_);
+  std::string text = read_file(path_);
   const size_t second = text.find('\n') + 1;  // line 2: kA's record
   text[second + 4] = text[second + 4] == '9' ? '8' : '9';
   std::ofstream(path_, std::ios::trunc) << text;
@@ -156,7 +152,7 @@ TEST_F(WatchJournalTest, AnotherFileGivenByMistakeIsRefusedAndLeftAlone) {
         }
       },
       std::runtime_error);
-  EXPECT_EQ(slurp(other), "my notes\nline 2\n");
+  EXPECT_EQ(read_file(other), "my notes\nline 2\n");
   EXPECT_THROW(WatchJournal j(dir_.string()), std::runtime_error);  // a folder
   EXPECT_THROW(WatchJournal j((dir_ / "missing/j").string()), std::runtime_error);
 }
@@ -164,7 +160,7 @@ TEST_F(WatchJournalTest, AnotherFileGivenByMistakeIsRefusedAndLeftAlone) {
 TEST_F(WatchJournalTest, AnEmptyFileIsAdopted) {
   std::ofstream(path_).close();
   WatchJournal j(path_);
-  EXPECT_EQ(slurp(path_), std::string(WatchJournal::kHeader) + "\n");
+  EXPECT_EQ(read_file(path_), std::string(WatchJournal::kHeader) + "\n");
 }
 
 TEST_F(WatchJournalTest, CompactedWhenItGrows) {
