@@ -2,7 +2,7 @@
 # Throughput benchmark: the machine's own ceilings, then every stage pair of the product, in one
 # run, so that figures are ratios measured side by side on this (possibly noisy) machine.
 #
-#   bash scripts/bench.sh [--smoke] [--durability] [--size SIZE] [--runs N] [--dir DIR]
+#   bash scripts/bench.sh [--smoke] [--durability] [--link] [--size SIZE] [--runs N] [--dir DIR]
 #                         [--rate MB/s] [--pairs "P.."] [--rx-opts S] [--default-opts S]
 #
 #   --size SIZE  data per transfer (default 4G: larger than the page cache can hide once caches
@@ -15,6 +15,8 @@
 #                and no durability section: for finding a pair's loss-free rate
 #   --rx-opts S  more dd_file_receive options for every transfer, e.g. "--direct-io off"
 #   --durability only the ceilings and the durability section (4) (with --pairs: those pairs too)
+#   --link       only the ceilings and the link section (5) (with --pairs or --durability: those
+#                too)
 #   --default-opts S  more dd_file_receive options for the "default" column of section (4) only,
 #                e.g. "--write-mode rwd" to measure that mode against rw (not for --rx-opts: the
 #                receiver refuses --write-mode twice)
@@ -29,13 +31,19 @@
 # log's start line names it) against --write-mode rw, on one 2 GiB file (memory source) and on
 # 10,000 files of 16 KB in nested folders (disk source), runs interleaved default, rw, default, rw.
 # Targets: the 2 GiB file's MiB/s (wall time) with the default at least 0.90 x rw; the small
-# files' files/s with the default at least 0.50 x rw.
+# files' files/s with the default at least 0.50 x rw. (5) link settings: memory to memory
+# unpaced (--rate 0, synthetic:SIZE, --sink null), the settings interleaved run by run: b2b, none,
+# sha256, AES-GCM (--key-file), FEC 32:4, and b2b with the receiver's --gro off and with the
+# sender's --gso off. Targets: b2b at least 2.5 GB/s with the two programs' CPU-s/GiB together at
+# most 0.8; sha256, AES-GCM and FEC 32:4 each at least 0.8 x b2b, nothing lost; --gro off at
+# most 1.2 CPU-s/GiB together. DDFT_LINK_SETTINGS="b2b none ..." runs only those settings, and
+# DDFT_BENCH_BIN=DIR another build's programs (with DDFT_BENCH_NO_BUILD=1), for a baseline.
 # Writes to disk in (2) use --write-mode rwd (data synced before the rename), so a disk figure is
 # the disk's, not the page cache's; caches are dropped before every run (as root).
 # Prints a table and writes DIR/bench.json with each figure's ratio to the ceiling it is bound by.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts="" pairs="" durability=0
+size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts="" pairs="" durability=0 link=0
 default_opts=""
 while (($#)); do
   case "$1" in
@@ -48,6 +56,7 @@ while (($#)); do
     --rx-opts) rx_opts=$2; shift ;;
     --pairs) pairs=$2; shift ;;
     --durability) durability=1 ;;
+    --link) link=1 ;;
     --default-opts) default_opts=$2; shift ;;
     *) echo "bench.sh: unknown argument '$1' (see the header of the script)" >&2; exit 2 ;;
   esac
@@ -57,7 +66,7 @@ done
 bytes=$(numfmt --from=iec "$size") || { echo "bench.sh: bad --size '$size'" >&2; exit 2; }
 
 if [[ "${DDFT_BENCH_NO_BUILD:-0}" != 1 ]]; then bash "$repo/scripts/build.sh" > /dev/null; fi
-bin="$repo/build/bin"
+bin=${DDFT_BENCH_BIN:-$repo/build/bin}  # another build's programs, for a before/after sitting
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 results="$dir/results.tsv"
@@ -117,9 +126,10 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
     --log-file "$dir/receive.log")
   [[ "${WRITE_MODE:-rwd}" != default ]] && rx_args+=(--write-mode "${WRITE_MODE:-rwd}")
   [[ "$sink" == null ]] && rx_args+=(--sink null)
-  local extra
+  local extra tx_extra
   read -r -a extra <<< "$rx_opts"
   rx_args+=("${extra[@]}")
+  read -r -a tx_extra <<< "${TX_OPTS:-}"
   rm -f "$dir/receive.log"
   /usr/bin/time -f '%U %S %M' -o "$dir/rx.time" "$bin/dd_file_receive" "${rx_args[@]}" "$@" &
   local rx=$!
@@ -129,7 +139,7 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   local tx_rc=0 rx_rc=0 t0=$EPOCHREALTIME
   /usr/bin/time -f '%U %S %M' -o "$dir/tx.time" "$bin/dd_file_send" "$source" \
     --dest "127.0.0.1:$port" --rate "$pair_rate" --verify "$verify" --quiet \
-    --log-file "$dir/send.log" || tx_rc=$?
+    --log-file "$dir/send.log" "${tx_extra[@]}" || tx_rc=$?
   ((tx_rc == 0)) || kill "$rx" 2> /dev/null || true  # no session will ever end it
   wait $rx || rx_rc=$?
   local t1=$EPOCHREALTIME
@@ -157,11 +167,12 @@ PY
 
 # Sections: everything by default; --pairs and --durability each select their own (and both may
 # be given); the ceilings always run, since pacing is derived from them.
-run_pairs=1 run_small=1 run_durability=1
-if [[ -n "$pairs" ]] || ((durability)); then
+run_pairs=1 run_small=1 run_durability=1 run_link=1
+if [[ -n "$pairs" ]] || ((durability)) || ((link)); then
   run_small=0
   [[ -n "$pairs" ]] || run_pairs=0
   ((durability)) || run_durability=0
+  ((link)) || run_link=0
 fi
 if ((run_pairs)); then pairs=${pairs:-mem-mem disk-mem mem-disk disk-disk}; fi
 
@@ -268,6 +279,33 @@ for i in range($count):
       done
     done
   done
+fi
+
+# 5. Link settings, memory to memory at --rate 0: what each costs in CPU per GiB on each side,
+# and whether the receiver keeps up (nothing lost). Settings interleaved run by run.
+if ((run_link)); then
+  key="$dir/link.key"
+  (umask 077 && head -c 32 /dev/urandom > "$key")
+  pair_rate=0
+  echo "bench: link settings, memory to memory at --rate 0" >&2
+  for run in $(seq "$runs"); do
+    for setting in ${DDFT_LINK_SETTINGS:-b2b none sha256 aes fec gro-off gso-off}; do
+      verify=b2b tx="" rxo=""
+      case $setting in
+        none | sha256) verify=$setting ;;
+        aes) tx="--key-file $key" rxo="--key-file $key" ;;
+        fec) tx="--fec 32:4" ;;
+        gro-off) rxo="--gro off" ;;
+        gso-off) tx="--gso off" ;;
+      esac
+      read -r r txc rxc txm rxm lost ok _ < <(TX_OPTS=$tx rx_opts="$rx_opts $rxo" \
+        transfer "synthetic:$bytes" null "$verify")
+      printf 'link\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$setting" "$run" "$r" "$txc" \
+        "$rxc" "$txm" "$rxm" "$lost" "$ok" >> "$results"
+      echo "bench: link $setting run $run: $r MiB/s, lost $lost" >&2
+    done
+  done
+  rm -f "$key"
 fi
 
 python3 "$repo/scripts/bench_report.py" "$results" "$bytes" "$dir/bench.json"
