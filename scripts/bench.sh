@@ -111,10 +111,12 @@ printf 'ceiling\twrite\t%s\nceiling\tread\t%s\nceiling\tudp\t%s\n' \
   "$write_ceiling" "$read_ceiling" "$udp_ceiling" >> "$results"
 echo "bench: ceilings: disk write $write_ceiling, disk read $read_ceiling, UDP $udp_ceiling MiB/s" >&2
 
-# 2. One transfer: prints "rate tx_cpu rx_cpu tx_rss_kb rx_rss_kb lost ok wall passed mode": rate
+# 2. One transfer: prints "rate tx_cpu rx_cpu tx_rss_kb rx_rss_kb lost ok wall passed mode
+# rx_start": rate
 # is the first File: line's MiB/s, CPU and wall in s, wall from the sender's start to the
 # receiver's exit (--once), passed the files verified (or delivered with --verify none), mode the
-# write mode the receive log's start line names. WRITE_MODE sets --write-mode (default rwd);
+# write mode the receive log's start line names, rx_start the receiver's CPU s when it was ready
+# (its ring faulted in). WRITE_MODE sets --write-mode (default rwd);
 # WRITE_MODE=default gives none, so the receiver's own default is what runs.
 transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   local source=$1 sink=$2 verify=$3
@@ -134,6 +136,12 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   /usr/bin/time -f '%U %S %M' -o "$dir/rx.time" "$bin/dd_file_receive" "${rx_args[@]}" "$@" &
   local rx=$!
   for _ in $(seq 100); do grep -q "receiving on" "$dir/receive.log" 2> /dev/null && break; sleep 0.05; done
+  # What starting cost the receiver (mostly faulting in its ring), so that CPU per GiB can also be
+  # given without it: a daemon pays it once, not per transfer.
+  local rx_pid rx_start=0
+  rx_pid=$(pgrep -P "$rx" -x dd_file_receive || true)
+  [[ -n $rx_pid ]] && rx_start=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' \
+    "/proc/$rx_pid/stat" 2> /dev/null || echo 0)
   # A failing sender must not end the benchmark (this runs in a subshell under set -e): its
   # status is recorded, and the run counts as failed.
   local tx_rc=0 rx_rc=0 t0=$EPOCHREALTIME
@@ -144,9 +152,10 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   wait $rx || rx_rc=$?
   local t1=$EPOCHREALTIME
   ((tx_rc == 0)) || echo "bench: dd_file_send exited with status $tx_rc: $(tail -1 "$dir/send.log")" >&2
-  python3 - "$dir" "$((rx_rc | tx_rc))" "$t0" "$t1" << 'PY'
+  python3 - "$dir" "$((rx_rc | tx_rc))" "$t0" "$t1" "$rx_start" << 'PY'
 import re, sys
 d, rc, t0, t1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+rx_start = float(sys.argv[5])
 log = open(f"{d}/receive.log").read()
 rates = [float(x) for x in re.findall(r"File: .*Rate: ([0-9.]+) \(MB/s\)", log)]
 lost = re.findall(r"packets: \d+ received, (\d+) lost", log)
@@ -161,7 +170,7 @@ start = next((l for l in log.splitlines() if "receiving on" in l), "")
 mode = re.search(r"; mode ([\w.+-]+)", start) or re.search(r"\bmode ([\w.+-]+)", start)
 print(rates[0] if rates else 0.0, tx_cpu, rx_cpu, tx_rss, rx_rss, lost[-1] if lost else -1,
       1 if (passed >= 1 and rc == 0) else 0, round(t1 - t0, 3), passed,
-      mode.group(1) if mode else "unknown")
+      mode.group(1) if mode else "unknown", rx_start)
 PY
 }
 
@@ -269,7 +278,7 @@ for i in range($count):
       for column in default rw; do
         args=()
         [[ $column == default ]] && args=("${default_args[@]}")
-        read -r r txc rxc txm rxm lost ok wall passed mode < <(WRITE_MODE=$column transfer \
+        read -r r txc rxc txm rxm lost ok wall passed mode _ < <(WRITE_MODE=$column transfer \
           "$src" disk b2b "${args[@]}")
         printf 'durable\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
           "$work" "$column" "$mode" "$run" "$moved" "$files" "$wall" "$r" "$txc" "$rxc" "$txm" \
@@ -298,10 +307,10 @@ if ((run_link)); then
         gro-off) rxo="--gro off" ;;
         gso-off) tx="--gso off" ;;
       esac
-      read -r r txc rxc txm rxm lost ok _ < <(TX_OPTS=$tx rx_opts="$rx_opts $rxo" \
+      read -r r txc rxc txm rxm lost ok _ _ _ rxs < <(TX_OPTS=$tx rx_opts="$rx_opts $rxo" \
         transfer "synthetic:$bytes" null "$verify")
-      printf 'link\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$setting" "$run" "$r" "$txc" \
-        "$rxc" "$txm" "$rxm" "$lost" "$ok" >> "$results"
+      printf 'link\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$setting" "$run" "$r" "$txc" \
+        "$rxc" "$txm" "$rxm" "$lost" "$ok" "$rxs" >> "$results"
       echo "bench: link $setting run $run: $r MiB/s, lost $lost" >&2
     done
   done

@@ -27,7 +27,7 @@ for line in open(results):
     elif f[0] == "link":
         link.setdefault(f[1], []).append(
             dict(rate=float(f[3]), tx_cpu=float(f[4]), rx_cpu=float(f[5]), tx_rss=int(f[6]),
-                 rx_rss=int(f[7]), lost=int(f[8]), ok=int(f[9])))
+                 rx_rss=int(f[7]), lost=int(f[8]), ok=int(f[9]), rx_start=float(f[10])))
     elif f[0] == "small":
         small = dict(files=int(f[1]), seconds=float(f[2]), verified=int(f[3]), lost=int(f[4]))
     elif f[0] == "durable":
@@ -94,9 +94,13 @@ lcells = []
 for setting, rs in link.items():
     med = lambda k: statistics.median(r[k] for r in rs)
     tx, rx = med("tx_cpu") / gib, med("rx_cpu") / gib
+    rx_run = statistics.median(r["rx_cpu"] - r["rx_start"] for r in rs) / gib
     lcells.append(dict(setting=setting, runs=len(rs), mib_s=round(med("rate"), 1),
                        all_rates=[r["rate"] for r in rs], tx_cpu_s_per_gib=round(tx, 2),
                        rx_cpu_s_per_gib=round(rx, 2), pair_cpu_s_per_gib=round(tx + rx, 2),
+                       rx_start_cpu_s=round(med("rx_start"), 2),
+                       rx_run_cpu_s_per_gib=round(rx_run, 2),
+                       pair_run_cpu_s_per_gib=round(tx + rx_run, 2),
                        tx_peak_rss_mib=round(max(r["tx_rss"] for r in rs) / 1024, 1),
                        rx_peak_rss_mib=round(max(r["rx_rss"] for r in rs) / 1024, 1),
                        packets_lost=sum(max(r["lost"], 0) for r in rs),
@@ -217,15 +221,20 @@ if dcells:
           "those sent; ratio: default/rw of MiB/s (large file) and\nfiles/s (small files).")
 if lcells:
     print("\nLink settings: memory to memory, --rate 0, synthetic source, --sink null")
-    print(f"{'setting':<9} {'MiB/s':>8} {'tx s/GiB':>9} {'rx s/GiB':>9} {'both':>6} {'tx RSS':>7} "
-          f"{'rx RSS':>7} {'lost':>7} failed  runs (MiB/s)")
+    print(f"{'setting':<9} {'MiB/s':>8} {'tx s/GiB':>9} {'rx s/GiB':>9} {'both':>6} "
+          f"{'rx start':>8} {'rx run':>7} {'both run':>8} {'tx RSS':>7} {'rx RSS':>7} {'lost':>7} "
+          f"failed  runs (MiB/s)")
     for c in lcells:
         print(f"{c['setting']:<9} {c['mib_s']:>8.1f} {c['tx_cpu_s_per_gib']:>9.2f} "
               f"{c['rx_cpu_s_per_gib']:>9.2f} {c['pair_cpu_s_per_gib']:>6.2f} "
+              f"{c['rx_start_cpu_s']:>8.2f} {c['rx_run_cpu_s_per_gib']:>7.2f} "
+              f"{c['pair_run_cpu_s_per_gib']:>8.2f} "
               f"{c['tx_peak_rss_mib']:>7.1f} {c['rx_peak_rss_mib']:>7.1f} {c['packets_lost']:>7} "
               f"{c['failed_runs']}/{c['runs']}     {' '.join(f'{r:g}' for r in c['all_rates'])}")
-    print("\nMedians of all runs; CPU: user + system seconds per GiB moved; RSS in MiB; lost: "
-          "packets over all runs.")
+    print("\nMedians of all runs; CPU: user + system seconds per GiB moved, of the whole process "
+          "(as /usr/bin/time\nsees it); rx start: the receiver's CPU s before it was ready (its "
+          "ring faulted in, paid once\nper start); rx run and both run: per GiB without it; RSS "
+          "in MiB; lost: packets over all runs.")
 print("\nTargets:")
 for t in targets:
     print(f"  {'met ' if t['met'] else 'MISS'} {t['target']}: {t['value']} (limit {t['limit']})")
