@@ -44,6 +44,8 @@ class UdpSink final : public DatagramSink {
   const SocketBufferReport& buffer_report() const { return report_; }
   // True while sends use UDP_SEGMENT.
   bool gso() const { return gso_; }
+  // The socket, for options a test or a caller sets itself.
+  int fd() { return socket_.native_handle(); }
 
  private:
   // Fills msgs_ for `datagrams`: with GSO one message per run of equal sizes (its last datagram

@@ -84,6 +84,23 @@ TEST(UdpTransport, SegmentedSendsArriveAsTheSameDatagramsInOrder) {
   EXPECT_EQ(receive_n(src, sent.size(), 9216), sent);
 }
 
+TEST(UdpTransport, ARefusedSegmentedSendSwitchesGsoOffAndLosesNothing) {
+  UdpSource src(Endpoint{"127.0.0.1", 0}, 8 << 20);
+  UdpSink sink(Endpoint{"127.0.0.1", src.local_port()}, 8 << 20, /*gso=*/true);
+  ASSERT_TRUE(sink.gso());
+  // Without UDP checksums the kernel refuses segmented sends (EINVAL), as a NIC without checksum
+  // offload refuses them (EIO): the same fallback.
+  const int off = 1;
+  ASSERT_EQ(::setsockopt(sink.fd(), SOL_SOCKET, SO_NO_CHECK, &off, sizeof off), 0);
+  const auto sent = mixed_batch();
+  std::vector<std::span<const uint8_t>> batch(sent.begin(), sent.end());
+  size_t n = 0;
+  ASSERT_FALSE(sink.send(batch, &n));
+  EXPECT_EQ(n, sent.size());
+  EXPECT_FALSE(sink.gso()) << "switched off for good";
+  EXPECT_EQ(receive_n(src, sent.size(), 9216), sent) << "every datagram once, in order";
+}
+
 TEST(UdpTransport, AGroSocketGetsBundlesThatCutIntoTheSameDatagrams) {
   UdpSource src(Endpoint{"127.0.0.1", 0}, 8 << 20, /*gro=*/true);
   ASSERT_TRUE(src.gro());
