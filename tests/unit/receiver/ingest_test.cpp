@@ -67,9 +67,11 @@ TEST(Ingest, FullRingDropsAndCountsWithoutBlocking) {
 }
 
 // A source that hands over bundles (as a GRO socket does): the ring keeps them whole, and the
-// counters count their datagrams.
+// counters count their datagrams. `rounds` receive calls give one bundle each (3 datagrams of
+// 1,000 bytes and one of 500) after the first, which gives that bundle and a lone datagram.
 class BundleSource final : public common::DatagramSource {
  public:
+  explicit BundleSource(int rounds = 1) : rounds_(rounds) {}
   std::error_code receive(std::span<const std::span<uint8_t>>, std::span<size_t>, size_t* count,
                           std::chrono::milliseconds) override {
     *count = 0;
@@ -84,18 +86,24 @@ class BundleSource final : public common::DatagramSource {
       std::this_thread::sleep_for(std::min(timeout, std::chrono::milliseconds(1)));
       return {};
     }
-    // Three datagrams of 1,000 bytes and one of 500, then a lone one of 200.
     std::memset(bufs[0].data(), 'a', 3500);
     lens[0] = 3500;
     segs[0] = 1000;
-    std::memset(bufs[1].data(), 'b', 200);
-    lens[1] = 200;
-    segs[1] = 0;
-    *count = 2;
-    sent_ = true;
+    *count = 1;
+    if (calls_ == 0 && bufs.size() > 1) {
+      std::memset(bufs[1].data(), 'b', 200);
+      lens[1] = 200;
+      segs[1] = 0;
+      *count = 2;
+    }
+    if (++calls_ == rounds_) sent_ = true;
     return {};
   }
   std::atomic<bool> sent_{false};
+
+ private:
+  int rounds_;
+  int calls_ = 0;
 };
 
 TEST(Ingest, BundlesAreKeptWholeAndTheirDatagramsCounted) {
@@ -121,6 +129,30 @@ TEST(Ingest, BundlesAreKeptWholeAndTheirDatagramsCounted) {
         [&](std::span<const uint8_t> d, size_t) { sizes.push_back(d.size()); });
   }
   EXPECT_EQ(sizes, (std::vector<size_t>{1000, 1000, 1000, 500, 200}));
+}
+
+TEST(Ingest, AFullRingDropsWholeBundlesAndCountsTheirDatagrams) {
+  // Room for one receive buffer of 4,096 bytes: the first call fills it, and the ring stays
+  // full (nobody drains it).
+  ByteRing ring(ByteRing::stride(4096));
+  BundleSource link(10);
+  Ingest ingest(link, ring, 64, 9216);
+  std::stop_source stop;
+  std::thread t([&] { ingest.run(stop.get_token()); });
+  for (int i = 0; i < 500 && !link.sent_; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop.request_stop();
+  t.join();
+  // The first call had room for one buffer (so no lone datagram): 10 bundles of 4 datagrams.
+  EXPECT_EQ(ingest.counters().datagrams.load(), 40u) << "every datagram of every bundle";
+  uint64_t kept_records = 0;
+  for (uint64_t pos = ring.consumed(); pos < ring.produced(); pos = ring.next(pos).next) {
+    kept_records += !ring.next(pos).pad;
+  }
+  EXPECT_EQ(kept_records, 1u);
+  // What the ring did not keep is counted datagram by datagram, not bundle by bundle.
+  EXPECT_EQ(ingest.counters().ring_full_drops.load(), 36u);
 }
 
 }  // namespace
