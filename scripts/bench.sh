@@ -38,6 +38,8 @@
 # most 0.8; sha256, AES-GCM and FEC 32:4 each at least 0.8 x b2b, nothing lost; --gro off at
 # most 1.2 CPU-s/GiB together. DDFT_LINK_SETTINGS="b2b none ..." runs only those settings, and
 # DDFT_BENCH_BIN=DIR another build's programs (with DDFT_BENCH_NO_BUILD=1), for a baseline.
+# The receiver runs at nice -10 (as root), as the shipped service runs it (Nice=-10): with both
+# programs on one host, an unpaced sender must not starve the receiver of the CPU it drains with.
 # Writes to disk in (2) use --write-mode rwd (data synced before the rename), so a disk figure is
 # the disk's, not the page cache's; caches are dropped before every run (as root).
 # Prints a table and writes DIR/bench.json with each figure's ratio to the ceiling it is bound by.
@@ -133,7 +135,12 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   rx_args+=("${extra[@]}")
   read -r -a tx_extra <<< "${TX_OPTS:-}"
   rm -f "$dir/receive.log"
-  /usr/bin/time -f '%U %S %M' -o "$dir/rx.time" "$bin/dd_file_receive" "${rx_args[@]}" "$@" &
+  # The receiver runs at nice -10, as the shipped service does (packaging/dd_file_receive.service,
+  # Nice=-10: the link's drain wins against other processes); as root only.
+  local prio=()
+  [[ $(id -u) == 0 ]] && prio=(nice -n -10)
+  /usr/bin/time -f '%U %S %M' -o "$dir/rx.time" "${prio[@]}" "$bin/dd_file_receive" "${rx_args[@]}" \
+    "$@" &
   local rx=$!
   for _ in $(seq 100); do grep -q "receiving on" "$dir/receive.log" 2> /dev/null && break; sleep 0.05; done
   # What starting cost the receiver (mostly faulting in its ring), so that CPU per GiB can also be
