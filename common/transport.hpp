@@ -2,6 +2,7 @@
 // here; the card-driver device transport implements the same interfaces.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,20 @@ class DatagramSink {
                                size_t* sent) = 0;
 };
 
+// Calls fn(datagram, real_len) for each datagram of a receive buffer `buf` that got `len` bytes
+// (more than buf.size(): truncated) with segment size `seg` (0: one datagram).
+template <typename Fn>
+void for_each_datagram(std::span<const uint8_t> buf, size_t len, size_t seg, Fn&& fn) {
+  if (seg == 0 || len <= seg || len > buf.size()) {
+    fn(buf.first(std::min(len, buf.size())), len);
+    return;
+  }
+  for (size_t off = 0; off < len; off += seg) {
+    const size_t n = std::min(seg, len - off);
+    fn(buf.subspan(off, n), n);
+  }
+}
+
 // Receives datagrams from the link. One thread owns an instance.
 class DatagramSource {
  public:
@@ -43,6 +58,19 @@ class DatagramSource {
   // (*count = 0).
   virtual std::error_code receive(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
                                   size_t* count, std::chrono::milliseconds timeout) = 0;
+  // The most one receive buffer may get when the source coalesces datagrams of one size into
+  // bundles (UDP GRO), 0 when each buffer gets one datagram.
+  virtual size_t max_bundle() const { return 0; }
+  // As receive(), where buffer i (of max_bundle() bytes) may get a bundle: datagrams of segs[i]
+  // bytes back to back, the last one possibly shorter (segs[i] 0: one datagram). Without
+  // bundles, receive() with every segs[i] 0.
+  virtual std::error_code receive_bundles(std::span<const std::span<uint8_t>> bufs,
+                                          std::span<size_t> lens, std::span<size_t> segs,
+                                          size_t* count, std::chrono::milliseconds timeout) {
+    const auto ec = receive(bufs, lens, count, timeout);
+    for (size_t i = 0; i < *count; ++i) segs[i] = 0;
+    return ec;
+  }
   // Datagrams the link layer dropped before they reached this program (a full socket buffer),
   // or -1 when the transport cannot tell.
   virtual long link_drops() const { return -1; }

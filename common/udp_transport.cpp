@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <boost/asio/ip/address.hpp>
@@ -74,7 +76,7 @@ std::string SocketBufferReport::warning(const char* direction) const {
       direction, granted, requested, sysctl, requested);
 }
 
-UdpSink::UdpSink(const Endpoint& dest, size_t sndbuf_bytes) : socket_(io_) {
+UdpSink::UdpSink(const Endpoint& dest, size_t sndbuf_bytes, bool gso) : socket_(io_) {
   const udp::endpoint target = resolve(io_, dest, false);
   boost::system::error_code ec;
   socket_.open(target.protocol(), ec);
@@ -83,24 +85,70 @@ UdpSink::UdpSink(const Endpoint& dest, size_t sndbuf_bytes) : socket_(io_) {
     throw std::runtime_error(fmt::format("cannot send to {}: {}", dest.to_string(), ec.message()));
   }
   report_ = set_buffer(socket_.native_handle(), SO_SNDBUFFORCE, SO_SNDBUF, sndbuf_bytes);
+  if (gso) {
+    // The kernel takes UDP_SEGMENT since Linux 4.18: the option reads back where it exists.
+    int size = 0;
+    socklen_t len = sizeof size;
+    gso_ = ::getsockopt(socket_.native_handle(), SOL_UDP, UDP_SEGMENT, &size, &len) == 0;
+  }
+}
+
+size_t UdpSink::build_messages(std::span<const std::span<const uint8_t>> datagrams) {
+  const size_t n = datagrams.size();
+  prepare_batch(n, msgs_, iovs_);
+  if (counts_.size() < n) {
+    counts_.resize(n);
+    controls_.resize(n);
+  }
+  size_t messages = 0;
+  for (size_t i = 0; i < n;) {
+    const size_t seg = datagrams[i].size();
+    size_t count = 0;
+    size_t bytes = 0;
+    // A run: datagrams of the first one's size, and at most one shorter (never empty: an empty
+    // segment does not exist) to end it. The first is always taken, whatever its size.
+    while (i + count < n && count < (gso_ ? kGsoMaxSegments : 1)) {
+      const size_t len = datagrams[i + count].size();
+      if (count > 0 && (len > seg || len == 0 || bytes + len > kGsoMaxBytes)) break;
+      bytes += len;
+      ++count;
+      if (len < seg) break;
+    }
+    for (size_t k = 0; k < count; ++k) {
+      iovs_[i + k].iov_base = const_cast<uint8_t*>(datagrams[i + k].data());
+      iovs_[i + k].iov_len = datagrams[i + k].size();
+    }
+    mmsghdr& m = msgs_[messages];
+    m = {};
+    m.msg_hdr.msg_iov = &iovs_[i];
+    m.msg_hdr.msg_iovlen = count;
+    if (count > 1) {
+      Control& c = controls_[messages];
+      m.msg_hdr.msg_control = c.bytes;
+      m.msg_hdr.msg_controllen = sizeof c.bytes;
+      cmsghdr* cm = CMSG_FIRSTHDR(&m.msg_hdr);
+      cm->cmsg_level = SOL_UDP;
+      cm->cmsg_type = UDP_SEGMENT;
+      cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+      const auto size = static_cast<uint16_t>(seg);
+      std::memcpy(CMSG_DATA(cm), &size, sizeof size);
+    }
+    counts_[messages++] = count;
+    i += count;
+  }
+  return messages;
 }
 
 std::error_code UdpSink::send(std::span<const std::span<const uint8_t>> datagrams, size_t* sent) {
   *sent = 0;
-  prepare_batch(datagrams.size(), msgs_, iovs_);
-  for (size_t i = 0; i < datagrams.size(); ++i) {
-    iovs_[i].iov_base = const_cast<uint8_t*>(datagrams[i].data());
-    iovs_[i].iov_len = datagrams[i].size();
-    msgs_[i] = {};
-    msgs_[i].msg_hdr.msg_iov = &iovs_[i];
-    msgs_[i].msg_hdr.msg_iovlen = 1;
-  }
+  const size_t messages = build_messages(datagrams);
   const int fd = socket_.native_handle();
-  while (*sent < datagrams.size()) {
-    const int n =
-        ::sendmmsg(fd, msgs_.data() + *sent, static_cast<unsigned>(datagrams.size() - *sent), 0);
+  size_t done = 0;
+  while (done < messages) {
+    const int n = ::sendmmsg(fd, msgs_.data() + done, static_cast<unsigned>(messages - done), 0);
     if (n > 0) {
-      *sent += static_cast<size_t>(n);
+      for (size_t k = done; k < done + static_cast<size_t>(n); ++k) *sent += counts_[k];
+      done += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -111,12 +159,25 @@ std::error_code UdpSink::send(std::span<const std::span<const uint8_t>> datagram
     // next send. On a diode there is no receiver feedback; the datagram itself was not sent, so
     // retry it once rather than losing it.
     if (n < 0 && errno == ECONNREFUSED) continue;
+    if (n < 0 && (errno == EIO || errno == EINVAL) && counts_[done] > 1) {
+      // Refused before anything of it went out: the same datagrams go again, one by one.
+      const int err = errno;
+      spdlog::warn(
+          "Warn: UDP segmentation offload switched off: a segmented send failed ({}); "
+          "sending datagram by datagram from now on",
+          std::strerror(err));
+      gso_ = false;
+      size_t more = 0;
+      const auto ec = send(datagrams.subspan(*sent), &more);
+      *sent += more;
+      return ec;
+    }
     return std::error_code(n < 0 ? errno : EIO, std::system_category());
   }
   return {};
 }
 
-UdpSource::UdpSource(const Endpoint& listen, size_t rcvbuf_bytes) : socket_(io_) {
+UdpSource::UdpSource(const Endpoint& listen, size_t rcvbuf_bytes, bool gro) : socket_(io_) {
   const udp::endpoint local = resolve(io_, listen, true);
   boost::system::error_code ec;
   socket_.open(local.protocol(), ec);
@@ -126,16 +187,33 @@ UdpSource::UdpSource(const Endpoint& listen, size_t rcvbuf_bytes) : socket_(io_)
         fmt::format("cannot listen on {}: {}", listen.to_string(), ec.message()));
   }
   report_ = set_buffer(socket_.native_handle(), SO_RCVBUFFORCE, SO_RCVBUF, rcvbuf_bytes);
+  if (gro) {
+    const int on = 1;
+    gro_ = ::setsockopt(socket_.native_handle(), SOL_UDP, UDP_GRO, &on, sizeof on) == 0;
+  }
 }
 
 uint16_t UdpSource::local_port() const { return socket_.local_endpoint().port(); }
 
 std::error_code UdpSource::receive(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
                                    size_t* count, std::chrono::milliseconds timeout) {
+  return receive_some(bufs, lens, nullptr, count, timeout);
+}
+
+std::error_code UdpSource::receive_bundles(std::span<const std::span<uint8_t>> bufs,
+                                           std::span<size_t> lens, std::span<size_t> segs,
+                                           size_t* count, std::chrono::milliseconds timeout) {
+  return receive_some(bufs, lens, segs.data(), count, timeout);
+}
+
+std::error_code UdpSource::receive_some(std::span<const std::span<uint8_t>> bufs,
+                                        std::span<size_t> lens, size_t* segs, size_t* count,
+                                        std::chrono::milliseconds timeout) {
   *count = 0;
   const int fd = socket_.native_handle();
   prepare_batch(bufs.size(), msgs_, iovs_);
   if (names_.size() < bufs.size()) names_.resize(bufs.size());
+  if (segs != nullptr && controls_.size() < bufs.size()) controls_.resize(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) {
     iovs_[i].iov_base = bufs[i].data();
     iovs_[i].iov_len = bufs[i].size();
@@ -144,6 +222,10 @@ std::error_code UdpSource::receive(std::span<const std::span<uint8_t>> bufs, std
     msgs_[i].msg_hdr.msg_iovlen = 1;
     msgs_[i].msg_hdr.msg_name = &names_[i];
     msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+    if (segs != nullptr) {
+      msgs_[i].msg_hdr.msg_control = controls_[i].bytes;
+      msgs_[i].msg_hdr.msg_controllen = sizeof controls_[i].bytes;
+    }
   }
   int n = ::recvmmsg(fd, msgs_.data(), static_cast<unsigned>(bufs.size()), MSG_DONTWAIT, nullptr);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -161,35 +243,44 @@ std::error_code UdpSource::receive(std::span<const std::span<uint8_t>> bufs, std
     // MSG_TRUNC in msg_flags: the datagram was longer than the buffer; report it as longer so
     // the caller counts it as a bad length instead of decoding a cut packet.
     lens[i] = (msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) ? bufs[i].size() + 1 : msgs_[i].msg_len;
-  }
-  *count = static_cast<size_t>(n);
-  if (n > 0) {
-    // The sender's address, for the records of files a crash leaves behind: formatted only when
-    // it changes (one compare per batch).
-    const socklen_t len = msgs_[n - 1].msg_hdr.msg_namelen;
-    const auto& name = names_[static_cast<size_t>(n - 1)];
-    if (len != last_peer_len_ || std::memcmp(&name, &last_peer_, len) != 0) {
-      last_peer_ = name;
-      last_peer_len_ = len;
-      char host[INET6_ADDRSTRLEN] = "";
-      uint16_t port = 0;
-      std::string text;
-      if (name.ss_family == AF_INET) {
-        const auto& a = reinterpret_cast<const sockaddr_in&>(name);
-        ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof host);
-        port = ntohs(a.sin_port);
-        text = fmt::format("{}:{}", host, port);
-      } else if (name.ss_family == AF_INET6) {
-        const auto& a = reinterpret_cast<const sockaddr_in6&>(name);
-        ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
-        port = ntohs(a.sin6_port);
-        text = fmt::format("[{}]:{}", host, port);
+    if (segs == nullptr) continue;
+    // A bundle says its segment size in a UDP_GRO control message; a lone datagram has none.
+    segs[i] = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msgs_[i].msg_hdr); c != nullptr;
+         c = CMSG_NXTHDR(&msgs_[i].msg_hdr, c)) {
+      if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+        int seg = 0;
+        std::memcpy(&seg, CMSG_DATA(c), sizeof seg);
+        if (seg > 0 && static_cast<size_t>(seg) < lens[i]) segs[i] = static_cast<size_t>(seg);
       }
-      std::lock_guard lock(peer_mu_);
-      peer_text_ = std::move(text);
     }
   }
+  *count = static_cast<size_t>(n);
+  if (n > 0) note_peer(n);
   return {};
+}
+
+// The sender's address, for the records of files a crash leaves behind: formatted only when it
+// changes (one compare per batch).
+void UdpSource::note_peer(int n) {
+  const socklen_t len = msgs_[n - 1].msg_hdr.msg_namelen;
+  const auto& name = names_[static_cast<size_t>(n - 1)];
+  if (len == last_peer_len_ && std::memcmp(&name, &last_peer_, len) == 0) return;
+  last_peer_ = name;
+  last_peer_len_ = len;
+  char host[INET6_ADDRSTRLEN] = "";
+  std::string text;
+  if (name.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(name);
+    ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof host);
+    text = fmt::format("{}:{}", host, ntohs(a.sin_port));
+  } else if (name.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(name);
+    ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
+    text = fmt::format("[{}]:{}", host, ntohs(a.sin6_port));
+  }
+  std::lock_guard lock(peer_mu_);
+  peer_text_ = std::move(text);
 }
 
 std::string UdpSource::peer() const {

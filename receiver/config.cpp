@@ -99,6 +99,12 @@ void add_write_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--socket-buffer-mb", cfg.socket_buffer_mb, "Socket receive buffer, MiB")
       ->check(CLI::Range(size_t{0}, size_t{2048}))
       ->capture_default_str();
+  app.add_option("--gro", cfg.gro_text,
+                 "UDP receive offload: auto lets the kernel hand over runs of datagrams as one "
+                 "bundle when it can (one trip up the stack for many); off receives them one by "
+                 "one")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
   app.add_option("--batch", cfg.batch, "Datagrams per recvmmsg call")
       ->check(CLI::Range(size_t{1}, size_t{1024}))
       ->capture_default_str();
@@ -192,6 +198,10 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
   if (!common::parse_transport(cfg.transport_text, &cfg.transport)) {
     throw CLI::ValidationError("--transport", "expected udp or device");
   }
+  if (cfg.gro_text != "auto" && cfg.gro_text != "off") {
+    throw CLI::ValidationError("--gro", "expected auto or off");
+  }
+  cfg.gro = cfg.gro_text == "auto";
   if (cfg.transport == common::TransportKind::kUdp) {
     if (cfg.listen_text.empty()) throw CLI::RequiredError("--listen");
     if (!common::parse_endpoint(cfg.listen_text, &cfg.listen, &error)) {

@@ -43,7 +43,7 @@ struct ReceiverConfig {
   std::string output;
   std::string failed_dir;         // default OUTPUT/.failed
   size_t buffer_mb = 1024;        // the receive ring
-  size_t max_packet_size = 9216;  // ring slot size; larger datagrams are dropped as bad length
+  size_t max_packet_size = 9216;  // larger datagrams are dropped as bad length
   size_t report_mb = 100;         // a Rcvd: line every report_mb MB (2^20) of a file
   // Durable by default: Passed means on disk (receiver/committer.hpp).
   WriteMode write_mode = WriteMode::kDataSync;
@@ -63,10 +63,13 @@ struct ReceiverConfig {
   bool null_sink = false;               // --sink null: everything but the disk write
   std::string sink_text = "disk";
   size_t socket_buffer_mb = 256;  // SO_RCVBUF request
-  size_t batch = 64;              // datagrams per recvmmsg
-  bool once = false;              // exit when the first sender session has finished
-  bool lock_memory = false;       // mlock the ring
-  bool keep_partial = false;      // keep leftovers' data in the failed folder
+  size_t batch = 64;              // datagrams per recvmmsg (16 bundles with GRO)
+  // --gro auto: the kernel hands over runs of datagrams as bundles (UDP_GRO) when it can.
+  bool gro = true;
+  std::string gro_text = "auto";
+  bool once = false;          // exit when the first sender session has finished
+  bool lock_memory = false;   // mlock the ring
+  bool keep_partial = false;  // keep leftovers' data in the failed folder
   // Security (--key-file): every datagram must be sealed with a pre-shared key; two during a key
   // rotation (the old and the new one).
   std::vector<std::string> key_files;

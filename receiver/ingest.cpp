@@ -75,30 +75,34 @@ std::vector<DropLedger::Entry> DropLedger::take() {
   return out;
 }
 
-Ingest::Ingest(common::DatagramSource& source, SlotRing& ring, size_t batch)
-    : source_(source), ring_(ring), batch_(batch), scratch_(batch * ring.slot_size()) {}
+Ingest::Ingest(common::DatagramSource& source, ByteRing& ring, size_t batch, size_t max_packet)
+    : source_(source),
+      ring_(ring),
+      bundles_(source.max_bundle() > 0),
+      max_len_(bundles_ ? source.max_bundle() : max_packet),
+      batch_(bundles_ ? std::min(batch, kBundleBatch) : batch),
+      scratch_(batch_ * max_len_) {}
 
 void Ingest::run(std::stop_token stop) {
   using namespace std::chrono;
   std::vector<std::span<uint8_t>> bufs(batch_);
   std::vector<size_t> lens(batch_);
-  uint64_t drops_logged = 0;
-  auto last_drop_log = steady_clock::now() - seconds(10);
+  std::vector<size_t> segs(batch_);
   auto last_error_log = steady_clock::now() - seconds(10);
   try {
     while (!stop.stop_requested()) {
       counters_.passes.fetch_add(1, std::memory_order_relaxed);
-      const size_t free = ring_.free_slots();
-      const bool full = free == 0;
-      const size_t n = full ? batch_ : std::min(batch_, free);
+      const size_t room = ring_.reserve(batch_, max_len_);
+      const bool full = room == 0;
+      const size_t n = full ? batch_ : room;
       for (size_t i = 0; i < n; ++i) {
         bufs[i] =
-            full ? std::span<uint8_t>(scratch_.data() + i * ring_.slot_size(), ring_.slot_size())
-                 : ring_.free_slot(i);
+            full ? std::span<uint8_t>(scratch_.data() + i * max_len_, max_len_) : ring_.buffer(i);
       }
       size_t got = 0;
-      const auto ec = source_.receive(std::span(bufs.data(), n), std::span(lens.data(), n), &got,
-                                      milliseconds(full ? 1 : 50));
+      const auto ec =
+          source_.receive_bundles(std::span(bufs.data(), n), std::span(lens.data(), n),
+                                  std::span(segs.data(), n), &got, milliseconds(full ? 1 : 50));
       if (ec) {
         if (steady_clock::now() - last_error_log > seconds(1)) {
           spdlog::error("Error: receive failed: {}", ec.message());
@@ -108,30 +112,13 @@ void Ingest::run(std::stop_token stop) {
         continue;
       }
       if (got == 0) continue;
-      counters_.datagrams.fetch_add(got, std::memory_order_relaxed);
-      counters_.last_datagram_ns.store(
-          duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count(),
-          std::memory_order_relaxed);
-      uint64_t bytes = 0;
-      for (size_t i = 0; i < got; ++i) bytes += lens[i];
-      counters_.bytes.fetch_add(bytes, std::memory_order_relaxed);
+      count(std::span(bufs.data(), got), std::span(lens.data(), got), std::span(segs.data(), got));
       if (full) {
-        const size_t kept =
-            drops_.add(std::span(bufs.data(), got), std::span(lens.data(), got), ring_.produced());
-        const uint64_t total = counters_.ring_full_drops.fetch_add(got - kept) + got - kept;
-        if (steady_clock::now() - last_drop_log > seconds(1)) {
-          spdlog::warn(
-              "Warn: receive buffer full (the disk is not keeping up): {} packet(s) "
-              "dropped so far ({} since last report)",
-              total, total - drops_logged);
-          drops_logged = total;
-          last_drop_log = steady_clock::now();
-        }
+        drop(std::span(bufs.data(), got), std::span(lens.data(), got), std::span(segs.data(), got));
         continue;
       }
-      for (size_t i = 0; i < got; ++i) ring_.set_length(i, lens[i]);
-      ring_.publish(got);
-      const uint64_t used = ring_.capacity() - ring_.free_slots();
+      ring_.commit(got, lens.data(), segs.data());
+      const uint64_t used = ring_.used();
       if (used > counters_.ring_high_water.load(std::memory_order_relaxed)) {
         counters_.ring_high_water.store(used, std::memory_order_relaxed);
       }
@@ -140,6 +127,48 @@ void Ingest::run(std::stop_token stop) {
     spdlog::error("Error: receive thread stopped: {}", e.what());
   }
   ring_.wake();
+}
+
+void Ingest::count(std::span<const std::span<uint8_t>> bufs, std::span<const size_t> lens,
+                   std::span<const size_t> segs) {
+  uint64_t datagrams = 0;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    bytes += lens[i];
+    datagrams += segs[i] == 0 || lens[i] > bufs[i].size() ? 1 : (lens[i] + segs[i] - 1) / segs[i];
+  }
+  counters_.datagrams.fetch_add(datagrams, std::memory_order_relaxed);
+  counters_.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  counters_.last_datagram_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count(),
+                                   std::memory_order_relaxed);
+}
+
+void Ingest::drop(std::span<const std::span<uint8_t>> bufs, std::span<const size_t> lens,
+                  std::span<const size_t> segs) {
+  using namespace std::chrono;
+  // The ledger takes datagrams one by one: bundles are cut into theirs.
+  dropped_.clear();
+  dropped_lens_.clear();
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    common::for_each_datagram(bufs[i], lens[i], segs[i],
+                              [&](std::span<const uint8_t> d, size_t real_len) {
+                                dropped_.emplace_back(const_cast<uint8_t*>(d.data()), d.size());
+                                dropped_lens_.push_back(real_len);
+                              });
+  }
+  const size_t kept = drops_.add(dropped_, dropped_lens_, ring_.produced());
+  const uint64_t lost = dropped_.size() - kept;
+  const uint64_t total = counters_.ring_full_drops.fetch_add(lost) + lost;
+  if (steady_clock::now() - last_drop_log_ > seconds(1)) {
+    spdlog::warn(
+        "Warn: receive buffer full (the disk is not keeping up): {} packet(s) "
+        "dropped so far ({} since last report)",
+        total, total - drops_logged_);
+    drops_logged_ = total;
+    last_drop_log_ = steady_clock::now();
+  }
 }
 
 }  // namespace ddft::receiver

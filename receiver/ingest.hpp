@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -10,7 +11,7 @@
 #include <vector>
 
 #include "common/transport.hpp"
-#include "receiver/slot_ring.hpp"
+#include "receiver/byte_ring.hpp"
 
 namespace ddft::receiver {
 
@@ -18,7 +19,7 @@ struct IngestCounters {
   std::atomic<uint64_t> datagrams{0};  // received from the link
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> ring_full_drops{0};
-  std::atomic<uint64_t> ring_high_water{0};  // most slots ever in use
+  std::atomic<uint64_t> ring_high_water{0};  // most ring bytes ever in use
   // std::chrono::steady_clock time of the last datagram received (ns since its epoch), 0 before
   // the first. Relaxed: for --metrics only.
   std::atomic<int64_t> last_datagram_ns{0};
@@ -44,7 +45,7 @@ class DropLedger {
     uint64_t count = 0;
   };
   struct Saved {
-    uint64_t after = 0;  // SlotRing::produced() when it arrived
+    uint64_t after = 0;  // ByteRing::produced() when it arrived
     std::vector<uint8_t> bytes;
   };
   static constexpr size_t kSavedBytes = size_t{16} << 20;
@@ -72,18 +73,36 @@ class DropLedger {
 
 class Ingest {
  public:
-  // `source` and `ring` must outlive run(). `batch` datagrams at most per receive call.
-  Ingest(common::DatagramSource& source, SlotRing& ring, size_t batch);
+  // `source` and `ring` must outlive run(). `batch` receive buffers at most per receive call
+  // (at most kBundleBatch when the source bundles datagrams); `max_packet`: the longest
+  // datagram kept whole, when it does not.
+  Ingest(common::DatagramSource& source, ByteRing& ring, size_t batch, size_t max_packet);
   // Runs on the thread "dd-rx" until stopped. Link errors are logged and retried; a stop ends it.
   void run(std::stop_token stop);
   const IngestCounters& counters() const { return counters_; }
   DropLedger& drops() { return drops_; }
 
  private:
+  // Receive buffers per call when each takes a bundle of up to 64 KB.
+  static constexpr size_t kBundleBatch = 16;
+
+  // Counts what one receive call gave.
+  void count(std::span<const std::span<uint8_t>> bufs, std::span<const size_t> lens,
+             std::span<const size_t> segs);
+  // What the full ring could not take: to the ledger, with a warning a second at most.
+  void drop(std::span<const std::span<uint8_t>> bufs, std::span<const size_t> lens,
+            std::span<const size_t> segs);
+
   common::DatagramSource& source_;
-  SlotRing& ring_;
+  ByteRing& ring_;
+  bool bundles_;
+  size_t max_len_;  // one receive buffer
   size_t batch_;
   std::vector<uint8_t> scratch_;  // where datagrams go when the ring is full
+  std::vector<std::span<uint8_t>> dropped_;
+  std::vector<size_t> dropped_lens_;
+  uint64_t drops_logged_ = 0;
+  std::chrono::steady_clock::time_point last_drop_log_{};
   IngestCounters counters_;
   DropLedger drops_;
 };

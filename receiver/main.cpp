@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
     auto open_source = [&cfg]() -> std::unique_ptr<common::DatagramSource> {
       if (cfg.transport == common::TransportKind::kDevice)
         return std::make_unique<common::DeviceSource>(cfg.device);
-      auto udp = std::make_unique<common::UdpSource>(cfg.listen, cfg.socket_buffer_mb << 20);
+      auto udp =
+          std::make_unique<common::UdpSource>(cfg.listen, cfg.socket_buffer_mb << 20, cfg.gro);
       if (auto w = udp->buffer_report().warning("receive"); !w.empty()) spdlog::warn("Warn: {}", w);
       return udp;
     };

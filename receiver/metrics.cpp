@@ -168,21 +168,22 @@ void add_dropped_packet_metrics(common::MetricsRegistry& reg, const StatusPtr& s
 
 // The receive ring: size, use and high-water mark.
 void add_ring_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
+  auto ratio = [](size_t part, size_t whole) { return whole ? num(part) / num(whole) : 0.0; };
   reg.add(kGauge, "ddft_receive_ring_capacity_bytes",
-          "Size of the receive ring (slots x --max-packet-size)",
-          [st] { return num(st->ring_slots * st->slot_size); });
+          "Size of the receive ring (--buffer-mb less the write blocks)",
+          [st] { return num(st->ring_bytes); });
   reg.add(kGauge, "ddft_receive_ring_used_bytes",
-          "Receive ring in use: slots holding datagrams not yet taken by the writer, x the slot "
-          "size (a slot holds one datagram of up to --max-packet-size)",
-          [st] { return num(st->ring_used * st->slot_size); });
+          "Receive ring in use: bytes of datagrams not yet taken by the writer (each rounded "
+          "up to 16, plus a 16-byte header per receive)",
+          [st] { return num(st->ring_used); });
   reg.add(kGauge, "ddft_receive_ring_fill_ratio", "Receive ring in use, 0 to 1",
-          [st] { return st->ring_slots ? num(st->ring_used) / num(st->ring_slots) : 0.0; });
+          [st, ratio] { return ratio(st->ring_used, st->ring_bytes); });
   reg.add(kGauge, "ddft_receive_ring_high_water_bytes",
-          "Most of the receive ring ever in use since start (slots x slot size)",
-          [st] { return num(st->ring_high_water * st->slot_size); });
+          "Most of the receive ring ever in use since start",
+          [st] { return num(st->ring_high_water); });
   reg.add(kGauge, "ddft_receive_ring_high_water_ratio",
           "Most of the receive ring ever in use since start, 0 to 1",
-          [st] { return st->ring_slots ? num(st->ring_high_water) / num(st->ring_slots) : 0.0; });
+          [st, ratio] { return ratio(st->ring_high_water, st->ring_bytes); });
 }
 
 // DR and FW: the Rcvd: line's figures, and their sums for rate() over any window.

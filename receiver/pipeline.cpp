@@ -8,8 +8,8 @@
 
 #include "common/json.hpp"
 #include "common/named_thread.hpp"
+#include "receiver/byte_ring.hpp"
 #include "receiver/ingest.hpp"
-#include "receiver/slot_ring.hpp"
 #include "receiver/stall_hook.hpp"
 #include "receiver/writer_loop.hpp"
 
@@ -18,21 +18,23 @@ namespace ddft::receiver {
 Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, common::Clock& clock)
     : cfg_(cfg), clock_(clock) {
   const bool direct = open_output();
-  const size_t slots = make_ring();
+  make_ring();
   make_io_engine();
   make_hooks();
   // Last: from here on a sender's datagrams queue in the kernel, and all that is left before
   // they are drained is making the assembler and starting the two threads (run()).
   source_ = open_source();
-  ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch);
+  ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch, cfg.max_packet_size);
   link_name_ = cfg.transport == common::TransportKind::kDevice ? "device " + cfg.device
                                                                : cfg.listen.to_string();
   // Logged by the writer thread once both threads run (note_writer_pass).
   start_line_ = fmt::format(
-      "Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} packets of up "
-      "to {} bytes; writer: {}{}; write blocks {} x {} KB; mode {}; on collision: {}",
-      link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb, slots, cfg.max_packet_size,
-      writer_->describe(), direct ? ", direct IO" : "", cfg.write_buffers, cfg.write_block_kb,
+      "Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} MB for "
+      "packets of up to {} bytes{}; writer: {}{}; write blocks {} x {} KB; mode {}; on "
+      "collision: {}",
+      link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb, ring_->capacity() >> 20,
+      cfg.max_packet_size, source_->max_bundle() > 0 ? " (GRO)" : "", writer_->describe(),
+      direct ? ", direct IO" : "", cfg.write_buffers, cfg.write_block_kb,
       write_mode_name(cfg.write_mode), collision_policy_name(cfg.on_collision));
 }
 
@@ -57,15 +59,14 @@ bool Receiver::open_output() {
   return direct;
 }
 
-size_t Receiver::make_ring() {
+void Receiver::make_ring() {
   // --buffer-mb is all the receive buffering: the write blocks come out of it, the ring gets the
   // rest, so the daemon's memory is what the operator asked for.
   const size_t pool_bytes = cfg_.write_buffers * cfg_.write_block_kb * 1024;
   const size_t ring_bytes = cfg_.buffer_mb * 1024 * 1024 - pool_bytes;
-  const size_t slots = std::max<size_t>(cfg_.batch * 2, ring_bytes / cfg_.max_packet_size);
   // Populating touches every page now (about a second per GiB here, 2-3 s under memory
   // pressure): the link is not open yet, so no datagram waits in the kernel meanwhile.
-  ring_ = std::make_unique<SlotRing>(slots, cfg_.max_packet_size, /*populate=*/true);
+  ring_ = std::make_unique<ByteRing>(ring_bytes, /*populate=*/true);
   if (cfg_.lock_memory) {
     if (const int err = ring_->memory().lock(); err != 0) {
       spdlog::warn(
@@ -74,7 +75,6 @@ size_t Receiver::make_ring() {
           std::strerror(err));
     }
   }
-  return slots;
 }
 
 void Receiver::make_io_engine() {
@@ -158,8 +158,7 @@ ReceiverStatus Receiver::status() const {
   s.datagrams = c.datagrams.load(std::memory_order_relaxed);
   s.datagram_bytes = c.bytes.load(std::memory_order_relaxed);
   s.ring_full_drops = c.ring_full_drops.load(std::memory_order_relaxed);
-  s.ring_slots = ring_->capacity();
-  s.slot_size = ring_->slot_size();
+  s.ring_bytes = ring_->capacity();
   s.ring_used = ring_->used();
   s.ring_high_water =
       std::max<size_t>(s.ring_used, c.ring_high_water.load(std::memory_order_relaxed));
@@ -240,7 +239,7 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   if (t.ring_full_drops > 0) {
     spdlog::warn(
         "Warn: {} packet(s) were dropped because the receive buffer was full (ring "
-        "high-water {} of {} slots)",
+        "high-water {} of {} bytes)",
         t.ring_full_drops, ingest.counters().ring_high_water.load(), ring_->capacity());
   }
   return t;

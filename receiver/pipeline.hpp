@@ -1,12 +1,13 @@
 // The receiver pipeline (docs/architecture.md has it whole, with the assembler's units).
 //
-//   link ──> [dd-rx: Ingest] ──> SlotRing (--buffer-mb, allocated once)
-//            recvmmsg straight    never blocks: full ring = drop + count + log
-//            into free slots      (the sender's file lists are kept aside: DropLedger)
+//   link ──> [dd-rx: Ingest] ──> ByteRing (--buffer-mb, allocated once)
+//            recvmmsg (with GRO,  never blocks: full ring = drop + count + log
+//            bundles) straight    (the sender's file lists are kept aside: DropLedger)
+//            into the ring
 //
-//   SlotRing ──> [dd-write: WriterLoop ──> Assembler] ──> BlockIo (io_uring, or pwrite; with
+//   ByteRing ──> [dd-write: WriterLoop ──> Assembler] ──> BlockIo (io_uring, or pwrite; with
 //                waits, hands datagrams   SessionGate,       --writers N, threads dd-wio1..N):
-//                on, releases slots,      FileTable,         write blocks registered as fixed
+//                on, releases bytes,      FileTable,         write blocks registered as fixed
 //                polls I/O, publishes     FileBlocks,        buffers; folder fsyncs
 //                counters (250 ms)        WriteEngine,   ──> FsPool (dd-fsop1..dd-fsop4): every
 //                                         Finisher,          call that can wait on the file
@@ -47,12 +48,12 @@
 #include "common/clock.hpp"
 #include "common/transport.hpp"
 #include "receiver/assembler.hpp"
+#include "receiver/byte_ring.hpp"
 #include "receiver/config.hpp"
 #include "receiver/hook_runner.hpp"
 #include "receiver/ingest.hpp"
 #include "receiver/outcome_log.hpp"
 #include "receiver/recovery.hpp"
-#include "receiver/slot_ring.hpp"
 
 namespace ddft::receiver {
 
@@ -84,10 +85,9 @@ struct ReceiverStatus {
   uint64_t datagrams = 0;  // taken off the link, before any check
   uint64_t datagram_bytes = 0;
   uint64_t ring_full_drops = 0;
-  size_t ring_slots = 0;
-  size_t slot_size = 0;
-  size_t ring_used = 0;          // slots holding datagrams the writer has not taken yet
-  size_t ring_high_water = 0;    // most slots ever in use
+  size_t ring_bytes = 0;         // the ring's size
+  size_t ring_used = 0;          // bytes holding datagrams the writer has not taken yet
+  size_t ring_high_water = 0;    // most bytes ever in use
   int64_t last_datagram_ns = 0;  // steady_clock ns of the last datagram received, 0 before
   long link_drops = -1;          // UDP: datagrams the kernel dropped on the socket; else -1
 };
@@ -136,8 +136,8 @@ class Receiver {
   // The constructor's steps, in order. open_output(): the output folder locked, what an earlier
   // run left finished or named; true when writes go direct (O_DIRECT).
   bool open_output();
-  // The ring, populated (and locked with --lock-memory); returns its slot count.
-  size_t make_ring();
+  // The ring, populated (and locked with --lock-memory).
+  void make_ring();
   // The write blocks and the IO engine that writes them.
   void make_io_engine();
   // The --on-complete runner, when one is asked for (and files are written).
@@ -155,7 +155,7 @@ class Receiver {
   std::unique_ptr<OutputDir> out_;
   std::unique_ptr<OutcomeLog> journal_;  // null with --sink null
   StartRecovery recovery_;
-  std::unique_ptr<SlotRing> ring_;
+  std::unique_ptr<ByteRing> ring_;
   std::unique_ptr<Ingest> ingest_;
   common::AlignedBuffer block_memory_;
   std::unique_ptr<common::BlockIo> writer_;

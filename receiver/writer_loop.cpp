@@ -15,13 +15,13 @@ constexpr auto kInterval = std::chrono::milliseconds(250);
 // How long a pass waits for datagrams with I/O pending, and without.
 constexpr auto kBusyWait = std::chrono::microseconds(200);
 constexpr auto kIdleWait = std::chrono::microseconds(20000);
-// Slots are handed back to the ingest thread in groups this size, so it never waits on a whole
-// batch.
+// Ring records are handed back to the ingest thread in groups this size, so it never waits on a
+// whole batch.
 constexpr size_t kReleaseGroup = 64;
 
 }  // namespace
 
-WriterLoop::WriterLoop(const ReceiverConfig& cfg, SlotRing& ring, DropLedger& drops,
+WriterLoop::WriterLoop(const ReceiverConfig& cfg, ByteRing& ring, DropLedger& drops,
                        Assembler& assembler, common::Clock& clock, Hooks hooks)
     : cfg_(cfg),
       ring_(ring),
@@ -79,18 +79,29 @@ void WriterLoop::finish(const std::function<void()>& stop_upstream) {
 }
 
 void WriterLoop::drain() {
-  size_t n = ring_.available();
+  uint64_t pos = ring_.consumed();
+  const uint64_t end = pos + ring_.available();
   size_t since_release = 0;
-  for (size_t i = 0; i < n; ++i) {
-    size_t real_len = 0;
-    auto data = ring_.filled_slot(since_release, &real_len);
-    assembler_.on_datagram(data, real_len);
+  while (pos < end) {
+    const ByteRing::Record r = ring_.next(pos);
+    pos = r.next;
+    if (r.pad) continue;
+    // A datagram over --max-packet-size (a bundle's buffer is larger than that) is handed on
+    // as truncated: it is counted as a bad length, as the kernel's truncation would have been.
+    common::for_each_datagram(r.bytes, r.real_len, r.segment,
+                              [&](std::span<const uint8_t> d, size_t real_len) {
+                                if (d.size() > cfg_.max_packet_size) {
+                                  d = d.first(cfg_.max_packet_size);
+                                  real_len = std::max(real_len, cfg_.max_packet_size + 1);
+                                }
+                                assembler_.on_datagram(d, real_len);
+                              });
     if (++since_release == kReleaseGroup) {
-      ring_.release(kReleaseGroup);
+      ring_.release(pos);
       since_release = 0;
     }
   }
-  ring_.release(since_release);
+  ring_.release(pos);
 }
 
 void WriterLoop::take_saved() {

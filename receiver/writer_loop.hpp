@@ -1,10 +1,10 @@
 // The receiver's "dd-write" thread: drains the ring into the assembler.
 //
-//   SlotRing ──> [WriterLoop on "dd-write"] ──> Assembler (decode, files, writes, finishing)
+//   ByteRing ──> [WriterLoop on "dd-write"] ──> Assembler (decode, files, writes, finishing)
 //   DropLedger (file lists kept from a full ring, taken in arrival order)
 //
 // Each pass waits for datagrams (20 ms, or 200 us while I/O is pending, so a small file's
-// rename does not wait for the next packet), hands them to the assembler, gives the slots back
+// rename does not wait for the next packet), hands them to the assembler, gives the ring back
 // in small groups, takes the file lists the ingest thread kept aside once everything before
 // them has been taken, and polls the assembler's I/O. Every 250 ms it names the ring's drops by
 // file and publishes the assembler's counters.
@@ -21,9 +21,9 @@
 
 #include "common/clock.hpp"
 #include "receiver/assembler.hpp"
+#include "receiver/byte_ring.hpp"
 #include "receiver/config.hpp"
 #include "receiver/ingest.hpp"
-#include "receiver/slot_ring.hpp"
 
 namespace ddft::receiver {
 
@@ -38,7 +38,7 @@ class WriterLoop {
   };
 
   // All references must outlive run().
-  WriterLoop(const ReceiverConfig& cfg, SlotRing& ring, DropLedger& drops, Assembler& assembler,
+  WriterLoop(const ReceiverConfig& cfg, ByteRing& ring, DropLedger& drops, Assembler& assembler,
              common::Clock& clock, Hooks hooks);
 
   // Runs until `stop` is requested or, with cfg.once, the session has finished; then calls
@@ -50,13 +50,14 @@ class WriterLoop {
  private:
   void loop(std::stop_token stop);
   void finish(const std::function<void()>& stop_upstream);
-  // Hands every datagram the ring holds to the assembler, releasing slots in groups of 64.
+  // Hands every datagram the ring holds to the assembler (a GRO bundle's one by one), releasing
+  // records in groups of 64.
   void drain();
   // Hands over the kept file lists whose place in the stream has been reached.
   void take_saved();
 
   const ReceiverConfig& cfg_;
-  SlotRing& ring_;
+  ByteRing& ring_;
   DropLedger& drops_;
   Assembler& assembler_;
   common::Clock& clock_;

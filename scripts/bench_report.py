@@ -5,7 +5,9 @@ Usage: bench_report.py RESULTS.tsv BYTES_PER_TRANSFER OUT.json
 Each figure is given with its ratio to the ceiling it is bound by:
   mem-mem: UDP; disk-mem: min(disk read, UDP); mem-disk and disk-disk: min(disk write, UDP).
 The durability section's figures (rows "durable") are each column's medians and the ratio of the
-receiver's default write mode to --write-mode rw, both measured in the same sitting.
+receiver's default write mode to --write-mode rw, both measured in the same sitting. The link
+section's (rows "link") are medians per setting, memory to memory at --rate 0, with each side's
+CPU-seconds per GiB: the figure that carries to other machines.
 """
 import json
 import statistics
@@ -13,7 +15,7 @@ import sys
 
 results, size, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 gib = size / 2**30
-ceil, runs, small, durable = {}, {}, None, {}
+ceil, runs, small, durable, link = {}, {}, None, {}, {}
 for line in open(results):
     f = line.rstrip("\n").split("\t")
     if f[0] == "ceiling":
@@ -22,6 +24,10 @@ for line in open(results):
         runs.setdefault((f[1], f[2]), []).append(
             dict(rate=float(f[4]), tx_cpu=float(f[5]), rx_cpu=float(f[6]), tx_rss=int(f[7]),
                  rx_rss=int(f[8]), lost=int(f[9]), ok=int(f[10])))
+    elif f[0] == "link":
+        link.setdefault(f[1], []).append(
+            dict(rate=float(f[3]), tx_cpu=float(f[4]), rx_cpu=float(f[5]), tx_rss=int(f[6]),
+                 rx_rss=int(f[7]), lost=int(f[8]), ok=int(f[9]), rx_start=float(f[10])))
     elif f[0] == "small":
         small = dict(files=int(f[1]), seconds=float(f[2]), verified=int(f[3]), lost=int(f[4]))
     elif f[0] == "durable":
@@ -82,7 +88,45 @@ if mm and not verified(mm):
 elif mm:
     target("memory->memory >= 0.9 x UDP ceiling", mm["ratio_to_ceiling"], 0.9,
            mm["ratio_to_ceiling"] >= 0.9)
-if not cells and not durable:
+# Link settings: medians per setting over all runs (a run that lost packets counts with its rate:
+# here losing is what is measured), CPU per GiB moved on each side and together.
+lcells = []
+for setting, rs in link.items():
+    med = lambda k: statistics.median(r[k] for r in rs)
+    tx, rx = med("tx_cpu") / gib, med("rx_cpu") / gib
+    rx_run = statistics.median(r["rx_cpu"] - r["rx_start"] for r in rs) / gib
+    lcells.append(dict(setting=setting, runs=len(rs), mib_s=round(med("rate"), 1),
+                       all_rates=[r["rate"] for r in rs], tx_cpu_s_per_gib=round(tx, 2),
+                       rx_cpu_s_per_gib=round(rx, 2), pair_cpu_s_per_gib=round(tx + rx, 2),
+                       rx_start_cpu_s=round(med("rx_start"), 2),
+                       rx_run_cpu_s_per_gib=round(rx_run, 2),
+                       pair_run_cpu_s_per_gib=round(tx + rx_run, 2),
+                       tx_peak_rss_mib=round(max(r["tx_rss"] for r in rs) / 1024, 1),
+                       rx_peak_rss_mib=round(max(r["rx_rss"] for r in rs) / 1024, 1),
+                       packets_lost=sum(max(r["lost"], 0) for r in rs),
+                       failed_runs=sum(1 for r in rs if not r["ok"])))
+lorder = ["b2b", "none", "sha256", "aes", "fec", "gro-off", "gso-off"]
+lcells.sort(key=lambda c: lorder.index(c["setting"]) if c["setting"] in lorder else 99)
+lc = {c["setting"]: c for c in lcells}
+if "b2b" in lc:
+    b = lc["b2b"]
+    gb_s = round(b["mib_s"] * 2**20 / 1e9, 2)
+    target("link b2b >= 2.5 GB/s memory to memory, nothing lost", gb_s, 2.5,
+           gb_s >= 2.5 and b["packets_lost"] == 0 and b["failed_runs"] == 0)
+    target("link b2b: CPU-s/GiB of both programs together <= 0.8", b["pair_cpu_s_per_gib"], 0.8,
+           b["pair_cpu_s_per_gib"] <= 0.8)
+    for setting in ("sha256", "aes", "fec"):
+        if setting in lc:
+            c = lc[setting]
+            ratio = round(c["mib_s"] / b["mib_s"], 3) if b["mib_s"] else 0.0
+            target(f"link {setting} >= 0.8 x b2b, nothing lost", ratio, 0.8,
+                   ratio >= 0.8 and c["packets_lost"] == 0 and c["failed_runs"] == 0)
+if "gro-off" in lc:
+    g = lc["gro-off"]
+    target("link b2b with --gro off: CPU-s/GiB together <= 1.2", g["pair_cpu_s_per_gib"], 1.2,
+           g["pair_cpu_s_per_gib"] <= 1.2)
+
+if not cells and not durable and not lcells:
     sys.exit("bench_report: no transfer results")
 if cells:
     rx_rss = max(c["rx_peak_rss_mib"] for c in cells)
@@ -175,6 +219,22 @@ if dcells:
           "sync; MiB/s and files/s\nfrom it; File: MiB/s the receive log's own rate for the file; "
           "CPU in s per GiB moved (user + system);\npassed: the fewest files Passed in a run, of "
           "those sent; ratio: default/rw of MiB/s (large file) and\nfiles/s (small files).")
+if lcells:
+    print("\nLink settings: memory to memory, --rate 0, synthetic source, --sink null")
+    print(f"{'setting':<9} {'MiB/s':>8} {'tx s/GiB':>9} {'rx s/GiB':>9} {'both':>6} "
+          f"{'rx start':>8} {'rx run':>7} {'both run':>8} {'tx RSS':>7} {'rx RSS':>7} {'lost':>7} "
+          f"failed  runs (MiB/s)")
+    for c in lcells:
+        print(f"{c['setting']:<9} {c['mib_s']:>8.1f} {c['tx_cpu_s_per_gib']:>9.2f} "
+              f"{c['rx_cpu_s_per_gib']:>9.2f} {c['pair_cpu_s_per_gib']:>6.2f} "
+              f"{c['rx_start_cpu_s']:>8.2f} {c['rx_run_cpu_s_per_gib']:>7.2f} "
+              f"{c['pair_run_cpu_s_per_gib']:>8.2f} "
+              f"{c['tx_peak_rss_mib']:>7.1f} {c['rx_peak_rss_mib']:>7.1f} {c['packets_lost']:>7} "
+              f"{c['failed_runs']}/{c['runs']}     {' '.join(f'{r:g}' for r in c['all_rates'])}")
+    print("\nMedians of all runs; CPU: user + system seconds per GiB moved, of the whole process "
+          "(as /usr/bin/time\nsees it); rx start: the receiver's CPU s before it was ready (its "
+          "ring faulted in, paid once\nper start); rx run and both run: per GiB without it; RSS "
+          "in MiB; lost: packets over all runs.")
 print("\nTargets:")
 for t in targets:
     print(f"  {'met ' if t['met'] else 'MISS'} {t['target']}: {t['value']} (limit {t['limit']})")
@@ -183,5 +243,5 @@ if dcells:
     durability = dict(figure="wall time from the sender's start to the receiver's exit (--once)",
                       cells=dcells, ratios=dratios)
 json.dump(dict(bytes_per_transfer=size, ceilings_mib_s=ceil, cells=cells, small_files=small,
-               durability=durability, targets=targets), open(out, "w"), indent=2)
+               durability=durability, link=lcells, targets=targets), open(out, "w"), indent=2)
 print(f"\nJSON: {out}")

@@ -101,6 +101,12 @@ void add_read_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--batch", cfg.batch, "Datagrams per sendmmsg call")
       ->check(CLI::Range(size_t{1}, size_t{1024}))
       ->capture_default_str();
+  app.add_option("--gso", cfg.gso_text,
+                 "UDP segmentation offload: auto sends each run of equal datagrams as one "
+                 "segmented send when the kernel takes it (still one datagram each on the wire); "
+                 "off sends them one by one")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
   app.add_option("--heartbeat-ms", cfg.heartbeat_ms,
                  "Heartbeat interval when idle and between files, ms; the receiver warns after 3 "
                  "silent intervals")
@@ -191,6 +197,10 @@ void finalize_sender_config(SenderConfig& cfg) {
   if (!common::parse_transport(cfg.transport_text, &cfg.transport)) {
     throw CLI::ValidationError("--transport", "expected udp or device");
   }
+  if (cfg.gso_text != "auto" && cfg.gso_text != "off") {
+    throw CLI::ValidationError("--gso", "expected auto or off");
+  }
+  cfg.gso = cfg.gso_text == "auto";
   if (cfg.transport == common::TransportKind::kUdp) {
     if (cfg.dest_text.empty()) throw CLI::RequiredError("--dest");
     if (!common::parse_endpoint(cfg.dest_text, &cfg.dest, &error)) {

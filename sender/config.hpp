@@ -44,7 +44,10 @@ struct SenderConfig {
   unsigned read_queue_depth = common::kDefaultReadQueueDepth;  // reads in flight per reader
   size_t socket_buffer_mb = 32;                                // SO_SNDBUF request
   size_t batch = 32;                                           // datagrams per sendmmsg
-  unsigned heartbeat_ms = 1000;                                // heartbeat when idle
+  // --gso auto: UDP segmentation offload when the kernel takes it (common/udp_transport.hpp).
+  bool gso = true;
+  std::string gso_text = "auto";
+  unsigned heartbeat_ms = 1000;     // heartbeat when idle
   unsigned buff_full_delay_ms = 1;  // BUFF_FULL_DELAY: wait before retrying a full link buffer
   // DFTS pacing (seed 004); all off by default for dd_file_send itself.
   unsigned intra_pkt_interval = 0;  // INTRA_PKT_INTERVAL

@@ -55,8 +55,11 @@ std::unique_ptr<common::DatagramSink> open_sink(const sender::SenderConfig& cfg)
   if (cfg.transport == common::TransportKind::kDevice) {
     return std::make_unique<common::DeviceSink>(cfg.device);
   }
-  auto udp = std::make_unique<common::UdpSink>(cfg.dest, cfg.socket_buffer_mb << 20);
+  auto udp = std::make_unique<common::UdpSink>(cfg.dest, cfg.socket_buffer_mb << 20, cfg.gso);
   if (auto w = udp->buffer_report().warning("send"); !w.empty()) spdlog::warn("Warn: {}", w);
+  if (cfg.gso && !udp->gso()) {
+    spdlog::info("Info: this kernel has no UDP segmentation offload: sending datagram by datagram");
+  }
   return udp;
 }
 

@@ -9,7 +9,7 @@
 #include "common/hash.hpp"
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
-#include "receiver/slot_ring.hpp"
+#include "receiver/byte_ring.hpp"
 
 namespace ddft {
 namespace {
@@ -87,19 +87,24 @@ void BM_Open(benchmark::State& state) {
 }
 BENCHMARK(BM_Open)->Arg(1)->Arg(0);
 
-void BM_SlotRingPublishRelease(benchmark::State& state) {
+void BM_ByteRingCommitRelease(benchmark::State& state) {
   const size_t batch = static_cast<size_t>(state.range(0));
-  receiver::SlotRing ring(4096, 9216);
+  receiver::ByteRing ring(size_t{64} << 20);
+  std::vector<size_t> lens(batch, kPacket), segs(batch, 0);
   for (auto _ : state) {
-    for (size_t i = 0; i < batch; ++i) ring.set_length(i, kPacket);
-    ring.publish(batch);
-    size_t len = 0;
-    for (size_t i = 0; i < batch; ++i) benchmark::DoNotOptimize(ring.filled_slot(i, &len));
-    ring.release(batch);
+    const size_t n = ring.reserve(batch, 9216);
+    ring.commit(n, lens.data(), segs.data());
+    uint64_t pos = ring.consumed();
+    while (pos < ring.produced()) {
+      const auto rec = ring.next(pos);
+      benchmark::DoNotOptimize(rec.bytes.data());
+      pos = rec.next;
+    }
+    ring.release(pos);
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * batch));
 }
-BENCHMARK(BM_SlotRingPublishRelease)->Arg(1)->Arg(64);
+BENCHMARK(BM_ByteRingCommitRelease)->Arg(1)->Arg(64);
 
 void BM_Hash(benchmark::State& state) {
   const auto type = static_cast<VerifyType>(state.range(0));

@@ -58,6 +58,78 @@ TEST(UdpTransport, ABatchArrivesWholeAndInOrderAndThePeerIsNamed) {
   EXPECT_GE(src.link_drops(), 0) << "the socket's line in /proc/net/udp is found";
 }
 
+// Runs of equal datagrams, each run ended by a shorter one, a lone long one and a 0-byte one:
+// what a segmented (GSO) send must cut exactly as it was given.
+std::vector<Bytes> mixed_batch() {
+  std::vector<Bytes> sent;
+  for (int i = 0; i < 20; ++i) sent.push_back(bytes(1400, static_cast<uint8_t>(i)));
+  sent.push_back(bytes(300, 50));
+  for (int i = 0; i < 3; ++i) sent.push_back(bytes(8952, static_cast<uint8_t>(60 + i)));
+  sent.push_back(bytes(9000, 70));  // longer than the run before it: a message of its own
+  sent.push_back(bytes(0, 71));
+  for (int i = 0; i < 70; ++i) sent.push_back(bytes(100, static_cast<uint8_t>(80 + i)));
+  return sent;
+}
+
+TEST(UdpTransport, SegmentedSendsArriveAsTheSameDatagramsInOrder) {
+  UdpSource src(Endpoint{"127.0.0.1", 0}, 8 << 20);
+  UdpSink sink(Endpoint{"127.0.0.1", src.local_port()}, 8 << 20, /*gso=*/true);
+  ASSERT_TRUE(sink.gso()) << "Linux takes UDP_SEGMENT since 4.18";
+  const auto sent = mixed_batch();
+  std::vector<std::span<const uint8_t>> batch(sent.begin(), sent.end());
+  size_t n = 0;
+  ASSERT_FALSE(sink.send(batch, &n));
+  EXPECT_EQ(n, sent.size());
+  EXPECT_TRUE(sink.gso()) << "loopback takes segmented sends";
+  EXPECT_EQ(receive_n(src, sent.size(), 9216), sent);
+}
+
+TEST(UdpTransport, ARefusedSegmentedSendSwitchesGsoOffAndLosesNothing) {
+  UdpSource src(Endpoint{"127.0.0.1", 0}, 8 << 20);
+  UdpSink sink(Endpoint{"127.0.0.1", src.local_port()}, 8 << 20, /*gso=*/true);
+  ASSERT_TRUE(sink.gso());
+  // Without UDP checksums the kernel refuses segmented sends (EINVAL), as a NIC without checksum
+  // offload refuses them (EIO): the same fallback.
+  const int off = 1;
+  ASSERT_EQ(::setsockopt(sink.fd(), SOL_SOCKET, SO_NO_CHECK, &off, sizeof off), 0);
+  const auto sent = mixed_batch();
+  std::vector<std::span<const uint8_t>> batch(sent.begin(), sent.end());
+  size_t n = 0;
+  ASSERT_FALSE(sink.send(batch, &n));
+  EXPECT_EQ(n, sent.size());
+  EXPECT_FALSE(sink.gso()) << "switched off for good";
+  EXPECT_EQ(receive_n(src, sent.size(), 9216), sent) << "every datagram once, in order";
+}
+
+TEST(UdpTransport, AGroSocketGetsBundlesThatCutIntoTheSameDatagrams) {
+  UdpSource src(Endpoint{"127.0.0.1", 0}, 8 << 20, /*gro=*/true);
+  ASSERT_TRUE(src.gro());
+  ASSERT_EQ(src.max_bundle(), UdpSource::kMaxBundle);
+  UdpSink sink(Endpoint{"127.0.0.1", src.local_port()}, 8 << 20, /*gso=*/true);
+  const auto sent = mixed_batch();
+  std::vector<std::span<const uint8_t>> batch(sent.begin(), sent.end());
+  size_t n = 0;
+  ASSERT_FALSE(sink.send(batch, &n));
+  std::vector<Bytes> got;
+  size_t bundles = 0;
+  std::vector<Bytes> store(4, Bytes(UdpSource::kMaxBundle));
+  std::vector<std::span<uint8_t>> bufs(store.begin(), store.end());
+  std::vector<size_t> lens(store.size()), segs(store.size());
+  for (int idle = 0; got.size() < sent.size() && idle < 200;) {
+    size_t count = 0;
+    EXPECT_FALSE(src.receive_bundles(bufs, lens, segs, &count, 10ms));
+    if (count == 0) ++idle;
+    for (size_t i = 0; i < count; ++i) {
+      bundles += segs[i] != 0;
+      for_each_datagram(bufs[i], lens[i], segs[i], [&](std::span<const uint8_t> d, size_t) {
+        got.emplace_back(d.begin(), d.end());
+      });
+    }
+  }
+  EXPECT_EQ(got, sent);
+  EXPECT_GT(bundles, 0u) << "loopback hands a segmented send to a GRO socket as one bundle";
+}
+
 TEST(UdpTransport, ADatagramLongerThanTheBufferIsReportedLonger) {
   UdpSource src(Endpoint{"127.0.0.1", 0}, 1 << 20);
   UdpSink sink(Endpoint{"127.0.0.1", src.local_port()}, 1 << 20);

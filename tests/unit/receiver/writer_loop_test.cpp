@@ -1,0 +1,125 @@
+// The "dd-write" loop on a real ring, assembler and output folder: GRO bundles are cut into their
+// datagrams, a datagram over --max-packet-size is counted as truncated (not decoded), the ring
+// is given back, and with --once the loop ends when the session does.
+#include "receiver/writer_loop.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/fake_sender.hpp"
+
+namespace ddft::receiver {
+namespace {
+namespace fs = std::filesystem;
+using testing::Datagram;
+
+class WriterLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("ddft_wl_" + std::to_string(::getpid()));
+    fs::remove_all(base_);
+    fs::create_directories(base_ / "out");
+    cfg_.output = (base_ / "out").string();
+    cfg_.failed_dir = (base_ / "out/.failed").string();
+    cfg_.write_block_kb = 64;
+    cfg_.write_buffers = 8;
+    cfg_.write_mode = WriteMode::kBuffered;
+    cfg_.once = true;
+    out_ = std::make_unique<OutputDir>(cfg_.output, cfg_.failed_dir, cfg_.on_collision);
+    common::BlockIoOptions io;
+    io.engine = common::IoEngine::kPwrite;
+    io.queue_depth = 4;
+    io.fixed = mem_.span();
+    writer_ = common::make_block_io(io, nullptr);
+    asm_ = std::make_unique<Assembler>(cfg_, *out_, *writer_, mem_, clock_);
+  }
+  void TearDown() override {
+    asm_.reset();
+    fs::remove_all(base_);
+  }
+  // Puts `ds` in the ring as one record each, or as one bundle when `bundle` (all of one size
+  // but the last, as the kernel's GRO makes them).
+  void put(const std::vector<Datagram>& ds, bool bundle) {
+    if (!bundle) {
+      for (const auto& d : ds) put_record(d, 0);
+      return;
+    }
+    Datagram all;
+    for (const auto& d : ds) all.insert(all.end(), d.begin(), d.end());
+    put_record(all, ds.front().size());
+  }
+  void put_record(const Datagram& bytes, size_t segment) {
+    ASSERT_EQ(ring_.reserve(1, 65535), 1u);
+    std::memcpy(ring_.buffer(0).data(), bytes.data(), bytes.size());
+    const size_t len = bytes.size();
+    ring_.commit(1, &len, &segment);
+  }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  fs::path base_;
+  ReceiverConfig cfg_;
+  std::unique_ptr<OutputDir> out_;
+  common::AlignedBuffer mem_{8 * 64 * 1024};
+  std::unique_ptr<common::BlockIo> writer_;
+  common::FakeClock clock_;
+  std::unique_ptr<Assembler> asm_;
+  ByteRing ring_{4 << 20};
+  DropLedger drops_;
+};
+
+TEST_F(WriterLoopTest, BundlesAreCutIntoDatagramsAndTheSessionEndsTheLoop) {
+  testing::FakeSender tx(0x77, 1000);
+  std::string content(25'500, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7);
+  put({tx.announce(1, "bundled.bin", content.size())}, false);
+  put(tx.data(1, content), /*bundle=*/true);  // 25 of one size and a shorter last one
+  put({tx.end(1, content)}, false);
+  // A datagram longer than --max-packet-size, in a buffer that held it whole: truncated.
+  put_record(Datagram(cfg_.max_packet_size + 100, 0x5A), 0);
+  put({tx.heartbeat(/*final=*/true)}, false);
+  bool published = false;
+  WriterLoop loop(cfg_, ring_, drops_, *asm_, clock_,
+                  {.on_pass = nullptr,
+                   .publish = [&](const Assembler&) { published = true; },
+                   .on_interval = nullptr});
+  bool upstream_stopped = false;
+  // Only a bound on a broken loop (the fake clock never times a file out): it stops the loop
+  // after 30 s, and the checks below then fail.
+  std::stop_source bound;
+  std::jthread watchdog([&](std::stop_token done) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, done, std::chrono::seconds(30), [] { return false; });
+    if (!done.stop_requested()) bound.request_stop();
+  });
+  loop.run(bound.get_token(), [&] { upstream_stopped = true; });
+  watchdog.request_stop();
+  watchdog.join();
+  EXPECT_FALSE(bound.stop_requested()) << "the loop ended on its own, at the session's end";
+  EXPECT_TRUE(upstream_stopped) << "--once: the session's end stops the loop and the ingest";
+  EXPECT_TRUE(published);
+  EXPECT_EQ(asm_->counters().files_passed, 1u);
+  EXPECT_EQ(read(base_ / "out/bundled.bin"), content);
+  EXPECT_EQ(asm_->counters().truncated, 1u) << "counted, never decoded";
+  EXPECT_EQ(ring_.available(), 0u) << "everything given back to the ring";
+  EXPECT_EQ(ring_.consumed(), ring_.produced());
+}
+
+}  // namespace
+}  // namespace ddft::receiver
