@@ -325,10 +325,8 @@ class PooledIo final : public RequestIo {
     capacity_ = engines_.size() * engines_.front()->capacity();
     try {
       for (unsigned i = 0; i < o.threads; ++i) {
-        workers_.emplace_back([this, i, name = o.thread_name] {
-          set_thread_name(fmt::format("{}{}", name, i + 1));
-          work(*engines_[i]);
-        });
+        workers_.push_back(start_named_thread(fmt::format("{}{}", o.thread_name, i + 1),
+                                              [this, i] { work(*engines_[i]); }));
       }
     } catch (...) {
       stop_workers();
@@ -395,7 +393,9 @@ class PooledIo final : public RequestIo {
       stopping_ = true;
       signal(work_fd_.get());
     }
-    for (auto& w : workers_) w.join();  // each drains its engine before it returns
+    for (auto& w : workers_) {
+      if (w.joinable()) w.join();  // each drains its engine before it returns
+    }
   }
 
   void work(RequestIo& io) {
@@ -467,7 +467,7 @@ class PooledIo final : public RequestIo {
 
   UniqueFd work_fd_;
   std::vector<std::unique_ptr<RequestIo>> engines_;
-  std::vector<std::thread> workers_;
+  std::vector<std::jthread> workers_;
   size_t capacity_ = 0;
   mutable std::mutex mu_;
   std::condition_variable done_cv_;

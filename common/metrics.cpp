@@ -268,7 +268,7 @@ struct MetricsServer::Impl {
   tcp::acceptor acceptor{io};
   asio::steady_timer accept_retry{io};
   std::vector<std::unique_ptr<asio::steady_timer>> timers;
-  std::thread thread;
+  std::jthread thread;
   std::string local;  // the address bound, as text
   uint16_t port = 0;  // the port bound
 
@@ -517,8 +517,7 @@ void MetricsServer::start(const MetricsRegistry& registry) {
     asio::post(s.io, [&s, i] { s.run_periodic(i); });
   }
   s.accept();
-  s.thread = std::thread([&s] {
-    set_thread_name("dd-metrics");
+  s.thread = start_named_thread("dd-metrics", [&s] {
     // Nothing may leave this thread: a handler's exception is logged and serving goes on.
     while (true) {
       try {

@@ -146,7 +146,7 @@ DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out) {
 DecodeStatus decode_announce(std::span<const uint8_t> payload, Announce* out) {
   if (payload.size() < kAnnounceFixedSize) return DecodeStatus::kBadPayload;
   const uint8_t* p = payload.data();
-  const uint16_t path_len = load_le16(p + 6);
+  const uint16_t path_len = load_le16(p + kAnnouncePathLenAt);
   if (path_len == 0 || path_len > kMaxPathSize || kAnnounceFixedSize + path_len != payload.size() ||
       !valid_verify(p[4])) {
     return DecodeStatus::kBadPayload;
@@ -225,7 +225,7 @@ size_t encode_announce(const Header& h, const Announce& a, std::span<uint8_t> bu
   store_le32(p, a.file_id);
   p[4] = static_cast<uint8_t>(a.verify);
   p[5] = a.pause_s;
-  store_le16(p + 6, static_cast<uint16_t>(a.path.size()));
+  store_le16(p + kAnnouncePathLenAt, static_cast<uint16_t>(a.path.size()));
   store_le64(p + 8, a.size);
   store_le64(p + 16, static_cast<uint64_t>(a.mtime_ns));
   store_le32(p + 24, a.mode);

@@ -450,6 +450,8 @@ static_assert(kChecksumAt + 4 == kHeaderSize);
 inline constexpr size_t kDataFileIdAt = 0;
 inline constexpr size_t kDataCopyAt = 4;
 inline constexpr size_t kDataOffsetAt = 8;
+// kAnnounce payload (from the start of the payload).
+inline constexpr size_t kAnnouncePathLenAt = 6;
 }  // namespace layout
 
 // ---- Reading and patching an encoded datagram in place ----------------------------------------
@@ -488,6 +490,10 @@ inline bool plausible_header_prefix(const uint8_t* d) {
 inline uint32_t peek_data_file_id(const uint8_t* d) {
   return load_le32(d + kHeaderSize + layout::kDataFileIdAt);
 }
+// The offset of a kData datagram, read in place (as peek_data_file_id()).
+inline uint64_t peek_data_offset(const uint8_t* d) {
+  return load_le64(d + kHeaderSize + layout::kDataOffsetAt);
+}
 
 // Header stores in place. Each leaves the checksum stale: the caller reseals (reseal() or
 // reseal_header()) before the datagram leaves.
@@ -502,6 +508,14 @@ inline void poke_payload_len(uint8_t* d, uint16_t len) {
 inline void poke_seq(uint8_t* d, uint64_t seq) { store_le64(d + layout::kSeqAt, seq); }
 inline void poke_flags(uint8_t* d, uint16_t flags) { store_le16(d + layout::kFlagsAt, flags); }
 inline void poke_fec_pos(uint8_t* d, uint16_t pos) { store_le16(d + layout::kFecPosAt, pos); }
+// Payload stores in place, for tests that forge what the encoders refuse to write: a kData
+// datagram's offset, an announce payload's path_len (`payload` from payload_of()).
+inline void poke_data_offset(uint8_t* d, uint64_t offset) {
+  store_le64(d + kHeaderSize + layout::kDataOffsetAt, offset);
+}
+inline void poke_announce_path_len(uint8_t* payload, uint16_t len) {
+  store_le16(payload + layout::kAnnouncePathLenAt, len);
+}
 
 // ---- Regions of a datagram --------------------------------------------------------------------
 // The header bytes the checksum's seed and a seal's associated data cover: all but the checksum.

@@ -159,13 +159,13 @@ void prompt_write_params(std::istream& in, std::ostream& out, Params& p) {
         if (!a.empty()) p.direct = parse_bool(a);
       });
   out << "  Use DirectIO = " << (p.direct ? "true" : "false") << ".\n\n";
-  ask(in, out, fmt::format("Mode used to open up files (rw/rws/rwd -- default {}):  ", p.mode),
+  ask(in, out,
+      fmt::format("Mode used to open up files (rw/rws/rwd -- default {}):  ",
+                  common::write_mode_name(p.mode)),
       [&](const std::string& a) {
-        if (a.empty()) return;
-        check_mode(a);
-        p.mode = a;
+        if (!a.empty()) p.mode = parse_mode(a);
       });
-  out << "  Mode used = " << p.mode << ".\n\n";
+  out << "  Mode used = " << common::write_mode_name(p.mode) << ".\n\n";
 }
 
 }  // namespace
@@ -191,6 +191,7 @@ struct OptionText {
   std::string block;
   std::string threads;
   std::string direct = "on";
+  std::string mode = "rw";
   std::string json_path;
 };
 
@@ -238,7 +239,7 @@ void add_iotest_options(CLI::App& app, Params& p, OptionText& t, bool standalone
                  "off: through the page cache (write test)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
-  app.add_option("--mode", p.mode, "File mode as --write-mode: rw, rwd, rws (write test)")
+  app.add_option("--mode", t.mode, "File mode as --write-mode: rw, rwd, rws (write test)")
       ->capture_default_str();
   app.add_option("--queue-depth", p.queue_depth,
                  "Requests in flight per thread (default: the program's own, 32 write / 4 read)");
@@ -253,6 +254,7 @@ void settle_params(Params& p, const OptionText& t, size_t given) {
   p.block_kb = parse_list(t.block, "buffer sizes", kMinBlockKb, kMaxBlockKb);
   p.threads = parse_list(t.threads, "thread counts", 1, kMaxThreads);
   if (p.kind == Kind::kWrite) p.direct = t.direct == "on";
+  p.mode = parse_mode(t.mode);
   if (given == 0 && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO)) {
     prompt_params(std::cin, std::cout, p);
   }

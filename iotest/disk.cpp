@@ -146,7 +146,8 @@ Preflight preflight(const Params& p) {
     ::close(fd);
   }
   out.page_cache_bytes = page_cache_ram();
-  const bool cache_can_serve = p.kind == Kind::kRead || (!p.direct && p.mode == "rw");
+  const bool cache_can_serve =
+      p.kind == Kind::kRead || (!p.direct && p.mode == common::WriteMode::kBuffered);
   if (cache_can_serve && out.page_cache_bytes > 0 && (p.size_mb << 20) < out.page_cache_bytes) {
     out.warnings.push_back(fmt::format(
         "the file size ({} MB) is below the RAM the page cache can use ({} MB): the figures may be "
@@ -157,7 +158,6 @@ Preflight preflight(const Params& p) {
 }
 
 DiskRunner::DiskRunner(const Params& p, std::stop_token stop) : p_(p), stop_(std::move(stop)) {
-  if (!common::parse_write_mode(p.mode, &mode_)) check_mode(p.mode);  // throws, one line
   dir_.reset(::open(p.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir_)
     throw std::runtime_error(fmt::format("cannot open '{}': {}", p.path, std::strerror(errno)));
@@ -265,10 +265,10 @@ RunOutcome DiskRunner::write_files(unsigned block_kb, unsigned threads, unsigned
       out.timed_out = true;
     }
   }
-  if (error == 0 && !stop_.stop_requested() && mode_ != common::WriteMode::kBuffered) {
+  if (error == 0 && !stop_.stop_requested() && p_.mode != common::WriteMode::kBuffered) {
     // --write-mode rwd / rws: the receiver syncs each file before its rename (a run cut short
     // by its timeout too: its figure must carry the same cost).
-    sync_files(*io, fs, mode_ == common::WriteMode::kDataSync, on_done);
+    sync_files(*io, fs, p_.mode == common::WriteMode::kDataSync, on_done);
   }
   out.seconds = seconds_since(t0);
   if (error != 0) {

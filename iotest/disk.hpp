@@ -64,7 +64,6 @@ class DiskRunner {
   void unlink_name(const std::string& name);
 
   Params p_;
-  common::WriteMode mode_ = common::WriteMode::kBuffered;  // p_.mode, parsed once
   std::stop_token stop_;
   common::UniqueFd dir_;
   unsigned next_id_ = 0;

@@ -37,10 +37,12 @@ unsigned queue_depth_of(const Params& p) {
   return p.queue_depth != 0 ? p.queue_depth : default_depth(p.kind);
 }
 
-void check_mode(std::string_view mode) {
-  if (mode != "rw" && mode != "rwd" && mode != "rws") {
+common::WriteMode parse_mode(std::string_view mode) {
+  common::WriteMode m{};
+  if (!common::parse_write_mode(mode, &m)) {
     throw std::invalid_argument(fmt::format("file mode '{}' is not rw, rwd or rws", mode));
   }
+  return m;
 }
 
 size_t write_buffers_for(unsigned block_kb) {
@@ -113,7 +115,6 @@ void validate(const Params& p) {
         "files at once applies to the write test only: the sender reads "
         "one file at a time");
   }
-  check_mode(p.mode);
   const unsigned max_depth = p.kind == Kind::kWrite ? kMaxWriteQueueDepth : kMaxReadQueueDepth;
   if (p.queue_depth > max_depth) {
     throw std::invalid_argument(
@@ -202,7 +203,7 @@ std::string format_params(const Params& p) {
   out += fmt::format("        queue depth:  {} per thread (io_uring)\n", queue_depth_of(p));
   if (p.kind == Kind::kWrite) {
     out += fmt::format("        directIO:  {}\n", p.direct ? "true" : "false");
-    out += fmt::format("        file mode:  {}\n", p.mode);
+    out += fmt::format("        file mode:  {}\n", common::write_mode_name(p.mode));
     out += fmt::format("        Max # files to use:  {}\n", p.files);
   } else {
     out +=
@@ -250,7 +251,7 @@ std::vector<std::pair<std::string, std::string>> recommended_settings(const Para
   if (p.kind == Kind::kWrite) {
     out.emplace_back("writers", std::to_string(r.threads));
     out.emplace_back("write-block-kb", std::to_string(r.block_kb));
-    out.emplace_back("write-mode", p.mode);
+    out.emplace_back("write-mode", std::string(common::write_mode_name(p.mode)));
     out.emplace_back("direct-io", p.direct ? "on" : "off");
     const size_t buffers = write_buffers_for(r.block_kb);
     const size_t pool_mb = buffers * r.block_kb / 1024;
@@ -326,9 +327,10 @@ std::string to_json(const Sweep& s, const Recommendation& r,
   out += fmt::format("\"block_kb\": {}, \"threads\": {}, \"files\": {}, \"direct_io\": {}, ",
                      list(p.block_kb), list(p.threads), p.files,
                      p.kind == Kind::kWrite && p.direct ? "true" : "false");
-  out +=
-      fmt::format("\"mode\": {}, \"queue_depth\": {}}},\n",
-                  p.kind == Kind::kWrite ? common::json_quote(p.mode) : "null", queue_depth_of(p));
+  out += fmt::format(
+      "\"mode\": {}, \"queue_depth\": {}}},\n",
+      p.kind == Kind::kWrite ? common::json_quote(common::write_mode_name(p.mode)) : "null",
+      queue_depth_of(p));
   out += "  \"unit\": \"MB/s (MB = 2^20 bytes)\",\n";
   out += "  \"cells\": [\n";
   for (size_t i = 0; i < s.cells.size(); ++i) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/write_mode.hpp"
+
 namespace ddft::iotest {
 
 enum class Kind { kWrite, kRead };
@@ -21,9 +23,9 @@ struct Params {
   unsigned runs = 5;       // per setting; cells are their average
   std::vector<unsigned> block_kb = {64, 128, 256, 512, 1024, 2048, 4096};
   std::vector<unsigned> threads = {1, 2, 4, 6, 8};
-  unsigned files = 1;        // written at once (never more than the threads); write only
-  bool direct = true;        // O_DIRECT for whole aligned blocks, as --direct-io; write only
-  std::string mode = "rw";   // rw / rwd / rws, as --write-mode; write only
+  unsigned files = 1;  // written at once (never more than the threads); write only
+  bool direct = true;  // O_DIRECT for whole aligned blocks, as --direct-io; write only
+  common::WriteMode mode = common::WriteMode::kBuffered;  // as --write-mode; write only
   unsigned queue_depth = 0;  // per thread; the programs' defaults when 0
 };
 
@@ -48,8 +50,8 @@ std::vector<unsigned> parse_list(std::string_view text, std::string_view what, u
 // The queue depth per thread a test runs with: p.queue_depth, or the program's default for the
 // test (the receiver's for writes, the sender's for reads).
 unsigned queue_depth_of(const Params& p);
-// Checks a file mode is rw, rwd or rws; throws std::invalid_argument with a one-line reason.
-void check_mode(std::string_view mode);
+// Parses a file mode, rw, rwd or rws; throws std::invalid_argument with a one-line reason.
+common::WriteMode parse_mode(std::string_view mode);
 // Checks that every block size is one the programs take; throws std::invalid_argument.
 void check_block_sizes(const std::vector<unsigned>& block_kb);
 // Checks the whole set (ranges, files vs threads); throws std::invalid_argument, one line.

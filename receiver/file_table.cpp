@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "common/json.hpp"
 #include "common/logging.hpp"
@@ -475,16 +476,14 @@ void FileTable::pump(bool wait) {
 }
 
 void FileTable::process_completions() {
-  engine_.take_completions(&reaped_);
-  for (const common::IoCompletion& c : reaped_) {
+  engine_.handle_completions([this](const common::IoCompletion& c) {
     if ((c.cookie & Committer::kCookieMask) == Committer::kCookieTag) {
       finisher_.on_dir_synced(c.cookie, c.error);
-      continue;
+      return;
     }
     progress_.note_write(c.latency_ns);
     advance(blocks_.on_write_done(c));
-  }
-  reaped_.clear();
+  });
 }
 
 // Moves a file on once its outstanding I/O allows it.
@@ -525,6 +524,13 @@ void FileTable::fail(File& f, const std::string& reason) {
 // The one place a file's life ends: its blocks go back and it leaves the table (freed now: see
 // the header for why nothing up the stack still holds it).
 void FileTable::end(File& f) {
+  // A task or write still pending holds &f and would find it freed: the rule the header states,
+  // checked here so that breaking it fails loudly and frees nothing.
+  if (f.ops_pending != 0) {
+    throw std::logic_error(
+        fmt::format("file {} of session {:016x} ended with {} operation(s) pending", f.id,
+                    f.session, f.ops_pending));
+  }
   blocks_.release_all(f);
   f.state = FileState::kDone;
   auto it = files_.find({f.session, f.id});

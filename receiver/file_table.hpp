@@ -131,7 +131,6 @@ class FileTable final : private Finisher::Owner {
   std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;
   std::set<uint32_t> seen_ids_;      // recent file ids of the session, to ignore late repeats
   std::set<uint32_t> filtered_ids_;  // the session's files the filter dropped (as many kept)
-  std::vector<common::IoCompletion> reaped_;  // swapped with the write engine's
   common::Clock::time_point last_timeout_check_{};
   bool final_due_ = false;  // as tick() last heard
   Progress progress_;

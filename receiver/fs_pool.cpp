@@ -11,10 +11,8 @@ namespace ddft::receiver {
 
 FsPool::FsPool(unsigned threads, const std::string& name) {
   for (unsigned i = 0; i < threads; ++i) {
-    threads_.emplace_back([this, i, name] {
-      common::set_thread_name(fmt::format("{}{}", name, i + 1));
-      run();
-    });
+    threads_.push_back(
+        common::start_named_thread(fmt::format("{}{}", name, i + 1), [this] { run(); }));
   }
 }
 

@@ -63,7 +63,7 @@ class FsPool {
   std::deque<std::function<void()>> finished_;  // guarded by mu_
   bool stopping_ = false;                       // guarded by mu_
   size_t pending_ = 0;                          // owner's thread only
-  std::vector<std::thread> threads_;
+  std::vector<std::jthread> threads_;
 };
 
 }  // namespace ddft::receiver

@@ -230,7 +230,8 @@ HookRunner::HookRunner(HookOptions opts, common::Clock& clock)
     : opts_(std::move(opts)), clock_(clock) {
   const unsigned jobs = opts_.jobs == 0 ? 1 : opts_.jobs;
   for (unsigned i = 0; i < jobs; ++i) {
-    threads_.emplace_back([this, i] { worker(i); });
+    threads_.push_back(
+        common::start_named_thread(fmt::format("dd-hook{}", i + 1), [this] { worker(); }));
   }
 }
 
@@ -298,8 +299,7 @@ void HookRunner::stop() {
   }
 }
 
-void HookRunner::worker(unsigned index) {
-  common::set_thread_name(fmt::format("dd-hook{}", index + 1));
+void HookRunner::worker() {
   std::unique_lock lock(mu_);
   while (true) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -89,7 +89,7 @@ class HookRunner {
   bool stopping() const;
 
  private:
-  void worker(unsigned index);
+  void worker();
   void run_one(const DeliveredFile& file);
   void not_run(const DeliveredFile& file, const std::string& why);
 

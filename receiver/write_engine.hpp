@@ -3,7 +3,7 @@
 // parks what the BlockIo has no room for in a backlog, and collects completions.
 //
 // It never calls back into anything: reap() only collects completions, which the file table
-// takes (take_completions()) and processes at one point of its own (FileTable::pump()). That is
+// handles (handle_completions()) at one point of its own (FileTable::pump()). That is
 // the seam where a write thread can later sit, with the completions as its output queue.
 //
 // Writer thread only (as the BlockIo it drives). No allocation per block or per write once the
@@ -61,11 +61,25 @@ class WriteEngine {
   // Hands the backlog to the BlockIo as far as it has room.
   void flush_backlog();
   // Collects completed requests (with `wait`, blocks until one completes when any is in
-  // flight); returns how many. Calls nothing: see take_completions().
+  // flight); returns how many. Calls nothing: see handle_completions().
   size_t reap(bool wait);
-  // The completions collected since the last call. The caller swaps in its own (empty) vector,
-  // so that neither side allocates once both have grown.
-  void take_completions(std::vector<common::IoCompletion>* out) { out->swap(completions_); }
+  // Calls `handle` with each completion collected so far, in order, each exactly once: when
+  // `handle` throws, the completions after the one it threw on stay for the next call.
+  // Completions reaped meanwhile (`handle` may reap) wait for the next call too.
+  template <typename F>
+  void handle_completions(F&& handle) {
+    handling_.swap(completions_);  // two vectors that trade places: no allocation once grown
+    size_t i = 0;
+    try {
+      for (; i < handling_.size(); ++i) handle(handling_[i]);
+    } catch (...) {
+      completions_.insert(completions_.begin(),
+                          handling_.begin() + static_cast<std::ptrdiff_t>(i + 1), handling_.end());
+      handling_.clear();
+      throw;
+    }
+    handling_.clear();
+  }
   size_t in_flight() const { return io_.in_flight(); }
   bool backlog_empty() const { return backlog_.empty(); }
   // Writes or syncs queued or in flight.
@@ -91,7 +105,8 @@ class WriteEngine {
   std::vector<int> free_blocks_;
   std::deque<PendingOp> backlog_;
   std::vector<common::IoCompletion> completions_;
-  common::BlockIo::Callback collect_;  // made once: reap() builds no function object
+  std::vector<common::IoCompletion> handling_;  // handle_completions()'s, while it runs
+  common::BlockIo::Callback collect_;           // made once: reap() builds no function object
 };
 
 }  // namespace ddft::receiver

@@ -211,6 +211,9 @@ void finalize_sender_config(SenderConfig& cfg) {
     throw CLI::ValidationError("--device", "--transport device needs --device PATH");
   }
   cfg.file_lock = cfg.file_lock_text == "Y" || cfg.file_lock_text == "y";
+  cfg.progress = cfg.progress_text == "on"    ? ProgressMode::kOn
+                 : cfg.progress_text == "off" ? ProgressMode::kOff
+                                              : ProgressMode::kAuto;
   const char r = static_cast<char>(std::toupper(static_cast<unsigned char>(cfg.report_text[0])));
   cfg.report = r == 'V'   ? ReportOption::kVerbose
                : r == 'N' ? ReportOption::kNone

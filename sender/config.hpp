@@ -15,6 +15,7 @@
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
+#include "sender/progress.hpp"
 
 namespace ddft::sender {
 
@@ -67,8 +68,9 @@ struct SenderConfig {
   size_t report_mb = 100;  // REPORT_OPTION V: a progress line every this many MB
   std::string metrics;     // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   common::LogConfig log;
-  std::string progress_text = "auto";  // --progress auto|on|off (sender/progress.hpp)
-  std::string manifest;                // --manifest FILE: JSON lines (sender/manifest.hpp)
+  ProgressMode progress = ProgressMode::kAuto;  // set by finalize_sender_config()
+  std::string progress_text = "auto";           // --progress auto|on|off (sender/progress.hpp)
+  std::string manifest;                         // --manifest FILE: JSON lines (sender/manifest.hpp)
   // Hot folder (--watch, sender/hot_folder.hpp) and the globs of both modes.
   std::string watch_dir;              // --watch DIR: send what lands there; no sources then
   std::string sent_dir;               // --sent-dir: move sent files there (default: delete)

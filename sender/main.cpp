@@ -68,7 +68,7 @@ std::unique_ptr<common::DatagramSink> open_sink(const sender::SenderConfig& cfg)
 std::unique_ptr<sender::ProgressDisplay> make_progress(const sender::SenderConfig& cfg,
                                                        sender::HotFolder* hot,
                                                        const sender::FileList& list) {
-  if (!sender::progress_wanted(cfg.progress_text, cfg.log.quiet, sender::stdout_is_terminal())) {
+  if (!sender::progress_wanted(cfg.progress, cfg.log.quiet, sender::stdout_is_terminal())) {
     return nullptr;
   }
   sender::ProgressOptions po;

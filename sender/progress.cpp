@@ -169,9 +169,15 @@ std::string compose(const Layout& l, size_t label_cols, size_t bar, size_t avail
 
 }  // namespace
 
-bool progress_wanted(std::string_view mode, bool quiet, bool stdout_is_terminal) {
-  if (mode == "on") return true;
-  if (mode == "off") return false;
+bool progress_wanted(ProgressMode mode, bool quiet, bool stdout_is_terminal) {
+  switch (mode) {
+    case ProgressMode::kOn:
+      return true;
+    case ProgressMode::kOff:
+      return false;
+    case ProgressMode::kAuto:
+      break;
+  }
   return stdout_is_terminal && !quiet;
 }
 

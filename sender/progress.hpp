@@ -31,7 +31,9 @@ namespace ddft::sender {
 
 // --progress: "on" draws; "auto" (the default) when stdout is a terminal and not --quiet; "off"
 // never.
-bool progress_wanted(std::string_view mode, bool quiet, bool stdout_is_terminal);
+// --progress: auto (a terminal and not --quiet), on, off.
+enum class ProgressMode { kAuto, kOn, kOff };
+bool progress_wanted(ProgressMode mode, bool quiet, bool stdout_is_terminal);
 // stdout is a terminal that takes escape codes (TERM is not "dumb").
 bool stdout_is_terminal();
 

@@ -206,7 +206,7 @@ void packet_seeds(Writer& w) {
   }
   w.put("packet", "data-fec", with_ctl(0, fec.at(1)));
   Bytes bad_sum = s.heartbeat(false);
-  bad_sum[28] ^= 1;
+  bad_sum[kHeaderSansChecksumSize] ^= 1;  // the checksum's first byte
   w.put("packet", "bad-checksum", with_ctl(0, bad_sum));
   w.put("packet", "bad-checksum-fixed", with_ctl(1, bad_sum));
   w.put("packet", "too-short", with_ctl(0, Bytes(20, 0x44)));
@@ -231,7 +231,7 @@ void announce_seeds(Writer& w) {
     // The encoder refuses a path over 4096 bytes: that payload is put together by hand.
     Bytes payload = payload_of(s.announce(1, "x", 1000));
     payload.resize(kAnnounceFixedSize);
-    store_le16(payload.data() + 6, static_cast<uint16_t>(p.path.size()));
+    poke_announce_path_len(payload.data(), static_cast<uint16_t>(p.path.size()));
     payload.insert(payload.end(), p.path.begin(), p.path.end());
     w.put("announce", p.name, payload);
   }
@@ -369,7 +369,9 @@ void receiver_seeds(Writer& w) {
     Session s(0x3009);
     const std::string c = pattern(800, 12);
     Bytes broken = s.data(1, c)[0];
-    ddft::common::payload_of(broken.data())[8] ^= 0xFF;  // its offset: the checksum fails
+    // Its offset changed, the checksum left stale: the checksum fails.
+    ddft::common::poke_data_offset(broken.data(),
+                                   ddft::common::peek_data_offset(broken.data()) ^ 0xFF);
     Script sc(kRename);
     sc.add(s.announce(1, "mismatch.bin", c.size())).add(broken, 0);
     sc.add(s.data(1, c)).add(s.end(1, c + "x"));

@@ -67,7 +67,7 @@ TEST(Dialogue, DefaultsAreShownAndTakenAndBadAnswersAskedAgain) {
   EXPECT_EQ(p.threads, (std::vector<unsigned>{1, 2}));
   EXPECT_EQ(p.files, 1u);
   EXPECT_FALSE(p.direct);
-  EXPECT_EQ(p.mode, "rwd");
+  EXPECT_EQ(p.mode, common::WriteMode::kDataSync);
   EXPECT_NE(o.find("Please enter the size of file you wish to write (in MB, default 500)"),
             std::string::npos)
       << o;

@@ -154,7 +154,7 @@ TEST(Format, TableHasTheSeedsShape) {
 
 TEST(Format, ParametersAndRecommendationNameTheFlagsAndConfigLines) {
   Sweep s = with_means({64, 1024}, {1, 2}, {100, 150, 300, 200});
-  s.params.mode = "rwd";
+  s.params.mode = common::WriteMode::kDataSync;
   s.params.direct = false;
   const std::string params = format_params(s.params);
   EXPECT_NE(params.find("file mode:  rwd"), std::string::npos) << params;
@@ -237,6 +237,18 @@ TEST(Input, ListsAreParsedSortedAndCheckedInOneLine) {
             "buffer sizes: '-64' is not a number (give a comma-separated list such as 64,128)");
 }
 
+TEST(Input, AFileModeIsOneOfTheWriteModes) {
+  EXPECT_EQ(parse_mode("rw"), common::WriteMode::kBuffered);
+  EXPECT_EQ(parse_mode("rwd"), common::WriteMode::kDataSync);
+  EXPECT_EQ(parse_mode("rws"), common::WriteMode::kFullSync);
+  try {
+    parse_mode("rwx");
+    ADD_FAILURE() << "rwx was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "file mode 'rwx' is not rw, rwd or rws");
+  }
+}
+
 TEST(Input, ValidateRefusesWhatTheProgramsWouldNotTake) {
   const auto error = [](Params p) {
     try {
@@ -258,8 +270,6 @@ TEST(Input, ValidateRefusesWhatTheProgramsWouldNotTake) {
   EXPECT_EQ(error(p),
             "files at once applies to the write test only: the sender reads one file at a time");
   p = small();
-  p.mode = "rwx";
-  EXPECT_EQ(error(p), "file mode 'rwx' is not rw, rwd or rws");
   p = small();
   p.size_mb = 0;
   EXPECT_EQ(error(p), "file size 0 MB is outside 1..16777216");

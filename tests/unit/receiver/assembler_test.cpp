@@ -377,7 +377,7 @@ TEST_P(AssemblerTest, BadDataOffsetsAreDropped) {
   FakeSender tx(26, 1000);
   feed(tx.announce(1, "f.bin", 2500));
   // A data packet at an offset that is not a chunk boundary, built by hand.
-  Datagram b(common::kHeaderSize + common::kDataHeaderSize + 10);
+  Datagram b(common::data_datagram_size(10));
   Header h;
   h.session_id = 26;
   h.seq = 100;

@@ -32,9 +32,7 @@ class FileBlocksTest : public ::testing::Test {
   // Completes every write, as the file table's pump() would.
   void drain(FileBlocks& fb) {
     while (engine_->pending()) engine_->reap(true);
-    std::vector<common::IoCompletion> done;
-    engine_->take_completions(&done);
-    for (const auto& c : done) fb.on_write_done(c);
+    engine_->handle_completions([&](const common::IoCompletion& c) { fb.on_write_done(c); });
   }
   fs::path path_;
   std::unique_ptr<common::BlockIo> io_;

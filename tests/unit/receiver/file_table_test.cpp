@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "support/fake_sender.hpp"
+
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
@@ -73,41 +75,17 @@ class FileTableTest : public ::testing::Test {
         FAIL() << "unexpected type";
     }
   }
+  // A whole file as the sender sends it: announce (chunks of 1000 bytes, b2b), data, end.
   void send_file(uint32_t id, const std::string& path, const std::string& content) {
-    common::Announce a;
-    a.file_id = id;
-    a.verify = common::VerifyType::kB2B;
-    a.size = content.size();
-    a.mode = 0640;
-    a.chunk_size = 1000;
-    a.path = path;
-    Datagram b(512);
-    b.resize(common::encode_announce(next(), a, b));
-    feed(b);
-    for (size_t off = 0; off < content.size(); off += 1000) {
-      const size_t len = std::min<size_t>(1000, content.size() - off);
-      Datagram d(common::kHeaderSize + common::kDataHeaderSize + len);
-      std::memcpy(d.data() + common::kHeaderSize + common::kDataHeaderSize, content.data() + off,
-                  len);
-      d.resize(common::encode_data_in_place(next(), {id, off, 0}, len, d));
-      feed(d);
-    }
-    const auto key = common::hash_buffer(
-        a.verify, {reinterpret_cast<const uint8_t*>(content.data()), content.size()});
-    common::End e;
-    e.file_id = id;
-    e.verify = a.verify;
-    e.size = content.size();
-    e.key_len = key.size;
-    e.key = key.bytes;
-    Datagram end(256);
-    end.resize(common::encode_end(next(), e, end));
-    feed(end);
+    feed(sender_.announce(id, path, content.size()));
+    for (const Datagram& d : sender_.data(id, content)) feed(d);
+    feed(sender_.end(id, content));
   }
   void settle() {
     for (int i = 0; i < 1000 && (table_->io_pending() || !table_->empty()); ++i) table_->pump(true);
   }
   static constexpr uint64_t kSession = 0x1234;
+  ddft::testing::FakeSender sender_{kSession};
   fs::path base_;
   ReceiverConfig cfg_;
   std::unique_ptr<OutputDir> out_;

@@ -28,12 +28,12 @@ size_t count(const std::string& s, std::string_view what) {
 }
 
 TEST(ProgressWanted, AutoMeansATerminalAndNotQuiet) {
-  EXPECT_TRUE(progress_wanted("auto", false, true));
-  EXPECT_FALSE(progress_wanted("auto", false, false));
-  EXPECT_FALSE(progress_wanted("auto", true, true));
-  EXPECT_TRUE(progress_wanted("on", false, false));
-  EXPECT_TRUE(progress_wanted("on", true, false));
-  EXPECT_FALSE(progress_wanted("off", false, true));
+  EXPECT_TRUE(progress_wanted(ProgressMode::kAuto, false, true));
+  EXPECT_FALSE(progress_wanted(ProgressMode::kAuto, false, false));
+  EXPECT_FALSE(progress_wanted(ProgressMode::kAuto, true, true));
+  EXPECT_TRUE(progress_wanted(ProgressMode::kOn, false, false));
+  EXPECT_TRUE(progress_wanted(ProgressMode::kOn, true, false));
+  EXPECT_FALSE(progress_wanted(ProgressMode::kOff, false, true));
 }
 
 // A file half sent at 20 MB/s in a batch of 80 MB a quarter done.
