@@ -34,19 +34,25 @@ class ScriptedSource final : public common::DatagramSource {
   std::atomic<uint32_t> next_{0};
 };
 
+// Runs `ingest` on a thread of its own until `done()` (at most 5 s), then stops it.
+template <typename Done>
+void run_until(Ingest& ingest, Done done) {
+  std::stop_source stop;
+  std::thread t([&] { ingest.run(stop.get_token()); });
+  for (int i = 0; i < 500 && !done(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop.request_stop();
+  t.join();
+}
+
 TEST(Ingest, FullRingDropsAndCountsWithoutBlocking) {
   // Room for 100 datagrams of 64 bytes (each a buffer of 64 while reserved, 32 once kept).
   ByteRing ring(100 * ByteRing::stride(64));
   ScriptedSource link(10000);
   Ingest ingest(link, ring, 16, 64);
-  std::stop_source stop;
-  std::thread t([&] { ingest.run(stop.get_token()); });
   // Nobody drains the ring: the ingest thread must still consume the whole link.
-  for (int i = 0; i < 500 && !link.done(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  stop.request_stop();
-  t.join();
+  run_until(ingest, [&] { return link.done(); });
   EXPECT_TRUE(link.done());
   EXPECT_EQ(ingest.counters().datagrams.load(), 10000u);
   // Kept: what fits; 4-byte datagrams take 32 bytes each, so far more than 100 buffers' worth.
@@ -110,13 +116,7 @@ TEST(Ingest, BundlesAreKeptWholeAndTheirDatagramsCounted) {
   ByteRing ring(64 * 1024);
   BundleSource link;
   Ingest ingest(link, ring, 64, 9216);
-  std::stop_source stop;
-  std::thread t([&] { ingest.run(stop.get_token()); });
-  for (int i = 0; i < 500 && !link.sent_; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  stop.request_stop();
-  t.join();
+  run_until(ingest, [&] { return link.sent_.load(); });
   EXPECT_EQ(ingest.counters().datagrams.load(), 5u);
   EXPECT_EQ(ingest.counters().bytes.load(), 3700u);
   std::vector<size_t> sizes;
@@ -137,13 +137,7 @@ TEST(Ingest, AFullRingDropsWholeBundlesAndCountsTheirDatagrams) {
   ByteRing ring(ByteRing::stride(4096));
   BundleSource link(10);
   Ingest ingest(link, ring, 64, 9216);
-  std::stop_source stop;
-  std::thread t([&] { ingest.run(stop.get_token()); });
-  for (int i = 0; i < 500 && !link.sent_; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  stop.request_stop();
-  t.join();
+  run_until(ingest, [&] { return link.sent_.load(); });
   // The first call had room for one buffer (so no lone datagram): 10 bundles of 4 datagrams.
   EXPECT_EQ(ingest.counters().datagrams.load(), 40u) << "every datagram of every bundle";
   uint64_t kept_records = 0;
