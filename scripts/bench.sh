@@ -36,7 +36,10 @@
 # sha256, AES-GCM (--key-file), FEC 32:4, and b2b with the receiver's --gro off and with the
 # sender's --gso off. Targets: b2b at least 2.5 GB/s with the two programs' CPU-s/GiB together at
 # most 0.8; sha256, AES-GCM and FEC 32:4 each at least 0.8 x b2b, nothing lost; --gro off at
-# most 1.2 CPU-s/GiB together. DDFT_LINK_SETTINGS="b2b none ..." runs only those settings, and
+# most 1.2 CPU-s/GiB together. Then disk to disk at --rate 0 (settings d2d and d2d-tmpfs): one
+# 2 GiB file written durably, against fio's direct write of it just before each run; target at
+# least 0.85 x fio (the comment at section 5 says why the ring holds the whole file there).
+# DDFT_LINK_SETTINGS="b2b none ..." runs only those settings, and
 # DDFT_BENCH_BIN=DIR another build's programs (with DDFT_BENCH_NO_BUILD=1), for a baseline.
 # The receiver runs at nice -10 (as root), as the shipped service runs it (Nice=-10): with both
 # programs on one host, an unpaced sender must not starve the receiver of the CPU it drains with.
@@ -84,10 +87,11 @@ drop_caches() {
 echo "bench: work folder $dir, $size per transfer, $runs run(s) per cell" >&2
 
 # 1. Ceilings. fio also leaves the source file for the disk pairs.
-fio_bw() {  # fio_bw RW -> MiB/s (direct IO; buffered, with a note, where the file system refuses it)
-  local direct
+fio_bw() {  # fio_bw RW [FILE SIZE] -> MiB/s (direct IO; buffered, with a note, where the file
+  # system refuses it). FILE defaults to the disk pairs' source, SIZE to --size.
+  local direct file=${2:-$dir/source.bin} fsize=${3:-$bytes}
   for direct in 1 0; do
-    if fio --name=ceiling --filename="$dir/source.bin" --rw="$1" --bs=1M --size="$bytes" \
+    if fio --name=ceiling --filename="$file" --rw="$1" --bs=1M --size="$fsize" \
       --direct=$direct --ioengine=io_uring --iodepth=16 --end_fsync=1 --output-format=json \
       > "$dir/fio.json" 2> "$dir/fio.err"; then
       ((direct)) || echo "bench: note: $dir refuses O_DIRECT; the $1 ceiling is buffered" >&2
@@ -299,13 +303,51 @@ fi
 
 # 5. Link settings, memory to memory at --rate 0: what each costs in CPU per GiB on each side,
 # and whether the receiver keeps up (nothing lost). Settings interleaved run by run.
+#
+# The setting d2d is disk to disk instead: fio writes one 2 GiB file (256 MiB in the smoke run)
+# with direct I/O into the work folder, then dd_file_send sends that file at --rate 0 and the
+# receiver writes it durably (rwd) into the same folder; MiB/s from the wall time (sender's start
+# to the receiver's exit, after the file's sync and rename), fio's from its own (with its final
+# fsync). fio runs again before each transfer, since a shared disk's speed drifts within minutes.
+# With --rate 0 the sender outruns a disk slower than the link, and a diode cannot push back: the
+# receiver holds the surplus in its ring, so the ring here is sized to hold the whole file
+# (--buffer-mb: the file plus 1 GiB). With the default 1 GiB ring, whatever exceeds what the ring
+# and the disk absorb while it is sent is lost (the file fails cleanly): pace with --rate then.
+#
+# d2d-tmpfs is the same with the sent file copied to /dev/shm first: on a one-disk machine the
+# sender's reading of the file shares the disk with the receiver's writing, which fio's write
+# alone does not (on a diode the two ends are two hosts); this one measures the receiver's
+# writing against fio's with nothing else on the disk.
+disk_to_disk() {  # disk_to_disk RUN SETTING
+  local d2d_size=2G
+  ((smoke)) && d2d_size=256M
+  local d2d_bytes d2d_file=$dir/d2d.bin source fio_rate
+  d2d_bytes=$(numfmt --from=iec "$d2d_size")
+  drop_caches
+  fio_rate=$(fio_bw write "$d2d_file" "$d2d_size")
+  source=$d2d_file
+  if [[ $2 == d2d-tmpfs ]]; then
+    source=/dev/shm/ddft-bench-d2d.bin
+    cp "$d2d_file" "$source"
+  fi
+  local r txc rxc txm rxm lost ok wall ring_mb=$((d2d_bytes / 1048576 + 1024))
+  read -r r txc rxc txm rxm lost ok wall _ < <(rx_opts="$rx_opts --buffer-mb $ring_mb" \
+    transfer "$source" disk b2b)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$1" "$d2d_bytes" "$fio_rate" \
+    "$wall" "$txc" "$rxc" "$txm" "$rxm" "$lost" "$ok" >> "$results"
+  echo "bench: link $2 run $1: fio $fio_rate MiB/s, transfer $(python3 -c \
+    "print(round($d2d_bytes / 1048576 / $wall, 1))") MiB/s, lost $lost" >&2
+  rm -f "$d2d_file" /dev/shm/ddft-bench-d2d.bin
+  rm -rf "$dir/out"
+}
+
 if ((run_link)); then
   key="$dir/link.key"
   (umask 077 && head -c 32 /dev/urandom > "$key")
   pair_rate=0
   echo "bench: link settings, memory to memory at --rate 0" >&2
   for run in $(seq "$runs"); do
-    for setting in ${DDFT_LINK_SETTINGS:-b2b none sha256 aes fec gro-off gso-off}; do
+    for setting in ${DDFT_LINK_SETTINGS:-b2b none sha256 aes fec gro-off gso-off d2d d2d-tmpfs}; do
       verify=b2b tx="" rxo=""
       case $setting in
         none | sha256) verify=$setting ;;
@@ -313,6 +355,10 @@ if ((run_link)); then
         fec) tx="--fec 32:4" ;;
         gro-off) rxo="--gro off" ;;
         gso-off) tx="--gso off" ;;
+        d2d | d2d-tmpfs)
+          disk_to_disk "$run" "$setting"
+          continue
+          ;;
       esac
       read -r r txc rxc txm rxm lost ok _ _ _ rxs < <(TX_OPTS=$tx rx_opts="$rx_opts $rxo" \
         transfer "synthetic:$bytes" null "$verify")

@@ -15,7 +15,7 @@ import sys
 
 results, size, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 gib = size / 2**30
-ceil, runs, small, durable, link = {}, {}, None, {}, {}
+ceil, runs, small, durable, link, d2d = {}, {}, None, {}, {}, {}
 for line in open(results):
     f = line.rstrip("\n").split("\t")
     if f[0] == "ceiling":
@@ -28,6 +28,10 @@ for line in open(results):
         link.setdefault(f[1], []).append(
             dict(rate=float(f[3]), tx_cpu=float(f[4]), rx_cpu=float(f[5]), tx_rss=int(f[6]),
                  rx_rss=int(f[7]), lost=int(f[8]), ok=int(f[9]), rx_start=float(f[10])))
+    elif f[0] in ("d2d", "d2d-tmpfs"):
+        d2d.setdefault(f[0], []).append(dict(bytes=int(f[2]), fio=float(f[3]), wall=float(f[4]), tx_cpu=float(f[5]),
+                        rx_cpu=float(f[6]), tx_rss=int(f[7]), rx_rss=int(f[8]), lost=int(f[9]),
+                        ok=int(f[10])))
     elif f[0] == "small":
         small = dict(files=int(f[1]), seconds=float(f[2]), verified=int(f[3]), lost=int(f[4]))
     elif f[0] == "durable":
@@ -125,8 +129,31 @@ if "gro-off" in lc:
     g = lc["gro-off"]
     target("link b2b with --gro off: CPU-s/GiB together <= 1.2", g["pair_cpu_s_per_gib"], 1.2,
            g["pair_cpu_s_per_gib"] <= 1.2)
+# Disk to disk at --rate 0 against fio, each transfer with the fio run just before it: the
+# median of the per-run ratios (a run that lost packets or failed its file counts as 0).
+d2d_cells = []
+for setting, rs in sorted(d2d.items()):
+    med = lambda k: statistics.median(r[k] for r in rs)
+    d2d_gib = rs[0]["bytes"] / 2**30
+    for r in rs:
+        r["mib_s"] = round(r["bytes"] / 2**20 / r["wall"], 1) if r["wall"] > 0 else 0.0
+        r["ratio"] = round(r["mib_s"] / r["fio"], 3) if r["ok"] and r["fio"] > 0 else 0.0
+    c = dict(setting=setting, bytes=rs[0]["bytes"], runs=len(rs), fio_mib_s=round(med("fio"), 1),
+             mib_s=round(med("mib_s"), 1), ratio=round(med("ratio"), 3),
+             all=[(r["fio"], r["mib_s"]) for r in rs],
+             tx_cpu_s_per_gib=round(med("tx_cpu") / d2d_gib, 2),
+             rx_cpu_s_per_gib=round(med("rx_cpu") / d2d_gib, 2),
+             tx_peak_rss_mib=round(max(r["tx_rss"] for r in rs) / 1024, 1),
+             rx_peak_rss_mib=round(max(r["rx_rss"] for r in rs) / 1024, 1),
+             packets_lost=sum(max(r["lost"], 0) for r in rs),
+             failed_runs=sum(1 for r in rs if not r["ok"]))
+    d2d_cells.append(c)
+    where = "source on the same disk" if setting == "d2d" else "source in tmpfs"
+    target(f"link {setting}: one {d2d_gib:g} GiB file disk to disk ({where}), durable, --rate 0 "
+           ">= 0.85 x fio direct write, nothing lost", c["ratio"], 0.85,
+           c["ratio"] >= 0.85 and c["failed_runs"] == 0)
 
-if not cells and not durable and not lcells:
+if not cells and not durable and not lcells and not d2d_cells:
     sys.exit("bench_report: no transfer results")
 if cells:
     rx_rss = max(c["rx_peak_rss_mib"] for c in cells)
@@ -235,6 +262,20 @@ if lcells:
           "(as /usr/bin/time\nsees it); rx start: the receiver's CPU s before it was ready (its "
           "ring faulted in, paid once\nper start); rx run and both run: per GiB without it; RSS "
           "in MiB; lost: packets over all runs.")
+if d2d_cells:
+    print(f"\nDisk to disk, --rate 0, one {d2d_cells[0]['bytes'] / 2**30:g} GiB file, durable (rwd), "
+          "ring sized to hold it; fio's\ndirect write of the same file just before each run")
+    print(f"{'setting':<10} {'fio MiB/s':>9} {'MiB/s':>8} {'ratio':>6} {'tx s/GiB':>9} "
+          f"{'rx s/GiB':>9} {'tx RSS':>7} {'rx RSS':>7} {'lost':>6} failed  runs (fio, transfer MiB/s)")
+    for c in d2d_cells:
+        print(f"{c['setting']:<10} {c['fio_mib_s']:>9.1f} {c['mib_s']:>8.1f} {c['ratio']:>6.3f} "
+              f"{c['tx_cpu_s_per_gib']:>9.2f} {c['rx_cpu_s_per_gib']:>9.2f} "
+              f"{c['tx_peak_rss_mib']:>7.1f} {c['rx_peak_rss_mib']:>7.1f} {c['packets_lost']:>6} "
+              f"{c['failed_runs']}/{c['runs']}     "
+              + " ".join(f"({f:g}, {m:g})" for f, m in c["all"]))
+    print("\nMedians; ratio: the median of each run's transfer MiB/s (wall time, sender's start to "
+          "the receiver's\nexit) over the fio run just before it; d2d-tmpfs: the sent file in "
+          "/dev/shm, so the disk only\nwrites, as fio's does.")
 print("\nTargets:")
 for t in targets:
     print(f"  {'met ' if t['met'] else 'MISS'} {t['target']}: {t['value']} (limit {t['limit']})")
@@ -243,5 +284,6 @@ if dcells:
     durability = dict(figure="wall time from the sender's start to the receiver's exit (--once)",
                       cells=dcells, ratios=dratios)
 json.dump(dict(bytes_per_transfer=size, ceilings_mib_s=ceil, cells=cells, small_files=small,
-               durability=durability, link=lcells, targets=targets), open(out, "w"), indent=2)
+               durability=durability, link=lcells, disk_to_disk=d2d_cells, targets=targets),
+          open(out, "w"), indent=2)
 print(f"\nJSON: {out}")
