@@ -50,7 +50,16 @@ void Assembler::set_earlier(OutcomeLog* journal,
 
 void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
   Packet p;
-  if (!gate_.open(&data, real_len, &p)) return;
+  if (gate_.open(&data, real_len, &p)) on_admitted(data, p);
+}
+
+void Assembler::on_prechecked(const Prechecked& pre) {
+  std::span<const uint8_t> data;
+  Packet p;
+  if (gate_.admit(pre, &data, &p)) on_admitted(data, p);
+}
+
+void Assembler::on_admitted(std::span<const uint8_t> data, Packet& p) {
   switch (gate_.classify(p)) {
     case SessionGate::Session::kRefused:
       return;

@@ -74,6 +74,8 @@ class Assembler {
   // Handles one datagram. `real_len` is its length on the wire (larger than data.size() when it
   // was truncated). Never throws on bad input: it is counted and dropped.
   void on_datagram(std::span<const uint8_t> data, size_t real_len);
+  // The same for a datagram already decoded and opened (OpenPool); in arrival order.
+  void on_prechecked(const Prechecked& pre);
   // Reaps write completions, finishes files whose I/O is done and fails files that timed out.
   // With `wait`, blocks until at least one write completes (when any is in flight).
   void poll(bool wait = false);
@@ -118,6 +120,8 @@ class Assembler {
   void set_sender(std::function<std::string()> sender) { table_.set_sender(std::move(sender)); }
 
  private:
+  // A datagram the gate let through (`data` the inner one when it was sealed).
+  void on_admitted(std::span<const uint8_t> data, common::Packet& p);
   void start_session(uint64_t s);
   void on_rebuilt(std::span<const uint8_t> data);
   // Offers the data of an announce's FEC window again (it came before the file was known).

@@ -88,6 +88,11 @@ void add_write_options(CLI::App& app, ReceiverConfig& cfg) {
                  "writer thread itself (dd_iotest --test write finds the best value)")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
+  app.add_option("--workers", cfg.workers,
+                 "Threads checking and opening (--key-file) datagrams side by side, the writer "
+                 "thread included; 0: one per core beyond two, at most 4, at least 1")
+      ->check(CLI::Range(0u, 64u))
+      ->capture_default_str();
   app.add_option("--io-engine", cfg.io_engine_text, "auto (io_uring, else pwrite), uring, pwrite")
       ->check(CLI::IsMember({"auto", "uring", "pwrite"}))
       ->capture_default_str();

@@ -56,6 +56,9 @@ struct ReceiverConfig {
   size_t write_buffers = 64;     // blocks in the write pool
   unsigned queue_depth = common::kDefaultWriteQueueDepth;  // io_uring queue depth, per writer
   unsigned writers = 1;  // IO threads writing (1: the writer thread itself)
+  // Threads decoding and opening datagrams, the writer thread included (OpenPool); 0: from the
+  // core count (default_open_workers).
+  unsigned workers = 0;
   common::IoEngine io_engine = common::IoEngine::kAuto;
   std::string io_engine_text = "auto";
   DirectIo direct_io = DirectIo::kAuto;

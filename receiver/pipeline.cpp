@@ -10,6 +10,7 @@
 #include "common/named_thread.hpp"
 #include "receiver/byte_ring.hpp"
 #include "receiver/ingest.hpp"
+#include "receiver/open_pool.hpp"
 #include "receiver/stall_hook.hpp"
 #include "receiver/writer_loop.hpp"
 
@@ -31,11 +32,12 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, c
   start_line_ = fmt::format(
       "Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} MB for "
       "packets of up to {} bytes{}; writer: {}{}; write blocks {} x {} KB; mode {}; on "
-      "collision: {}",
+      "collision: {}; open workers {}",
       link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb, ring_->capacity() >> 20,
       cfg.max_packet_size, source_->max_bundle() > 0 ? " (GRO)" : "", writer_->describe(),
       direct ? ", direct IO" : "", cfg.write_buffers, cfg.write_block_kb,
-      write_mode_name(cfg.write_mode), collision_policy_name(cfg.on_collision));
+      write_mode_name(cfg.write_mode), collision_policy_name(cfg.on_collision),
+      open_workers(cfg.workers));
 }
 
 bool Receiver::open_output() {

@@ -46,37 +46,53 @@ SessionGate::SessionGate(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs,
 }
 
 bool SessionGate::open(std::span<const uint8_t>* data, size_t real_len, Packet* p) {
-  ++counters_.datagrams;
-  if (!check(*data, real_len, p)) return false;
-  return unseal(data, p);
+  Prechecked pre;
+  pre.data = *data;
+  pre.real_len = real_len;
+  precheck(opener_.get(), open_buf_, &pre);
+  return admit(pre, data, p);
 }
 
-bool SessionGate::check(std::span<const uint8_t> data, size_t real_len, Packet* p) {
-  const bool truncated = real_len > data.size();
-  const DecodeStatus st = truncated ? DecodeStatus::kBadLength : common::decode_packet(data, p);
+void SessionGate::precheck(common::Opener* opener, std::span<uint8_t> inner, Prechecked* pre) {
+  pre->status = pre->real_len > pre->data.size() ? DecodeStatus::kBadLength
+                                                 : common::decode_packet(pre->data, &pre->packet);
+  if (pre->status != DecodeStatus::kOk || opener == nullptr) return;
+  pre->inner = inner;
+  pre->opened = opener->open(pre->data, pre->packet.header, inner, &pre->inner_len, &pre->salt,
+                             &pre->key_index);
+}
+
+bool SessionGate::admit(const Prechecked& pre, std::span<const uint8_t>* data, Packet* p) {
+  ++counters_.datagrams;
+  if (pre.status != DecodeStatus::kOk) {
+    reject(pre);
+    return false;
+  }
+  *data = pre.data;
+  *p = pre.packet;
+  return unseal(pre, data, p);
+}
+
+void SessionGate::reject(const Prechecked& pre) {
+  const bool truncated = pre.real_len > pre.data.size();
   if (truncated) ++counters_.truncated;
-  if (st == DecodeStatus::kOk) return true;
-  ++counters_.rejected[static_cast<size_t>(st)];
+  ++counters_.rejected[static_cast<size_t>(pre.status)];
   const auto now = clock_.now();
   if (now - last_reject_log_ > seconds(1)) {
     last_reject_log_ = now;
     spdlog::warn("Warn: dropped a damaged or foreign datagram ({}, {} bytes{})",
-                 common::decode_status_name(st), real_len,
+                 common::decode_status_name(pre.status), pre.real_len,
                  truncated ? ", larger than --max-packet-size" : "");
   }
-  return false;
 }
 
-bool SessionGate::unseal(std::span<const uint8_t>* data, Packet* p) {
+bool SessionGate::unseal(const Prechecked& pre, std::span<const uint8_t>* data, Packet* p) {
   const bool sealed = (p->header.flags & common::kSealFlags) != 0;
   if (!opener_) {
     if (sealed) reject_auth(AuthReject::kNoKey, *p, data->size());
     return !sealed;
   }
-  size_t inner_len = 0;
-  size_t key_index = 0;
-  common::Salt salt{};
-  switch (opener_->open(*data, p->header, open_buf_, &inner_len, &salt, &key_index)) {
+  switch (pre.opened) {
     case common::OpenStatus::kOk:
       break;
     case common::OpenStatus::kNotSealed:
@@ -89,12 +105,12 @@ bool SessionGate::unseal(std::span<const uint8_t>* data, Packet* p) {
       reject_auth(AuthReject::kBadTag, *p, data->size());
       return false;
   }
-  if (!check_fresh(salt, key_index, data->size(), p)) return false;
+  if (!check_fresh(pre.salt, pre.key_index, data->size(), p)) return false;
   // The outer header was checked (decode_packet) and authenticated: the inner one is the same
   // but for its length and the seal's flags. Its checksum is only recomputed for FEC sources.
-  *data = std::span<const uint8_t>(open_buf_.data(), inner_len);
+  *data = std::span<const uint8_t>(pre.inner.data(), pre.inner_len);
   p->header.flags &= static_cast<uint16_t>(~common::kSealFlags);
-  p->header.payload_len = static_cast<uint16_t>(inner_len - common::kHeaderSize);
+  p->header.payload_len = static_cast<uint16_t>(pre.inner_len - common::kHeaderSize);
   p->payload = data->subspan(common::kHeaderSize);
   return true;
 }

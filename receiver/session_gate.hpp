@@ -5,8 +5,8 @@
 // duplicates). It also watches the session's liveness (heartbeats, silence, the final
 // heartbeat) and logs loss and authentication failures at a bounded rate.
 //
-// Writer thread only. It is the seam where a receive/decode thread can later sit: its output is
-// admitted packets (a queue of slot handles) plus session changes, in order.
+// Writer thread only, but for precheck(): decoding and opening need no state of the gate, so
+// OpenPool's workers do them for a batch side by side, and admit() takes the batch in order.
 #pragma once
 
 #include <chrono>
@@ -27,6 +27,23 @@
 
 namespace ddft::receiver {
 
+// What can be found out about a datagram without the gate's state, on any thread: whether it
+// decodes (its checksum, lengths, type) and, with a key, whether it opens and to what. Filled by
+// SessionGate::precheck(), read by SessionGate::admit(), which does the rest in arrival order.
+struct Prechecked {
+  std::span<const uint8_t> data;  // the datagram as received (may be cut at the buffer's end)
+  size_t real_len = 0;            // its length on the wire: > data.size() when truncated
+  common::DecodeStatus status = common::DecodeStatus::kBadLength;
+  common::Packet packet;  // when status is kOk: the outer datagram's header and payload
+  // With a key and status kOk: what opening it gave; on kOk the inner datagram is
+  // inner.first(inner_len).
+  common::OpenStatus opened = common::OpenStatus::kNotSealed;
+  std::span<uint8_t> inner;
+  size_t inner_len = 0;
+  size_t key_index = 0;
+  common::Salt salt{};
+};
+
 class SessionGate {
  public:
   // References must outlive the gate. With keys in `cfg`, reads the replay state from `out`
@@ -40,6 +57,14 @@ class SessionGate {
   // and `*p` are then the inner datagram, valid until the next call. False: dropped (counted,
   // logged at a bounded rate).
   bool open(std::span<const uint8_t>* data, size_t real_len, common::Packet* p);
+  // open() in two halves. precheck() fills `*pre` for pre->data and pre->real_len, opening a
+  // sealed datagram with `opener` (null when there is no key) into `inner` (at least
+  // --max-packet-size bytes, not overlapping the datagram). It touches no gate state, so
+  // workers run it side by side, each with an Opener of its own. admit() then does what needs
+  // the order of arrival (counters, replay window, logging) and gives the same answer and the
+  // same *data and *p as open(); they stay valid while pre's buffers do.
+  static void precheck(common::Opener* opener, std::span<uint8_t> inner, Prechecked* pre);
+  bool admit(const Prechecked& pre, std::span<const uint8_t>* data, common::Packet* p);
 
   enum class Session { kCurrent, kNew, kRefused };
   // Whether `p` belongs to the current session, may start a new one, or is refused (counted as
@@ -74,8 +99,9 @@ class SessionGate {
   const SeqCounter& seq() const { return seq_; }
 
  private:
-  bool check(std::span<const uint8_t> data, size_t real_len, common::Packet* p);
-  bool unseal(std::span<const uint8_t>* data, common::Packet* p);
+  // Counts and logs (at a bounded rate) a datagram that did not decode.
+  void reject(const Prechecked& pre);
+  bool unseal(const Prechecked& pre, std::span<const uint8_t>* data, common::Packet* p);
   bool check_fresh(const common::Salt& salt, size_t key_index, size_t len, common::Packet* p);
   void reject_auth(AuthReject why, const common::Packet& p, size_t len);
   void save_mark();

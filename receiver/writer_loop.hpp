@@ -3,6 +3,10 @@
 //   ByteRing ──> [WriterLoop on "dd-write"] ──> Assembler (decode, files, writes, finishing)
 //   DropLedger (file lists kept from a full ring, taken in arrival order)
 //
+// Datagrams go to the assembler in batches: OpenPool (--workers) decodes and opens a batch's
+// datagrams side by side, then the assembler takes them one by one in arrival order. With one
+// worker a batch is one datagram, decoded and opened on this thread.
+//
 // Each pass waits for datagrams (20 ms, or 200 us while I/O is pending, so a small file's
 // rename does not wait for the next packet), hands them to the assembler, gives the ring back
 // in small groups, takes the file lists the ingest thread kept aside once everything before
@@ -18,12 +22,14 @@
 #include <deque>
 #include <functional>
 #include <stop_token>
+#include <vector>
 
 #include "common/clock.hpp"
 #include "receiver/assembler.hpp"
 #include "receiver/byte_ring.hpp"
 #include "receiver/config.hpp"
 #include "receiver/ingest.hpp"
+#include "receiver/open_pool.hpp"
 
 namespace ddft::receiver {
 
@@ -53,6 +59,8 @@ class WriterLoop {
   // Hands every datagram the ring holds to the assembler (a GRO bundle's one by one), releasing
   // records in groups of 64.
   void drain();
+  // Prechecks the batch on the open workers and hands it to the assembler in order.
+  void hand_on();
   // Hands over the kept file lists whose place in the stream has been reached.
   void take_saved();
 
@@ -62,6 +70,8 @@ class WriterLoop {
   Assembler& assembler_;
   common::Clock& clock_;
   Hooks hooks_;
+  OpenPool pool_;
+  std::vector<Prechecked> batch_;        // datagrams from the ring not handed on yet
   std::deque<DropLedger::Saved> saved_;  // file lists taken from the ledger, not yet handed on
 };
 

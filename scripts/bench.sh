@@ -39,7 +39,8 @@
 # most 1.2 CPU-s/GiB together. Then disk to disk at --rate 0 (settings d2d and d2d-tmpfs): one
 # 2 GiB file written durably, against fio's direct write of it just before each run; target at
 # least 0.85 x fio (the comment at section 5 says why the ring holds the whole file there).
-# DDFT_LINK_SETTINGS="b2b none ..." runs only those settings, and
+# DDFT_LINK_SETTINGS="b2b none ..." runs only those settings (SETTING-wN: with the receiver's
+# --workers N, e.g. aes-w2), and
 # DDFT_BENCH_BIN=DIR another build's programs (with DDFT_BENCH_NO_BUILD=1), for a baseline.
 # The receiver runs at nice -10 (as root), as the shipped service runs it (Nice=-10): with both
 # programs on one host, an unpaced sender must not starve the receiver of the CPU it drains with.
@@ -348,12 +349,16 @@ if ((run_link)); then
   echo "bench: link settings, memory to memory at --rate 0" >&2
   for run in $(seq "$runs"); do
     for setting in ${DDFT_LINK_SETTINGS:-b2b none sha256 aes fec gro-off gso-off d2d d2d-tmpfs}; do
-      verify=b2b tx="" rxo=""
-      case $setting in
+      verify=b2b tx="" rxo="" base=$setting
+      # SETTING-wN: the same with the receiver's --workers N (open workers).
+      if [[ $setting =~ ^(.+)-w([0-9]+)$ ]]; then
+        base=${BASH_REMATCH[1]} rxo="--workers ${BASH_REMATCH[2]}"
+      fi
+      case $base in
         none | sha256) verify=$setting ;;
-        aes) tx="--key-file $key" rxo="--key-file $key" ;;
+        aes) tx="--key-file $key" rxo+=" --key-file $key" ;;
         fec) tx="--fec 32:4" ;;
-        gro-off) rxo="--gro off" ;;
+        gro-off) rxo+=" --gro off" ;;
         gso-off) tx="--gso off" ;;
         d2d | d2d-tmpfs)
           disk_to_disk "$run" "$setting"

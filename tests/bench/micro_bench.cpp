@@ -10,6 +10,7 @@
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "receiver/byte_ring.hpp"
+#include "receiver/open_pool.hpp"
 
 namespace ddft {
 namespace {
@@ -86,6 +87,39 @@ void BM_Open(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kPacket));
 }
 BENCHMARK(BM_Open)->Arg(1)->Arg(0);
+
+// The receiver's open workers (--workers N, arg): a batch of 128 sealed data datagrams decoded
+// and opened side by side, as WriterLoop hands them over. Bytes per second of wall time: with
+// the cores free, N workers should come near N times one.
+void BM_OpenPool(benchmark::State& state) {
+  Key psk{};
+  psk.fill(7);
+  Sealer sealer(psk, 1, make_session_salt(), true);
+  constexpr size_t kBatch = 128;
+  std::vector<std::vector<uint8_t>> sealed;
+  Header h;
+  h.session_id = 1;
+  for (size_t i = 0; i < kBatch; ++i) {
+    std::vector<uint8_t> buf(kPacket + kSealOverhead, static_cast<uint8_t>(i));
+    h.seq = i + 1;
+    buf.resize(sealer.seal(buf, encode_data_in_place(h, {1, 0}, kChunk, buf)));
+    sealed.push_back(std::move(buf));
+  }
+  receiver::OpenPool pool(static_cast<unsigned>(state.range(0)), {psk}, kPacket + kSealOverhead,
+                          kBatch);
+  std::vector<receiver::Prechecked> items(kBatch);
+  for (auto _ : state) {
+    for (size_t i = 0; i < kBatch; ++i) {
+      items[i] = receiver::Prechecked{};
+      items[i].data = sealed[i];
+      items[i].real_len = sealed[i].size();
+    }
+    pool.run(items);
+    benchmark::DoNotOptimize(items.back().opened);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kBatch * kPacket));
+}
+BENCHMARK(BM_OpenPool)->Arg(1)->Arg(2)->UseRealTime();
 
 void BM_ByteRingCommitRelease(benchmark::State& state) {
   const size_t batch = static_cast<size_t>(state.range(0));

@@ -457,12 +457,13 @@ TEST_F(EndToEnd, SealedTransfersArriveByteForByteEncryptedOrAuthenticatedOnly) {
       << rx_log();
   EXPECT_EQ(rx_log().find("failed authentication"), std::string::npos) << rx_log();
 
-  // Authenticated only, with FEC behind the seal: the next session of the same receiver folder.
-  // A fresh log: start_receiver() waits for the new receiver's own "receiving on" line (under ASan
-  // the first one's line let the sender start before the new socket was bound).
+  // Authenticated only, with FEC behind the seal, opened by two workers (--workers 2): the next
+  // session of the same receiver folder. A fresh log: start_receiver() waits for the new
+  // receiver's own "receiving on" line (under ASan the first one's line let the sender start
+  // before the new socket was bound).
   fs::remove_all(out_ / "a.bin");
   fs::remove(base_ / "receive.log");
-  start_receiver({"--key-file", key.string()});
+  start_receiver({"--key-file", key.string(), "--workers", "2"});
   ASSERT_EQ(
       send({(src_ / "a.bin").string(), "--key-file", key.string(), "--auth-only", "--fec", "16:2"}),
       0)
@@ -472,6 +473,7 @@ TEST_F(EndToEnd, SealedTransfersArriveByteForByteEncryptedOrAuthenticatedOnly) {
   EXPECT_NE(rx_log().find("datagrams authenticated, not encrypted (AES-256-GCM)"),
             std::string::npos)
       << rx_log();
+  EXPECT_NE(rx_log().find("; open workers 2"), std::string::npos) << rx_log();
   EXPECT_TRUE(failed_records(out_).empty());
 }
 

@@ -64,6 +64,33 @@ class WriterLoopTest : public ::testing::Test {
     const size_t len = bytes.size();
     ring_.commit(1, &len, &segment);
   }
+  // Runs the loop on what the ring holds; true when it ended on its own at the session's end
+  // (--once), having stopped the ingest and published its counters.
+  bool run_loop() {
+    bool published = false;
+    WriterLoop loop(cfg_, ring_, drops_, *asm_, clock_,
+                    {.on_pass = nullptr,
+                     .publish = [&](const Assembler&) { published = true; },
+                     .on_interval = nullptr});
+    bool upstream_stopped = false;
+    // Only a bound on a broken loop (the fake clock never times a file out): it stops the loop
+    // after 30 s, and the checks then fail.
+    std::stop_source bound;
+    std::jthread watchdog([&](std::stop_token done) {
+      std::mutex mu;
+      std::condition_variable_any cv;
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, done, std::chrono::seconds(30), [] { return false; });
+      if (!done.stop_requested()) bound.request_stop();
+    });
+    loop.run(bound.get_token(), [&] { upstream_stopped = true; });
+    watchdog.request_stop();
+    watchdog.join();
+    EXPECT_FALSE(bound.stop_requested()) << "the loop ended on its own, at the session's end";
+    EXPECT_TRUE(upstream_stopped) << "--once: the session's end stops the loop and the ingest";
+    EXPECT_TRUE(published);
+    return !bound.stop_requested() && upstream_stopped && published;
+  }
   static std::string read(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::stringstream s;
@@ -92,32 +119,57 @@ TEST_F(WriterLoopTest, BundlesAreCutIntoDatagramsAndTheSessionEndsTheLoop) {
   // A datagram longer than --max-packet-size, in a buffer that held it whole: truncated.
   put_record(Datagram(cfg_.max_packet_size + 100, 0x5A), 0);
   put({tx.heartbeat(/*final=*/true)}, false);
-  bool published = false;
-  WriterLoop loop(cfg_, ring_, drops_, *asm_, clock_,
-                  {.on_pass = nullptr,
-                   .publish = [&](const Assembler&) { published = true; },
-                   .on_interval = nullptr});
-  bool upstream_stopped = false;
-  // Only a bound on a broken loop (the fake clock never times a file out): it stops the loop
-  // after 30 s, and the checks below then fail.
-  std::stop_source bound;
-  std::jthread watchdog([&](std::stop_token done) {
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock lock(mu);
-    cv.wait_for(lock, done, std::chrono::seconds(30), [] { return false; });
-    if (!done.stop_requested()) bound.request_stop();
-  });
-  loop.run(bound.get_token(), [&] { upstream_stopped = true; });
-  watchdog.request_stop();
-  watchdog.join();
-  EXPECT_FALSE(bound.stop_requested()) << "the loop ended on its own, at the session's end";
-  EXPECT_TRUE(upstream_stopped) << "--once: the session's end stops the loop and the ingest";
-  EXPECT_TRUE(published);
+  EXPECT_TRUE(run_loop());
   EXPECT_EQ(asm_->counters().files_passed, 1u);
   EXPECT_EQ(read(base_ / "out/bundled.bin"), content);
   EXPECT_EQ(asm_->counters().truncated, 1u) << "counted, never decoded";
   EXPECT_EQ(ring_.available(), 0u) << "everything given back to the ring";
+  EXPECT_EQ(ring_.consumed(), ring_.produced());
+}
+
+// --workers 3 with a key: batches of sealed datagrams are opened side by side and taken in
+// order. Bundles of sealed data, two datagrams that fail authentication in the middle of them,
+// and small files whose announce, data and end fall in different workers' shares.
+TEST_F(WriterLoopTest, OpenWorkersDeliverSealedFilesInOrderAndDropForgeries) {
+  common::Key psk{};
+  psk.fill(0x3C);
+  cfg_.keys = {psk};
+  cfg_.workers = 3;
+  asm_ = std::make_unique<Assembler>(cfg_, *out_, *writer_, mem_, clock_);
+  testing::FakeSender tx(0x78, 1000);
+  common::Sealer sealer(psk, tx.session(), common::make_session_salt(), true);
+  const auto seal = [&](const Datagram& in) {
+    Datagram buf(in.size() + common::kSealOverhead);
+    std::copy(in.begin(), in.end(), buf.begin());
+    buf.resize(sealer.seal(buf, in.size()));
+    return buf;
+  };
+  std::string big(300'000, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 11);
+  put({seal(tx.announce(1, "big.bin", big.size()))}, false);
+  std::vector<Datagram> data;
+  for (const Datagram& d : tx.data(1, big)) data.push_back(seal(d));
+  Datagram forged = data[5];
+  forged[forged.size() - 1] ^= 0x01;  // its tag
+  for (size_t i = 0; i < data.size(); i += 25) {
+    put(std::vector<Datagram>(data.begin() + i, data.begin() + std::min(i + 25, data.size())),
+        /*bundle=*/true);
+    if (i == 50) put({forged, forged}, false);  // a copy of a taken seq, forged: never written
+  }
+  put({seal(tx.end(1, big))}, false);
+  for (uint32_t id = 2; id < 40; ++id) {
+    for (const Datagram& d : tx.file(id, "small/" + std::to_string(id), std::to_string(id * id))) {
+      put({seal(d)}, false);
+    }
+  }
+  put({seal(tx.heartbeat(/*final=*/true))}, false);
+  EXPECT_TRUE(run_loop());
+  EXPECT_EQ(asm_->counters().files_passed, 39u);
+  EXPECT_EQ(read(base_ / "out/big.bin"), big);
+  for (uint32_t id = 2; id < 40; ++id) {
+    EXPECT_EQ(read(base_ / "out/small" / std::to_string(id)), std::to_string(id * id));
+  }
+  EXPECT_EQ(asm_->counters().auth_rejected[static_cast<size_t>(AuthReject::kBadTag)], 2u);
   EXPECT_EQ(ring_.consumed(), ring_.produced());
 }
 

@@ -1,0 +1,91 @@
+#include "receiver/open_pool.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "common/named_thread.hpp"
+
+namespace ddft::receiver {
+
+OpenPool::OpenPool(unsigned workers, const std::vector<common::Key>& keys, size_t max_packet,
+                   size_t batch)
+    : max_packet_(max_packet),
+      batch_(batch),
+      start_(static_cast<std::ptrdiff_t>(std::max(workers, 1u))),
+      done_(static_cast<std::ptrdiff_t>(std::max(workers, 1u))) {
+  if (batch == 0) throw std::invalid_argument("an OpenPool needs a batch of at least 1");
+  workers = std::max(workers, 1u);
+  if (!keys.empty()) inner_.resize(batch * max_packet);
+  errors_.resize(workers);
+  for (unsigned w = 0; w < workers; ++w) {
+    openers_.push_back(keys.empty() ? nullptr : std::make_unique<common::Opener>(keys));
+  }
+  for (unsigned w = 1; w < workers; ++w) {
+    threads_.push_back(common::start_named_thread("dd-open", [this, w] { helper(w); }));
+  }
+}
+
+OpenPool::~OpenPool() {
+  if (threads_.empty()) return;
+  stopping_ = true;
+  start_.arrive_and_wait();  // the helpers wake, see stopping_ and return
+  threads_.clear();          // joins
+}
+
+void OpenPool::run(std::span<Prechecked> items) {
+  if (items.size() > batch_) throw std::logic_error("OpenPool::run: more items than its batch");
+  items_ = items;
+  // A few items are not worth waking the helpers for.
+  if (threads_.empty() || items.size() < 2 * openers_.size()) {
+    work(0);
+    return;
+  }
+  start_.arrive_and_wait();
+  work(0);
+  done_.arrive_and_wait();
+  for (std::exception_ptr& e : errors_) {
+    if (e) std::rethrow_exception(std::exchange(e, nullptr));
+  }
+}
+
+void OpenPool::work(unsigned w) {
+  const size_t n = items_.size();
+  const bool alone = threads_.empty() || n < 2 * openers_.size();
+  const size_t shares = alone ? 1 : openers_.size();
+  const size_t begin = n * w / shares;
+  const size_t end = n * (w + 1) / shares;
+  common::Opener* opener = openers_[w].get();
+  try {
+    for (size_t i = begin; i < end; ++i) {
+      std::span<uint8_t> inner;
+      if (opener != nullptr) {
+        inner = std::span<uint8_t>(inner_).subspan(i * max_packet_, max_packet_);
+      }
+      SessionGate::precheck(opener, inner, &items_[i]);
+    }
+  } catch (...) {
+    if (alone) throw;
+    errors_[w] = std::current_exception();
+  }
+}
+
+void OpenPool::helper(unsigned w) {
+  while (true) {
+    start_.arrive_and_wait();
+    if (stopping_) return;
+    work(w);
+    done_.arrive_and_wait();
+  }
+}
+
+unsigned default_open_workers(unsigned cores) {
+  return std::clamp(cores > 2 ? cores - 2 : 1u, 1u, 4u);
+}
+
+unsigned open_workers(unsigned configured) {
+  return configured != 0 ? configured : default_open_workers(std::thread::hardware_concurrency());
+}
+
+}  // namespace ddft::receiver

@@ -1,0 +1,75 @@
+// The receiver's open workers (--workers N): the per-datagram work that needs no order, done for
+// a batch of datagrams side by side before the writer thread takes them in order.
+//
+//   ring ──> WriterLoop::drain: a batch of datagrams ──> OpenPool::run ──> Assembler, in order
+//                                                         ├ the writer thread: items [0, n/N)
+//                                                         └ N-1 "dd-open" threads: the rest
+//
+// Each item gets SessionGate::precheck(): its checksum and lengths checked and, with a key, the
+// datagram opened (AES-256-GCM) into a buffer of its own. That is most of a sealed datagram's
+// cost (about 3 µs for 8952 bytes). Each worker has its own Opener (OpenSSL contexts are not
+// shared between threads). What needs arrival order (the replay window, sessions, sequence
+// numbers, FEC, files, hashing) stays on the writer thread.
+//
+// With one worker there is no thread: run() does everything on the caller's, as before.
+#pragma once
+
+#include <atomic>
+#include <barrier>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "common/seal.hpp"
+#include "receiver/session_gate.hpp"
+
+namespace ddft::receiver {
+
+class OpenPool {
+ public:
+  // `workers` counts the caller: workers - 1 threads are started. `keys` empty: no sealing, so
+  // items are only decoded. `max_packet` is the largest datagram accepted; `batch` the most
+  // items one run() takes.
+  OpenPool(unsigned workers, const std::vector<common::Key>& keys, size_t max_packet, size_t batch);
+  ~OpenPool();
+  OpenPool(const OpenPool&) = delete;
+  OpenPool& operator=(const OpenPool&) = delete;
+
+  // Prechecks every item (data and real_len set by the caller), spread over the workers in
+  // contiguous shares; returns when all are done. Item i's inner datagram, if any, is in a
+  // buffer of the pool's, valid until the next run(). At most batch() items. An exception in
+  // a worker (OpenSSL out of memory) is thrown again here, once every share is done.
+  void run(std::span<Prechecked> items);
+
+  unsigned workers() const { return static_cast<unsigned>(openers_.size()); }
+  size_t batch() const { return batch_; }
+
+ private:
+  // Worker w's share of the current items.
+  void work(unsigned w);
+  void helper(unsigned w);
+
+  size_t max_packet_;
+  size_t batch_;
+  std::vector<uint8_t> inner_;  // batch_ buffers of max_packet_ bytes (with a key)
+  std::vector<std::unique_ptr<common::Opener>> openers_;  // one per worker (null: no key)
+  std::span<Prechecked> items_;                           // the current run's
+  std::vector<std::exception_ptr> errors_;                // per worker, from the current run
+  std::atomic<bool> stopping_{false};
+  // Every worker, the caller included, meets at `start_` before a run's shares and at `done_`
+  // after them.
+  std::barrier<> start_;
+  std::barrier<> done_;
+  std::vector<std::jthread> threads_;
+};
+
+// --workers 0: one worker per core beyond the two that the receive thread and the writer thread
+// keep busy, at most 4, at least 1.
+unsigned default_open_workers(unsigned cores);
+// --workers as given, or (0) the default for this machine's cores.
+unsigned open_workers(unsigned configured);
+
+}  // namespace ddft::receiver
