@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 #include <thread>
-#include <utility>
 
 #include "common/named_thread.hpp"
 
@@ -22,8 +21,20 @@ OpenPool::OpenPool(unsigned workers, const std::vector<common::Key>& keys, size_
   for (unsigned w = 0; w < workers; ++w) {
     openers_.push_back(keys.empty() ? nullptr : std::make_unique<common::Opener>(keys));
   }
-  for (unsigned w = 1; w < workers; ++w) {
-    threads_.push_back(common::start_named_thread("dd-open", [this, w] { helper(w); }));
+  try {
+    for (unsigned w = 1; w < workers; ++w) {
+      threads_.push_back(common::start_named_thread("dd-open", [this, w] { helper(w); }));
+    }
+  } catch (...) {
+    // A helper could not start: those that did are waiting at start_ for `workers` arrivals.
+    // The missing ones arrive (and leave the barrier), the caller arrives, and all see stopping_.
+    stopping_ = true;
+    for (size_t missing = workers - 1 - threads_.size(); missing > 0; --missing) {
+      start_.arrive_and_drop();
+    }
+    start_.arrive_and_wait();
+    threads_.clear();
+    throw;
   }
 }
 
@@ -45,9 +56,12 @@ void OpenPool::run(std::span<Prechecked> items) {
   start_.arrive_and_wait();
   work(0);
   done_.arrive_and_wait();
+  std::exception_ptr first;
   for (std::exception_ptr& e : errors_) {
-    if (e) std::rethrow_exception(std::exchange(e, nullptr));
+    if (e && !first) first = e;
+    e = nullptr;  // none is thrown again by a later run
   }
+  if (first) std::rethrow_exception(first);
 }
 
 void OpenPool::work(unsigned w) {
@@ -65,6 +79,7 @@ void OpenPool::work(unsigned w) {
       }
       SessionGate::precheck(opener, inner, &items_[i]);
     }
+    if (w != 0) by_helpers_ += end - begin;
   } catch (...) {
     if (alone) throw;
     errors_[w] = std::current_exception();

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <barrier>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <span>
@@ -45,6 +46,8 @@ class OpenPool {
   void run(std::span<Prechecked> items);
 
   unsigned workers() const { return static_cast<unsigned>(openers_.size()); }
+  // Items the helper threads (not the caller) have prechecked so far.
+  uint64_t items_by_helpers() const { return by_helpers_.load(std::memory_order_relaxed); }
   size_t batch() const { return batch_; }
 
  private:
@@ -59,6 +62,7 @@ class OpenPool {
   std::span<Prechecked> items_;                           // the current run's
   std::vector<std::exception_ptr> errors_;                // per worker, from the current run
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> by_helpers_{0};
   // Every worker, the caller included, meets at `start_` before a run's shares and at `done_`
   // after them.
   std::barrier<> start_;

@@ -88,45 +88,52 @@ void WriterLoop::finish(const std::function<void()>& stop_upstream) {
 void WriterLoop::drain() {
   uint64_t pos = ring_.consumed();
   const uint64_t end = pos + ring_.available();
+  // Records go back to the ingest thread only once every datagram in them has been handed on
+  // (a batch may end mid-record): up to `handed`, in groups of at least kReleaseGroup records.
+  uint64_t handed = pos;
   size_t since_release = 0;
-  while (pos < end) {
-    const ByteRing::Record r = ring_.next(pos);
-    pos = r.next;
-    if (r.pad) continue;
-    // A datagram over --max-packet-size (a bundle's buffer is larger than that) is handed on
-    // as truncated: it is counted as a bad length, as the kernel's truncation would have been.
-    common::for_each_datagram(r.bytes, r.real_len, r.segment,
-                              [&](std::span<const uint8_t> d, size_t real_len) {
-                                if (d.size() > cfg_.max_packet_size) {
-                                  d = d.first(cfg_.max_packet_size);
-                                  real_len = std::max(real_len, cfg_.max_packet_size + 1);
-                                }
-                                Prechecked& pre = batch_.emplace_back();
-                                pre.data = d;
-                                pre.real_len = real_len;
-                                if (batch_.size() == pool_.batch()) hand_on();
-                              });
-    // Records go back only once every datagram in them has been handed on.
-    if (++since_release == kReleaseGroup) {
-      hand_on();
-      ring_.release(pos);
-      since_release = 0;
+  try {
+    while (pos < end) {
+      const ByteRing::Record r = ring_.next(pos);
+      pos = r.next;
+      if (!r.pad) {
+        // A datagram over --max-packet-size (a bundle's buffer is larger than that) is handed
+        // on as truncated: it is counted as a bad length, as the kernel's truncation would
+        // have been.
+        common::for_each_datagram(r.bytes, r.real_len, r.segment,
+                                  [&](std::span<const uint8_t> d, size_t real_len) {
+                                    if (d.size() > cfg_.max_packet_size) {
+                                      d = d.first(cfg_.max_packet_size);
+                                      real_len = std::max(real_len, cfg_.max_packet_size + 1);
+                                    }
+                                    Prechecked& pre = batch_.emplace_back();
+                                    pre.data = d;
+                                    pre.real_len = real_len;
+                                    if (batch_.size() == pool_.batch()) hand_on();
+                                  });
+      }
+      if (batch_.empty()) handed = pos;
+      if (++since_release >= kReleaseGroup && handed > ring_.consumed()) {
+        ring_.release(handed);
+        since_release = 0;
+      }
     }
+    hand_on();
+    ring_.release(pos);
+  } catch (...) {
+    // What was handed on is not handed on again by the drain that finish() does; the batch
+    // that failed is taken again there (any of it handled already is then a duplicate seq).
+    batch_.clear();
+    if (handed > ring_.consumed()) ring_.release(handed);
+    throw;
   }
-  hand_on();
-  ring_.release(pos);
 }
 
 void WriterLoop::hand_on() {
   if (batch_.empty()) return;
-  // Whatever happens, the batch is handed on once: an exception (logged by run()) must not
-  // leave it to be taken again by the drain that finish() does.
-  struct Clear {
-    std::vector<Prechecked>& batch;
-    ~Clear() { batch.clear(); }
-  } clear{batch_};
   pool_.run(batch_);
   for (const Prechecked& pre : batch_) assembler_.on_prechecked(pre);
+  batch_.clear();
 }
 
 void WriterLoop::take_saved() {

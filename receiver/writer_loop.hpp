@@ -52,12 +52,15 @@ class WriterLoop {
   // the files still incomplete. An exception from the assembler ends the loop with an Error
   // line; the stop sequence still runs.
   void run(std::stop_token stop, const std::function<void()>& stop_upstream);
+  // The open workers (--workers), for tests and counters.
+  const OpenPool& pool() const { return pool_; }
 
  private:
   void loop(std::stop_token stop);
   void finish(const std::function<void()>& stop_upstream);
   // Hands every datagram the ring holds to the assembler (a GRO bundle's one by one), releasing
-  // records in groups of 64.
+  // records in groups of 64 or more. When handing on throws, what was handed on is released
+  // (so finish() does not hand it on twice) and the exception goes on.
   void drain();
   // Prechecks the batch on the open workers and hands it to the assembler in order.
   void hand_on();

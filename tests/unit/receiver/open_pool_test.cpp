@@ -126,6 +126,12 @@ TEST_P(OpenPoolTest, EveryWorkerCountGivesWhatOneThreadGives) {
     // Checked now: the inner buffers are the pool's until the next run.
     for (size_t i = 0; i < n; ++i) expect_same(batch[i], want[first + i], first + i);
   }
+  // The helpers did their shares (the caller alone would give the same answers).
+  if (GetParam() > 1) {
+    EXPECT_GT(pool.items_by_helpers(), all.size() / 4);
+  } else {
+    EXPECT_EQ(pool.items_by_helpers(), 0u);
+  }
 }
 
 TEST_P(OpenPoolTest, WithoutAKeyItemsAreOnlyDecoded) {
@@ -151,6 +157,9 @@ TEST_P(OpenPoolTest, AFewItemsAndNoneAreFine) {
     std::span<Prechecked> few(all.data(), n);
     pool.run(few);
     for (size_t i = 0; i < n; ++i) expect_same(few[i], want[i], i);
+  }
+  if (GetParam() > 1) {
+    EXPECT_EQ(pool.items_by_helpers(), 0u) << "too few to wake the helpers";
   }
 }
 

@@ -66,7 +66,7 @@ class WriterLoopTest : public ::testing::Test {
   }
   // Runs the loop on what the ring holds; true when it ended on its own at the session's end
   // (--once), having stopped the ingest and published its counters.
-  bool run_loop() {
+  bool run_loop(uint64_t* by_helpers = nullptr) {
     bool published = false;
     WriterLoop loop(cfg_, ring_, drops_, *asm_, clock_,
                     {.on_pass = nullptr,
@@ -84,6 +84,7 @@ class WriterLoopTest : public ::testing::Test {
       if (!done.stop_requested()) bound.request_stop();
     });
     loop.run(bound.get_token(), [&] { upstream_stopped = true; });
+    if (by_helpers != nullptr) *by_helpers = loop.pool().items_by_helpers();
     watchdog.request_stop();
     watchdog.join();
     EXPECT_FALSE(bound.stop_requested()) << "the loop ended on its own, at the session's end";
@@ -163,7 +164,9 @@ TEST_F(WriterLoopTest, OpenWorkersDeliverSealedFilesInOrderAndDropForgeries) {
     }
   }
   put({seal(tx.heartbeat(/*final=*/true))}, false);
-  EXPECT_TRUE(run_loop());
+  uint64_t by_helpers = 0;
+  EXPECT_TRUE(run_loop(&by_helpers));
+  EXPECT_GT(by_helpers, 100u) << "the two dd-open threads opened their shares";
   EXPECT_EQ(asm_->counters().files_passed, 39u);
   EXPECT_EQ(read(base_ / "out/big.bin"), big);
   for (uint32_t id = 2; id < 40; ++id) {
