@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (tests/fuzz/) with clang, ASan and UBSan into build-fuzz/, and
-# runs each for a bounded time, as many side by side as there are cores (each harness is one
-# process on one core), starting from a temporary copy of its seed corpus
+# runs each for a bounded time, starting from a temporary copy of its seed corpus
 # (tests/fuzz/corpus/<name>/ is never modified).
 #
 #   bash scripts/fuzz.sh [SECONDS]   seconds per harness: SECONDS, else $DDFT_FUZZ_SECONDS, else 30
@@ -53,42 +52,21 @@ tmp=${TMPDIR:-/tmp}
 if [[ -d /dev/shm && -w /dev/shm ]]; then tmp=/dev/shm; fi
 work=$(mktemp -d "$tmp/ddft_fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# One harness for `seconds`; its exit status goes to findings/NAME.rc. Harnesses run side by
-# side, one per core: each is one process on one core, so each gets the time it would alone.
-fuzz_one() {  # fuzz_one NAME
-  local name=$1 findings="$build/findings/$1" log="$build/findings/$1.log"
-  rm -rf "$findings" "$log" "$findings.rc"
-  mkdir -p "$findings"
-  cp -r "$repo/tests/fuzz/corpus/$name" "$work/$name"
-  mkdir -p "$work/tmp-$name"  # the harness's sandbox, left behind by a crash: removed with $work
-  find "$work/$name" -type f | wc -l > "$work/$name.before"
-  # -timeout: one input may take this long (s) before it counts as a hang; -rss_limit_mb bounds
-  # the memory (and each malloc) of the process.
-  local rc=0
-  (cd "$findings" && TMPDIR="$work/tmp-$name" "$build/bin/fuzz_$name" \
-    -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -artifact_prefix="$findings/" \
-    -print_final_stats=1 "$work/$name") > "$log" 2>&1 || rc=$?
-  echo "$rc" > "$findings.rc"
-}
-
-jobs=$(nproc)
-running=0
-for name in "${harnesses[@]}"; do
-  if ((running >= jobs)); then
-    wait -n || true
-    running=$((running - 1))
-  fi
-  fuzz_one "$name" &
-  running=$((running + 1))
-done
-wait
-
 failed=0
 for name in "${harnesses[@]}"; do
   findings="$build/findings/$name"
   log="$build/findings/$name.log"
-  rc=$(cat "$findings.rc" 2> /dev/null || echo 1)
-  before=$(cat "$work/$name.before")
+  rm -rf "$findings" "$log"
+  mkdir -p "$findings"
+  cp -r "$repo/tests/fuzz/corpus/$name" "$work/$name"
+  mkdir -p "$work/tmp-$name"  # the harness's sandbox, left behind by a crash: removed with $work
+  before=$(find "$work/$name" -type f | wc -l)
+  # -timeout: one input may take this long (s) before it counts as a hang; -rss_limit_mb bounds
+  # the memory (and each malloc) of the process.
+  rc=0
+  (cd "$findings" && TMPDIR="$work/tmp-$name" "$build/bin/fuzz_$name" \
+    -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -artifact_prefix="$findings/" \
+    -print_final_stats=1 "$work/$name") > "$log" 2>&1 || rc=$?
   after=$(find "$work/$name" -type f | wc -l)
   done_line=$(grep -Eo 'Done [0-9]+ runs in [0-9]+ second' "$log" | tail -1 || true)
   if ((rc == 0)) && [[ -n "$done_line" ]]; then
