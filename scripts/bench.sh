@@ -355,7 +355,7 @@ if ((run_link)); then
         base=${BASH_REMATCH[1]} rxo="--workers ${BASH_REMATCH[2]}"
       fi
       case $base in
-        none | sha256) verify=$setting ;;
+        none | sha256) verify=$base ;;
         aes) tx="--key-file $key" rxo+=" --key-file $key" ;;
         fec) tx="--fec 32:4" ;;
         gro-off) rxo+=" --gro off" ;;
