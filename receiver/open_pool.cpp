@@ -49,7 +49,8 @@ void OpenPool::run(std::span<Prechecked> items) {
   if (items.size() > batch_) throw std::logic_error("OpenPool::run: more items than its batch");
   items_ = items;
   // A few items are not worth waking the helpers for.
-  if (threads_.empty() || items.size() < 2 * openers_.size()) {
+  shares_ = threads_.empty() || items.size() < 2 * openers_.size() ? 1 : openers_.size();
+  if (shares_ == 1) {
     work(0);
     return;
   }
@@ -66,10 +67,8 @@ void OpenPool::run(std::span<Prechecked> items) {
 
 void OpenPool::work(unsigned w) {
   const size_t n = items_.size();
-  const bool alone = threads_.empty() || n < 2 * openers_.size();
-  const size_t shares = alone ? 1 : openers_.size();
-  const size_t begin = n * w / shares;
-  const size_t end = n * (w + 1) / shares;
+  const size_t begin = n * w / shares_;
+  const size_t end = n * (w + 1) / shares_;
   common::Opener* opener = openers_[w].get();
   try {
     for (size_t i = begin; i < end; ++i) {
@@ -81,7 +80,7 @@ void OpenPool::work(unsigned w) {
     }
     if (w != 0) by_helpers_ += end - begin;
   } catch (...) {
-    if (alone) throw;
+    if (shares_ == 1) throw;  // on the caller's thread: straight out of run()
     errors_[w] = std::current_exception();
   }
 }

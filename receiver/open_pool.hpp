@@ -60,7 +60,8 @@ class OpenPool {
   std::vector<uint8_t> inner_;  // batch_ buffers of max_packet_ bytes (with a key)
   std::vector<std::unique_ptr<common::Opener>> openers_;  // one per worker (null: no key)
   std::span<Prechecked> items_;                           // the current run's
-  std::vector<std::exception_ptr> errors_;                // per worker, from the current run
+  size_t shares_ = 1;  // how many workers share the current run (1: the caller alone)
+  std::vector<std::exception_ptr> errors_;  // per worker, from the current run
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> by_helpers_{0};
   // Every worker, the caller included, meets at `start_` before a run's shares and at `done_`

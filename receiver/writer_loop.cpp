@@ -15,12 +15,18 @@ constexpr auto kInterval = std::chrono::milliseconds(250);
 // How long a pass waits for datagrams with I/O pending, and without.
 constexpr auto kBusyWait = std::chrono::microseconds(200);
 constexpr auto kIdleWait = std::chrono::microseconds(20000);
-// Ring records are handed back to the ingest thread in groups this size, so it never waits on a
-// whole batch.
+// Ring records are handed back to the ingest thread in groups of at least this many (once every
+// datagram in them has been handed on), so it never waits on a whole drain.
 constexpr size_t kReleaseGroup = 64;
 // Datagrams the open workers take at a time: about 1 MB of 8952-byte ones, a few hundred µs of
 // AES-GCM per worker, against a few µs to wake them.
 constexpr size_t kOpenBatch = 128;
+
+// The open workers --workers asks for; with one, a batch is one datagram.
+OpenPool make_open_pool(const ReceiverConfig& cfg) {
+  const unsigned workers = open_workers(cfg.workers);
+  return OpenPool(workers, cfg.keys, cfg.max_packet_size, workers > 1 ? kOpenBatch : 1);
+}
 
 }  // namespace
 
@@ -32,8 +38,7 @@ WriterLoop::WriterLoop(const ReceiverConfig& cfg, ByteRing& ring, DropLedger& dr
       assembler_(assembler),
       clock_(clock),
       hooks_(std::move(hooks)),
-      pool_(open_workers(cfg.workers), cfg.keys, cfg.max_packet_size,
-            open_workers(cfg.workers) > 1 ? kOpenBatch : 1) {
+      pool_(make_open_pool(cfg)) {
   batch_.reserve(pool_.batch());
 }
 
