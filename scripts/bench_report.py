@@ -29,9 +29,10 @@ for line in open(results):
             dict(rate=float(f[3]), tx_cpu=float(f[4]), rx_cpu=float(f[5]), tx_rss=int(f[6]),
                  rx_rss=int(f[7]), lost=int(f[8]), ok=int(f[9]), rx_start=float(f[10])))
     elif f[0] in ("d2d", "d2d-tmpfs"):
-        d2d.setdefault(f[0], []).append(dict(bytes=int(f[2]), fio=float(f[3]), wall=float(f[4]), tx_cpu=float(f[5]),
-                        rx_cpu=float(f[6]), tx_rss=int(f[7]), rx_rss=int(f[8]), lost=int(f[9]),
-                        ok=int(f[10])))
+        d2d.setdefault(f[0], []).append(
+            dict(bytes=int(f[2]), fio=float(f[3]), wall=float(f[4]), tx_cpu=float(f[5]),
+                 rx_cpu=float(f[6]), tx_rss=int(f[7]), rx_rss=int(f[8]), lost=int(f[9]),
+                 ok=int(f[10])))
     elif f[0] == "small":
         small = dict(files=int(f[1]), seconds=float(f[2]), verified=int(f[3]), lost=int(f[4]))
     elif f[0] == "durable":
@@ -40,6 +41,11 @@ for line in open(results):
                  file_line_rate=float(f[8]), tx_cpu=float(f[9]), rx_cpu=float(f[10]),
                  tx_rss=int(f[11]), rx_rss=int(f[12]), lost=int(f[13]), passed=int(f[14]),
                  ok=int(f[15]) == 1 and int(f[14]) == int(f[6])))
+
+def peak_rss(rs):
+    """Each program's peak RSS over runs `rs`, in MiB (time's %M is KiB)."""
+    return dict(tx_peak_rss_mib=round(max(r["tx_rss"] for r in rs) / 1024, 1),
+                rx_peak_rss_mib=round(max(r["rx_rss"] for r in rs) / 1024, 1))
 
 bound = {"mem-mem": min(ceil["udp"], 1e12), "disk-mem": min(ceil["read"], ceil["udp"]),
          "mem-disk": min(ceil["write"], ceil["udp"]), "disk-disk": min(ceil["write"], ceil["udp"])}
@@ -57,8 +63,7 @@ for (pair, verify), all_runs in runs.items():
                       ceiling=bound[pair],
                       tx_cpu_s_per_gib=round(med("tx_cpu") / gib, 2),
                       rx_cpu_s_per_gib=round(med("rx_cpu") / gib, 2),
-                      tx_peak_rss_mib=round(max(r["tx_rss"] for r in rs) / 1024, 1),
-                      rx_peak_rss_mib=round(max(r["rx_rss"] for r in rs) / 1024, 1),
+                      **peak_rss(rs),
                       packets_lost=sum(max(r["lost"], 0) for r in all_runs),
                       all_verified=all(r["ok"] for r in all_runs)))
 
@@ -105,8 +110,7 @@ for setting, rs in link.items():
                        rx_start_cpu_s=round(med("rx_start"), 2),
                        rx_run_cpu_s_per_gib=round(rx_run, 2),
                        pair_run_cpu_s_per_gib=round(tx + rx_run, 2),
-                       tx_peak_rss_mib=round(max(r["tx_rss"] for r in rs) / 1024, 1),
-                       rx_peak_rss_mib=round(max(r["rx_rss"] for r in rs) / 1024, 1),
+                       **peak_rss(rs),
                        packets_lost=sum(max(r["lost"], 0) for r in rs),
                        failed_runs=sum(1 for r in rs if not r["ok"])))
 lorder = ["b2b", "none", "sha256", "aes", "fec", "gro-off", "gso-off"]
@@ -143,8 +147,7 @@ for setting, rs in sorted(d2d.items()):
              all=[(r["fio"], r["mib_s"]) for r in rs],
              tx_cpu_s_per_gib=round(med("tx_cpu") / d2d_gib, 2),
              rx_cpu_s_per_gib=round(med("rx_cpu") / d2d_gib, 2),
-             tx_peak_rss_mib=round(max(r["tx_rss"] for r in rs) / 1024, 1),
-             rx_peak_rss_mib=round(max(r["rx_rss"] for r in rs) / 1024, 1),
+             **peak_rss(rs),
              packets_lost=sum(max(r["lost"], 0) for r in rs),
              failed_runs=sum(1 for r in rs if not r["ok"]))
     d2d_cells.append(c)
@@ -191,8 +194,7 @@ for (work, column), all_runs in durable.items():
                        all_passed=[r["passed"] for r in all_runs],
                        tx_cpu_s_per_gib=round(med("tx_cpu") / gib_moved, 2),
                        rx_cpu_s_per_gib=round(med("rx_cpu") / gib_moved, 2),
-                       tx_peak_rss_mib=round(max(r["tx_rss"] for r in rs) / 1024, 1),
-                       rx_peak_rss_mib=round(max(r["rx_rss"] for r in rs) / 1024, 1),
+                       **peak_rss(rs),
                        packets_lost=sum(max(r["lost"], 0) for r in all_runs)))
 dcells.sort(key=lambda c: (c["workload"] != "large", c["column"] != "default"))
 dratios = []

@@ -123,4 +123,11 @@ std::vector<Datagram> FakeSender::file(uint32_t id, const std::string& path,
   return out;
 }
 
+Datagram sealed(common::Sealer& sealer, const Datagram& in) {
+  Datagram buf(in.size() + common::kSealOverhead);
+  std::copy(in.begin(), in.end(), buf.begin());
+  buf.resize(sealer.seal(buf, in.size()));
+  return buf;
+}
+
 }  // namespace ddft::testing

@@ -10,6 +10,7 @@
 
 #include "common/hash.hpp"
 #include "common/protocol.hpp"
+#include "common/seal.hpp"
 
 namespace ddft::testing {
 
@@ -75,5 +76,8 @@ class FakeSender {
   int64_t mtime_ns_;
   uint64_t seq_ = 0;
 };
+
+// `in` (a whole datagram) sealed by `sealer`, as the sender seals what it sends (--key-file).
+Datagram sealed(common::Sealer& sealer, const Datagram& in);
 
 }  // namespace ddft::testing

@@ -16,13 +16,7 @@
 namespace ddft::receiver {
 namespace {
 using testing::Datagram;
-
-Datagram sealed(common::Sealer& s, const Datagram& in) {
-  Datagram buf(in.size() + common::kSealOverhead);
-  std::copy(in.begin(), in.end(), buf.begin());
-  buf.resize(s.seal(buf, in.size()));
-  return buf;
-}
+using testing::sealed;
 
 class OpenPoolTest : public ::testing::TestWithParam<unsigned> {
  protected:

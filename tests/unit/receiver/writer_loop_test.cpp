@@ -139,12 +139,7 @@ TEST_F(WriterLoopTest, OpenWorkersDeliverSealedFilesInOrderAndDropForgeries) {
   asm_ = std::make_unique<Assembler>(cfg_, *out_, *writer_, mem_, clock_);
   testing::FakeSender tx(0x78, 1000);
   common::Sealer sealer(psk, tx.session(), common::make_session_salt(), true);
-  const auto seal = [&](const Datagram& in) {
-    Datagram buf(in.size() + common::kSealOverhead);
-    std::copy(in.begin(), in.end(), buf.begin());
-    buf.resize(sealer.seal(buf, in.size()));
-    return buf;
-  };
+  const auto seal = [&](const Datagram& in) { return testing::sealed(sealer, in); };
   std::string big(300'000, '\0');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 11);
   put({seal(tx.announce(1, "big.bin", big.size()))}, false);
