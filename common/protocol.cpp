@@ -214,6 +214,9 @@ DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out) 
   out->interval_ms = load_le32(p + 4);
   out->packets_sent = load_le64(p + 8);
   out->files_announced = load_le32(p + 16);
+  out->lane = load_le16(p + 20);
+  // 0 from a sender before lanes: one lane.
+  out->lanes = std::max<uint16_t>(1, load_le16(p + 22));
   return DecodeStatus::kOk;
 }
 
@@ -274,7 +277,9 @@ size_t encode_heartbeat(const Header& h, const Heartbeat& hb, std::span<uint8_t>
   store_le32(p + 4, hb.interval_ms);
   store_le64(p + 8, hb.packets_sent);
   store_le32(p + 16, hb.files_announced);
-  store_le32(p + 20, 0);
+  store_le16(p + 20, hb.lane);
+  // One lane is written as 0, as a sender before lanes wrote it: the same bytes on the wire.
+  store_le16(p + 22, hb.lanes <= 1 ? 0 : hb.lanes);
   Header hh = h;
   hh.type = PacketType::kHeartbeat;
   return seal(hh, kHeartbeatSize, buf);
@@ -341,6 +346,7 @@ DecodeStatus decode_file_list(std::span<const uint8_t> payload, FileList* out) {
     entry.verify = static_cast<VerifyType>(e[12]);
     entry.aborted = (e[13] & kListAborted) != 0;
     entry.key_len = e[14];
+    entry.lane = e[15] == 0 ? kLaneUnsaid : e[15] == kListStripedByte ? kLaneAll : e[15] - 1;
     const uint16_t path_len = load_le16(e + 16);
     if (entry.key_len != list_key_len(entry.verify, entry.aborted) || path_len == 0 ||
         path_len > kMaxPathSize ||
@@ -378,7 +384,7 @@ size_t encode_file_list(const Header& h, uint16_t flags, std::span<const FileLis
     q[12] = static_cast<uint8_t>(e.verify);
     q[13] = e.aborted ? kListAborted : 0;
     q[14] = e.key_len;
-    q[15] = 0;
+    q[15] = list_lane_byte(e.lane);
     store_le16(q + 16, static_cast<uint16_t>(e.path.size()));
     std::memcpy(q + kFileListEntryFixedSize, e.key.data(), e.key_len);
     std::memcpy(q + kFileListEntryFixedSize + e.key_len, e.path.data(), e.path.size());

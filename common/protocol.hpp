@@ -107,9 +107,13 @@
 //  |                                                               |
 //  +---------------------------------------------------------------+
 //  |                        files_announced                        | 16
-//  +---------------------------------------------------------------+
-//  |                              rsvd                             | 20
-//  +---------------------------------------------------------------+
+//  +-------------------------------+-------------------------------+
+//  |     lane (0-based)            |  lanes (0 from a sender before| 20
+//  |                               |  lanes: read as 1)            |
+//  +-------------------------------+-------------------------------+
+//  lane / lanes: the sender drives `lanes` links as one session (--dest given several times);
+//  this heartbeat went down its lane number `lane`. Every lane has its own seq numbering, FEC
+//  windows, heartbeats and (sealed) its own salt, so its own key and replay window.
 //
 //  kParity (type 6): one Reed-Solomon parity shard of an FEC window
 //  +---------------------------------------------------------------+
@@ -138,7 +142,7 @@
 //  |                          size (u64)                           |  4
 //  |                                                               |
 //  +---------------+---------------+---------------+---------------+
-//  | verify (enum) | entry_flags   |    key_len    |     rsvd      | 12
+//  | verify (enum) | entry_flags   |    key_len    |     lane      | 12
 //  +---------------+---------------+---------------+---------------+
 //  |           path_len            |                                 16
 //  +-------------------------------+-------------------------------+
@@ -146,7 +150,8 @@
 //  |  Size); the next entry follows at once                        |
 //  +---------------------------------------------------------------+
 //  entry_flags bit 0 kListAborted: the sender aborted the file. key_len is digest_size(verify),
-//  or 0 when the file was aborted or verify is NONE.
+//  or 0 when the file was aborted or verify is NONE. lane: which of the session's lanes carried
+//  the file: 0 not said (a sender before lanes), k + 1 lane k, 0xFF striped over every lane.
 //
 // A sealed datagram (--key-file, flags kFlagAuth, see common/seal.hpp for the keys and what the
 // tag covers): the inner datagram's payload (the "body", encrypted with kFlagEncrypt) is
@@ -178,6 +183,11 @@
 // its group; a rebuilt datagram's own header gives its length and its checksum proves it.
 // copy / copies (--repeat N): a file sent N times; copy is 0-based, copies is N (0 means 1).
 //
+// Lanes (--dest several times): whole files go down one lane each. A file over --stripe-mb is
+// striped: its announce (with kFlagStriped, flags bit 4) and its end go down every lane of the
+// session, and each range of --stripe-mb bytes of its data down one of them; the end's digest is
+// of the whole file, in file order, as for any other file.
+//
 // Data packets of a file carry chunk_size bytes each (the last one fewer) at offsets that are
 // multiples of chunk_size, so a receiver can index them with a bitmap.
 #pragma once
@@ -208,9 +218,21 @@ static_assert(kHeaderSize + kParityHeaderSize == 48);
 // datagram of its group: with FEC on, sources are kept this much shorter than the packet size.
 inline constexpr size_t kFecOverhead = kHeaderSize + kParityHeaderSize;
 inline constexpr uint16_t kFlagFec = 1;
-inline constexpr uint16_t kFlagAuth = 2;     // sealed (common/seal.hpp): salt and GCM tag trail
-inline constexpr uint16_t kFlagEncrypt = 4;  // sealed, and the payload is encrypted
-inline constexpr uint16_t kFlagRepeat = 8;   // a repeated announce, mid-file
+inline constexpr uint16_t kFlagAuth = 2;      // sealed (common/seal.hpp): salt and GCM tag trail
+inline constexpr uint16_t kFlagEncrypt = 4;   // sealed, and the payload is encrypted
+inline constexpr uint16_t kFlagRepeat = 8;    // a repeated announce, mid-file
+inline constexpr uint16_t kFlagStriped = 16;  // an announce: the file is striped over every lane
+// The most lanes one session drives (a lane's number fits a file list entry's byte).
+inline constexpr size_t kMaxLanes = 64;
+// FileListEntry::lane when the entry does not say (a sender before lanes), and when the file was
+// striped over every lane.
+inline constexpr int kLaneUnsaid = -1;
+inline constexpr int kLaneAll = -2;
+inline constexpr uint8_t kListStripedByte = 0xFF;
+// A file list entry's lane byte for FileListEntry::lane.
+inline constexpr uint8_t list_lane_byte(int lane) {
+  return lane == kLaneAll ? kListStripedByte : lane < 0 ? 0 : static_cast<uint8_t>(lane + 1);
+}
 // The trailer of a sealed datagram (kFlagAuth): the session salt, then the GCM tag.
 inline constexpr size_t kSaltSize = 16;
 inline constexpr size_t kTagSize = 16;
@@ -311,6 +333,8 @@ struct Heartbeat {
   uint32_t interval_ms = 0;
   uint64_t packets_sent = 0;
   uint32_t files_announced = 0;
+  uint16_t lane = 0;   // the lane this heartbeat went down
+  uint16_t lanes = 1;  // lanes of the session
 };
 
 struct Parity {
@@ -331,7 +355,8 @@ struct FileListEntry {
   bool aborted = false;  // kListAborted: the sender aborted the file; key_len is 0
   uint8_t key_len = 0;   // digest_size(verify), or 0 when aborted or verify is kNone
   std::array<uint8_t, kMaxKeySize> key{};  // the full digest, as in the file's kEnd
-  std::string_view path;  // points into the datagram (decode) or the caller's string (encode)
+  int lane = kLaneUnsaid;  // the lane that carried it (0-based), kLaneAll, or kLaneUnsaid
+  std::string_view path;   // points into the datagram (decode) or the caller's string (encode)
 };
 
 struct FileList {

@@ -124,6 +124,19 @@ TEST(Protocol, EndAbortHeartbeatRoundTrip) {
   EXPECT_EQ(hb2.flags, kHeartbeatFinal);
   EXPECT_EQ(hb2.packets_sent, 77u);
   EXPECT_EQ(hb2.files_announced, 4u);
+  EXPECT_EQ(hb2.lane, 0);
+  EXPECT_EQ(hb2.lanes, 1);
+
+  // A heartbeat of lane 2 of 4 says so; the old reserved word carries it.
+  hb.lane = 2;
+  hb.lanes = 4;
+  n = encode_heartbeat(header(), hb, buf);
+  ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
+  EXPECT_EQ(load_le16(p.payload.data() + 20), 2);
+  EXPECT_EQ(load_le16(p.payload.data() + 22), 4);
+  ASSERT_EQ(decode_heartbeat(p.payload, &hb2), DecodeStatus::kOk);
+  EXPECT_EQ(hb2.lane, 2);
+  EXPECT_EQ(hb2.lanes, 4);
 }
 
 TEST(Protocol, FecFieldsCopiesAndParityRoundTrip) {
@@ -350,6 +363,28 @@ TEST(Protocol, FileListRoundTrip) {
   ASSERT_EQ(decode_file_list(list_payload(), &list), DecodeStatus::kOk);
   EXPECT_EQ(list.entries.size(), 2u);
   EXPECT_EQ(list.flags, 0);
+}
+
+TEST(Protocol, FileListEntryCarriesItsLane) {
+  FileListEntry entries[] = {list_entry(1, "a", VerifyType::kB2B),
+                             list_entry(2, "b", VerifyType::kB2B),
+                             list_entry(3, "c", VerifyType::kB2B)};
+  entries[1].lane = 5;
+  entries[2].lane = kLaneAll;
+  std::vector<uint8_t> buf(kDefaultPacketSize);
+  size_t taken = 0;
+  const size_t n = encode_file_list(header(), 0, entries, buf, &taken);
+  ASSERT_EQ(taken, 3u);
+  Packet p;
+  ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
+  // Byte 15 of an entry: 0 not said, lane + 1, 0xFF striped.
+  EXPECT_EQ(p.payload[kFileListFixedSize + 15], 0);
+  FileList list;
+  ASSERT_EQ(decode_file_list(p.payload, &list), DecodeStatus::kOk);
+  ASSERT_EQ(list.entries.size(), 3u);
+  EXPECT_EQ(list.entries[0].lane, kLaneUnsaid);
+  EXPECT_EQ(list.entries[1].lane, 5);
+  EXPECT_EQ(list.entries[2].lane, kLaneAll);
 }
 
 TEST(Protocol, LongFileListSplitsOverDatagrams) {
