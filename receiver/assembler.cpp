@@ -21,9 +21,19 @@ Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo&
       fs_(std::make_unique<FsPool>(cfg.null_sink ? 0 : kFsThreads)),
       engine_(writer, block_memory, cfg.write_block_kb * 1024),
       records_(out, *fs_, clock, !cfg.keys.empty(), counters_),
-      gate_(cfg, out, *fs_, clock, counters_),
-      fec_(cfg.max_packet_size, cfg.fec_buffer_mb << 20),
-      table_(cfg, out, *fs_, clock, engine_, records_, counters_) {}
+      gate_(cfg, out, *fs_, clock, counters_, cfg.lanes()),
+      table_(cfg, out, *fs_, clock, engine_, records_, counters_) {
+  for (size_t i = 0; i < cfg.lanes(); ++i) {
+    fec_.push_back(std::make_unique<FecDecoder>(cfg.max_packet_size, cfg.fec_buffer_mb << 20));
+  }
+  table_.set_gate(&gate_);
+}
+
+FecCounters Assembler::fec() const {
+  FecCounters sum;
+  for (const auto& f : fec_) sum += f->counters();
+  return sum;
+}
 
 Assembler::~Assembler() {
   // A destructor must not throw: an IO engine that already failed reports it again here.
@@ -48,18 +58,18 @@ void Assembler::set_earlier(OutcomeLog* journal,
 // ---------------------------------------------------------------------------------------------
 // Datagrams
 
-void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len) {
+void Assembler::on_datagram(std::span<const uint8_t> data, size_t real_len, size_t lane) {
   Packet p;
-  if (gate_.open(&data, real_len, &p)) on_admitted(data, p);
+  if (gate_.open(&data, real_len, &p, lane)) on_admitted(data, p, lane);
 }
 
 void Assembler::on_prechecked(const Prechecked& pre) {
   std::span<const uint8_t> data;
   Packet p;
-  if (gate_.admit(pre, &data, &p)) on_admitted(data, p);
+  if (gate_.admit(pre, &data, &p)) on_admitted(data, p, pre.lane);
 }
 
-void Assembler::on_admitted(std::span<const uint8_t> data, Packet& p) {
+void Assembler::on_admitted(std::span<const uint8_t> data, Packet& p, size_t lane) {
   switch (gate_.classify(p)) {
     case SessionGate::Session::kRefused:
       return;
@@ -69,7 +79,9 @@ void Assembler::on_admitted(std::span<const uint8_t> data, Packet& p) {
     case SessionGate::Session::kCurrent:
       break;
   }
-  if (!gate_.note_packet(p)) return;
+  if (!gate_.note_packet(lane, p)) return;
+  FecDecoder& fec = *fec_[lane];
+  const auto rebuilt = [this, lane](std::span<const uint8_t> d) { on_rebuilt(d, lane); };
   // Nothing a datagram does may stop the receiver: a failure to handle one (memory, the disk)
   // is logged and the daemon goes on with the next.
   try {
@@ -80,11 +92,10 @@ void Assembler::on_admitted(std::span<const uint8_t> data, Packet& p) {
         ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
         return;
       }
-      fec_.add_parity(pa, shard, [this](std::span<const uint8_t> d) { on_rebuilt(d); });
+      fec.add_parity(pa, shard, rebuilt);
       return;
     }
-    if ((p.header.flags & common::kFlagFec) &&
-        !fec_.add_source(p.header, data, [this](std::span<const uint8_t> d) { on_rebuilt(d); })) {
+    if ((p.header.flags & common::kFlagFec) && !fec.add_source(p.header, data, rebuilt)) {
       ++counters_.duplicates;  // it was rebuilt before it came
       return;
     }
@@ -92,11 +103,11 @@ void Assembler::on_admitted(std::span<const uint8_t> data, Packet& p) {
     ++counters_.handling_errors;
     spdlog::error("Error: FEC could not handle a packet: {}", e.what());
   }
-  dispatch(p);
+  dispatch(p, lane);
   // A repeated announce comes mid-file: the data of its window went to the file already.
   if (p.header.type == PacketType::kAnnounce && (p.header.flags & common::kFlagFec) &&
       !(p.header.flags & common::kFlagRepeat)) {
-    replay_window(p.header);  // data of its window rebuilt before it came went to no file
+    replay_window(p.header, lane);  // data of its window rebuilt before it came went to no file
   }
 }
 
@@ -109,27 +120,27 @@ void Assembler::start_session(uint64_t s) {
     gate_.retire();
   }
   gate_.start(s);
-  fec_.reset();
-  fec_at_session_ = fec_.counters();
+  for (auto& f : fec_) f->reset();
+  fec_at_session_ = fec();
   table_.start_session(s);
 }
 
-void Assembler::replay_window(const common::Header& announce) {
+void Assembler::replay_window(const common::Header& announce, size_t lane) {
   if (announce.fec_pos > announce.seq) return;
-  fec_.replay(announce.seq - announce.fec_pos, [this](std::span<const uint8_t> d) {
+  fec_[lane]->replay(announce.seq - announce.fec_pos, [this, lane](std::span<const uint8_t> d) {
     // Data, and the end or abort of a small file whose whole life fits in the window: all of it
     // went to no file while the announce was missing. Seq order: data before its end.
     Packet q;
     if (common::decode_packet(d, &q) == DecodeStatus::kOk &&
         (q.header.type == PacketType::kData || q.header.type == PacketType::kEnd ||
          q.header.type == PacketType::kAbort)) {
-      dispatch(q);
+      dispatch(q, lane);
     }
   });
 }
 
 // A datagram FEC rebuilt: checked like any other, not counted as received on the link.
-void Assembler::on_rebuilt(std::span<const uint8_t> data) {
+void Assembler::on_rebuilt(std::span<const uint8_t> data, size_t lane) {
   Packet p;
   if (common::decode_packet(data, &p) != DecodeStatus::kOk ||
       p.header.session_id != gate_.session() || !(p.header.flags & common::kFlagFec) ||
@@ -137,32 +148,32 @@ void Assembler::on_rebuilt(std::span<const uint8_t> data) {
     ++counters_.rebuilt_bad;
     return;
   }
-  dispatch(p);
+  dispatch(p, lane);
   // The file's data of this window came before its announce was rebuilt and was dropped as of
   // an unknown file: offer it again (what was taken already counts as a duplicate).
-  if (p.header.type == PacketType::kAnnounce) replay_window(p.header);
+  if (p.header.type == PacketType::kAnnounce) replay_window(p.header, lane);
 }
 
-void Assembler::dispatch(const Packet& p) {
+void Assembler::dispatch(const Packet& p, size_t lane) {
   try {
     switch (p.header.type) {
       case PacketType::kAnnounce:
-        table_.handle_announce(p);
+        table_.handle_announce(p, lane);
         break;
       case PacketType::kData:
         table_.handle_data(p);
         break;
       case PacketType::kEnd:
-        table_.handle_end(p);
+        table_.handle_end(p, lane);
         break;
       case PacketType::kAbort:
         table_.handle_abort(p);
         break;
       case PacketType::kHeartbeat:
-        handle_heartbeat(p);
+        handle_heartbeat(p, lane);
         break;
       case PacketType::kFileList:
-        table_.handle_file_list(p);
+        table_.handle_file_list(p, lane);
         break;
       case PacketType::kParity:
         break;  // handled before
@@ -174,13 +185,13 @@ void Assembler::dispatch(const Packet& p) {
   }
 }
 
-void Assembler::handle_heartbeat(const Packet& p) {
+void Assembler::handle_heartbeat(const Packet& p, size_t lane) {
   common::Heartbeat hb;
   if (common::decode_heartbeat(p.payload, &hb) != DecodeStatus::kOk) {
     ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
     return;
   }
-  gate_.on_heartbeat(hb);
+  gate_.on_heartbeat(lane, hb);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -189,8 +200,8 @@ void Assembler::handle_heartbeat(const Packet& p) {
 void Assembler::poll(bool wait) {
   table_.pump(wait);
   const auto now = clock_.now();
-  table_.tick(now, gate_.final_due(now));
-  gate_.report_loss(now, fec_.counters().rebuilt - fec_at_session_.rebuilt);
+  table_.tick(now);
+  gate_.report_loss(now, fec().rebuilt - fec_at_session_.rebuilt);
   records_.roll_window(now);
   records_.retry(now);
   gate_.poll(now);
@@ -217,17 +228,20 @@ void Assembler::fail_all(const std::string& reason) {
   gate_.save_if_changed();
 }
 
-bool Assembler::session_finished() const { return gate_.finished(idle()); }
+bool Assembler::session_finished() const {
+  return gate_.finished(idle() && !table_.holds_list_entries());
+}
 
 void Assembler::log_summary() const {
   const uint64_t session = gate_.session();
   if (session == 0) return;
   uint64_t rejected = 0;
   for (size_t i = 1; i < common::kDecodeStatusCount; ++i) rejected += counters_.rejected[i];
-  const FecCounters& fc = fec_.counters();
+  const FecCounters fc = fec();
+  uint64_t open = 0;
+  for (const auto& f : fec_) open += f->unrepaired_open();
   const uint64_t rebuilt = fc.rebuilt - fec_at_session_.rebuilt;
-  const uint64_t lost_groups =
-      fc.groups_lost - fec_at_session_.groups_lost + fec_.unrepaired_open();
+  const uint64_t lost_groups = fc.groups_lost - fec_at_session_.groups_lost + open;
   uint64_t auth = 0;
   for (uint64_t n : counters_.auth_rejected) auth += n;
   const size_t finishing = table_.finishing(session);
@@ -236,8 +250,8 @@ void Assembler::log_summary() const {
       "Info: session {:016x}: {} file(s) passed, {} failed, {} refused, {} filtered{}; "
       "packets: {} received, {} lost, {} rejected, {} from other sessions{}{}",
       session, sf.passed, sf.failed, sf.refused, sf.filtered,
-      finishing > 0 ? fmt::format(", {} still being written", finishing) : "",
-      gate_.seq().received(), gate_.seq().lost(), rejected, counters_.other_session,
+      finishing > 0 ? fmt::format(", {} still being written", finishing) : "", gate_.received(),
+      gate_.lost(), rejected, counters_.other_session,
       rebuilt + lost_groups > 0
           ? fmt::format("; FEC rebuilt {}, {} group(s) beyond repair", rebuilt, lost_groups)
           : "",

@@ -65,15 +65,16 @@ class Assembler {
  public:
   // All references must outlive the assembler. `writer` and `out` are used from the calling
   // thread only.
+  // `cfg.lanes()` links feed it (on_datagram()'s `lane`, Prechecked::lane).
   Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo& writer,
             common::AlignedBuffer& block_memory, common::Clock& clock);
   ~Assembler();
   Assembler(const Assembler&) = delete;
   Assembler& operator=(const Assembler&) = delete;
 
-  // Handles one datagram. `real_len` is its length on the wire (larger than data.size() when it
-  // was truncated). Never throws on bad input: it is counted and dropped.
-  void on_datagram(std::span<const uint8_t> data, size_t real_len);
+  // Handles one datagram from `lane`. `real_len` is its length on the wire (larger than
+  // data.size() when it was truncated). Never throws on bad input: it is counted and dropped.
+  void on_datagram(std::span<const uint8_t> data, size_t real_len, size_t lane = 0);
   // The same for a datagram already decoded and opened (OpenPool); in arrival order.
   void on_prechecked(const Prechecked& pre);
   // Reaps write completions, finishes files whose I/O is done and fails files that timed out.
@@ -101,8 +102,12 @@ class Assembler {
   void set_earlier(OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known);
   uint64_t current_session() const { return gate_.session(); }
   const AssemblerCounters& counters() const { return counters_; }
-  const SeqCounter& seq() const { return gate_.seq(); }
-  const FecCounters& fec() const { return fec_.counters(); }
+  // Packets lost on the link (sequence gaps) in the current session, over every lane.
+  uint64_t lost() const { return gate_.lost(); }
+  const SeqCounter& seq(size_t lane = 0) const { return gate_.seq(lane); }
+  // Over every lane.
+  FecCounters fec() const;
+  size_t lanes() const { return gate_.lanes(); }
   // Files announced and not finished yet, those finishing their writes included.
   size_t files_in_flight() const { return table_.size(); }
   const WaitStats& wait_stats() const { return table_.wait_stats(); }
@@ -121,13 +126,13 @@ class Assembler {
 
  private:
   // A datagram the gate let through (`data` the inner one when it was sealed).
-  void on_admitted(std::span<const uint8_t> data, common::Packet& p);
+  void on_admitted(std::span<const uint8_t> data, common::Packet& p, size_t lane);
   void start_session(uint64_t s);
-  void on_rebuilt(std::span<const uint8_t> data);
+  void on_rebuilt(std::span<const uint8_t> data, size_t lane);
   // Offers the data of an announce's FEC window again (it came before the file was known).
-  void replay_window(const common::Header& announce);
-  void dispatch(const common::Packet& p);
-  void handle_heartbeat(const common::Packet& p);
+  void replay_window(const common::Header& announce, size_t lane);
+  void dispatch(const common::Packet& p, size_t lane);
+  void handle_heartbeat(const common::Packet& p, size_t lane);
 
   const ReceiverConfig& cfg_;
   common::Clock& clock_;
@@ -136,7 +141,7 @@ class Assembler {
   WriteEngine engine_;
   FailureRecords records_;
   SessionGate gate_;
-  FecDecoder fec_;
+  std::vector<std::unique_ptr<FecDecoder>> fec_;  // one per lane: each has its own windows
   FecCounters fec_at_session_;
   FileTable table_;
 };

@@ -33,6 +33,14 @@
 
 namespace ddft::receiver {
 
+// How a producer wakes the consumer of its ring: its own, or one shared by several rings that one
+// consumer drains (ByteRing::share_bell()).
+struct RingBell {
+  alignas(64) std::atomic<bool> waiting{false};
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
 class ByteRing {
  public:
   static constexpr size_t kAlign = 16;
@@ -138,25 +146,43 @@ class ByteRing {
   void release(uint64_t pos) { tail_.store(pos, std::memory_order_release); }
   // Waits up to `timeout` for data; returns the bytes published and not yet released.
   size_t wait(std::chrono::nanoseconds timeout) {
-    if (size_t n = available(); n > 0) return n;
-    consumer_waiting_.store(true, std::memory_order_seq_cst);
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, timeout, [&] {
-        return head_.load(std::memory_order_seq_cst) != tail_.load(std::memory_order_relaxed);
-      });
-    }
-    consumer_waiting_.store(false, std::memory_order_relaxed);
+    ByteRing* self = this;
+    wait_any({&self, 1}, timeout);
     return available();
   }
+  // Waits up to `timeout` until any of `rings` (sharing one bell: share_bell()) has data;
+  // returns the bytes they hold in all. The consumer of every ring calls it (one thread).
+  static size_t wait_any(std::span<ByteRing* const> rings, std::chrono::nanoseconds timeout) {
+    // seq_cst against publish(): either the producer sees `waiting` or this sees its head.
+    const auto held = [rings] {
+      size_t n = 0;
+      for (const ByteRing* r : rings) {
+        n += static_cast<size_t>(r->head_.load(std::memory_order_seq_cst) -
+                                 r->tail_.load(std::memory_order_relaxed));
+      }
+      return n;
+    };
+    if (size_t n = held(); n > 0 || rings.empty()) return n;
+    RingBell& bell = *rings.front()->bell_;
+    bell.waiting.store(true, std::memory_order_seq_cst);
+    {
+      std::unique_lock lock(bell.mu);
+      bell.cv.wait_for(lock, timeout, [&] { return held() > 0; });
+    }
+    bell.waiting.store(false, std::memory_order_relaxed);
+    return held();
+  }
+  // One consumer draining several rings: they ring `bell` (which must outlive them) instead of
+  // their own. Before any producer runs.
+  void share_bell(RingBell& bell) { bell_ = &bell; }
   size_t available() const {
     return static_cast<size_t>(head_.load(std::memory_order_acquire) -
                                tail_.load(std::memory_order_relaxed));
   }
   // Wakes a waiting consumer (used at shutdown).
   void wake() {
-    std::lock_guard lock(mu_);
-    cv_.notify_all();
+    std::lock_guard lock(bell_->mu);
+    bell_->cv.notify_all();
   }
 
  private:
@@ -174,9 +200,9 @@ class ByteRing {
   }
   void publish(uint64_t head) {
     head_.store(head, std::memory_order_seq_cst);
-    if (consumer_waiting_.load(std::memory_order_seq_cst)) {
-      std::lock_guard lock(mu_);
-      cv_.notify_one();
+    if (bell_->waiting.load(std::memory_order_seq_cst)) {
+      std::lock_guard lock(bell_->mu);
+      bell_->cv.notify_one();
     }
   }
 
@@ -189,9 +215,8 @@ class ByteRing {
   size_t reserved_ = 0;
   alignas(64) std::atomic<uint64_t> head_{0};  // written by the producer only
   alignas(64) std::atomic<uint64_t> tail_{0};  // written by the consumer only
-  alignas(64) std::atomic<bool> consumer_waiting_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  RingBell own_bell_;
+  RingBell* bell_ = &own_bell_;
 };
 
 }  // namespace ddft::receiver

@@ -29,8 +29,19 @@ void add_link_options(CLI::App& app, ReceiverConfig& cfg) {
                  "udp (simulator mode, a plain NIC) or device (the diode card driver's node)")
       ->check(CLI::IsMember({"udp", "device"}))
       ->capture_default_str();
-  app.add_option("--listen,-l", cfg.listen_text, "Address to receive on, HOST:PORT (udp)");
-  app.add_option("--device", cfg.device, "Card driver device node to read (--transport device)");
+  app.add_option("--listen,-l", cfg.listen_texts,
+                 "Address to receive on, HOST:PORT (udp); several times for several lanes")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--device", cfg.devices,
+                 "Card driver device node to read (--transport device); several times for "
+                 "several lanes")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--lanes", cfg.lanes_option,
+                 "Lanes on consecutive ports from the one --listen HOST:PORT (1-64)");
   app.add_option("--output,-o", cfg.output, "Folder the files are written to")->required();
   app.add_option("--failed-dir", cfg.failed_dir,
                  "Folder for files that could not be completed (default OUTPUT/.failed)");
@@ -187,7 +198,72 @@ void add_run_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--test-stall-after-mb", cfg.test_stall_after_mb)->group("");
 }
 
+// --listen / --device / --lanes into the lanes' links, checked.
+void finalize_lanes(ReceiverConfig& cfg) {
+  std::string error;
+  const bool udp = cfg.transport == common::TransportKind::kUdp;
+  if (udp) {
+    if (cfg.listen_texts.empty()) throw CLI::RequiredError("--listen");
+    cfg.listens.clear();
+    for (const std::string& text : cfg.listen_texts) {
+      common::Endpoint e;
+      if (!common::parse_endpoint(text, &e, &error)) throw CLI::ValidationError("--listen", error);
+      cfg.listens.push_back(e);
+    }
+  } else if (cfg.devices.empty()) {
+    throw CLI::ValidationError("--device", "--transport device needs --device PATH");
+  }
+  if (cfg.lanes_option != 0) {
+    if (!udp || cfg.listens.size() != 1) {
+      throw CLI::ValidationError("--lanes",
+                                 "--lanes N takes one --listen HOST:PORT (lanes on ports PORT to "
+                                 "PORT+N-1); give several --listen instead");
+    }
+    if (cfg.lanes_option > common::kMaxLanes) {
+      throw CLI::ValidationError(
+          "--lanes", fmt::format("{} lanes: at most {}", cfg.lanes_option, common::kMaxLanes));
+    }
+    const common::Endpoint first = cfg.listens.front();
+    if (first.port == 0 || first.port + cfg.lanes_option - 1 > 65535) {
+      throw CLI::ValidationError("--lanes",
+                                 fmt::format("ports {} to {} are not all valid ports", first.port,
+                                             first.port + cfg.lanes_option - 1));
+    }
+    for (size_t i = 1; i < cfg.lanes_option; ++i) {
+      common::Endpoint e = first;
+      e.port = static_cast<uint16_t>(first.port + i);
+      cfg.listens.push_back(e);
+    }
+  }
+  if (cfg.lanes() > common::kMaxLanes) {
+    throw CLI::ValidationError(udp ? "--listen" : "--device",
+                               fmt::format("{} lanes: at most {}", cfg.lanes(), common::kMaxLanes));
+  }
+  for (size_t i = 0; i < cfg.lanes(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (cfg.lane_name(i) == cfg.lane_name(j) && !(udp && cfg.listens[i].port == 0)) {
+        throw CLI::ValidationError(udp ? "--listen" : "--device",
+                                   fmt::format("{} is given twice: each lane needs a link of its "
+                                               "own",
+                                               cfg.lane_name(i)));
+      }
+    }
+  }
+  if (udp) {
+    cfg.listen = cfg.listens.front();
+  } else {
+    cfg.device = cfg.devices.front();
+  }
+}
+
 }  // namespace
+
+std::string ReceiverConfig::lane_name(size_t lane) const {
+  if (transport == common::TransportKind::kDevice) {
+    return "device " + (lane < devices.size() ? devices[lane] : device);
+  }
+  return lane < listens.size() ? listens[lane].to_string() : listen.to_string();
+}
 
 void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
   add_link_options(app, cfg);
@@ -207,14 +283,7 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
     throw CLI::ValidationError("--gro", "expected auto or off");
   }
   cfg.gro = cfg.gro_text == "auto";
-  if (cfg.transport == common::TransportKind::kUdp) {
-    if (cfg.listen_text.empty()) throw CLI::RequiredError("--listen");
-    if (!common::parse_endpoint(cfg.listen_text, &cfg.listen, &error)) {
-      throw CLI::ValidationError("--listen", error);
-    }
-  } else if (cfg.device.empty()) {
-    throw CLI::ValidationError("--device", "--transport device needs --device PATH");
-  }
+  finalize_lanes(cfg);
   if (cfg.failed_dir.empty()) cfg.failed_dir = cfg.output + "/.failed";
   try {
     cfg.filter = common::PathFilter(cfg.includes, cfg.excludes);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -32,14 +33,29 @@ using common::WriteMode;
 std::string_view collision_policy_name(CollisionPolicy policy);
 
 struct ReceiverConfig {
+  // The links received from (at least 1).
+  // (A config made in code with `listen` or `device` alone has one.)
+  size_t lanes() const {
+    return std::max<size_t>(
+        1, transport == common::TransportKind::kDevice ? devices.size() : listens.size());
+  }
+  // "127.0.0.1:5000", "device /dev/owl1".
+  std::string lane_name(size_t lane) const;
+
   common::TransportKind transport = common::TransportKind::kUdp;
   // The text forms of transport, direct_io, write_mode and on_collision: what the options bind
   // to; finalize_receiver_config() parses them into the enums. receiver/pipeline.cpp and
   // receiver/assembler.cpp still read some of them; everything else reads the enums.
   std::string transport_text = "udp";
-  std::string device;  // --device PATH with --transport device
-  common::Endpoint listen;
-  std::string listen_text;
+  std::string device;       // --device PATH with --transport device (the first lane's)
+  common::Endpoint listen;  // the first lane's --listen
+  // Lanes (--listen or --device given several times, or --lanes N with consecutive ports): one
+  // link each, one receive thread and ring each, one file table. Lane k receives the sender's
+  // lane k (in the order of the sender's --dest).
+  std::vector<std::string> listen_texts;
+  std::vector<common::Endpoint> listens;
+  std::vector<std::string> devices;
+  size_t lanes_option = 0;  // --lanes N (0: not given)
   std::string output;
   std::string failed_dir;         // default OUTPUT/.failed
   size_t buffer_mb = 1024;        // the receive ring

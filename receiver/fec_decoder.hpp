@@ -27,6 +27,15 @@ struct FecCounters {
   uint64_t groups_lost = 0;        // groups given up with sources missing and too little parity
   uint64_t windows_no_parity = 0;  // windows given up before any of their parity arrived
   uint64_t bad_parity = 0;         // parity that disagrees with its window (dropped)
+
+  FecCounters& operator+=(const FecCounters& o) {
+    rebuilt += o.rebuilt;
+    groups_repaired += o.groups_repaired;
+    groups_lost += o.groups_lost;
+    windows_no_parity += o.windows_no_parity;
+    bad_parity += o.bad_parity;
+    return *this;
+  }
 };
 
 class FecDecoder {

@@ -60,7 +60,15 @@ struct File {
   uint64_t next_report = 0;
   uint8_t last_copy = 0;    // --repeat: the copy whose data came last
   uint64_t ring_drops = 0;  // its packets dropped in a full receive buffer
-  bool superseded = false;  // the sender has announced a later file
+  // Lanes (receiver/file_table.hpp): the lane that announced it first; a striped file
+  // (kFlagStriped) comes down every lane. open_lanes: bit k set while lane k holds it open (it
+  // announced the file and neither announced a later one nor sent the file's last end);
+  // lanes_seen: every lane that announced it.
+  size_t lane = 0;
+  bool striped = false;
+  uint64_t open_lanes = 0;
+  uint64_t lanes_seen = 0;
+  bool superseded = false;  // every lane that carried it has moved on (a later file, its end)
   common::Clock::time_point superseded_at{};
   bool tmp_ready = false;      // its temporary file exists (created on the pool)
   bool joined_late = false;    // announced by a repeat: its start went before this receiver

@@ -138,7 +138,9 @@ FailureRecord unannounced_record(const common::FileListEntry& e, uint64_t sessio
 std::string expiry_reason(const File& f, common::Clock::time_point now, nanoseconds timeout,
                           double timeout_s, bool final_due) {
   const bool last_copy = f.end.copy + 1u >= f.end.copies;
-  if (f.end_seen && last_copy && now - f.end_seen_at >= kEndGrace) {
+  // A striped file's end came down one lane while others still hold it open (their data may
+  // still be on its way): their ends, or their next files, settle it.
+  if (f.end_seen && last_copy && f.open_lanes == 0 && now - f.end_seen_at >= kEndGrace) {
     return fmt::format("incomplete at its end packet: {} of {} bytes received (packets lost{})",
                        f.bytes_received, f.size,
                        f.end.copies > 1 ? fmt::format(" in all {} copies", f.end.copies) : "");

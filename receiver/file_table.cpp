@@ -92,14 +92,19 @@ void FileTable::remember_seen(uint32_t id) {
   if (seen_ids_.size() > kSeenIdsKept) seen_ids_.erase(seen_ids_.begin());
 }
 
-void FileTable::handle_announce(const Packet& p) {
+void FileTable::handle_announce(const Packet& p, size_t lane) {
   common::Announce a;
   if (common::decode_announce(p.payload, &a) != DecodeStatus::kOk) {
     count_bad_payload(counters_);
     return;
   }
-  if (find(a.file_id) != nullptr || seen_ids_.count(a.file_id) != 0) return;  // repeat
-  remember_seen(a.file_id);  // from now on a repeat of this announce is ignored
+  if (File* known = find(a.file_id)) {
+    announce_again(*known, p, lane);
+    return;
+  }
+  if (seen_ids_.count(a.file_id) != 0) return;  // a repeat of a file finished already
+  held_.erase(a.file_id);                       // a list named it before it came
+  remember_seen(a.file_id);                     // from now on a repeat of this announce is ignored
   // An earlier run of this receiver finished it, or named it as failed at start-up (the file it
   // left behind): the rest of its packets are not recorded a second time.
   if (known_earlier(a.file_id)) {
@@ -108,9 +113,18 @@ void FileTable::handle_announce(const Packet& p) {
   }
   // A repeated announce of a file this receiver never saw start: it joined mid-file.
   const bool joined_late = (p.header.flags & common::kFlagRepeat) != 0;
-  supersede_receiving();
+  close_lane(lane, a.file_id);
   std::unique_ptr<File> f =
       file_from_announce(a, session_, clock_.now(), cfg_.report_mb * 1024 * 1024);
+  f->lane = lane;
+  f->striped = (p.header.flags & common::kFlagStriped) != 0;
+  f->lanes_seen = uint64_t{1} << lane;
+  // A striped file comes down every lane (those that have not announced it yet may still be
+  // busy with earlier files).
+  const size_t lanes = gate_ == nullptr ? 1 : gate_->lanes();
+  f->open_lanes = !f->striped   ? f->lanes_seen
+                  : lanes >= 64 ? ~uint64_t{0}
+                                : (uint64_t{1} << lanes) - 1;
   if (filtered(*f)) return;
   const std::string reason = refusal(a, *f);
   if (!reason.empty()) {
@@ -120,13 +134,31 @@ void FileTable::handle_announce(const Packet& p) {
   accept(std::move(f), joined_late);
 }
 
-// The sender sends one file after the other: a file still receiving when the next is announced
-// has lost its end (or data FEC could not rebuild). It gets a short grace for reordered packets.
-void FileTable::supersede_receiving() {
+// A striped file's announce on a lane that had not announced it yet: the lane is done with
+// its earlier files.
+void FileTable::announce_again(File& f, const Packet& p, size_t lane) {
+  const uint64_t bit = uint64_t{1} << lane;
+  if (!(p.header.flags & common::kFlagStriped) || (f.lanes_seen & bit) != 0) return;  // a repeat
+  close_lane(lane, f.id);
+  f.lanes_seen |= bit;
+}
+
+// Each lane sends its files one after the other, in the order of their ids (the sender numbers
+// them as it reads them and hands each lane its share in that order): a file still receiving
+// when a lane it is open on announces a later one has lost its end (or data FEC could not
+// rebuild) there. Once no lane holds it open, it gets a short grace for reordered packets.
+void FileTable::close_lane(size_t lane, uint32_t next_id) {
+  const uint64_t bit = uint64_t{1} << lane;
   for (auto& [key, other] : files_) {
-    if (key.first == session_ && other->state == FileState::kReceiving && !other->superseded) {
-      other->superseded = true;
-      other->superseded_at = clock_.now();
+    File& o = *other;
+    if (key.first != session_ || o.id >= next_id || o.state != FileState::kReceiving ||
+        (o.open_lanes & bit) == 0) {
+      continue;
+    }
+    o.open_lanes &= ~bit;
+    if (o.open_lanes == 0 && !o.superseded) {
+      o.superseded = true;
+      o.superseded_at = clock_.now();
     }
   }
 }
@@ -313,7 +345,7 @@ void FileTable::handle_data(const Packet& p) {
   if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
 }
 
-void FileTable::handle_end(const Packet& p) {
+void FileTable::handle_end(const Packet& p, size_t lane) {
   common::End e;
   if (common::decode_end(p.payload, &e) != DecodeStatus::kOk) {
     count_bad_payload(counters_);
@@ -321,7 +353,13 @@ void FileTable::handle_end(const Packet& p) {
   }
   File* f = find(e.file_id);
   if (f == nullptr || f->state != FileState::kReceiving) return;  // finished, or finishing
-  if (f->end_seen && e.copy <= f->end.copy) return;               // a repeat of an end already seen
+  // The last copy's end closes its lane for the file: a striped file's data may still come
+  // down the lanes that have not sent theirs.
+  const uint64_t bit = uint64_t{1} << lane;
+  const bool closes = e.copy + 1u >= std::max<uint8_t>(1, e.copies) && (f->open_lanes & bit);
+  if (closes) f->open_lanes &= ~bit;
+  if (closes && f->end_seen && f->open_lanes == 0) f->end_seen_at = clock_.now();
+  if (f->end_seen && e.copy <= f->end.copy) return;  // a repeat of an end already seen
   const bool key_changed = f->end_seen && (e.key_len != f->end.key_len || e.key != f->end.key);
   f->end_seen = true;
   f->end = e;
@@ -350,59 +388,6 @@ void FileTable::handle_abort(const Packet& p) {
   File* f = find(a.file_id);
   if (f == nullptr || f->state == FileState::kFailing) return;
   fail(*f, "sender aborted the file: " + std::string(a.reason));
-}
-
-void FileTable::handle_file_list(const Packet& p) {
-  common::FileList list;
-  if (common::decode_file_list(p.payload, &list) != DecodeStatus::kOk) {
-    count_bad_payload(counters_);
-    return;
-  }
-  for (const common::FileListEntry& e : list.entries) {
-    // Known to this run (in flight, finished, refused or filtered), or to an earlier one: its
-    // outcome is written already, or will be.
-    if (auto rec = records_.take_unnamed(e.file_id)) {
-      // It failed with nothing received and its record was left out under the flood bound:
-      // the list vouches for it now.
-      records_.write_named(std::move(*rec), /*vouched=*/true);
-      continue;
-    }
-    if (find(e.file_id) != nullptr || seen_ids_.count(e.file_id) != 0 ||
-        filtered_ids_.count(e.file_id) != 0) {
-      continue;
-    }
-    remember_seen(e.file_id);
-    if (known_earlier(e.file_id)) {
-      ++counters_.listed_known;
-      continue;
-    }
-    record_unannounced(e);
-  }
-}
-
-// A listed file this receiver never heard of: recorded as failed, named.
-void FileTable::record_unannounced(const common::FileListEntry& e) {
-  const std::string path(e.path);
-  // What its announce would have met: a name the receiver refuses is refused, a filtered one is
-  // policy; either way as the announce would have been handled.
-  if (std::string why = out_.check_path(path); !why.empty()) {
-    refuse(listed_file(e, session_), why);
-    return;
-  }
-  if (!cfg_.filter.empty()) {
-    if (auto why = cfg_.filter.refusal(path)) {
-      ++counters_.files_filtered;
-      ++session_files_.filtered;
-      filtered_ids_.insert(e.file_id);
-      spdlog::info("Info: filtered {}: {} (named by the sender's file list)",
-                   common::json_quote(path), *why);
-      return;
-    }
-  }
-  ++counters_.files_failed;
-  ++counters_.files_unannounced;
-  ++session_files_.failed;
-  records_.write_named(unannounced_record(e, session_), /*vouched=*/true);
 }
 
 // Block `index` of *f. When every block is taken, makes room: what that reaps may fail or end
@@ -515,7 +500,7 @@ void FileTable::fail(File& f, const std::string& reason) {
     return;
   }
   f.state = FileState::kFailing;
-  f.fail_reason = reason;
+  f.fail_reason = reason + lane_note(f);
   if (f.bytes_received == 0) f.record_slot = records_.take_slot(f.end_seen);
   blocks_.flush_for_failure(f);
   advance(f);
@@ -565,11 +550,20 @@ void FileTable::note_ring_drops(const std::vector<DropLedger::Entry>& dropped, b
   }
 }
 
-void FileTable::tick(common::Clock::time_point now, bool final_due) {
+void FileTable::tick(common::Clock::time_point now) {
   if (now - last_timeout_check_ < milliseconds(100)) return;
   last_timeout_check_ = now;
-  final_due_ = final_due;
   check_timeouts();
+  release_held(now);
+}
+
+bool FileTable::final_due(const File& f, common::Clock::time_point now) const {
+  if (gate_ == nullptr) return false;
+  const uint64_t lanes = f.open_lanes != 0 ? f.open_lanes : uint64_t{1} << f.lane;
+  for (size_t i = 0; i < gate_->lanes(); ++i) {
+    if ((lanes >> i & 1) != 0 && !gate_->gone(i, now)) return false;
+  }
+  return true;
 }
 
 void FileTable::check_timeouts() {
@@ -578,7 +572,7 @@ void FileTable::check_timeouts() {
   std::vector<std::pair<File*, std::string>> expired;
   for (auto& [key, f] : files_) {
     if (f->state != FileState::kReceiving) continue;
-    std::string why = expiry_reason(*f, now, timeout, cfg_.file_timeout_s, final_due_);
+    std::string why = expiry_reason(*f, now, timeout, cfg_.file_timeout_s, final_due(*f, now));
     if (!why.empty()) expired.emplace_back(f.get(), std::move(why));
   }
   for (auto& [f, reason] : expired) fail(*f, reason);

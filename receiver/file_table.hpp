@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -37,6 +38,7 @@
 #include "receiver/outcome_log.hpp"
 #include "receiver/output_dir.hpp"
 #include "receiver/progress.hpp"
+#include "receiver/session_gate.hpp"
 #include "receiver/write_engine.hpp"
 
 namespace ddft::receiver {
@@ -65,19 +67,37 @@ class FileTable final : private Finisher::Owner {
   // drained).
   void close_unrecorded(const std::string& reason);
 
-  // The packets of the current session that concern files. Bad payloads are counted.
-  void handle_announce(const common::Packet& p);
+  // The gate the table asks how the session's lanes stand (must outlive the table). Without
+  // one, there is one lane, and its final heartbeat is never due.
+  void set_gate(const SessionGate* gate) { gate_ = gate; }
+
+  // The packets of the current session that concern files, with the lane each came on. Bad
+  // payloads are counted.
+  //
+  // Lanes: a file is "open" on the lanes that announced it (a whole file on its one lane, a
+  // striped one on every lane). The next file a lane announces closes the lane for the files
+  // open on it, as does the file's end on that lane; a file that no lane holds open any more
+  // and still misses data fails after a short grace (as one lane's next file always did).
+  void handle_announce(const common::Packet& p, size_t lane = 0);
   void handle_data(const common::Packet& p);
-  void handle_end(const common::Packet& p);
+  void handle_end(const common::Packet& p, size_t lane = 0);
   void handle_abort(const common::Packet& p);
-  void handle_file_list(const common::Packet& p);
+  // A list entry names a file its lane finished: one this receiver never heard of is recorded
+  // as failed at once when the list came down that very lane (the sender lists a file only
+  // after its end); else it is held until that lane is gone (its final heartbeat, or silence)
+  // and recorded only if the file still has not come (receiver/file_table_lists.cpp).
+  void handle_file_list(const common::Packet& p, size_t lane = 0);
+  // True while list entries wait for their lane (the session is not over before they are
+  // settled).
+  bool holds_list_entries() const { return !held_.empty(); }
 
   // Reaps the FsPool and the write engine and moves files on (with `wait`, blocks until
   // something completes when anything is pending). The one point where completions come in.
   void pump(bool wait);
-  // Fails files that timed out (at most every 100 ms). `final_due`: the session's final
-  // heartbeat's grace is over.
-  void tick(common::Clock::time_point now, bool final_due);
+  // Fails files that timed out (at most every 100 ms): silence, an end or a next file with data
+  // missing, or their lanes' final heartbeats with their grace over; and settles held list
+  // entries whose lane is gone.
+  void tick(common::Clock::time_point now);
   // See Assembler::note_ring_drops(); `keyed`: headers may be forged, so drops are not pinned.
   void note_ring_drops(const std::vector<DropLedger::Entry>& dropped, bool keyed);
   void note_read_wait(std::chrono::nanoseconds waited) { progress_.note_read_wait(waited); }
@@ -104,7 +124,23 @@ class FileTable final : private Finisher::Owner {
   void accept(std::unique_ptr<File> f, bool joined_late);
   void on_created(File& f, bool ok, const std::string& reason);
   void refuse(const File& f, const std::string& reason);
-  void record_unannounced(const common::FileListEntry& e);
+  void record_unannounced(const common::FileListEntry& e, const std::string& lane_note = {});
+  // handle_announce() of a file known already: a striped file's announce on one more lane.
+  void announce_again(File& f, const common::Packet& p, size_t lane);
+  // The lane announced file `next_id`: the files before it open on the lane are closed there.
+  void close_lane(size_t lane, uint32_t next_id);
+  // Whether every lane `f` is open on (its own, when none) is gone: its final heartbeat's grace
+  // is over, or it fell silent.
+  bool final_due(const File& f, common::Clock::time_point now) const;
+  // " (lane K, ADDRESS)" with several lanes, else "".
+  std::string lane_note(const File& f) const;
+  // Held list entries: hold one, settle those whose lane is gone (release_held()).
+  void hold(const common::FileListEntry& e);
+  void release_held(common::Clock::time_point now);
+  // Why a held entry's file is recorded now, or nothing while its lane may still bring it.
+  // *drop: it belongs to another receiver's lane (nothing to record).
+  std::optional<std::string> held_due(int sender_lane, common::Clock::time_point now,
+                                      bool* drop) const;
   Block* get_block(File*& f, uint64_t index);
   bool evict_one();
   void process_completions();
@@ -132,7 +168,13 @@ class FileTable final : private Finisher::Owner {
   std::set<uint32_t> seen_ids_;      // recent file ids of the session, to ignore late repeats
   std::set<uint32_t> filtered_ids_;  // the session's files the filter dropped (as many kept)
   common::Clock::time_point last_timeout_check_{};
-  bool final_due_ = false;  // as tick() last heard
+  const SessionGate* gate_ = nullptr;
+  // List entries of files not heard of, waiting for their lane, by file id (handle_file_list()).
+  struct HeldEntry {
+    common::FileListEntry entry;  // its path points into `path`
+    std::string path;
+  };
+  std::map<uint32_t, std::unique_ptr<HeldEntry>> held_;
   Progress progress_;
 };
 

@@ -249,6 +249,7 @@ FailureRecord Finisher::failure_record(File& f) {
         f.ring_drops);
   }
   rec.reason = f.fail_reason;
+  if (cfg_.lanes() > 1) rec.lane = f.striped ? common::kLaneAll : static_cast<int>(f.lane);
   rec.verify = std::string(common::verify_type_name(f.verify));
   // A full disk: keeping the partial data would keep the disk full for the files that follow.
   // A failed flush or sync: the data in the page cache can no longer be trusted.

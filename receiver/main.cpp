@@ -52,11 +52,11 @@ int main(int argc, char** argv) {
   try {
     // --metrics is bound first: a taken port stops the daemon before it opens anything else.
     const std::unique_ptr<common::MetricsServer> metrics = common::open_metrics_server(cfg.metrics);
-    auto open_source = [&cfg]() -> std::unique_ptr<common::DatagramSource> {
+    auto open_source = [&cfg](size_t lane) -> std::unique_ptr<common::DatagramSource> {
       if (cfg.transport == common::TransportKind::kDevice)
-        return std::make_unique<common::DeviceSource>(cfg.device);
-      auto udp =
-          std::make_unique<common::UdpSource>(cfg.listen, cfg.socket_buffer_mb << 20, cfg.gro);
+        return std::make_unique<common::DeviceSource>(cfg.devices.at(lane));
+      auto udp = std::make_unique<common::UdpSource>(cfg.listens.at(lane),
+                                                     cfg.socket_buffer_mb << 20, cfg.gro);
       if (auto w = udp->buffer_report().warning("receive"); !w.empty()) spdlog::warn("Warn: {}", w);
       return udp;
     };

@@ -412,11 +412,15 @@ void OutputDir::lock_exclusive() {
   }
 }
 
-std::optional<std::string> OutputDir::read_state() const {
+std::string state_file_name(size_t lane) {
+  return lane == 0 ? std::string(kStateFileName) : fmt::format("{}.lane{}", kStateFileName, lane);
+}
+
+std::optional<std::string> OutputDir::read_state(const std::string& name) const {
   // O_NONBLOCK: a FIFO planted under the name must not hang the start-up.
   common::UniqueFd fd(
-      ::openat(root_fd_.get(), kStateFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  const std::string where = fmt::format("{}/{}", root_, kStateFileName);
+      ::openat(root_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const std::string where = fmt::format("{}/{}", root_, name);
   if (!fd) {
     if (errno == ENOENT) return std::nullopt;
     throw std::runtime_error(
@@ -436,9 +440,9 @@ std::optional<std::string> OutputDir::read_state() const {
   return text;
 }
 
-bool OutputDir::write_state(std::string_view text, std::string* reason) {
+bool OutputDir::write_state(const std::string& name, std::string_view text, std::string* reason) {
   if (null_sink_) return true;
-  const std::string tmp = std::string(kStateFileName) + ".new";
+  const std::string tmp = name + ".new";
   // Whatever sits under the temporary name (a FIFO, a hard link to another file) is removed, not
   // opened; O_EXCL then makes a new file or fails.
   ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
@@ -448,7 +452,7 @@ bool OutputDir::write_state(std::string_view text, std::string* reason) {
   // Durable before it counts: the data, the rename, and the folder entry (a replay mark lost in a
   // power cut would reopen the door to what was taken before it).
   if (!fd || !write_all(fd.get(), text) || ::fsync(fd.get()) != 0 ||
-      ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), kStateFileName) != 0 ||
+      ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), name.c_str()) != 0 ||
       ::fsync(root_fd_.get()) != 0) {
     *reason = errno_text(errno);
     ::unlinkat(root_fd_.get(), tmp.c_str(), 0);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "common/protocol.hpp"
 
 namespace ddft::receiver {
 
@@ -34,6 +35,9 @@ std::string check_wire_path(std::string_view path, const PathLimits& limits = {}
 
 // The receiver's own files in the output folder: the replay state (--key-file) and the lock.
 inline constexpr const char* kStateFileName = ".ddft-session-state";
+// Lane k's replay state (--key-file): kStateFileName for lane 0 (as before lanes), else
+// kStateFileName + ".laneK".
+std::string state_file_name(size_t lane);
 inline constexpr const char* kLockFileName = ".ddft-lock";
 // Space kept in the output folder (the failed folder's file system) for failure records, given up
 // when the disk is full so that the file that failed for it is still recorded.
@@ -103,6 +107,9 @@ struct FailureRecord {
   bool discard_data = false;  // remove the partial data instead of keeping it (disk full)
   bool no_record = false;     // remove the temporary file and write no record (flood bound)
   bool missing_known = true;  // false: the missing ranges are "as far as known" (a leftover)
+  // With several lanes: the lane that carried the file (kLaneAll: striped over every lane);
+  // kLaneUnsaid (one lane) writes no "lane" field.
+  int lane = common::kLaneUnsaid;
 };
 
 // A temporary file an earlier run left behind, found at start-up.
@@ -205,12 +212,12 @@ class OutputDir {
   // one-line reason when another process holds it. The lock lasts as long as this object.
   void lock_exclusive();
 
-  // The receiver's small state file in the output folder (kStateFileName). read_state() returns
-  // nullopt when there is none, and throws std::runtime_error when it cannot be read.
-  // write_state() replaces it atomically (a temporary file, fsync, rename); on failure it returns
-  // false and sets *reason. Under --sink null nothing is written.
-  std::optional<std::string> read_state() const;
-  bool write_state(std::string_view text, std::string* reason);
+  // The receiver's small state files in the output folder (`name`: state_file_name()).
+  // read_state() returns nullopt when there is none, and throws std::runtime_error when it
+  // cannot be read. write_state() replaces it atomically (a temporary file, fsync, rename); on
+  // failure it returns false and sets *reason. Under --sink null nothing is written.
+  std::optional<std::string> read_state(const std::string& name = kStateFileName) const;
+  bool write_state(const std::string& name, std::string_view text, std::string* reason);
 
   // Bytes an unprivileged writer may still use on the output folder's file system, less a
   // record reserve's worth (kept for failure records).

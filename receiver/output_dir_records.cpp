@@ -84,6 +84,8 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
   json += fmt::format("],\n  \"missing_ranges_total\": {},\n", rec.missing_ranges_total);
   json += fmt::format("  \"missing_ranges_exact\": {},\n", rec.missing_known ? "true" : "false");
   json += fmt::format("  \"reason\": {},\n", common::json_quote(rec.reason));
+  if (rec.lane >= 0) json += fmt::format("  \"lane\": {},\n", rec.lane);
+  if (rec.lane == common::kLaneAll) json += "  \"lane\": \"striped\",\n";
   json += fmt::format("  \"verify\": {},\n", common::json_quote(rec.verify));
   json += fmt::format("  \"expected_key\": {},\n", common::json_quote(rec.expected_key));
   json += fmt::format("  \"computed_key\": {},\n", common::json_quote(rec.computed_key));

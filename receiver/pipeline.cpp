@@ -19,22 +19,29 @@ namespace ddft::receiver {
 Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, common::Clock& clock)
     : cfg_(cfg), clock_(clock) {
   const bool direct = open_output();
-  make_ring();
+  make_rings();
   make_io_engine();
   make_hooks();
   // Last: from here on a sender's datagrams queue in the kernel, and all that is left before
-  // they are drained is making the assembler and starting the two threads (run()).
-  source_ = open_source();
-  ingest_ = std::make_unique<Ingest>(*source_, *ring_, cfg.batch, cfg.max_packet_size);
-  link_name_ = cfg.transport == common::TransportKind::kDevice ? "device " + cfg.device
-                                                               : cfg.listen.to_string();
-  // Logged by the writer thread once both threads run (note_writer_pass).
+  // they are drained is making the assembler and starting the threads (run()).
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    Lane& l = lanes_[i];
+    l.source = open_source(i);
+    l.ingest = std::make_unique<Ingest>(*l.source, *l.ring, cfg.batch, cfg.max_packet_size);
+    l.name = cfg.lane_name(i);
+    link_name_ += (i == 0 ? "" : ", ") + l.name;
+  }
+  const size_t ring_bytes = lanes_.front().ring->capacity();
+  // Logged by the writer thread once every thread runs (note_writer_pass).
   start_line_ = fmt::format(
-      "Info: receiving on {} into {} (failed files: {}); buffer {} MB: ring of {} MB for "
+      "Info: receiving on {} into {} (failed files: {}); buffer {} MB: {} of {} MB for "
       "packets of up to {} bytes{}; writer: {}{}; write blocks {} x {} KB; mode {}; on "
       "collision: {}; open workers {}",
-      link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb, ring_->capacity() >> 20,
-      cfg.max_packet_size, source_->max_bundle() > 0 ? " (GRO)" : "", writer_->describe(),
+      link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb,
+      lanes_.size() == 1 ? std::string("ring")
+                         : fmt::format("{} lanes, a ring each", lanes_.size()),
+      ring_bytes >> 20, cfg.max_packet_size,
+      lanes_.front().source->max_bundle() > 0 ? " (GRO)" : "", writer_->describe(),
       direct ? ", direct IO" : "", cfg.write_buffers, cfg.write_block_kb,
       write_mode_name(cfg.write_mode), collision_policy_name(cfg.on_collision),
       open_workers(cfg.workers));
@@ -61,20 +68,24 @@ bool Receiver::open_output() {
   return direct;
 }
 
-void Receiver::make_ring() {
-  // --buffer-mb is all the receive buffering: the write blocks come out of it, the ring gets the
-  // rest, so the daemon's memory is what the operator asked for.
+void Receiver::make_rings() {
+  // --buffer-mb is all the receive buffering: the write blocks come out of it, the rings share
+  // the rest, so the daemon's memory is what the operator asked for.
   const size_t pool_bytes = cfg_.write_buffers * cfg_.write_block_kb * 1024;
-  const size_t ring_bytes = cfg_.buffer_mb * 1024 * 1024 - pool_bytes;
-  // Populating touches every page now (about a second per GiB here, 2-3 s under memory
-  // pressure): the link is not open yet, so no datagram waits in the kernel meanwhile.
-  ring_ = std::make_unique<ByteRing>(ring_bytes, /*populate=*/true);
-  if (cfg_.lock_memory) {
-    if (const int err = ring_->memory().lock(); err != 0) {
+  const size_t ring_bytes = (cfg_.buffer_mb * 1024 * 1024 - pool_bytes) / cfg_.lanes();
+  lanes_.resize(cfg_.lanes());
+  for (Lane& l : lanes_) {
+    // Populating touches every page now (about a second per GiB here, 2-3 s under memory
+    // pressure): the link is not open yet, so no datagram waits in the kernel meanwhile.
+    l.ring = std::make_unique<ByteRing>(ring_bytes, /*populate=*/true);
+    l.ring->share_bell(bell_);
+    if (!cfg_.lock_memory) continue;
+    if (const int err = l.ring->memory().lock(); err != 0) {
       spdlog::warn(
           "Warn: cannot lock the receive buffer in RAM: {} (run as root or raise "
           "RLIMIT_MEMLOCK)",
           std::strerror(err));
+      break;
     }
   }
 }
@@ -120,7 +131,7 @@ void Receiver::publish(const Assembler& assembler) {
   s.counters = assembler.counters();
   s.fec = assembler.fec();
   s.waits = assembler.wait_stats();
-  s.packets_lost = s.counters.lost_in_past_sessions + assembler.seq().lost();
+  s.packets_lost = s.counters.lost_in_past_sessions + assembler.lost();
   s.session = assembler.current_session();
   s.files_in_flight = assembler.files_in_flight();
   std::lock_guard lock(status_mu_);
@@ -131,7 +142,10 @@ void Receiver::publish(const Assembler& assembler) {
 
 void Receiver::note_writer_pass() {
   writer_passes_.fetch_add(1, std::memory_order_relaxed);
-  if (announced_ || ingest_->counters().passes.load(std::memory_order_relaxed) == 0) return;
+  if (announced_) return;
+  for (const Lane& l : lanes_) {
+    if (l.ingest->counters().passes.load(std::memory_order_relaxed) == 0) return;
+  }
   announced_ = true;
   spdlog::info("{}", start_line_);
   if (observer_ != nullptr) observer_->on_receiving(link_name_);
@@ -140,7 +154,12 @@ void Receiver::note_writer_pass() {
 void Receiver::tick_observer() {
   if (observer_ == nullptr) return;
   Liveness l;
-  l.ingest_passes = ingest_->counters().passes.load(std::memory_order_relaxed);
+  // The slowest lane's: a stuck receive thread shows.
+  l.ingest_passes = UINT64_MAX;
+  for (const Lane& lane : lanes_) {
+    l.ingest_passes =
+        std::min(l.ingest_passes, lane.ingest->counters().passes.load(std::memory_order_relaxed));
+  }
   l.writer_passes = writer_passes_.load(std::memory_order_relaxed);
   {
     std::lock_guard lock(status_mu_);
@@ -150,25 +169,53 @@ void Receiver::tick_observer() {
   observer_->on_tick(l);
 }
 
-ReceiverStatus Receiver::status() const {
+ReceiverStatus Receiver::lane_status(size_t lane) const {
   ReceiverStatus s;
   {
     std::lock_guard lock(status_mu_);
     s.writer = published_;
   }
-  const IngestCounters& c = ingest_->counters();
+  const Lane& l = lanes_.at(lane);
+  const IngestCounters& c = l.ingest->counters();
   s.datagrams = c.datagrams.load(std::memory_order_relaxed);
   s.datagram_bytes = c.bytes.load(std::memory_order_relaxed);
   s.ring_full_drops = c.ring_full_drops.load(std::memory_order_relaxed);
-  s.ring_bytes = ring_->capacity();
-  s.ring_used = ring_->used();
+  s.ring_bytes = l.ring->capacity();
+  s.ring_used = l.ring->used();
   s.ring_high_water =
       std::max<size_t>(s.ring_used, c.ring_high_water.load(std::memory_order_relaxed));
   s.last_datagram_ns = c.last_datagram_ns.load(std::memory_order_relaxed);
   // UDP reads the kernel's count from /proc, safe from any thread; the device transport's is a
   // plain field of the receive thread's.
-  if (cfg_.transport == common::TransportKind::kUdp) s.link_drops = source_->link_drops();
+  if (cfg_.transport == common::TransportKind::kUdp) s.link_drops = l.source->link_drops();
   return s;
+}
+
+ReceiverStatus Receiver::status() const {
+  ReceiverStatus s = lane_status(0);
+  for (size_t i = 1; i < lanes_.size(); ++i) {
+    const ReceiverStatus o = lane_status(i);
+    s.datagrams += o.datagrams;
+    s.datagram_bytes += o.datagram_bytes;
+    s.ring_full_drops += o.ring_full_drops;
+    s.ring_bytes += o.ring_bytes;
+    s.ring_used += o.ring_used;
+    s.ring_high_water += o.ring_high_water;
+    s.last_datagram_ns = std::max(s.last_datagram_ns, o.last_datagram_ns);
+    if (o.link_drops >= 0) s.link_drops = std::max<long>(s.link_drops, 0) + o.link_drops;
+  }
+  return s;
+}
+
+std::vector<std::jthread> Receiver::start_ingest() {
+  std::vector<std::jthread> threads;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    Ingest& ingest = *lanes_[i].ingest;
+    const std::string name = lanes_.size() == 1 ? "dd-rx" : fmt::format("dd-rx{}", i);
+    threads.push_back(common::start_named_thread(
+        name, [&ingest](std::stop_token rx_stop) { ingest.run(rx_stop); }));
+  }
+  return threads;
 }
 
 ReceiveTotals Receiver::run(std::stop_token stop) {
@@ -177,7 +224,8 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
   if (cfg_.transport == common::TransportKind::kDevice) {
     assembler.set_sender([d = "device " + cfg_.device] { return d; });
   } else {
-    assembler.set_sender([&src = *source_] { return src.peer(); });
+    // The first lane's peer: every lane's datagrams come from the one sender.
+    assembler.set_sender([&src = *lanes_.front().source] { return src.peer(); });
   }
   if (hooks_) {
     // The command runs from the receiver's working folder: give it an absolute path.
@@ -192,20 +240,20 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
       h.enqueue(abs);
     });
   }
-  Ingest& ingest = *ingest_;
   WriterLoop::Hooks hooks;
   hooks.on_pass = [this] { note_writer_pass(); };
   hooks.publish = [this](const Assembler& a) { publish(a); };
   hooks.on_interval = [this] { tick_observer(); };
-  WriterLoop writer(cfg_, *ring_, ingest.drops(), assembler, clock_, std::move(hooks));
-  // The two threads that move datagrams start here and end here: the writer stops the ingest
-  // thread (and waits for it) before it drains what is left in the ring.
-  std::jthread rx = common::start_named_thread(
-      "dd-rx", [&ingest](std::stop_token rx_stop) { ingest.run(rx_stop); });
+  std::vector<WriterLoop::Input> inputs;
+  for (Lane& l : lanes_) inputs.push_back({l.ring.get(), &l.ingest->drops()});
+  WriterLoop writer(cfg_, std::move(inputs), assembler, clock_, std::move(hooks));
+  // The threads that move datagrams start here and end here: the writer stops the ingest
+  // threads (and waits for them) before it drains what is left in the rings.
+  std::vector<std::jthread> rx = start_ingest();
   std::jthread write = common::start_named_thread("dd-write", [&] {
     writer.run(stop, [&rx] {
-      rx.request_stop();
-      rx.join();
+      for (std::jthread& t : rx) t.request_stop();
+      for (std::jthread& t : rx) t.join();
     });
   });
   write.join();
@@ -216,35 +264,43 @@ ReceiveTotals Receiver::run(std::stop_token stop) {
     if (cfg_.once) hooks_->wait_idle(stop);
     hooks_->stop();
   }
-  if (const long drops = source_->link_drops(); drops > 0) {
-    if (cfg_.transport == common::TransportKind::kDevice) {
-      spdlog::warn(
-          "Warn: {} byte(s) read from the device did not form valid packets and were "
-          "skipped",
-          drops);
-    } else {
-      spdlog::warn(
-          "Warn: the kernel dropped {} datagram(s) on the socket (receive buffer "
-          "overrun: lower the sender's --rate or raise --socket-buffer-mb)",
-          drops);
-    }
-  }
-
   ReceiveTotals t;
   t.files_passed = assembler.counters().files_passed;
   t.files_failed = assembler.counters().files_failed;
   t.files_refused = assembler.counters().files_refused;
   t.files_filtered = assembler.counters().files_filtered;
-  t.datagrams = ingest.counters().datagrams.load();
-  t.ring_full_drops = ingest.counters().ring_full_drops.load();
-  t.lost = assembler.seq().lost();
-  if (t.ring_full_drops > 0) {
-    spdlog::warn(
-        "Warn: {} packet(s) were dropped because the receive buffer was full (ring "
-        "high-water {} of {} bytes)",
-        t.ring_full_drops, ingest.counters().ring_high_water.load(), ring_->capacity());
-  }
+  t.lost = assembler.lost();
+  report_drops(&t);
   return t;
+}
+
+void Receiver::report_drops(ReceiveTotals* t) const {
+  for (const Lane& l : lanes_) {
+    const std::string where = lanes_.size() > 1 ? fmt::format(" on {}", l.name) : "";
+    if (const long drops = l.source->link_drops(); drops > 0) {
+      if (cfg_.transport == common::TransportKind::kDevice) {
+        spdlog::warn(
+            "Warn: {} byte(s) read from the device{} did not form valid packets and were "
+            "skipped",
+            drops, where);
+      } else {
+        spdlog::warn(
+            "Warn: the kernel dropped {} datagram(s) on the socket{} (receive buffer "
+            "overrun: lower the sender's --rate or raise --socket-buffer-mb)",
+            drops, where);
+      }
+    }
+    const IngestCounters& c = l.ingest->counters();
+    t->datagrams += c.datagrams.load();
+    const uint64_t full = c.ring_full_drops.load();
+    t->ring_full_drops += full;
+    if (full > 0) {
+      spdlog::warn(
+          "Warn: {} packet(s){} were dropped because the receive buffer was full (ring "
+          "high-water {} of {} bytes)",
+          full, where, c.ring_high_water.load(), l.ring->capacity());
+    }
+  }
 }
 
 }  // namespace ddft::receiver

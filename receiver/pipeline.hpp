@@ -44,6 +44,8 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "common/clock.hpp"
 #include "common/transport.hpp"
@@ -114,20 +116,28 @@ class ReceiverObserver {
 
 class Receiver {
  public:
-  using SourceOpener = std::function<std::unique_ptr<common::DatagramSource>()>;
+  // Opens lane `lane`'s link (0 .. cfg.lanes() - 1).
+  using SourceOpener = std::function<std::unique_ptr<common::DatagramSource>(size_t lane)>;
+  using SingleOpener = std::function<std::unique_ptr<common::DatagramSource>()>;
   // Opens the output folder first (a bad folder is reported before memory is spent or a port is
-  // taken), then prepares the ring, the write pool, the IO engine and the hook runner, and opens
-  // the link (`open_source`) last. Throws std::runtime_error with a one-line reason. `clock` must
-  // outlive the receiver.
+  // taken), then prepares the rings, the write pool, the IO engine and the hook runner, and opens
+  // the links (`open_source`, once per lane) last. Throws std::runtime_error with a one-line
+  // reason. `clock` must outlive the receiver.
   Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, common::Clock& clock);
+  // One lane.
+  Receiver(const ReceiverConfig& cfg, const SingleOpener& open_source, common::Clock& clock)
+      : Receiver(cfg, SourceOpener([&open_source](size_t) { return open_source(); }), clock) {}
   ~Receiver();
   // Runs until `stop` is requested or, with cfg.once, the first session has finished.
   ReceiveTotals run(std::stop_token stop);
   // Tells `observer` (null: no one) when receiving starts and how the loops progress. Call
   // before run(); `observer` must outlive run().
   void set_observer(ReceiverObserver* observer) { observer_ = observer; }
-  // Thread-safe; cheap but for link_drops (a read of /proc/net/udp).
+  // Thread-safe; cheap but for link_drops (a read of /proc/net/udp). Over every lane.
   ReceiverStatus status() const;
+  // The same for one lane (its ring, its link); `writer` is the whole receiver's.
+  ReceiverStatus lane_status(size_t lane) const;
+  size_t lanes() const { return lanes_.size(); }
   // The --on-complete runner (its counters() are readable from any thread), or null without
   // --on-complete. Lives as long as the receiver.
   const HookRunner* hooks() const { return hooks_.get(); }
@@ -136,8 +146,8 @@ class Receiver {
   // The constructor's steps, in order. open_output(): the output folder locked, what an earlier
   // run left finished or named; true when writes go direct (O_DIRECT).
   bool open_output();
-  // The ring, populated (and locked with --lock-memory).
-  void make_ring();
+  // The rings (one per lane, sharing --buffer-mb), populated (and locked with --lock-memory).
+  void make_rings();
   // The write blocks and the IO engine that writes them.
   void make_io_engine();
   // The --on-complete runner, when one is asked for (and files are written).
@@ -148,15 +158,26 @@ class Receiver {
   void note_writer_pass();
   // Writer thread, every 250 ms: the observer's tick.
   void tick_observer();
+  // Receives on each lane's thread ("dd-rx", or "dd-rx0".. with lanes) until stopped.
+  std::vector<std::jthread> start_ingest();
+  // Logs what the links and the rings dropped, and adds the totals.
+  void report_drops(ReceiveTotals* t) const;
+
+  // One link: its source, the ring its thread receives into, that thread's loop.
+  struct Lane {
+    std::unique_ptr<common::DatagramSource> source;
+    std::unique_ptr<ByteRing> ring;
+    std::unique_ptr<Ingest> ingest;
+    std::string name;  // "127.0.0.1:5000", "device PATH"
+  };
 
   const ReceiverConfig& cfg_;
-  std::unique_ptr<common::DatagramSource> source_;
   common::Clock& clock_;
   std::unique_ptr<OutputDir> out_;
   std::unique_ptr<OutcomeLog> journal_;  // null with --sink null
   StartRecovery recovery_;
-  std::unique_ptr<ByteRing> ring_;
-  std::unique_ptr<Ingest> ingest_;
+  RingBell bell_;  // before lanes_: the rings ring it
+  std::vector<Lane> lanes_;
   common::AlignedBuffer block_memory_;
   std::unique_ptr<common::BlockIo> writer_;
   mutable std::mutex status_mu_;

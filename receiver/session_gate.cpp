@@ -22,33 +22,50 @@ constexpr size_t kRetiredKept = 1024;
 }  // namespace
 
 SessionGate::SessionGate(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs,
-                         common::Clock& clock, AssemblerCounters& counters)
-    : cfg_(cfg), out_(out), fs_(fs), clock_(clock), counters_(counters) {
+                         common::Clock& clock, AssemblerCounters& counters, size_t lanes)
+    : cfg_(cfg),
+      out_(out),
+      fs_(fs),
+      clock_(clock),
+      counters_(counters),
+      lanes_(std::max<size_t>(1, lanes)) {
+  for (size_t i = 0; i < lanes_.size(); ++i) lanes_[i].state_file = state_file_name(i);
   if (cfg.keys.empty()) return;
   opener_ = std::make_unique<common::Opener>(cfg.keys);
   open_buf_.resize(cfg.max_packet_size);
+  for (LaneState& l : lanes_) restore_mark(l);
+}
+
+void SessionGate::restore_mark(LaneState& l) {
   std::optional<SessionMark> restored;
-  if (const auto text = out_.read_state()) {
+  if (const auto text = out_.read_state(l.state_file)) {
     std::string error;
     restored = parse_session_mark(*text, &error);
     if (!restored) {
       throw std::runtime_error(fmt::format(
           "session state '{}/{}' is damaged ({}): remove it to accept the next session the "
           "sender starts",
-          out_.root(), kStateFileName, error));
+          out_.root(), l.state_file, error));
     }
     spdlog::info(
-        "Info: replay protection: newest session {:016x} (started {} ns after the "
+        "Info: replay protection{}: newest session {:016x} (started {} ns after the "
         "epoch by the sender's clock), datagrams up to seq {} taken",
-        restored->session_id, restored->start_ns(), restored->max_seq);
+        lanes_.size() > 1 ? fmt::format(" ({})", l.state_file) : "", restored->session_id,
+        restored->start_ns(), restored->max_seq);
   }
-  guard_ = std::make_unique<ReplayGuard>(restored);
+  l.guard = std::make_unique<ReplayGuard>(restored);
 }
 
-bool SessionGate::open(std::span<const uint8_t>* data, size_t real_len, Packet* p) {
+std::string SessionGate::lane_suffix(size_t lane) const {
+  if (lanes_.size() <= 1) return {};
+  return fmt::format(" on lane {} ({})", lane, cfg_.lane_name(lane));
+}
+
+bool SessionGate::open(std::span<const uint8_t>* data, size_t real_len, Packet* p, size_t lane) {
   Prechecked pre;
   pre.data = *data;
   pre.real_len = real_len;
+  pre.lane = lane;
   precheck(opener_.get(), open_buf_, &pre);
   return admit(pre, data, p);
 }
@@ -105,7 +122,7 @@ bool SessionGate::unseal(const Prechecked& pre, std::span<const uint8_t>* data, 
       reject_auth(AuthReject::kBadTag, *p, data->size());
       return false;
   }
-  if (!check_fresh(pre.salt, pre.key_index, data->size(), p)) return false;
+  if (!check_fresh(pre, data->size(), p)) return false;
   // The outer header was checked (decode_packet) and authenticated: the inner one is the same
   // but for its length and the seal's flags. Its checksum is only recomputed for FEC sources.
   *data = std::span<const uint8_t>(pre.inner.data(), pre.inner_len);
@@ -115,15 +132,16 @@ bool SessionGate::unseal(const Prechecked& pre, std::span<const uint8_t>* data, 
   return true;
 }
 
-bool SessionGate::check_fresh(const common::Salt& salt, size_t key_index, size_t len, Packet* p) {
-  switch (guard_->check(salt, p->header.session_id, p->header.seq)) {
+bool SessionGate::check_fresh(const Prechecked& pre, size_t len, Packet* p) {
+  const size_t key_index = pre.key_index;
+  switch (lanes_[pre.lane].guard->check(pre.salt, p->header.session_id, p->header.seq)) {
     case ReplayGuard::Verdict::kFresh:
       return true;
     case ReplayGuard::Verdict::kNewSession:
-      save_mark();
+      save_mark(pre.lane);
       spdlog::info(
-          "Info: sender session {:016x}: datagrams authenticated{} (AES-256-GCM){}",
-          p->header.session_id,
+          "Info: sender session {:016x}{}: datagrams authenticated{} (AES-256-GCM){}",
+          p->header.session_id, lane_suffix(pre.lane),
           (p->header.flags & common::kFlagEncrypt) ? " and encrypted" : ", not encrypted",
           cfg_.keys.size() > 1
               ? fmt::format(" with key {} of {} ({})", key_index + 1, cfg_.keys.size(),
@@ -158,31 +176,34 @@ void SessionGate::reject_auth(AuthReject why, const Packet& p, size_t len) {
       auth_reject_name(why), len, p.header.session_id, p.header.seq);
 }
 
-void SessionGate::save_mark() {
-  if (!guard_ || !guard_->mark()) return;
-  guard_->take_changed();  // what is saved now need not be saved again by the next poll
-  last_mark_save_ = clock_.now();
-  // One save at a time, on the pool (it fsyncs): a change meanwhile is saved right after.
-  if (mark_saving_) {
-    mark_dirty_ = true;
+void SessionGate::save_mark(size_t lane) {
+  LaneState& l = lanes_[lane];
+  if (!l.guard || !l.guard->mark()) return;
+  l.guard->take_changed();  // what is saved now need not be saved again by the next poll
+  l.last_mark_save = clock_.now();
+  // One save at a time per lane, on the pool (it fsyncs): a change meanwhile is saved right
+  // after.
+  if (l.mark_saving) {
+    l.mark_dirty = true;
     return;
   }
-  mark_saving_ = true;
+  l.mark_saving = true;
   auto reason = std::make_shared<std::string>();
   auto ok = std::make_shared<bool>(false);
-  fs_.post([this, text = format_session_mark(*guard_->mark()), reason,
-            ok] { *ok = out_.write_state(text, reason.get()); },
-           [this, reason, ok] {
-             mark_saving_ = false;
-             if (!*ok) log_save_error(*reason);
-             if (mark_dirty_) {
-               mark_dirty_ = false;
-               save_mark();
+  fs_.post([this, file = l.state_file, text = format_session_mark(*l.guard->mark()), reason,
+            ok] { *ok = out_.write_state(file, text, reason.get()); },
+           [this, lane, reason, ok] {
+             LaneState& ls = lanes_[lane];
+             ls.mark_saving = false;
+             if (!*ok) log_save_error(ls.state_file, *reason);
+             if (ls.mark_dirty) {
+               ls.mark_dirty = false;
+               save_mark(lane);
              }
            });
 }
 
-void SessionGate::log_save_error(const std::string& reason) {
+void SessionGate::log_save_error(const std::string& file, const std::string& reason) {
   const auto now = clock_.now();
   if (save_error_logged_ && now - last_save_error_log_ < seconds(60)) return;
   save_error_logged_ = true;
@@ -190,11 +211,13 @@ void SessionGate::log_save_error(const std::string& reason) {
   spdlog::warn(
       "Warn: cannot save the replay state '{}/{}': {} (after a restart the "
       "receiver could take this session's datagrams again)",
-      out_.root(), kStateFileName, reason);
+      out_.root(), file, reason);
 }
 
 void SessionGate::save_if_changed() {
-  if (guard_ && guard_->take_changed()) save_mark();
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    if (lanes_[i].guard && lanes_[i].guard->take_changed()) save_mark(i);
+  }
 }
 
 SessionGate::Session SessionGate::classify(const Packet& p) {
@@ -219,44 +242,82 @@ void SessionGate::retire() {
 
 void SessionGate::start(uint64_t s) {
   session_ = s;
-  final_ = false;
+  session_start_ = clock_.now();
+  sender_lanes_ = 1;
   silence_logged_ = false;
-  counters_.lost_in_past_sessions += seq_.lost();
-  seq_.reset();
+  counters_.lost_in_past_sessions += lost();
+  for (LaneState& l : lanes_) {
+    l.heard = false;
+    l.sender_lane = -1;
+    l.final = false;
+    l.silence_warned = false;
+    l.heartbeat_interval = milliseconds(1000);
+    l.seq.reset();
+  }
   lost_logged_ = 0;
-  heartbeat_interval_ = milliseconds(1000);
-  silence_warned_ = false;
   ++counters_.sessions;
   spdlog::info("Info: sender session {:016x} started", s);
 }
 
-bool SessionGate::note_packet(const Packet& p) {
+bool SessionGate::note_packet(size_t lane, const Packet& p) {
+  LaneState& l = lanes_[lane];
   const auto now = clock_.now();
-  if (silence_warned_) {
-    silence_warned_ = false;
-    spdlog::info("Info: sender session {:016x}: packets again after {:.1f} s of silence", session_,
-                 duration<double>(now - last_packet_).count());
+  if (l.silence_warned) {
+    l.silence_warned = false;
+    spdlog::info("Info: sender session {:016x}{}: packets again after {:.1f} s of silence",
+                 session_, lane_suffix(lane), duration<double>(now - l.last_packet).count());
   }
-  last_packet_ = now;
-  if (!seq_.record(p.header.seq)) {
+  if (!l.heard && lanes_.size() > 1) {
+    spdlog::info("Info: sender session {:016x}: first packet{}", session_, lane_suffix(lane));
+  }
+  l.heard = true;
+  l.last_packet = now;
+  if (!l.seq.record(p.header.seq)) {
     ++counters_.duplicates;
     return false;
   }
   return true;
 }
 
-void SessionGate::on_heartbeat(const common::Heartbeat& hb) {
-  if (hb.interval_ms > 0) heartbeat_interval_ = milliseconds(hb.interval_ms);
-  if ((hb.flags & common::kHeartbeatFinal) && !final_) {
-    final_ = true;
+void SessionGate::on_heartbeat(size_t lane, const common::Heartbeat& hb) {
+  LaneState& l = lanes_[lane];
+  if (hb.interval_ms > 0) l.heartbeat_interval = milliseconds(hb.interval_ms);
+  l.sender_lane = hb.lane;
+  sender_lanes_ = std::max<size_t>(sender_lanes_, hb.lanes);
+  if ((hb.flags & common::kHeartbeatFinal) && !l.final) {
+    l.final = true;
     // Whatever is still receiving gets a short grace for reordered packets, then fails.
-    final_deadline_ = clock_.now() + seconds(1);
+    l.final_deadline = clock_.now() + seconds(1);
   }
+}
+
+int SessionGate::lane_of_sender(int sender_lane) const {
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    if (lanes_[i].sender_lane == sender_lane) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool SessionGate::all_lanes_named() const {
+  return std::all_of(lanes_.begin(), lanes_.end(),
+                     [](const LaneState& l) { return l.sender_lane >= 0; });
+}
+
+uint64_t SessionGate::received() const {
+  uint64_t n = 0;
+  for (const LaneState& l : lanes_) n += l.seq.received();
+  return n;
+}
+
+uint64_t SessionGate::lost() const {
+  uint64_t n = 0;
+  for (const LaneState& l : lanes_) n += l.seq.lost();
+  return n;
 }
 
 void SessionGate::report_loss(common::Clock::time_point now, uint64_t rebuilt) {
   // A loss line at once, then at most every 10 s: at a steady loss rate one a second is noise.
-  const uint64_t lost = seq_.lost();
+  const uint64_t lost = this->lost();
   if (lost <= lost_logged_ ||
       now - last_loss_log_ < (lost_logged_ == 0 ? seconds(0) : seconds(10))) {
     return;
@@ -268,17 +329,24 @@ void SessionGate::report_loss(common::Clock::time_point now, uint64_t rebuilt) {
 }
 
 void SessionGate::poll(common::Clock::time_point now) {
-  if (guard_ && now - last_mark_save_ >= kMarkSaveInterval && guard_->take_changed()) {
-    save_mark();
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    LaneState& l = lanes_[i];
+    if (l.guard && now - l.last_mark_save >= kMarkSaveInterval && l.guard->take_changed()) {
+      save_mark(i);
+    }
   }
   log_unlogged_auth(now);
-  if (session_ != 0 && !final_ && !silence_warned_ &&
-      now - last_packet_ >= 3 * heartbeat_interval_) {
-    silence_warned_ = true;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    LaneState& l = lanes_[i];
+    if (session_ == 0 || !l.heard || l.final || l.silence_warned ||
+        now - l.last_packet < 3 * l.heartbeat_interval) {
+      continue;
+    }
+    l.silence_warned = true;
     spdlog::warn(
-        "Warn: no packet from sender session {:016x} for {:.1f} s (3 heartbeat "
+        "Warn: no packet from sender session {:016x}{} for {:.1f} s (3 heartbeat "
         "intervals): the sender or the link is down",
-        session_, duration<double>(now - last_packet_).count());
+        session_, lane_suffix(i), duration<double>(now - l.last_packet).count());
   }
 }
 
@@ -300,17 +368,38 @@ void SessionGate::log_unlogged_auth(common::Clock::time_point now) {
   last_auth_log_ = now;
 }
 
+nanoseconds SessionGate::silence_limit() const {
+  return duration_cast<nanoseconds>(duration<double>(cfg_.file_timeout_s));
+}
+
+bool SessionGate::done(size_t lane, common::Clock::time_point now) const {
+  const LaneState& l = lanes_[lane];
+  if (l.final) return true;
+  if (!l.heard) {
+    size_t heard = 0;
+    for (const LaneState& o : lanes_) heard += o.heard ? 1 : 0;
+    if (heard >= sender_lanes_) return true;  // a lane the sender does not drive
+  }
+  return now - (l.heard ? l.last_packet : session_start_) >= silence_limit();
+}
+
 bool SessionGate::finished(bool idle) const {
   if (session_ == 0 || !idle) return false;
-  if (final_) return true;
-  const auto silent = clock_.now() - last_packet_;
-  if (silent < duration_cast<nanoseconds>(duration<double>(cfg_.file_timeout_s))) return false;
-  if (!silence_logged_) {
+  const auto now = clock_.now();
+  bool silent = false;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    if (!done(i, now)) return false;
+    silent = silent || !lanes_[i].final;
+  }
+  if (silent && !silence_logged_) {
     silence_logged_ = true;
+    bool any_final = false;
+    for (const LaneState& l : lanes_) any_final = any_final || l.final;
     spdlog::warn(
-        "Warn: sender session {:016x} silent for {:.1f} s without its final heartbeat "
+        "Warn: sender session {:016x} silent for {:.1f} s without its final heartbeat{} "
         "(lost?); taking it as finished",
-        session_, std::chrono::duration<double>(silent).count());
+        session_, cfg_.file_timeout_s,
+        lanes_.size() > 1 && any_final ? " on some of its lanes" : "");
   }
   return true;
 }

@@ -30,16 +30,17 @@ OpenPool make_open_pool(const ReceiverConfig& cfg) {
 
 }  // namespace
 
-WriterLoop::WriterLoop(const ReceiverConfig& cfg, ByteRing& ring, DropLedger& drops,
-                       Assembler& assembler, common::Clock& clock, Hooks hooks)
+WriterLoop::WriterLoop(const ReceiverConfig& cfg, std::vector<Input> inputs, Assembler& assembler,
+                       common::Clock& clock, Hooks hooks)
     : cfg_(cfg),
-      ring_(ring),
-      drops_(drops),
+      inputs_(std::move(inputs)),
       assembler_(assembler),
       clock_(clock),
       hooks_(std::move(hooks)),
-      pool_(make_open_pool(cfg)) {
+      pool_(make_open_pool(cfg)),
+      saved_(inputs_.size()) {
   batch_.reserve(pool_.batch());
+  for (const Input& in : inputs_) rings_.push_back(in.ring);
 }
 
 void WriterLoop::run(std::stop_token stop, const std::function<void()>& stop_upstream) {
@@ -56,7 +57,7 @@ void WriterLoop::loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     if (hooks_.on_pass) hooks_.on_pass();
     const auto t0 = clock_.now();
-    const size_t n = ring_.wait(assembler_.io_pending() ? kBusyWait : kIdleWait);
+    const size_t n = ByteRing::wait_any(rings_, assembler_.io_pending() ? kBusyWait : kIdleWait);
     assembler_.note_read_wait(clock_.now() - t0);
     if (n > 0) {
       // The `receiving on` line before anything the first datagrams make the assembler log:
@@ -64,12 +65,12 @@ void WriterLoop::loop(std::stop_token stop) {
       // before it, and dd_reconcile took that session for an earlier run's. (Data in the ring
       // means the ingest thread has begun a pass, so the line is logged now.)
       if (hooks_.on_pass) hooks_.on_pass();
-      drain();
+      drain_all();
     }
     take_saved();
     if (t0 - last_interval >= kInterval) {
       last_interval = t0;
-      if (auto dropped = drops_.take(); !dropped.empty()) assembler_.note_ring_drops(dropped);
+      note_drops();
       if (hooks_.publish) hooks_.publish(assembler_);
       if (hooks_.on_interval) hooks_.on_interval();
     }
@@ -81,7 +82,7 @@ void WriterLoop::loop(std::stop_token stop) {
 void WriterLoop::finish(const std::function<void()>& stop_upstream) {
   stop_upstream();
   try {
-    drain();
+    drain_all();
     take_saved();
     assembler_.fail_all("receiver stopped before the file was complete");
     if (hooks_.publish) hooks_.publish(assembler_);
@@ -90,16 +91,27 @@ void WriterLoop::finish(const std::function<void()>& stop_upstream) {
   }
 }
 
-void WriterLoop::drain() {
-  uint64_t pos = ring_.consumed();
-  const uint64_t end = pos + ring_.available();
+void WriterLoop::note_drops() {
+  for (const Input& in : inputs_) {
+    if (auto dropped = in.drops->take(); !dropped.empty()) assembler_.note_ring_drops(dropped);
+  }
+}
+
+void WriterLoop::drain_all() {
+  for (size_t lane = 0; lane < inputs_.size(); ++lane) drain(lane);
+}
+
+void WriterLoop::drain(size_t lane) {
+  ByteRing& ring = *inputs_[lane].ring;
+  uint64_t pos = ring.consumed();
+  const uint64_t end = pos + ring.available();
   // Records go back to the ingest thread only once every datagram in them has been handed on
   // (a batch may end mid-record): up to `handed`, in groups of at least kReleaseGroup records.
   uint64_t handed = pos;
   size_t since_release = 0;
   try {
     while (pos < end) {
-      const ByteRing::Record r = ring_.next(pos);
+      const ByteRing::Record r = ring.next(pos);
       pos = r.next;
       if (!r.pad) {
         // A datagram over --max-packet-size (a bundle's buffer is larger than that) is handed
@@ -114,22 +126,23 @@ void WriterLoop::drain() {
                                     Prechecked& pre = batch_.emplace_back();
                                     pre.data = d;
                                     pre.real_len = real_len;
+                                    pre.lane = lane;
                                     if (batch_.size() == pool_.batch()) hand_on();
                                   });
       }
       if (batch_.empty()) handed = pos;
-      if (++since_release >= kReleaseGroup && handed > ring_.consumed()) {
-        ring_.release(handed);
+      if (++since_release >= kReleaseGroup && handed > ring.consumed()) {
+        ring.release(handed);
         since_release = 0;
       }
     }
     hand_on();
-    ring_.release(pos);
+    ring.release(pos);
   } catch (...) {
     // What was handed on is not handed on again by the drain that finish() does; the batch
     // that failed is taken again there (any of it handled already is then a duplicate seq).
     batch_.clear();
-    if (handed > ring_.consumed()) ring_.release(handed);
+    if (handed > ring.consumed()) ring.release(handed);
     throw;
   }
 }
@@ -142,11 +155,14 @@ void WriterLoop::hand_on() {
 }
 
 void WriterLoop::take_saved() {
-  for (auto& l : drops_.take_saved()) saved_.push_back(std::move(l));
-  while (!saved_.empty() && ring_.consumed() >= saved_.front().after) {
-    const auto& bytes = saved_.front().bytes;
-    assembler_.on_datagram(bytes, bytes.size());
-    saved_.pop_front();
+  for (size_t lane = 0; lane < inputs_.size(); ++lane) {
+    std::deque<DropLedger::Saved>& saved = saved_[lane];
+    for (auto& l : inputs_[lane].drops->take_saved()) saved.push_back(std::move(l));
+    while (!saved.empty() && inputs_[lane].ring->consumed() >= saved.front().after) {
+      const auto& bytes = saved.front().bytes;
+      assembler_.on_datagram(bytes, bytes.size(), lane);
+      saved.pop_front();
+    }
   }
 }
 

@@ -1,7 +1,10 @@
 // The receiver's "dd-write" thread: drains the ring into the assembler.
 //
-//   ByteRing ──> [WriterLoop on "dd-write"] ──> Assembler (decode, files, writes, finishing)
-//   DropLedger (file lists kept from a full ring, taken in arrival order)
+//   ByteRing(s) ──> [WriterLoop on "dd-write"] ──> Assembler (decode, files, writes, finishing)
+//   DropLedger(s) (file lists kept from a full ring, taken in arrival order)
+//
+// With lanes there is one ring (and ledger) per lane, all ringing one bell: each pass drains
+// every ring in turn, and each datagram goes on with the lane it came from.
 //
 // Datagrams go to the assembler in batches: OpenPool (--workers) decodes and opens a batch's
 // datagrams side by side, then the assembler takes them one by one in arrival order. With one
@@ -43,9 +46,18 @@ class WriterLoop {
     std::function<void()> on_interval;              // every 250 ms, after publish
   };
 
-  // All references must outlive run().
-  WriterLoop(const ReceiverConfig& cfg, ByteRing& ring, DropLedger& drops, Assembler& assembler,
+  // One lane's ring and the ledger of what its full ring dropped.
+  struct Input {
+    ByteRing* ring = nullptr;
+    DropLedger* drops = nullptr;
+  };
+  // All references must outlive run(). Several inputs must share one bell
+  // (ByteRing::share_bell()); input k is lane k.
+  WriterLoop(const ReceiverConfig& cfg, std::vector<Input> inputs, Assembler& assembler,
              common::Clock& clock, Hooks hooks);
+  WriterLoop(const ReceiverConfig& cfg, ByteRing& ring, DropLedger& drops, Assembler& assembler,
+             common::Clock& clock, Hooks hooks)
+      : WriterLoop(cfg, {Input{&ring, &drops}}, assembler, clock, std::move(hooks)) {}
 
   // Runs until `stop` is requested or, with cfg.once, the session has finished; then calls
   // `stop_upstream` (which returns once nothing more enters the ring), drains the ring and fails
@@ -58,24 +70,28 @@ class WriterLoop {
  private:
   void loop(std::stop_token stop);
   void finish(const std::function<void()>& stop_upstream);
-  // Hands every datagram the ring holds to the assembler (a GRO bundle's one by one), releasing
-  // records in groups of 64 or more. When handing on throws, what was handed on is released
-  // (so finish() does not hand it on twice) and the exception goes on.
-  void drain();
+  // Hands every datagram lane `lane`'s ring holds to the assembler (a GRO bundle's one by one),
+  // releasing records in groups of 64 or more. When handing on throws, what was handed on is
+  // released (so finish() does not hand it on twice) and the exception goes on.
+  void drain(size_t lane);
+  void drain_all();
   // Prechecks the batch on the open workers and hands it to the assembler in order.
   void hand_on();
-  // Hands over the kept file lists whose place in the stream has been reached.
+  // Hands over the kept file lists whose place in their lane's stream has been reached.
   void take_saved();
+  // What the full rings dropped, named by file.
+  void note_drops();
 
   const ReceiverConfig& cfg_;
-  ByteRing& ring_;
-  DropLedger& drops_;
+  std::vector<Input> inputs_;
+  std::vector<ByteRing*> rings_;  // inputs_'s, for ByteRing::wait_any()
   Assembler& assembler_;
   common::Clock& clock_;
   Hooks hooks_;
   OpenPool pool_;
-  std::vector<Prechecked> batch_;        // datagrams from the ring not handed on yet
-  std::deque<DropLedger::Saved> saved_;  // file lists taken from the ledger, not yet handed on
+  std::vector<Prechecked> batch_;  // datagrams from the ring not handed on yet
+  // Per lane: file lists taken from its ledger, not yet handed on.
+  std::vector<std::deque<DropLedger::Saved>> saved_;
 };
 
 }  // namespace ddft::receiver

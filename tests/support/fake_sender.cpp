@@ -48,6 +48,11 @@ Datagram FakeSender::repeat_announce(uint32_t id, const std::string& path, uint6
   return announce_with(id, path, size, v, 0, common::kFlagRepeat);
 }
 
+Datagram FakeSender::striped_announce(uint32_t id, const std::string& path, uint64_t size,
+                                      common::VerifyType v) {
+  return announce_with(id, path, size, v, 0, common::kFlagStriped);
+}
+
 std::vector<Datagram> FakeSender::data(uint32_t id, const std::string& content, uint8_t copy,
                                        size_t from, size_t to) {
   std::vector<Datagram> out;
@@ -84,9 +89,10 @@ Datagram FakeSender::abort(uint32_t id, const std::string& reason) {
   return b;
 }
 
-Datagram FakeSender::heartbeat(bool final, uint32_t interval_ms) {
+Datagram FakeSender::heartbeat(bool final, uint32_t interval_ms, uint16_t lane, uint16_t lanes) {
   // The heartbeat carries the sequence number it is sent with (read before next() moves it on).
-  const common::Heartbeat hb{final ? common::kHeartbeatFinal : 0u, interval_ms, seq_, 1};
+  const common::Heartbeat hb{
+      final ? common::kHeartbeatFinal : 0u, interval_ms, seq_, 1, lane, lanes};
   Datagram b(common::kHeaderSize + common::kHeartbeatSize);
   b.resize(common::encode_heartbeat(next(), hb, b));
   return b;
@@ -100,6 +106,7 @@ Datagram FakeSender::file_list(const std::vector<Listed>& files, uint16_t flags)
     e.size = f.content.size();
     e.verify = f.verify;
     e.aborted = f.aborted;
+    e.lane = f.lane;
     if (!f.aborted) {
       const common::Digest d = digest_of(f.verify, f.content);
       e.key_len = d.size;

@@ -34,6 +34,9 @@ class FakeSender {
   // after the first one which file the data that follows belongs to.
   Datagram repeat_announce(uint32_t id, const std::string& path, uint64_t size,
                            common::VerifyType v = common::VerifyType::kB2B);
+  // The announce of a file striped over every lane (kFlagStriped), as each lane sends it.
+  Datagram striped_announce(uint32_t id, const std::string& path, uint64_t size,
+                            common::VerifyType v = common::VerifyType::kB2B);
   // The data packets of content[from, to) (`from` a multiple of the chunk size), copy `copy`.
   std::vector<Datagram> data(uint32_t id, const std::string& content, uint8_t copy = 0,
                              size_t from = 0, size_t to = std::string::npos);
@@ -42,8 +45,10 @@ class FakeSender {
                common::VerifyType v = common::VerifyType::kB2B, uint8_t copy = 0,
                uint8_t copies = 1);
   Datagram abort(uint32_t id, const std::string& reason);
-  // A heartbeat (the final one with `final`) announcing `interval_ms` to the next.
-  Datagram heartbeat(bool final, uint32_t interval_ms = 1000);
+  // A heartbeat (the final one with `final`) announcing `interval_ms` to the next; it goes down
+  // the sender's lane `lane` of `lanes`.
+  Datagram heartbeat(bool final, uint32_t interval_ms = 1000, uint16_t lane = 0,
+                     uint16_t lanes = 1);
 
   // A file as the sender's file list names it: finished (with the key of `content` under
   // `verify`) or aborted (no key).
@@ -53,6 +58,7 @@ class FakeSender {
     std::string content;
     common::VerifyType verify = common::VerifyType::kB2B;
     bool aborted = false;
+    int lane = common::kLaneUnsaid;  // the lane that carried it
   };
   // One kFileList datagram naming all of `files`; `flags` kListComplete for the complete list the
   // sender sends at the end of a session. Throws std::runtime_error when they do not fit in one.

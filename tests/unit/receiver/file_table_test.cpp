@@ -148,7 +148,7 @@ TEST_F(FileTableTest, ATimedOutFileFailsAndAListedUnknownFileIsNamed) {
   b.resize(common::encode_announce(next(), a, b));
   feed(b);
   clock_.advance(std::chrono::seconds(6));
-  table_->tick(clock_.now(), false);
+  table_->tick(clock_.now());
   settle();
   EXPECT_TRUE(table_->empty());
   EXPECT_EQ(counters_.files_failed, 1u);

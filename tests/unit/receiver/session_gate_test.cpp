@@ -54,7 +54,7 @@ class SessionGateTest : public ::testing::Test {
       case SessionGate::Session::kCurrent:
         break;
     }
-    return gate_->note_packet(p);
+    return gate_->note_packet(0, p);
   }
   fs::path base_;
   std::unique_ptr<OutputDir> out_;
@@ -100,10 +100,10 @@ TEST_F(SessionGateTest, FinalHeartbeatAndSilenceEndTheSession) {
   EXPECT_TRUE(gate_->finished(true)) << "silent for --file-timeout";
   EXPECT_FALSE(gate_->finished(false)) << "never while files are in flight";
   ASSERT_TRUE(admit(heartbeat(3, 1)));
-  gate_->on_heartbeat(common::Heartbeat{common::kHeartbeatFinal, 1000, 1, 1});
+  gate_->on_heartbeat(0, common::Heartbeat{common::kHeartbeatFinal, 1000, 1, 1});
   EXPECT_TRUE(gate_->finished(true));
-  EXPECT_FALSE(gate_->final_due(clock_.now()));
-  EXPECT_TRUE(gate_->final_due(clock_.now() + std::chrono::seconds(1)));
+  EXPECT_FALSE(gate_->final_due(0, clock_.now()));
+  EXPECT_TRUE(gate_->final_due(0, clock_.now() + std::chrono::seconds(1)));
 }
 
 TEST_F(SessionGateTest, WithoutAKeySealedDatagramsAreRefused) {

@@ -1,0 +1,165 @@
+// The file table's side of the sender's file lists: files a list names that this receiver never
+// heard of, recorded as failed at once or once the lane that carried them is gone.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/json.hpp"
+#include "receiver/file_rules.hpp"
+#include "receiver/file_table.hpp"
+
+namespace ddft::receiver {
+using common::DecodeStatus;
+using common::Packet;
+
+namespace {
+// List entries held at most (a session's complete list names at most 100,000 files): past it,
+// the oldest is settled at once.
+constexpr size_t kHeldMax = 100'000;
+}  // namespace
+
+void FileTable::handle_file_list(const Packet& p, size_t lane) {
+  common::FileList list;
+  if (common::decode_file_list(p.payload, &list) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  // The sender's lane this list came down, as its heartbeats say (before the first, a receiver
+  // of one lane takes it for the sender's lane 0).
+  int here = gate_ == nullptr ? 0 : gate_->sender_lane(lane);
+  if (here < 0 && (gate_ == nullptr || gate_->lanes() == 1)) here = 0;
+  for (const common::FileListEntry& e : list.entries) {
+    // Known to this run (in flight, finished, refused or filtered), or to an earlier one: its
+    // outcome is written already, or will be.
+    if (auto rec = records_.take_unnamed(e.file_id)) {
+      // It failed with nothing received and its record was left out under the flood bound:
+      // the list vouches for it now.
+      records_.write_named(std::move(*rec), /*vouched=*/true);
+      continue;
+    }
+    if (find(e.file_id) != nullptr || seen_ids_.count(e.file_id) != 0 ||
+        filtered_ids_.count(e.file_id) != 0) {
+      continue;
+    }
+    if (known_earlier(e.file_id)) {
+      remember_seen(e.file_id);
+      ++counters_.listed_known;
+      continue;
+    }
+    // A list that came down the lane that carried the file comes after the file's end there:
+    // the file is lost. A list from another lane may overtake the file: it waits for its lane.
+    // (A sender before lanes does not say, and has one lane.)
+    const bool own_lane = e.lane == common::kLaneUnsaid || (e.lane >= 0 && e.lane == here);
+    if (!own_lane) {
+      hold(e);
+      continue;
+    }
+    held_.erase(e.file_id);
+    remember_seen(e.file_id);
+    record_unannounced(e);
+  }
+}
+
+void FileTable::hold(const common::FileListEntry& e) {
+  if (held_.count(e.file_id) != 0) return;
+  if (held_.size() >= kHeldMax) release_held(common::Clock::time_point::max());
+  auto h = std::make_unique<HeldEntry>();
+  h->path = std::string(e.path);
+  h->entry = e;
+  h->entry.path = h->path;
+  held_.emplace(e.file_id, std::move(h));
+}
+
+std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::time_point now,
+                                               bool* drop) const {
+  *drop = false;
+  if (now == common::Clock::time_point::max()) return std::string(" (too many files waiting)");
+  const size_t lanes = gate_ == nullptr ? 1 : gate_->lanes();
+  const auto all_gone = [&] {
+    for (size_t i = 0; i < lanes; ++i) {
+      if (gate_ != nullptr && !gate_->gone(i, now)) return false;
+    }
+    return true;
+  };
+  if (sender_lane == common::kLaneAll) {
+    if (!all_gone()) return std::nullopt;
+    return std::string(" (striped over every lane)");
+  }
+  const int lane = gate_ == nullptr ? 0 : gate_->lane_of_sender(sender_lane);
+  if (lane >= 0) {
+    if (gate_ != nullptr && !gate_->gone(static_cast<size_t>(lane), now)) return std::nullopt;
+    return fmt::format(" (lane {}, {})", lane, cfg_.lane_name(static_cast<size_t>(lane)));
+  }
+  // No lane here carries it: another receiver's lane when every lane here has said which it
+  // carries; else perhaps the one that never came up, settled once every lane is gone.
+  if (gate_ != nullptr && gate_->all_lanes_named()) {
+    *drop = true;
+    return std::nullopt;
+  }
+  if (!all_gone()) return std::nullopt;
+  return fmt::format(" (the sender's lane {}: no packet of it reached this receiver)", sender_lane);
+}
+
+void FileTable::release_held(common::Clock::time_point now) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    const uint32_t id = it->first;
+    if (find(id) != nullptr || seen_ids_.count(id) != 0 || filtered_ids_.count(id) != 0) {
+      it = held_.erase(it);  // it came after all
+      continue;
+    }
+    bool drop = false;
+    const std::optional<std::string> note = held_due(it->second->entry.lane, now, &drop);
+    if (drop) {
+      ++counters_.listed_elsewhere;
+      it = held_.erase(it);
+      continue;
+    }
+    if (!note) {
+      ++it;
+      continue;
+    }
+    const std::unique_ptr<HeldEntry> h = std::move(it->second);
+    it = held_.erase(it);
+    remember_seen(id);
+    record_unannounced(h->entry, *note);
+    if (now == common::Clock::time_point::max()) return;  // one made room
+  }
+}
+
+std::string FileTable::lane_note(const File& f) const {
+  if (gate_ == nullptr || gate_->lanes() <= 1) return {};
+  if (f.striped) return " (striped over every lane)";
+  return fmt::format(" (lane {}, {})", f.lane, cfg_.lane_name(f.lane));
+}
+
+// A listed file this receiver never heard of: recorded as failed, named.
+void FileTable::record_unannounced(const common::FileListEntry& e, const std::string& lane_note) {
+  const std::string path(e.path);
+  // What its announce would have met: a name the receiver refuses is refused, a filtered one is
+  // policy; either way as the announce would have been handled.
+  if (std::string why = out_.check_path(path); !why.empty()) {
+    refuse(listed_file(e, session_), why);
+    return;
+  }
+  if (!cfg_.filter.empty()) {
+    if (auto why = cfg_.filter.refusal(path)) {
+      ++counters_.files_filtered;
+      ++session_files_.filtered;
+      filtered_ids_.insert(e.file_id);
+      spdlog::info("Info: filtered {}: {} (named by the sender's file list)",
+                   common::json_quote(path), *why);
+      return;
+    }
+  }
+  ++counters_.files_failed;
+  ++counters_.files_unannounced;
+  ++session_files_.failed;
+  FailureRecord rec = unannounced_record(e, session_);
+  rec.reason += lane_note;
+  if (gate_ != nullptr && gate_->lanes() > 1 && e.lane >= 0) {
+    const int lane = gate_->lane_of_sender(e.lane);
+    rec.lane = lane >= 0 ? lane : e.lane;
+  }
+  records_.write_named(std::move(rec), /*vouched=*/true);
+}
+
+}  // namespace ddft::receiver

@@ -1,0 +1,243 @@
+// The file table with two lanes: the gate that tracks each lane's liveness, a real output folder,
+// the pwrite engine, a FakeClock. Packets are built per lane by a FakeSender each (one session,
+// a sequence numbering per lane).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "receiver/file_table.hpp"
+#include "receiver/session_gate.hpp"
+#include "support/fake_sender.hpp"
+
+namespace ddft::receiver {
+namespace {
+namespace fs = std::filesystem;
+using Datagram = std::vector<uint8_t>;
+
+std::string lane_content(size_t n, int salt) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 7 + salt);
+  return s;
+}
+
+class FileTableLanesTest : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kSession = 0x5151;
+
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("ddft_ftl_" + std::to_string(::getpid()));
+    fs::remove_all(base_);
+    fs::create_directories(base_);
+    cfg_.output = base_.string();
+    cfg_.write_block_kb = 4;
+    cfg_.file_timeout_s = 30;
+    cfg_.write_mode = WriteMode::kBuffered;
+    cfg_.listens = {{"127.0.0.1", 5000}, {"127.0.0.1", 5001}};
+    out_ = std::make_unique<OutputDir>(base_.string(), (base_ / ".failed").string(),
+                                       CollisionPolicy::kRename);
+    common::BlockIoOptions o;
+    o.engine = common::IoEngine::kPwrite;
+    o.queue_depth = 4;
+    io_ = common::make_block_io(o, nullptr);
+    engine_ = std::make_unique<WriteEngine>(*io_, mem_, 4096);
+    records_ = std::make_unique<FailureRecords>(*out_, pool_, clock_, false, counters_);
+    gate_ = std::make_unique<SessionGate>(cfg_, *out_, pool_, clock_, counters_, 2);
+    table_ =
+        std::make_unique<FileTable>(cfg_, *out_, pool_, clock_, *engine_, *records_, counters_);
+    table_->set_gate(gate_.get());
+    gate_->start(kSession);
+    table_->start_session(kSession);
+    // Each lane says which of the sender's lanes it carries.
+    feed(0, lane_[0].heartbeat(false, 1000, 0, 2));
+    feed(1, lane_[1].heartbeat(false, 1000, 1, 2));
+  }
+  void TearDown() override {
+    table_.reset();
+    gate_.reset();
+    fs::remove_all(base_);
+  }
+  // What the assembler does with a packet of `lane`: the gate notes it, the table handles it.
+  void feed(size_t lane, const Datagram& d) {
+    common::Packet p;
+    ASSERT_EQ(common::decode_packet(d, &p), common::DecodeStatus::kOk);
+    ASSERT_TRUE(gate_->note_packet(lane, p));
+    switch (p.header.type) {
+      case common::PacketType::kAnnounce:
+        table_->handle_announce(p, lane);
+        break;
+      case common::PacketType::kData:
+        table_->handle_data(p);
+        break;
+      case common::PacketType::kEnd:
+        table_->handle_end(p, lane);
+        break;
+      case common::PacketType::kFileList:
+        table_->handle_file_list(p, lane);
+        break;
+      case common::PacketType::kHeartbeat: {
+        common::Heartbeat hb;
+        ASSERT_EQ(common::decode_heartbeat(p.payload, &hb), common::DecodeStatus::kOk);
+        gate_->on_heartbeat(lane, hb);
+        break;
+      }
+      default:
+        FAIL() << "unexpected type";
+    }
+  }
+  void feed_all(size_t lane, const std::vector<Datagram>& ds) {
+    for (const Datagram& d : ds) feed(lane, d);
+  }
+  void settle() {
+    for (int i = 0; i < 1000 && (table_->io_pending() || !table_->empty()); ++i) table_->pump(true);
+  }
+  // Time goes on by `s` seconds and the table checks its files.
+  void later(double s) {
+    clock_.advance(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s)));
+    table_->tick(clock_.now());
+  }
+  std::string read(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream got;
+    got << in.rdbuf();
+    return got.str();
+  }
+  // The failure records written, concatenated.
+  std::string records() {
+    std::string all;
+    if (!fs::exists(base_ / ".failed")) return all;
+    for (const auto& e : fs::directory_iterator(base_ / ".failed")) {
+      if (e.path().extension() == ".json") all += read(e.path());
+    }
+    return all;
+  }
+
+  testing::FakeSender lane_[2] = {testing::FakeSender{kSession}, testing::FakeSender{kSession}};
+  fs::path base_;
+  ReceiverConfig cfg_;
+  std::unique_ptr<OutputDir> out_;
+  std::unique_ptr<common::BlockIo> io_;
+  common::AlignedBuffer mem_{8 * 4096};
+  FsPool pool_{2, "tfl"};
+  common::FakeClock clock_;
+  AssemblerCounters counters_;
+  std::unique_ptr<WriteEngine> engine_;
+  std::unique_ptr<FailureRecords> records_;
+  std::unique_ptr<SessionGate> gate_;
+  std::unique_ptr<FileTable> table_;
+};
+
+TEST_F(FileTableLanesTest, AStripedFileWaitsForEveryLanesEndAndIsVerifiedOnce) {
+  const std::string content = lane_content(10000, 3);
+  // Lane 0 carries bytes 0-6000 and ends; lane 1 is slower.
+  feed(0, lane_[0].striped_announce(1, "big.bin", content.size()));
+  feed_all(0, lane_[0].data(1, content, 0, 0, 6000));
+  feed(0, lane_[0].end(1, content));
+  later(3);  // past the end's grace: lane 1 still holds the file open
+  EXPECT_EQ(table_->size(), 1u);
+  EXPECT_EQ(counters_.files_failed, 0u);
+  feed(1, lane_[1].striped_announce(1, "big.bin", content.size()));
+  feed_all(1, lane_[1].data(1, content, 0, 6000));
+  feed(1, lane_[1].end(1, content));
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_TRUE(read(base_ / "big.bin") == content);
+}
+
+TEST_F(FileTableLanesTest, AStripedFileMissingALanesDataFailsOnceEveryLaneHasEnded) {
+  const std::string content = lane_content(10000, 5);
+  feed(0, lane_[0].striped_announce(1, "holed.bin", content.size()));
+  feed(1, lane_[1].striped_announce(1, "holed.bin", content.size()));
+  feed_all(0, lane_[0].data(1, content, 0, 0, 4000));
+  feed(0, lane_[0].end(1, content));
+  feed(1, lane_[1].end(1, content));  // lane 1's data (4000-10000) was lost
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_failed, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("[4000, 10000]"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("\"lane\": \"striped\""), std::string::npos) << rec;
+}
+
+TEST_F(FileTableLanesTest, ANextFileSupersedesOnlyTheFilesOfItsOwnLane) {
+  const std::string a = lane_content(5000, 1);
+  const std::string b = lane_content(3000, 2);
+  feed(0, lane_[0].announce(1, "a.bin", a.size()));
+  feed_all(0, lane_[0].data(1, a, 0, 0, 2000));  // the rest (and the end) lost on lane 0
+  feed_all(1, lane_[1].file(2, "b.bin", b));     // lane 1 goes on to its next file
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_failed, 0u) << "lane 1's file is no sign that lane 0's is over";
+  EXPECT_EQ(counters_.files_passed, 1u);
+  feed(0, lane_[0].announce(3, "c.bin", 10));  // lane 0 goes on: a.bin lost its end
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_failed, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("\"lane\": 0"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("lane 0, 127.0.0.1:5000"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("[2000, 5000]"), std::string::npos) << rec;
+}
+
+TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
+  const std::string late = lane_content(3000, 4);
+  const std::string lost = lane_content(2000, 6);
+  const std::string own = lane_content(1000, 8);
+  // Lane 0's list overtakes lane 1's files: neither is named yet.
+  feed(0, lane_[0].file_list({{7, "late.bin", late, common::VerifyType::kB2B, false, 1},
+                              {8, "lost.bin", lost, common::VerifyType::kB2B, false, 1}}));
+  later(1);
+  settle();
+  EXPECT_EQ(counters_.files_unannounced, 0u);
+  EXPECT_TRUE(table_->holds_list_entries());
+  // One arrives after all; the list of lane 1 names a file of its own that never came.
+  feed_all(1, lane_[1].file(7, "late.bin", late));
+  feed(1, lane_[1].file_list({{9, "own.bin", own, common::VerifyType::kB2B, false, 1}}));
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 1u) << "lane 1's own list names its lost file at once";
+  // Lane 1 ends: the file its list never vouched for and that never came is named now.
+  feed(1, lane_[1].heartbeat(true, 1000, 1, 2));
+  later(2);
+  settle();
+  EXPECT_EQ(counters_.files_unannounced, 2u);
+  EXPECT_FALSE(table_->holds_list_entries());
+  const std::string rec = records();
+  EXPECT_NE(rec.find("lost.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("own.bin"), std::string::npos) << rec;
+  EXPECT_EQ(rec.find("late.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("\"lane\": 1"), std::string::npos) << rec;
+}
+
+TEST_F(FileTableLanesTest, AListEntryOfALaneNoLaneHereCarriesIsLeftToItsReceiver) {
+  // The sender drives three lanes; this receiver's two carry its lanes 0 and 1.
+  const std::string other = lane_content(1000, 9);
+  feed(0, lane_[0].file_list({{5, "other.bin", other, common::VerifyType::kB2B, false, 2}}));
+  later(1);
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.listed_elsewhere, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 0u);
+}
+
+TEST_F(FileTableLanesTest, TheGateKnowsEachLanesStateAndWhenTheSessionIsOver) {
+  EXPECT_EQ(gate_->lane_of_sender(1), 1);
+  EXPECT_EQ(gate_->lane_of_sender(2), -1);
+  EXPECT_TRUE(gate_->all_lanes_named());
+  feed(0, lane_[0].heartbeat(true, 1000, 0, 2));
+  clock_.advance(std::chrono::seconds(2));
+  EXPECT_TRUE(gate_->final_due(0, clock_.now()));
+  EXPECT_FALSE(gate_->gone(1, clock_.now()));
+  EXPECT_FALSE(gate_->finished(true)) << "lane 1 is still sending";
+  feed(1, lane_[1].heartbeat(true, 1000, 1, 2));
+  EXPECT_TRUE(gate_->finished(true));
+  EXPECT_EQ(gate_->seq(0).received(), 2u);
+  EXPECT_EQ(gate_->received(), 4u);
+}
+
+}  // namespace
+}  // namespace ddft::receiver
