@@ -40,18 +40,22 @@ struct Options {
   double rate_mb = 0;
   size_t socket_buffer_mb = 64;
   double idle_exit_s = 0;
+  // --outage START SECONDS: from START seconds after the first datagram, every datagram is
+  // lost for SECONDS (a cable pulled and put back).
+  std::vector<double> outage;
   common::LogConfig log;
 };
 
-std::string summary(const linksim::LinkStats& s, uint64_t forwarded) {
+std::string summary(const linksim::LinkStats& s, uint64_t forwarded, uint64_t outage_drops) {
   const auto pct = [&](uint64_t n) {
     return s.packets ? 100.0 * static_cast<double>(n) / static_cast<double>(s.packets) : 0.0;
   };
   return fmt::format(
       "dd_linksim: {} packets in, {} out; dropped {} ({:.3f}%: {} at random, {} in {} burst(s), "
-      "longest {}); duplicated {}, corrupted {}, reordered {}",
+      "longest {}); duplicated {}, corrupted {}, reordered {}{}",
       s.packets, forwarded, s.dropped(), pct(s.dropped()), s.dropped_random, s.dropped_burst,
-      s.bursts, s.longest_burst, s.duplicated, s.corrupted, s.reordered);
+      s.bursts, s.longest_burst, s.duplicated, s.corrupted, s.reordered,
+      outage_drops > 0 ? fmt::format("; {} lost in the outage", outage_drops) : "");
 }
 
 // Declares dd_linksim's options on `app`, stored into `o`.
@@ -89,6 +93,11 @@ void add_options(CLI::App& app, Options& o) {
                  "Exit after this many seconds without a datagram, once one has come; 0 = never")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--outage", o.outage,
+                 "START SECONDS: lose every datagram for SECONDS, from START seconds after the "
+                 "first one")
+      ->expected(2)
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet,-q", o.log.quiet, "No log lines (the summary is still printed)");
 }
 
@@ -99,8 +108,10 @@ class Relay {
  public:
   // `forwarded` counts the datagrams sent on (duplicates included), for the summary.
   Relay(const Options& o, linksim::LinkModel& model, common::UdpSink& sink,
-        common::RateLimiter& limiter, const std::stop_source& stop, uint64_t& forwarded)
+        common::RateLimiter& limiter, const std::stop_source& stop, uint64_t& forwarded,
+        uint64_t& outage_drops)
       : o_(o),
+        outage_drops_(outage_drops),
         model_(model),
         sink_(sink),
         limiter_(limiter),
@@ -133,8 +144,13 @@ class Relay {
         }
         continue;
       }
+      if (!any) first_packet_ = steady_clock::now();
       any = true;
       last_packet = steady_clock::now();
+      if (in_outage(last_packet)) {
+        outage_drops_ += got;
+        continue;
+      }
       relay_batch(got);
       send();
     }
@@ -145,6 +161,13 @@ class Relay {
     std::vector<uint8_t> data;
     uint64_t release_after = 0;  // `forwarded` count at which it goes out
   };
+
+  // Whether --outage loses what arrives at `now`.
+  bool in_outage(steady_clock::time_point now) const {
+    if (o_.outage.size() != 2) return false;
+    const double t = duration<double>(now - first_packet_).count();
+    return t >= o_.outage[0] && t < o_.outage[0] + o_.outage[1];
+  }
 
   // The model's verdict on each of the first `got` datagrams in bufs_, queued into out_.
   void relay_batch(size_t got) {
@@ -203,6 +226,8 @@ class Relay {
   }
 
   const Options& o_;
+  uint64_t& outage_drops_;
+  steady_clock::time_point first_packet_{};
   linksim::LinkModel& model_;
   common::UdpSink& sink_;
   common::RateLimiter& limiter_;
@@ -243,6 +268,7 @@ int main(int argc, char** argv) {
 
   linksim::LinkModel model(o.imp);
   uint64_t forwarded = 0;
+  uint64_t outage_drops = 0;
   try {
     common::UdpSource source(listen, o.socket_buffer_mb << 20);
     common::UdpSink sink(forward, o.socket_buffer_mb << 20);
@@ -250,13 +276,13 @@ int main(int argc, char** argv) {
     std::stop_source stop;
     common::StopOnSignals on_signal(stop);
     spdlog::info("Info: relaying {} -> {}", listen.to_string(), forward.to_string());
-    Relay(o, model, sink, limiter, stop, forwarded).run(source);
+    Relay(o, model, sink, limiter, stop, forwarded, outage_drops).run(source);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dd_linksim: error: %s\n", e.what());
-    std::printf("%s\n", summary(model.stats(), forwarded).c_str());
+    std::printf("%s\n", summary(model.stats(), forwarded, outage_drops).c_str());
     return 1;
   }
-  std::printf("%s\n", summary(model.stats(), forwarded).c_str());
+  std::printf("%s\n", summary(model.stats(), forwarded, outage_drops).c_str());
   std::fflush(stdout);
   return 0;
 }

@@ -39,8 +39,34 @@ double num(T v) {
 constexpr auto kCounter = common::MetricType::kCounter;
 constexpr auto kGauge = common::MetricType::kGauge;
 
-// The status every metric reads: refreshed once per scrape by add_receiver_metrics.
+// What every metric reads, refreshed once per scrape by add_receiver_metrics: the receiver's
+// status, and each lane's (for the series of the link's side, which with several lanes carry
+// a `lane` and a `link` label, one series per lane).
+struct Scrape {
+  ReceiverStatus all;
+  std::vector<ReceiverStatus> lanes;
+  std::vector<std::string> links;
+};
+using ScrapePtr = std::shared_ptr<const Scrape>;
 using StatusPtr = std::shared_ptr<const ReceiverStatus>;
+
+// A metric of the link's side: one series over the receiver with one lane, else one per lane,
+// labelled. `value` reads a lane's (or the receiver's) status.
+template <typename Fn>
+void add_lane_metric(common::MetricsRegistry& reg, common::MetricType type, const char* name,
+                     const std::string& help, const ScrapePtr& sc, size_t lanes, Fn value) {
+  if (lanes <= 1) {
+    reg.add(type, name, help, [sc, value] { return value(sc->all); });
+    return;
+  }
+  reg.add_family(type, name, help + " (per lane)", [sc, value] {
+    std::vector<common::MetricSample> out;
+    for (size_t i = 0; i < sc->lanes.size(); ++i) {
+      out.push_back({{{"lane", std::to_string(i)}, {"link", sc->links[i]}}, value(sc->lanes[i])});
+    }
+    return out;
+  });
+}
 
 // --on-complete outcomes and queue length, read live from the runner's own atomics. `hooks` must
 // outlive every render of `reg`.
@@ -89,19 +115,20 @@ void add_file_metrics(common::MetricsRegistry& reg, const StatusPtr& st, const R
 }
 
 // Datagrams taken off the link, lost and rebuilt.
-void add_packet_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
-  reg.add(kCounter, "ddft_receive_packets_received_total",
-          "Datagrams taken off the link, before any check (from any sender; damaged ones and "
-          "those dropped in a full ring included)",
-          [st] { return num(st->datagrams); });
-  reg.add(kCounter, "ddft_receive_packet_bytes_total",
-          "Bytes of the datagrams taken off the link, headers included",
-          [st] { return num(st->datagram_bytes); });
-  reg.add(kCounter, "ddft_receive_packets_lost_total",
-          "Packets of the sender sessions that never arrived (sequence-number gaps, as a diode's "
-          "hardware counter counts them), those FEC rebuilt and those dropped in a full ring "
-          "included; a packet counted here that arrives late stays counted",
-          [st] { return num(st->writer.packets_lost); });
+void add_packet_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size_t lanes) {
+  const StatusPtr st(sc, &sc->all);
+  add_lane_metric(reg, kCounter, "ddft_receive_packets_received_total",
+                  "Datagrams taken off the link, before any check (from any sender; damaged ones "
+                  "and those dropped in a full ring included)",
+                  sc, lanes, [](const ReceiverStatus& s) { return num(s.datagrams); });
+  add_lane_metric(reg, kCounter, "ddft_receive_packet_bytes_total",
+                  "Bytes of the datagrams taken off the link, headers included", sc, lanes,
+                  [](const ReceiverStatus& s) { return num(s.datagram_bytes); });
+  add_lane_metric(reg, kCounter, "ddft_receive_packets_lost_total",
+                  "Packets of the sender sessions that never arrived (sequence-number gaps, as a "
+                  "diode's hardware counter counts them), those FEC rebuilt and those dropped in "
+                  "a full ring included; a packet counted here that arrives late stays counted",
+                  sc, lanes, [](const ReceiverStatus& s) { return num(s.writer.packets_lost); });
   reg.add(kCounter, "ddft_receive_packets_recovered_total", "Lost packets rebuilt from FEC parity",
           [st] { return num(st->writer.fec.rebuilt); });
   reg.add(kCounter, "ddft_receive_fec_groups_unrepaired_total",
@@ -112,8 +139,9 @@ void add_packet_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
 
 // Datagrams not used, by reason, and those dropped for want of room (the ring, and with the UDP
 // transport the socket).
-void add_dropped_packet_metrics(common::MetricsRegistry& reg, const StatusPtr& st,
-                                const ReceiverConfig& cfg) {
+void add_dropped_packet_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc,
+                                const ReceiverConfig& cfg, size_t lanes) {
+  const StatusPtr st(sc, &sc->all);
   const char* rejected_help =
       "Datagrams dropped before use, by reason: the packet check (too_short, bad_magic, "
       "bad_version, bad_length, bad_checksum, bad_type, bad_payload; a datagram larger than "
@@ -149,41 +177,51 @@ void add_dropped_packet_metrics(common::MetricsRegistry& reg, const StatusPtr& s
     reg.add(kCounter, "ddft_receive_packets_ignored_total", ignored_help,
             [st, field] { return num(st->writer.counters.*field); }, {{"reason", entry.first}});
   }
-  reg.add(kCounter, "ddft_receive_ring_drops_total",
-          "Datagrams dropped because the receive ring was full (the writer or the disk did not "
-          "keep up)",
-          [st] { return num(st->ring_full_drops); });
+  add_lane_metric(reg, kCounter, "ddft_receive_ring_drops_total",
+                  "Datagrams dropped because the receive ring was full (the writer or the disk "
+                  "did not keep up)",
+                  sc, lanes, [](const ReceiverStatus& s) { return num(s.ring_full_drops); });
   if (cfg.transport == common::TransportKind::kUdp) {
     reg.add_family(kCounter, "ddft_receive_socket_drops_total",
                    "Datagrams the kernel dropped on the receive socket because its buffer was full "
                    "(from /proc/net/udp; absent when it cannot be read)",
-                   [st] {
+                   [sc, lanes] {
                      std::vector<common::MetricSample> out;
-                     if (st->link_drops >= 0)
-                       out.push_back({{}, static_cast<double>(st->link_drops)});
+                     if (lanes <= 1) {
+                       if (sc->all.link_drops >= 0) out.push_back({{}, num(sc->all.link_drops)});
+                       return out;
+                     }
+                     for (size_t i = 0; i < sc->lanes.size(); ++i) {
+                       if (sc->lanes[i].link_drops < 0) continue;
+                       out.push_back({{{"lane", std::to_string(i)}, {"link", sc->links[i]}},
+                                      num(sc->lanes[i].link_drops)});
+                     }
                      return out;
                    });
   }
 }
 
-// The receive ring: size, use and high-water mark.
-void add_ring_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
-  auto ratio = [](size_t part, size_t whole) { return whole ? num(part) / num(whole) : 0.0; };
-  reg.add(kGauge, "ddft_receive_ring_capacity_bytes",
-          "Size of the receive ring (--buffer-mb less the write blocks)",
-          [st] { return num(st->ring_bytes); });
-  reg.add(kGauge, "ddft_receive_ring_used_bytes",
-          "Receive ring in use: bytes of datagrams not yet taken by the writer (each rounded "
-          "up to 16, plus a 16-byte header per receive)",
-          [st] { return num(st->ring_used); });
-  reg.add(kGauge, "ddft_receive_ring_fill_ratio", "Receive ring in use, 0 to 1",
-          [st, ratio] { return ratio(st->ring_used, st->ring_bytes); });
-  reg.add(kGauge, "ddft_receive_ring_high_water_bytes",
-          "Most of the receive ring ever in use since start",
-          [st] { return num(st->ring_high_water); });
-  reg.add(kGauge, "ddft_receive_ring_high_water_ratio",
-          "Most of the receive ring ever in use since start, 0 to 1",
-          [st, ratio] { return ratio(st->ring_high_water, st->ring_bytes); });
+// The receive ring (one per lane): size, use and high-water mark.
+void add_ring_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size_t lanes) {
+  static constexpr auto ratio = [](size_t part, size_t whole) {
+    return whole ? num(part) / num(whole) : 0.0;
+  };
+  add_lane_metric(reg, kGauge, "ddft_receive_ring_capacity_bytes",
+                  "Size of the receive ring (--buffer-mb less the write blocks, shared by the "
+                  "lanes)",
+                  sc, lanes, [](const ReceiverStatus& s) { return num(s.ring_bytes); });
+  add_lane_metric(reg, kGauge, "ddft_receive_ring_used_bytes",
+                  "Receive ring in use: bytes of datagrams not yet taken by the writer (each "
+                  "rounded up to 16, plus a 16-byte header per receive)",
+                  sc, lanes, [](const ReceiverStatus& s) { return num(s.ring_used); });
+  add_lane_metric(reg, kGauge, "ddft_receive_ring_fill_ratio", "Receive ring in use, 0 to 1", sc,
+                  lanes, [](const ReceiverStatus& s) { return ratio(s.ring_used, s.ring_bytes); });
+  add_lane_metric(reg, kGauge, "ddft_receive_ring_high_water_bytes",
+                  "Most of the receive ring ever in use since start", sc, lanes,
+                  [](const ReceiverStatus& s) { return num(s.ring_high_water); });
+  add_lane_metric(reg, kGauge, "ddft_receive_ring_high_water_ratio",
+                  "Most of the receive ring ever in use since start, 0 to 1", sc, lanes,
+                  [](const ReceiverStatus& s) { return ratio(s.ring_high_water, s.ring_bytes); });
 }
 
 // DR and FW: the Rcvd: line's figures, and their sums for rate() over any window.
@@ -223,17 +261,18 @@ void add_wait_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
 }
 
 // The link's liveness and the sender session.
-void add_session_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
-  reg.add(kGauge, "ddft_receive_seconds_since_last_packet",
-          "Seconds since the receiver last took a datagram off the link (any datagram; an idle "
-          "sender sends a heartbeat every second); NaN before the first",
-          [st] {
-            if (st->last_datagram_ns == 0) return kNaN;
-            const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    std::chrono::steady_clock::now().time_since_epoch())
-                                    .count();
-            return std::max(0.0, static_cast<double>(now - st->last_datagram_ns) / 1e9);
-          });
+void add_session_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size_t lanes) {
+  const StatusPtr st(sc, &sc->all);
+  add_lane_metric(reg, kGauge, "ddft_receive_seconds_since_last_packet",
+                  "Seconds since the receiver last took a datagram off the link (any datagram; an "
+                  "idle sender sends a heartbeat every second); NaN before the first",
+                  sc, lanes, [](const ReceiverStatus& s) {
+                    if (s.last_datagram_ns == 0) return kNaN;
+                    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now().time_since_epoch())
+                                            .count();
+                    return std::max(0.0, static_cast<double>(now - s.last_datagram_ns) / 1e9);
+                  });
   reg.add(kCounter, "ddft_receive_sessions_total", "Sender sessions started",
           [st] { return num(st->writer.counters.sessions); });
   reg.add_family(kGauge, "ddft_receive_session_info",
@@ -252,19 +291,26 @@ void add_session_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
 void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
                           const ReceiverConfig& cfg) {
   // One status per scrape, so the numbers of one scrape agree with each other.
-  auto status = std::make_shared<ReceiverStatus>();
-  reg.on_scrape([status, &rx] { *status = rx.status(); });
-  const StatusPtr st = status;
+  auto scrape = std::make_shared<Scrape>();
+  const size_t lanes = rx.lanes();
+  for (size_t i = 0; i < lanes; ++i) scrape->links.push_back(cfg.lane_name(i));
+  reg.on_scrape([scrape, &rx, lanes] {
+    scrape->all = rx.status();
+    scrape->lanes.resize(lanes);
+    for (size_t i = 0; i < lanes && lanes > 1; ++i) scrape->lanes[i] = rx.lane_status(i);
+  });
+  const ScrapePtr sc = scrape;
+  const StatusPtr st(sc, &sc->all);
 
   reg.add(kGauge, "ddft_build_info", "The program and its version; always 1", [] { return 1.0; },
           {{"program", "dd_file_receive"}, {"version", common::kVersion}});
   // The order of these calls is the order of the exposition.
   add_file_metrics(reg, st, rx);
-  add_packet_metrics(reg, st);
-  add_dropped_packet_metrics(reg, st, cfg);
-  add_ring_metrics(reg, st);
+  add_packet_metrics(reg, sc, lanes);
+  add_dropped_packet_metrics(reg, sc, cfg, lanes);
+  add_ring_metrics(reg, sc, lanes);
   add_wait_metrics(reg, st);
-  add_session_metrics(reg, st);
+  add_session_metrics(reg, sc, lanes);
 }
 
 }  // namespace ddft::receiver

@@ -137,6 +137,17 @@ void Receiver::publish(const Assembler& assembler) {
   std::lock_guard lock(status_mu_);
   // A gap filled by a late packet shrinks seq().lost(); a counter must not go down.
   s.packets_lost = std::max(s.packets_lost, published_.packets_lost);
+  // Per lane the same, over sessions: a new session's count starts from what the last reached.
+  lane_lost_before_.resize(lanes_.size());
+  if (s.session != lane_lost_session_) {
+    lane_lost_session_ = s.session;
+    if (!published_.lane_lost.empty()) lane_lost_before_ = published_.lane_lost;
+  }
+  s.lane_lost.resize(lanes_.size());
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const uint64_t prev = i < published_.lane_lost.size() ? published_.lane_lost[i] : 0;
+    s.lane_lost[i] = std::max(prev, lane_lost_before_[i] + assembler.seq(i).lost());
+  }
   published_ = s;
 }
 
@@ -175,6 +186,7 @@ ReceiverStatus Receiver::lane_status(size_t lane) const {
     std::lock_guard lock(status_mu_);
     s.writer = published_;
   }
+  if (lane < s.writer.lane_lost.size()) s.writer.packets_lost = s.writer.lane_lost[lane];
   const Lane& l = lanes_.at(lane);
   const IngestCounters& c = l.ingest->counters();
   s.datagrams = c.datagrams.load(std::memory_order_relaxed);

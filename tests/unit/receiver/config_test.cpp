@@ -55,6 +55,26 @@ TEST(ReceiverConfig, ChoicesAreParsed) {
   EXPECT_EQ(cfg.buffer_mb, 128u);
 }
 
+TEST(ReceiverConfig, LanesAreListenedOnInTheOrderGiven) {
+  ReceiverConfig cfg;
+  ASSERT_EQ(parse({"--listen", "10.0.0.1:7000", "--listen", "10.0.1.1:7000", "-o", "/o"}, &cfg),
+            "");
+  ASSERT_EQ(cfg.lanes(), 2u);
+  EXPECT_EQ(cfg.lane_name(1), "10.0.1.1:7000");
+  EXPECT_EQ(cfg.listen.host, "10.0.0.1") << "the first lane's";
+  ReceiverConfig consecutive;
+  ASSERT_EQ(parse({"--listen", "127.0.0.1:7000", "--lanes", "4", "-o", "/o"}, &consecutive), "");
+  ASSERT_EQ(consecutive.lanes(), 4u);
+  EXPECT_EQ(consecutive.lane_name(3), "127.0.0.1:7003");
+  ReceiverConfig devices;
+  ASSERT_EQ(parse({"--transport", "device", "--device", "/dev/a", "--device", "/dev/b", "-o", "/o"},
+                  &devices),
+            "");
+  ASSERT_EQ(devices.lanes(), 2u);
+  EXPECT_EQ(devices.lane_name(1), "device /dev/b");
+  EXPECT_EQ(devices.device, "/dev/a");
+}
+
 TEST(ReceiverConfig, BadInputIsOneLine) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--output", "/o"}, "--listen"},
@@ -67,6 +87,12 @@ TEST(ReceiverConfig, BadInputIsOneLine) {
         "--key-file", "c"},
        "at most two keys"},
       {{"--listen", "127.0.0.1:1", "--output", "/o", "--write-mode", "fast"}, "--write-mode"},
+      {{"--listen", "127.0.0.1:1", "--listen", "127.0.0.1:1", "--output", "/o"},
+       "127.0.0.1:1 is given twice"},
+      {{"--listen", "127.0.0.1:1", "--listen", "127.0.0.1:2", "--lanes", "2", "--output", "/o"},
+       "--lanes N takes one --listen"},
+      {{"--listen", "127.0.0.1:1", "--lanes", "65", "--output", "/o"}, "at most 64"},
+      {{"--listen", "127.0.0.1:65535", "--lanes", "2", "--output", "/o"}, "ports 65535 to 65536"},
   };
   for (const auto& [args, want] : cases) {
     ReceiverConfig cfg;

@@ -17,6 +17,7 @@
 #include "common/clock.hpp"
 #include "common/udp_transport.hpp"
 #include "receiver/config.hpp"
+#include "receiver/metrics.hpp"
 #include "support/fake_sender.hpp"
 #include "support/scratch_fs.hpp"
 
@@ -189,6 +190,19 @@ TEST(ReceiverPipeline, LanesFeedOneFileTableAndADeadLaneIsNamedInItsFilesRecords
   EXPECT_NE(records.find("\"lane\": 2"), std::string::npos) << records;
   EXPECT_EQ(rx.lane_status(2).datagrams, 0u);
   EXPECT_EQ(rx.status().datagrams, t.datagrams);
+  // One set of metrics: the link's side per lane, labelled.
+  common::MetricsRegistry reg;
+  add_receiver_metrics(reg, rx, cfg);
+  const std::string m = reg.render();
+  EXPECT_NE(m.find("ddft_receive_packets_received_total{lane=\"2\",link=\"127.0.0.1:0\"} 0"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(fmt::format("ddft_receive_packets_received_total{{lane=\"0\",link=\"127.0.0."
+                               "1:0\"}} {}",
+                               w0.size())),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("ddft_receive_files_delivered_total 3"), std::string::npos) << m;
 }
 
 TEST(ReceiverPipeline, ABadOutputFolderIsRefusedBeforeTheLinkOpens) {
