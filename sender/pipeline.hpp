@@ -34,7 +34,11 @@
 // With lanes, a whole file (every copy) goes down one lane; a file over --stripe-mb is striped:
 // its announces (kFlagStriped) and ends (the whole file's digest) go down every lane, each
 // --stripe-mb range of its data (whole reader blocks) down the lane least busy when the range
-// starts. Data packets carry the file's own offsets, as with one lane.
+// starts. Data packets carry the file's own offsets, as with one lane. The reader reads in file
+// order, so while it hands one lane a stripe the others send only what they already hold (their
+// share of the pool, about --read-buffers blocks each): lanes overlap fully on a striped file only
+// when a stripe fits that share. Measured on loopback, 3 lanes at --rate 100 each, 16 blocks of
+// 1 MiB per lane: --stripe-mb 8 or 16 gave 290 MB/s, 32 gave 270, 64 (the default) 146.
 //
 // A lane much slower than the others: the router gives whole files and stripes to the lane with
 // the fewest queued bytes, so it gets less. But a file or stripe already given to it goes at its
