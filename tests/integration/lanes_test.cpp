@@ -7,9 +7,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +43,7 @@ struct LaneView {
   std::map<std::string, uint16_t> announced;  // path -> header flags of its first announce
   std::map<uint32_t, std::string> path_of;    // file id -> path
   std::map<uint32_t, common::End> ends;
+  std::set<uint32_t> aborted;
   std::map<uint32_t, std::map<uint64_t, std::vector<uint8_t>>> data;  // file id -> offset -> bytes
   std::map<uint32_t, LaneListed> complete_list;                       // from kListComplete lists
   bool final_heartbeat_last = false;
@@ -70,6 +74,12 @@ void decode_into(const std::vector<uint8_t>& d, LaneView* v) {
       common::End e;
       ASSERT_EQ(common::decode_end(p.payload, &e), common::DecodeStatus::kOk);
       v->ends[e.file_id] = e;
+      break;
+    }
+    case common::PacketType::kAbort: {
+      common::Abort a;
+      ASSERT_EQ(common::decode_abort(p.payload, &a), common::DecodeStatus::kOk);
+      v->aborted.insert(a.file_id);
       break;
     }
     case common::PacketType::kHeartbeat: {
@@ -115,8 +125,10 @@ void capture_lane(common::UdpSource& socket, std::vector<std::vector<uint8_t>>* 
 class LanesOnTheWire : public ::testing::Test {
  protected:
   // Opens one socket per port, runs dd_file_send with `args` (its log in send.log) while every
-  // socket is read, and decodes what each got. Returns the sender's exit code.
-  int send_over(const std::vector<uint16_t>& ports, const std::vector<std::string>& args) {
+  // socket is read, and decodes what each got. `while_running`, when given, is called with the
+  // sender's process once it started. Returns the sender's exit code.
+  int send_over(const std::vector<uint16_t>& ports, const std::vector<std::string>& args,
+                const std::function<void(Process&)>& while_running = {}) {
     std::vector<std::unique_ptr<common::UdpSource>> sockets;
     for (uint16_t port : ports) {
       sockets.push_back(
@@ -130,7 +142,12 @@ class LanesOnTheWire : public ::testing::Test {
     }
     std::vector<std::string> argv = {DDFT_SEND_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
-    const int rc = run(argv, log_path(), seconds(60));
+    int rc = -1;
+    {
+      Process sender(argv, log_path());
+      if (while_running) while_running(sender);
+      rc = sender.wait(seconds(60));
+    }
     done = true;
     for (auto& t : readers) t.join();
     lanes_.assign(ports.size(), {});
@@ -241,6 +258,36 @@ TEST_F(LanesOnTheWire, ThreeLanesCarryOneSession) {
     }
     EXPECT_EQ(listed, want) << "lane " << k;
   }
+}
+
+TEST_F(LanesOnTheWire, AStopAbortsTheStripedFileOnEveryLane) {
+  const std::vector<uint16_t> ports = {free_udp_port(), free_udp_port()};
+  // 40 MiB at 4 MB/s a lane: 5 s unless stopped, which it is once the data flows.
+  const int rc = send_over(
+      ports,
+      {"--dest", "127.0.0.1:" + std::to_string(ports[0]), "--dest",
+       "127.0.0.1:" + std::to_string(ports[1]), "--stripe-mb", "1", "--read-block-kb", "256",
+       "--rate", "4", "--progress", "off", "synthetic:40M"},
+      [&](Process& p) {
+        EXPECT_TRUE(eventually(
+            [&] { return read_file(log_path()).find("Info: session ") != std::string::npos; },
+            seconds(10)));
+        std::this_thread::sleep_for(milliseconds(500));
+        p.signal(SIGINT);
+      });
+  EXPECT_EQ(rc, 130) << read_file(log_path());
+  expect_lanes_well_formed();
+  for (size_t k = 0; k < lanes_.size(); ++k) {
+    const LaneView& v = lanes_[k];
+    ASSERT_EQ(v.path_of.size(), 1u) << "lane " << k;
+    const uint32_t id = v.path_of.begin()->first;
+    EXPECT_EQ(v.aborted.count(id), 1u) << "lane " << k;
+    EXPECT_EQ(v.ends.count(id), 0u) << "lane " << k;
+    ASSERT_EQ(v.complete_list.count(id), 1u) << "lane " << k;
+    EXPECT_TRUE(v.complete_list.at(id).aborted);
+    EXPECT_EQ(v.complete_list.at(id).lane, common::kLaneAll);
+  }
+  EXPECT_NE(read_file(log_path()).find("not sent: sender stopped"), std::string::npos);
 }
 
 // Three UDP sockets on consecutive loopback ports, for --lanes; nothing when none were found.

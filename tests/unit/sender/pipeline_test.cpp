@@ -261,5 +261,37 @@ TEST(SenderPipeline, ThreeLanesAreOneSessionToTheObservers) {
   EXPECT_GE(big_data_lanes, 2u) << "the big file's stripes went down more than one lane";
 }
 
+TEST(SenderPipeline, SealedLanesShareTheSessionIdButEachHasItsOwnSalt) {
+  testing::ScratchDir dir("sender_pipeline");
+  for (int i = 0; i < 4; ++i) {
+    std::ofstream(dir.path() / ("f" + std::to_string(i)), std::ios::binary) << pattern(2000, i);
+  }
+  const FileList list = discover_files({dir.path().string() + "/"});
+  SenderConfig cfg = config();
+  common::Key key;
+  key.fill(0x5a);
+  cfg.key = key;
+  Wire wires[2];
+  common::FakeClock clock;
+  Sender sender(cfg, {&wires[0], &wires[1]}, clock);
+  std::stop_source stop;
+  EXPECT_EQ(sender.run(list.files, stop.get_token()).files_sent, 4u);
+  std::vector<uint8_t> salts[2];
+  for (int lane = 0; lane < 2; ++lane) {
+    const auto got = wires[lane].take();
+    ASSERT_FALSE(got.empty());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const auto& d = got[i];
+      ASSERT_NE(common::peek_flags(d.data()) & common::kFlagAuth, 0);
+      EXPECT_EQ(common::peek_session_id(d.data()), sender.session_id());
+      EXPECT_EQ(common::peek_seq(d.data()), i) << "each lane numbers from 0";
+      const uint8_t* salt = common::sealed_salt(d.data(), d.size());
+      if (salts[lane].empty()) salts[lane].assign(salt, salt + common::kSaltSize);
+      EXPECT_TRUE(std::equal(salts[lane].begin(), salts[lane].end(), salt)) << "one salt a lane";
+    }
+  }
+  EXPECT_NE(salts[0], salts[1]) << "a key of its own per lane: seq 0 comes on every lane";
+}
+
 }  // namespace
 }  // namespace ddft::sender
