@@ -1,12 +1,11 @@
 // The sender pipeline: one reader, one or more lanes (issue 18: several links driven as one
 // session, --dest given several times or --lanes N).
 //
-//   sources ──> [reader thread "dd-read"] ──push──> LaneRouter ──(bounded queue of WorkItem,
-//               reads blocks into one          (sender/lane_router.hpp)  slot handles, one per
-//               recycled buffer pool (read     whole files down the      lane; blocks when full:
-//               _buffers x lanes blocks),      least busy lane; big      back-pressure)──>
-//               hashes them (B2B/SHA256)       files striped over all
-//               in file order
+//   sources ──> [reader thread "dd-read"] ──push──> LaneRouter ──> one bounded queue of WorkItem
+//               reads blocks into one recycled      whole files down   (slot handles) per lane;
+//               buffer pool (read_buffers x lanes   the least busy     blocks when full:
+//               blocks), hashes them in file order  lane, big files    back-pressure ──>
+//               (B2B/SHA256)                        striped over all
 //
 //   ──> [transmit thread "dd-tx" (one lane) or "dd-tx1".."dd-txN"] ──> the lane's DatagramSink
 //        per lane: packetises into a batch arena, paces at --rate (token bucket on absolute
@@ -31,14 +30,15 @@
 // included). The session closes with its complete file list x N (or, past 100,000 files or in a
 // hot folder, the files since the last list) and a final heartbeat x N.
 //
-// With lanes, a whole file (every copy) goes down one lane; a file over --stripe-mb is striped:
-// its announces (kFlagStriped) and ends (the whole file's digest) go down every lane, each
-// --stripe-mb range of its data (whole reader blocks) down the lane least busy when the range
-// starts. Data packets carry the file's own offsets, as with one lane. The reader reads in file
-// order, so while it hands one lane a stripe the others send only what they already hold (their
-// share of the pool, about --read-buffers blocks each): lanes overlap fully on a striped file only
-// when a stripe fits that share. Measured on loopback, 3 lanes at --rate 100 each, 16 blocks of
-// 1 MiB per lane: --stripe-mb 8 or 16 gave 290 MB/s, 32 gave 270, 64 (the default) 146.
+// With lanes (sender/lane_router.hpp), a whole file (every copy) goes down one lane; a file over
+// --stripe-mb is striped: its announces (kFlagStriped) and ends (the whole file's digest) go down
+// every lane, each --stripe-mb range of its data (whole reader blocks) down the lane least busy
+// when the range starts. Data packets carry the file's own offsets, as with one lane. The reader
+// reads in file order, so while it hands one lane a stripe the others send only what they already
+// hold (their share of the pool, about --read-buffers blocks each): lanes overlap fully on a
+// striped file only when a stripe fits that share. Measured on loopback, 3 lanes at --rate 100
+// each, 16 blocks of 1 MiB per lane: --stripe-mb 8 or 16 gave 290 MB/s, 32 gave 270, 64 (the
+// default) 146.
 //
 // A lane much slower than the others: the router gives whole files and stripes to the lane with
 // the fewest queued bytes, so it gets less. But a file or stripe already given to it goes at its
