@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/log_format.hpp"
@@ -24,9 +25,29 @@ void add_link_options(CLI::App& app, SenderConfig& cfg) {
                  "udp (simulator mode, a plain NIC) or device (the diode card driver's node)")
       ->check(CLI::IsMember({"udp", "device"}))
       ->capture_default_str();
-  app.add_option("--dest,-d", cfg.dest_text, "Receiver address HOST:PORT (--transport udp)");
-  app.add_option("--device", cfg.device,
-                 "Card driver device node to write packets to (--transport device)");
+  // Repeatable, one value each: a source after --dest is a source, not a second destination.
+  app.add_option("--dest,-d", cfg.dest_texts,
+                 "Receiver address HOST:PORT (--transport udp); give it once per lane to drive "
+                 "several links as one session")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--device", cfg.devices,
+                 "Card driver device node to write packets to (--transport device); once per "
+                 "lane")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--lanes", cfg.lanes_opt,
+                 "Drive N links as one session: the one --dest HOST:PORT and the ports after it, "
+                 "PORT..PORT+N-1 (--rate applies to each lane)")
+      ->check(CLI::Range(size_t{1}, common::kMaxLanes));
+  app.add_option("--stripe-mb", cfg.stripe_mb,
+                 "With 2 lanes or more: a file larger than this many MiB is striped, each range "
+                 "of this many MiB down the least busy lane; smaller files go whole down one "
+                 "lane; 0 = never stripe")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 20))
+      ->capture_default_str();
   app.add_option("--packet-size", cfg.packet_size,
                  "Datagram size in bytes, header included (default fits a 9000-byte MTU)")
       ->check(CLI::Range(common::kMinPacketSize, common::kMaxDatagramSize))
@@ -181,7 +202,99 @@ void add_output_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--test-drop-data", cfg.test_drop_data)->group("");
 }
 
+// Every lane's destination from --dest (several times) or --lanes N (the ports after the one
+// --dest). Throws CLI::ValidationError / CLI::RequiredError with one line.
+void finalize_dests(SenderConfig& cfg) {
+  if (cfg.dest_texts.empty()) throw CLI::RequiredError("--dest");
+  if (cfg.lanes_opt > 0 && cfg.dest_texts.size() > 1) {
+    throw CLI::ValidationError(
+        "--lanes", fmt::format("takes one --dest (the first of the lanes' ports), got {}",
+                               cfg.dest_texts.size()));
+  }
+  cfg.dests.clear();
+  for (const std::string& text : cfg.dest_texts) {
+    common::Endpoint e;
+    std::string error;
+    if (!common::parse_endpoint(text, &e, &error)) throw CLI::ValidationError("--dest", error);
+    if (e.port == 0) throw CLI::ValidationError("--dest", "port 0 is not a destination");
+    for (const common::Endpoint& seen : cfg.dests) {
+      if (seen.host == e.host && seen.port == e.port) {
+        throw CLI::ValidationError("--dest",
+                                   text + " given twice: each lane needs a destination of its own");
+      }
+    }
+    cfg.dests.push_back(e);
+  }
+  if (cfg.lanes_opt > 1) {
+    const common::Endpoint first = cfg.dests.front();
+    if (first.port + (cfg.lanes_opt - 1) > 65535) {
+      throw CLI::ValidationError("--lanes", fmt::format("{} lanes from port {} go past port 65535",
+                                                        cfg.lanes_opt, first.port));
+    }
+    for (size_t i = 1; i < cfg.lanes_opt; ++i) {
+      common::Endpoint e = first;
+      e.port = static_cast<uint16_t>(first.port + i);
+      cfg.dests.push_back(e);
+    }
+  }
+  if (cfg.dests.size() > common::kMaxLanes) {
+    throw CLI::ValidationError("--dest", fmt::format("{} destinations: at most {} lanes",
+                                                     cfg.dests.size(), common::kMaxLanes));
+  }
+  cfg.dest = cfg.dests.front();
+}
+
+// Every lane's device node from --device (several times).
+void finalize_devices(SenderConfig& cfg) {
+  if (cfg.devices.empty()) {
+    throw CLI::ValidationError("--device", "--transport device needs --device PATH");
+  }
+  if (cfg.lanes_opt > 0 && cfg.lanes_opt != cfg.devices.size()) {
+    throw CLI::ValidationError(
+        "--lanes", fmt::format("{} lanes with --transport device: give --device once per "
+                               "lane instead (got {})",
+                               cfg.lanes_opt, cfg.devices.size()));
+  }
+  for (size_t i = 0; i < cfg.devices.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (cfg.devices[i] == cfg.devices[j]) {
+        throw CLI::ValidationError(
+            "--device", cfg.devices[i] + " given twice: each lane needs a device of its own");
+      }
+    }
+  }
+  if (cfg.devices.size() > common::kMaxLanes) {
+    throw CLI::ValidationError("--device", fmt::format("{} devices: at most {} lanes",
+                                                       cfg.devices.size(), common::kMaxLanes));
+  }
+  cfg.device = cfg.devices.front();
+}
+
+void finalize_lanes(SenderConfig& cfg) {
+  if (cfg.transport == common::TransportKind::kUdp) {
+    finalize_dests(cfg);
+  } else {
+    finalize_devices(cfg);
+  }
+}
+
 }  // namespace
+
+size_t SenderConfig::lanes() const {
+  const size_t n = transport == common::TransportKind::kDevice ? devices.size() : dests.size();
+  return std::max<size_t>(1, n);
+}
+
+std::string SenderConfig::lane_name(size_t i) const {
+  if (transport == common::TransportKind::kDevice) {
+    if (i < devices.size()) return "device " + devices[i];
+    if (i == 0) return "device " + device;
+  } else {
+    if (i < dests.size()) return dests[i].to_string();
+    if (i == 0) return dest.to_string();
+  }
+  return "lane " + std::to_string(i);  // a config with fewer lanes than the session (tests)
+}
 
 void add_sender_options(CLI::App& app, SenderConfig& cfg) {
   add_link_options(app, cfg);
@@ -201,15 +314,7 @@ void finalize_sender_config(SenderConfig& cfg) {
     throw CLI::ValidationError("--gso", "expected auto or off");
   }
   cfg.gso = cfg.gso_text == "auto";
-  if (cfg.transport == common::TransportKind::kUdp) {
-    if (cfg.dest_text.empty()) throw CLI::RequiredError("--dest");
-    if (!common::parse_endpoint(cfg.dest_text, &cfg.dest, &error)) {
-      throw CLI::ValidationError("--dest", error);
-    }
-    if (cfg.dest.port == 0) throw CLI::ValidationError("--dest", "port 0 is not a destination");
-  } else if (cfg.device.empty()) {
-    throw CLI::ValidationError("--device", "--transport device needs --device PATH");
-  }
+  finalize_lanes(cfg);
   cfg.file_lock = cfg.file_lock_text == "Y" || cfg.file_lock_text == "y";
   cfg.progress = cfg.progress_text == "on"    ? ProgressMode::kOn
                  : cfg.progress_text == "off" ? ProgressMode::kOff

@@ -25,9 +25,17 @@ struct SenderConfig {
   std::vector<std::string> sources;  // files and folders; "dir/" sends the folder's contents only
   common::TransportKind transport = common::TransportKind::kUdp;  // from transport_text
   std::string transport_text = "udp";  // --transport as given; read transport instead
-  std::string device;                  // --device PATH with --transport device
-  common::Endpoint dest;
-  std::string dest_text;
+  // Lanes (issue 18): one session driven over several links, each its own sink, transmit thread
+  // and --rate. Lane 0's link is also in `dest` / `device`, for code that knows of one.
+  std::string device;                   // lane 0's --device PATH with --transport device
+  std::vector<std::string> devices;     // --device, once per lane (--transport device)
+  common::Endpoint dest;                // lane 0's destination (--transport udp)
+  std::vector<common::Endpoint> dests;  // every lane's destination, from dest_texts and --lanes
+  std::vector<std::string> dest_texts;  // --dest as given, once per lane
+  size_t lanes_opt = 0;  // --lanes N: ports PORT..PORT+N-1 of the one --dest; 0: not given
+  // --stripe-mb: a file larger than this many MiB is striped over every lane (with 2 lanes or
+  // more), in ranges of this many MiB rounded down to whole reader blocks; 0: never striped.
+  size_t stripe_mb = 64;
   size_t packet_size = common::kDefaultPacketSize;  // whole datagram, header included
   // MB/s (1 MB = 2^20 bytes) on the wire; 0 = unlimited. The default is safe on loopback on a
   // 2-core machine (measured loss-free up to 500) and well under a 10 Gb/s diode's line rate.
@@ -82,9 +90,16 @@ struct SenderConfig {
   // Test hook: SIGKILL itself after this many hot-folder "sent" records, before removing the
   // file (the restart path, for real). 0 = off. Hidden from --help.
   unsigned test_crash_after_sent = 0;
-  // Test hook: the data packet with this 0-based index in the session is built and given its
-  // sequence number but not sent, as if the link lost it. -1 = off. Hidden from --help.
+  // Test hook: the data packet with this 0-based index in the session (in each lane, counted per
+  // lane) is built and given its sequence number but not sent, as if the link lost it. -1 = off.
+  // Hidden from --help.
   long long test_drop_data = -1;
+
+  // The lanes of the session: --dest (or --device) given several times, or --lanes. At least 1,
+  // also for a config never finalized (tests).
+  size_t lanes() const;
+  // How the logs name lane `i` (< lanes()): "127.0.0.1:5000", "device /dev/x".
+  std::string lane_name(size_t i) const;
 };
 
 // The longest datagram but parity: the packet size, less with FEC the room the parity header

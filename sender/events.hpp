@@ -2,9 +2,10 @@
 // progress display, the hot folder and the metrics hang on, so that none of them reaches into the
 // pipeline.
 //
-//   FileSource ──> Reader ──> Transmitter ──> SendObserver(s)
-//   (list, or the      reads       every callback comes from the transmit thread,
-//    hot folder)                   in the order the wire sees the files
+//   FileSource ──> Reader ──> Transmitter(s) ──> LaneHub ──> SendObserver(s)
+//   (list, or the      reads       one per lane     every callback comes from a transmit thread,
+//    hot folder)                                    one at a time, each event once however many
+//                                                   lanes carry the session (sender/lane_hub.hpp)
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,7 @@ class FileSource {
   // For the session's first log line: "3 file(s)", "the hot folder /srv/outbox".
   virtual std::string describe() const = 0;
   // The files waiting to be given by next() (a hot folder's queue), or nothing when the source
-  // cannot tell (the default). Called from the transmit thread, about 10 times a second at most,
+  // cannot tell (the default). Called from a transmit thread, about 10 times a second at most,
   // while next() runs on the reader thread: implementations must be thread-safe and quick.
   virtual std::optional<Backlog> backlog() const { return std::nullopt; }
 };
@@ -53,8 +54,9 @@ class ListSource final : public FileSource {
   size_t next_ = 0;
 };
 
-// Callbacks from the transmit thread. Implementations must be quick (the link waits) and must
-// not throw. Each file ends in exactly one of file_sent() / file_failed().
+// Callbacks from the transmit threads (one per lane), one at a time: never two at once.
+// Implementations must be quick (every lane waits) and must not throw. Each file ends in exactly
+// one of file_sent() / file_failed().
 class SendObserver {
  public:
   virtual ~SendObserver() = default;

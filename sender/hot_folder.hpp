@@ -51,7 +51,7 @@ struct HotFolderOptions {
 HotFolderOptions hot_folder_options(const SenderConfig& cfg);
 
 // A FileSource for Sender::run() and the SendObserver that must be added to the same Sender (it
-// removes what was sent). next() runs on the reader thread, the callbacks on the transmit thread;
+// removes what was sent). next() runs on the reader thread, the callbacks on the transmit threads;
 // a mutex serialises them. Ignores SIGIO process-wide (see probe()).
 class HotFolder final : public FileSource, public SendObserver {
  public:

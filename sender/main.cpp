@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <optional>
+#include <vector>
 
 #include "common/device_transport.hpp"
 #include "common/logging.hpp"
@@ -49,18 +50,29 @@ sender::FileList list_sources(const sender::SenderConfig& cfg) {
   return list;
 }
 
-// The link: the card driver's node (--transport device) or a UDP socket, whose buffer shortfall
-// is logged. Throws what opening it throws.
-std::unique_ptr<common::DatagramSink> open_sink(const sender::SenderConfig& cfg) {
+// Lane `lane`'s link: the card driver's node (--transport device) or a UDP socket, whose buffer
+// shortfall is logged. Throws what opening it throws.
+std::unique_ptr<common::DatagramSink> open_sink(const sender::SenderConfig& cfg, size_t lane) {
   if (cfg.transport == common::TransportKind::kDevice) {
-    return std::make_unique<common::DeviceSink>(cfg.device);
+    return std::make_unique<common::DeviceSink>(cfg.devices.at(lane));
   }
-  auto udp = std::make_unique<common::UdpSink>(cfg.dest, cfg.socket_buffer_mb << 20, cfg.gso);
-  if (auto w = udp->buffer_report().warning("send"); !w.empty()) spdlog::warn("Warn: {}", w);
-  if (cfg.gso && !udp->gso()) {
+  auto udp =
+      std::make_unique<common::UdpSink>(cfg.dests.at(lane), cfg.socket_buffer_mb << 20, cfg.gso);
+  if (auto w = udp->buffer_report().warning("send"); !w.empty()) {
+    // Every lane asks for the same buffer: once is enough.
+    if (lane == 0) spdlog::warn("Warn: {}", w);
+  }
+  if (lane == 0 && cfg.gso && !udp->gso()) {
     spdlog::info("Info: this kernel has no UDP segmentation offload: sending datagram by datagram");
   }
   return udp;
+}
+
+// Every lane's link, lane 0 first.
+std::vector<std::unique_ptr<common::DatagramSink>> open_sinks(const sender::SenderConfig& cfg) {
+  std::vector<std::unique_ptr<common::DatagramSink>> sinks;
+  for (size_t i = 0; i < cfg.lanes(); ++i) sinks.push_back(open_sink(cfg, i));
+  return sinks;
 }
 
 // The progress display when --progress asks for one (else null): of the hot folder's queue
@@ -136,13 +148,15 @@ int main(int argc, char** argv) {
     }
     for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
-    const std::unique_ptr<common::DatagramSink> sink = open_sink(cfg);
+    const std::vector<std::unique_ptr<common::DatagramSink>> sinks = open_sinks(cfg);
+    std::vector<common::DatagramSink*> lanes;
+    for (const auto& sink : sinks) lanes.push_back(sink.get());
 
     // Ctrl-C / SIGTERM: stop reading, abort the file in progress on the wire, close the session.
     std::stop_source stop;
     common::StopOnSignals on_signal(stop);
 
-    sender::Sender s(cfg, *sink, common::SteadyClock::instance());
+    sender::Sender s(cfg, lanes, common::SteadyClock::instance());
     s.set_status(&status);
     // The manifest hears of a file (and syncs its line) before the hot folder deletes or moves it.
     if (manifest) {

@@ -40,7 +40,8 @@ std::string manifest_line(std::chrono::system_clock::time_point time, uint64_t s
                           common::VerifyType verify, std::string_view key, bool sent,
                           std::string_view reason);
 
-// The SendObserver that writes the manifest. Callbacks come from the transmit thread.
+// The SendObserver that writes the manifest. Callbacks come from the transmit threads, one at a
+// time.
 class ManifestWriter final : public SendObserver {
  public:
   using WallClock = std::function<std::chrono::system_clock::time_point()>;

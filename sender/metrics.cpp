@@ -41,9 +41,11 @@ void add_sender_metrics(common::MetricsRegistry& reg, const SendStatus& st, cons
           read(&SendStatus::file_bytes));
   reg.add(kGauge, "ddft_send_file_size_bytes", "Size of the file being sent; 0 between files",
           read(&SendStatus::file_size));
-  reg.add(kGauge, "ddft_send_rate_limit_bytes_per_second",
-          "The configured --rate in bytes per second on the wire; 0: unlimited",
-          [rate = cfg.rate_mb * 1024.0 * 1024.0] { return rate; });
+  reg.add(
+      kGauge, "ddft_send_rate_limit_bytes_per_second",
+      "The configured --rate in bytes per second on the wire, times the lanes (--rate is "
+      "each lane's); 0: unlimited",
+      [rate = cfg.rate_mb * 1024.0 * 1024.0 * static_cast<double>(cfg.lanes())] { return rate; });
   // Sampled twice a second on the server thread; the gauge spans the last 5 s.
   auto meter = std::make_shared<common::RateMeter>(std::chrono::seconds(5));
   reg.every(std::chrono::milliseconds(500), [meter, &st, &clock] {

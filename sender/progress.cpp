@@ -336,9 +336,12 @@ void ProgressDisplay::file_started(const FileMeta& file) {
 }
 
 void ProgressDisplay::file_progress(const FileMeta& file, uint64_t sent) {
-  if (!current_ || current_->file_id != file.file_id) return;
-  if (sent > current_->sent) bytes_sent_ += sent - current_->sent;
-  current_->sent = sent;
+  // With lanes several files are sent at once: each one's bytes count for the batch, the file
+  // line shows the one started last.
+  uint64_t& seen = in_flight_[file.file_id];
+  if (sent > seen) bytes_sent_ += sent - seen;
+  seen = sent;
+  if (current_ && current_->file_id == file.file_id) current_->sent = sent;
   maybe_draw();
 }
 
@@ -353,6 +356,7 @@ void ProgressDisplay::file_failed(const FileMeta& file, const std::string& /*rea
 void ProgressDisplay::file_done(const FileMeta& file, bool failed) {
   // A file that never got an id (it could not be opened) was never current.
   if (current_ && file.file_id != 0 && current_->file_id == file.file_id) current_.reset();
+  in_flight_.erase(file.file_id);
   if (options_.planned && files_done_ < options_.planned->size()) {
     planned_done_ += (*options_.planned)[files_done_] * options_.copies;
   }

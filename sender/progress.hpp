@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,8 +77,8 @@ struct ProgressOptions {
 };
 
 // The SendObserver that draws the display on `console`. Its callbacks come from the transmit
-// thread; each costs a clock read until a redraw is due. The console may be written to from any
-// thread meanwhile. `console` and `clock` must outlive it. Not copyable.
+// threads, one at a time; each costs a clock read until a redraw is due. The console may be written
+// to from any thread meanwhile. `console` and `clock` must outlive it. Not copyable.
 class ProgressDisplay final : public SendObserver, private common::Console::Overlay {
  public:
   ProgressDisplay(common::Console& console, common::Clock& clock, ProgressOptions options);
@@ -128,13 +129,14 @@ class ProgressDisplay final : public SendObserver, private common::Console::Over
   ProgressOptions options_;
   uint64_t planned_total_ = 0;  // sum of options_.planned x copies
 
-  // Transmit thread only.
+  // The transmit threads only, one at a time (the LaneHub serialises them).
   bool running_ = false;  // between session_started() and session_finished()
   std::optional<Current> current_;
   uint64_t files_done_ = 0;
   uint64_t files_failed_ = 0;
-  uint64_t planned_done_ = 0;   // listed bytes of the files done (one-shot)
-  uint64_t bytes_sent_ = 0;     // every file byte packetised in the session
+  uint64_t planned_done_ = 0;               // listed bytes of the files done (one-shot)
+  uint64_t bytes_sent_ = 0;                 // every file byte packetised in the session
+  std::map<uint32_t, uint64_t> in_flight_;  // file id -> its bytes sent so far (lanes: several)
   std::deque<Sample> samples_;  // (time, bytes_sent_) at each redraw, for the batch rate
   common::Clock::time_point next_draw_{};
 

@@ -28,10 +28,9 @@ std::unique_ptr<common::BlockIo> make_io(const SenderConfig& cfg, BufferPool& po
 
 }  // namespace
 
-Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
-               BufferPool& pool, common::BoundedQueue<WorkItem>& out)
-    : owned_list_(std::make_unique<ListSource>(files)),
-      files_(*owned_list_),
+Reader::Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
+               WorkSink& out)
+    : files_(files),
       cfg_(cfg),
       clock_(clock),
       pool_(pool),
@@ -41,11 +40,24 @@ Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, co
 
 Reader::Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
                common::BoundedQueue<WorkItem>& out)
-    : files_(files),
+    : owned_sink_(std::make_unique<QueueSink>(out)),
+      files_(files),
       cfg_(cfg),
       clock_(clock),
       pool_(pool),
-      out_(out),
+      out_(*owned_sink_),
+      io_(make_io(cfg, pool)),
+      block_reader_(*io_, pool) {}
+
+Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
+               BufferPool& pool, common::BoundedQueue<WorkItem>& out)
+    : owned_list_(std::make_unique<ListSource>(files)),
+      owned_sink_(std::make_unique<QueueSink>(out)),
+      files_(*owned_list_),
+      cfg_(cfg),
+      clock_(clock),
+      pool_(pool),
+      out_(*owned_sink_),
       io_(make_io(cfg, pool)),
       block_reader_(*io_, pool) {}
 

@@ -1,5 +1,6 @@
 // Reader stage: reads each file in large blocks into pool buffers, hashes it, and hands
-// begin/block/end (or abort) items to the transmitter. Reads go through common::BlockReader over
+// begin/block/end (or abort) items to a WorkSink: the transmitter's queue, or the lane router
+// (sender/lane_router.hpp) with several lanes. Reads go through common::BlockReader over
 // the BlockIo engine (io_uring; --readers IO threads, --read-queue-depth each), several blocks
 // ahead, and are handed on in file order.
 #pragma once
@@ -25,6 +26,9 @@ class Reader {
   // (open_failures()) and handed on as a kSkip item. With `cfg.file_lock`, each file is read
   // under a shared flock(), waiting up to cfg.lock_timeout_s (on `clock`) while a writer holds an
   // exclusive one.
+  Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
+         WorkSink& out);
+  // The same into one transmitter's queue (which must outlive run()).
   Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
          common::BoundedQueue<WorkItem>& out);
   // The same over a fixed list (which must outlive run()).
@@ -53,11 +57,12 @@ class Reader {
   bool skip(const SourceFile& src, const std::string& why);
 
   std::unique_ptr<ListSource> owned_list_;  // the list constructor's
+  std::unique_ptr<QueueSink> owned_sink_;   // the queue constructors'
   FileSource& files_;
   const SenderConfig& cfg_;
   common::Clock& clock_;
   BufferPool& pool_;
-  common::BoundedQueue<WorkItem>& out_;
+  WorkSink& out_;
   std::atomic<uint64_t> open_failures_{0};
   std::unique_ptr<common::BlockIo> io_;
   common::BlockReader block_reader_;  // over io_ and pool_

@@ -17,17 +17,19 @@ struct SendTotals {
   uint64_t session_id = 0;
 };
 
-// Live numbers for --metrics, written by the transmit thread with relaxed atomics (no lock on the
-// send path) and read by any thread. Give the same one to every Sender of a program: the totals
-// add up over its sessions.
+// Live numbers for --metrics, written by the transmit threads (one per lane, adding up) with
+// relaxed atomics (no lock on the send path) and read by any thread. Give the same one to every
+// Sender of a program: the totals add up over its sessions.
 struct SendStatus {
   std::atomic<uint64_t> files_sent{0};
   std::atomic<uint64_t> files_failed{0};  // aborted on the wire, or never read (no file id)
   std::atomic<uint64_t> bytes{0};         // file bytes packetised (every --repeat copy)
   std::atomic<uint64_t> datagrams{0};
   std::atomic<uint64_t> wire_bytes{0};
-  std::atomic<uint64_t> file_bytes{0};   // the file being sent: bytes of it packetised
-  std::atomic<uint64_t> file_size{0};    // its size (0 between files)
+  // The file being sent (with lanes: the one a lane began or sent a block of last): bytes of it
+  // that lane packetised, and its size (0 between files).
+  std::atomic<uint64_t> file_bytes{0};
+  std::atomic<uint64_t> file_size{0};
   std::atomic<int64_t> last_send_ns{0};  // Clock time of the last batch sent, 0 before
   std::atomic<uint64_t> session_id{0};   // the current session, 0 before the first
 };

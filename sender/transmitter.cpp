@@ -17,25 +17,42 @@ uint64_t repeat_announce_interval(size_t announce_bytes) {
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
                          common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
+                         LaneHub& hub, size_t lane, LaneRouter* router)
+    : Transmitter(cfg, session_id, sink, clock, pool, in, nullptr, &hub, lane, router) {}
+
+Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
+                         common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
                          SendObserver& observer)
+    : Transmitter(cfg, session_id, sink, clock, pool, in,
+                  std::make_unique<LaneHub>(1, cfg.watch_dir.empty(), observer), nullptr, 0,
+                  nullptr) {}
+
+Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
+                         common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
+                         std::unique_ptr<LaneHub> own_hub, LaneHub* hub, size_t lane,
+                         LaneRouter* router)
     : cfg_(cfg),
       session_id_(session_id),
       sink_(sink),
       clock_(clock),
       pool_(pool),
       in_(in),
-      observer_(observer),
+      own_hub_(std::move(own_hub)),
+      hub_(hub ? *hub : *own_hub_),
+      lane_(lane),
+      router_(router),
       pacer_(clock, PacingConfig{cfg.rate_mb * 1024.0 * 1024.0, cfg.intra_pkt_interval,
                                  cfg.intra_pkt_delay_ms, cfg.fs_interval_mb, cfg.fs_delay_ms,
                                  cfg.sleep_alg, cfg.eof_delay_ms}),
       chunk_size_(data_chunk_size(cfg)),
       source_size_(source_datagram_size(cfg)),
-      arena_(cfg.batch * cfg.packet_size),
-      keep_all_(cfg.watch_dir.empty()) {
+      arena_(cfg.batch * cfg.packet_size) {
   pending_.reserve(cfg.batch);
   totals_.session_id = session_id;
   if (cfg.fec.enabled()) fec_ = std::make_unique<FecEncoder>(cfg.fec, source_size_);
   if (cfg.key) {
+    // A salt of the lane's own, so a key of its own: every lane numbers its datagrams from 0,
+    // and a nonce must never repeat under one key.
     sealer_ = std::make_unique<common::Sealer>(*cfg.key, session_id, common::make_session_salt(),
                                                !cfg.auth_only);
   }
@@ -130,10 +147,12 @@ void Transmitter::send_all(std::span<const std::span<const uint8_t>> datagrams) 
 }
 
 void Transmitter::send_control(
-    const std::function<size_t(const Header&, std::span<uint8_t>)>& encode) {
+    const std::function<size_t(const Header&, std::span<uint8_t>)>& encode, uint16_t flags) {
   for (unsigned i = 0; i < cfg_.control_repeat; ++i) {
     auto slot = next_slot();
-    const size_t n = encode(next_header(), slot.first(source_size_));
+    Header h = next_header();
+    h.flags |= flags;
+    const size_t n = encode(h, slot.first(source_size_));
     if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
     commit(slot, n);
   }
@@ -143,7 +162,9 @@ void Transmitter::send_heartbeat(bool final) {
   common::Heartbeat hb;
   hb.flags = final ? common::kHeartbeatFinal : 0;
   hb.interval_ms = cfg_.heartbeat_ms;
-  hb.files_announced = files_announced_;
+  hb.files_announced = files_announced_;  // by this lane
+  hb.lane = static_cast<uint16_t>(lane_);
+  hb.lanes = static_cast<uint16_t>(hub_.lanes());
   send_control([&](const Header& h, std::span<uint8_t> buf) {
     hb.packets_sent = h.seq;
     return common::encode_heartbeat(h, hb, buf);
@@ -167,7 +188,7 @@ common::Announce Transmitter::announce_of(const FileMeta& meta) const {
 
 void Transmitter::begin_file(const WorkItem& item) {
   if (item.copy == 0) {
-    current_ = {item.meta, clock_.now(), 0, 0, cfg_.report_mb * 1024 * 1024};
+    current_ = {item.meta, clock_.now(), 0, cfg_.report_mb * 1024 * 1024};
     ++files_announced_;
     // The announce as it goes on the wire (sealed with --key-file) sets the repeats' spacing.
     current_.repeat_every =
@@ -180,6 +201,7 @@ void Transmitter::begin_file(const WorkItem& item) {
     current_.next_report = cfg_.report_mb * 1024 * 1024;
   }
   current_.copy = item.copy;
+  current_.striped = item.striped;
   current_.next_repeat = current_.repeat_every;  // each copy repeats its announce anew
   if (status_) {
     status_->file_size.store(item.meta->size, std::memory_order_relaxed);
@@ -188,8 +210,11 @@ void Transmitter::begin_file(const WorkItem& item) {
   common::Announce a = announce_of(*item.meta);
   a.pause_s = item.copy == 0 ? static_cast<uint8_t>(pacer_.pause_for(item.meta->size)) : 0;
   send_control(
-      [&](const Header& h, std::span<uint8_t> buf) { return common::encode_announce(h, a, buf); });
-  if (item.copy == 0) observer_.file_started(*item.meta);
+      [&](const Header& h, std::span<uint8_t> buf) { return common::encode_announce(h, a, buf); },
+      item.striped ? common::kFlagStriped : 0);
+  if (item.copy == 0) {
+    hub_.file_begun(*item.meta, item.striped ? hub_.lanes() : 1, current_.started);
+  }
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
     close_window();
@@ -223,24 +248,26 @@ void Transmitter::send_block(const WorkItem& item) {
                    item.meta->rel_path);
     }
     commit(slot, n, !drop);
-    // After every R bytes of the copy, and never once its last data packet is out (its end
-    // follows): a receiver that joined mid-file learns which file the data belongs to.
-    const uint64_t done = d.offset + len;
-    if (current_.repeat_every > 0 && done >= current_.next_repeat && done < item.meta->size) {
+    // After every R bytes this lane sent of the copy (a whole file's: its offset), and never
+    // once the file's last data packet is out (its end follows): a receiver that joined
+    // mid-file learns which file the data belongs to.
+    const uint64_t done = current_.sent + pos + len;
+    if (current_.repeat_every > 0 && done >= current_.next_repeat &&
+        d.offset + len < item.meta->size) {
       send_repeat_announce();
       while (current_.next_repeat <= done) current_.next_repeat += current_.repeat_every;
     }
   }
   totals_.bytes += item.len;
   current_.sent += item.len;
-  current_.all_copies += item.len;
   if (status_) {
     status_->bytes.fetch_add(item.len, std::memory_order_relaxed);
     status_->file_bytes.store(current_.sent, std::memory_order_relaxed);
   }
-  observer_.file_progress(*item.meta, current_.all_copies);
-  if (cfg_.report == ReportOption::kVerbose && current_.sent >= current_.next_report &&
-      current_.sent < item.meta->size) {
+  hub_.file_progress(*item.meta, item.len);
+  // A striped file's lane sees only its own stripes: the progress lines are a whole file's.
+  if (cfg_.report == ReportOption::kVerbose && !current_.striped &&
+      current_.sent >= current_.next_report && current_.sent < item.meta->size) {
     while (current_.next_report <= current_.sent) current_.next_report += cfg_.report_mb << 20;
     const auto elapsed = clock_.now() - current_.started;
     spdlog::info("Progress: {}, Sent: {} ({:.2f}%) Rate: {:.3f} (MB/s)", item.meta->rel_path,
@@ -257,7 +284,7 @@ void Transmitter::send_repeat_announce() {
   const common::Announce a = announce_of(*current_.meta);
   auto slot = next_slot();
   Header h = next_header();
-  h.flags |= common::kFlagRepeat;
+  h.flags |= common::kFlagRepeat | (current_.striped ? common::kFlagStriped : 0);
   const size_t n = common::encode_announce(h, a, slot.first(source_size_));
   if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
   commit(slot, n);
@@ -279,25 +306,7 @@ void Transmitter::end_file(const WorkItem& item) {
   close_window();
   flush();
   if (item.copy + 1u < cfg_.repeat) return;  // more copies follow
-  const auto elapsed = clock_.now() - current_.started;
-  ++totals_.files_sent;
-  if (status_) {
-    status_->files_sent.fetch_add(1, std::memory_order_relaxed);
-    status_->file_size.store(0, std::memory_order_relaxed);
-    status_->file_bytes.store(0, std::memory_order_relaxed);
-  }
-  const std::string key = cfg_.verify == common::VerifyType::kNone
-                              ? std::string("Key: none, NONE")
-                              : fmt::format("Key: 0x{:08X}, {}", item.digest.key32(),
-                                            common::verify_type_name(cfg_.verify));
-  if (cfg_.report != ReportOption::kNone) {
-    spdlog::info("Sent: {}, Size: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}",
-                 item.meta->rel_path, common::with_commas(item.meta->size),
-                 common::format_hms_ms(elapsed), common::mib_per_s(item.meta->size, elapsed), key);
-  }
-  observer_.file_sent(*item.meta, item.digest);
-  current_ = {};
-  add_to_list(*item.meta, false, item.digest);
+  finish_file(item.meta, false, item.digest, {}, item.striped);
   send_list_if_due();
   // Between files, a heartbeat when the last one is an interval old (long files send none).
   if (clock_.now() - last_heartbeat_ >= std::chrono::milliseconds(cfg_.heartbeat_ms)) {
@@ -306,8 +315,8 @@ void Transmitter::end_file(const WorkItem& item) {
   pacer_.after_file();
 }
 
-void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
-                             const std::string& reason) {
+void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta, const std::string& reason,
+                             bool striped) {
   common::Abort a;
   a.file_id = meta->file_id;
   a.reason = reason;
@@ -315,62 +324,69 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta,
       [&](const Header& h, std::span<uint8_t> buf) { return common::encode_abort(h, a, buf); });
   close_window();
   flush();
-  ++totals_.files_failed;
-  if (status_) {
-    status_->files_failed.fetch_add(1, std::memory_order_relaxed);
-    status_->file_size.store(0, std::memory_order_relaxed);
-    status_->file_bytes.store(0, std::memory_order_relaxed);
-  }
-  spdlog::error("Error: {} not sent: {}", meta->rel_path, reason);
-  observer_.file_failed(*meta, reason);
-  current_ = {};
-  add_to_list(*meta, true, {});
+  finish_file(meta, true, {}, reason, striped);
   send_list_if_due();
 }
 
-void Transmitter::add_to_list(const FileMeta& meta, bool aborted, const common::Digest& digest) {
-  listed_.push_back(
-      {meta.file_id, meta.size, aborted, aborted ? common::Digest{} : digest, meta.rel_path});
-  ++files_listed_;
-  if (keep_all_ && files_listed_ > kCompleteListMax) {
-    // Too many for the complete list at the end: keep only what no list has carried yet.
-    keep_all_ = false;
-    listed_.erase(listed_.begin(), listed_.begin() + static_cast<std::ptrdiff_t>(list_from_));
-    list_from_ = 0;
+void Transmitter::finish_file(const std::shared_ptr<const FileMeta>& meta, bool aborted,
+                              const common::Digest& digest, const std::string& reason,
+                              bool striped) {
+  current_ = {};
+  if (status_) {
+    status_->file_size.store(0, std::memory_order_relaxed);
+    status_->file_bytes.store(0, std::memory_order_relaxed);
   }
+  const auto outcome = hub_.lane_finished(*meta, aborted, digest, reason);
+  if (!outcome) return;  // another lane still carries it: that lane reports it
+  if (outcome->aborted) {
+    ++totals_.files_failed;
+    if (status_) status_->files_failed.fetch_add(1, std::memory_order_relaxed);
+    spdlog::error("Error: {} not sent: {}", meta->rel_path, outcome->reason);
+  } else {
+    ++totals_.files_sent;
+    if (status_) status_->files_sent.fetch_add(1, std::memory_order_relaxed);
+    const common::Digest& d = outcome->digest;
+    const std::string key =
+        cfg_.verify == common::VerifyType::kNone
+            ? std::string("Key: none, NONE")
+            : fmt::format("Key: 0x{:08X}, {}", d.key32(), common::verify_type_name(cfg_.verify));
+    if (cfg_.report != ReportOption::kNone) {
+      const auto elapsed = clock_.now() - outcome->started;
+      spdlog::info("Sent: {}, Size: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}", meta->rel_path,
+                   common::with_commas(meta->size), common::format_hms_ms(elapsed),
+                   common::mib_per_s(meta->size, elapsed), key);
+    }
+  }
+  // One lane: the list's lane byte stays 0 ("not said"), the bytes a sender before lanes sent.
+  const int list_lane = hub_.lanes() == 1 ? common::kLaneUnsaid
+                        : striped         ? common::kLaneAll
+                                          : static_cast<int>(lane_);
+  hub_.file_done(*meta, *outcome, list_lane);
 }
 
 void Transmitter::send_list_if_due() {
-  const size_t waiting = listed_.size() - list_from_;
+  SessionList& list = hub_.list();
+  const size_t waiting = list.waiting(lane_);
   if (waiting == 0) return;
   const auto now = clock_.now();
   if (waiting < kListBatch && now - last_list_ < kListInterval) return;
-  send_list(list_from_, 0);
-  list_from_ = listed_.size();
-  if (!keep_all_) {
-    listed_.clear();
-    list_from_ = 0;
-  }
+  send_list(list.take(lane_), 0);
   last_list_ = now;
 }
 
 void Transmitter::send_last_list() {
-  if (keep_all_) {
-    if (!listed_.empty()) send_list(0, common::kListComplete);
-  } else if (list_from_ < listed_.size()) {
-    send_list(list_from_, 0);
-  }
-  list_from_ = listed_.size();
+  bool complete = false;
+  const std::vector<ListedFile> files = hub_.list().take_last(lane_, &complete);
+  if (!files.empty()) send_list(files, complete ? common::kListComplete : 0);
   last_list_ = clock_.now();
 }
 
-void Transmitter::send_list(size_t from, uint16_t flags) {
-  // Views into listed_, which does not change while they are encoded.
+void Transmitter::send_list(const std::vector<ListedFile>& files, uint16_t flags) {
+  // Views into `files`, which does not change while they are encoded.
   std::vector<common::FileListEntry> entries;
-  entries.reserve(listed_.size() - from);
+  entries.reserve(files.size());
   const size_t room = common::file_list_room(source_size_);
-  for (size_t i = from; i < listed_.size(); ++i) {
-    const ListedFile& f = listed_[i];
+  for (const ListedFile& f : files) {
     common::FileListEntry e;
     e.file_id = f.file_id;
     e.size = f.size;
@@ -378,6 +394,7 @@ void Transmitter::send_list(size_t from, uint16_t flags) {
     e.aborted = f.aborted;
     e.key_len = f.digest.size;
     e.key = f.digest.bytes;
+    e.lane = f.lane;
     e.path = f.path;
     if (common::file_list_entry_size(e.key_len, e.path.size()) > room) {
       // Only with a small --packet-size and a path near the announce's limit: the file was sent,
@@ -408,11 +425,22 @@ void Transmitter::send_list(size_t from, uint16_t flags) {
                 flags & common::kListComplete ? " (complete)" : "", datagrams);
 }
 
+void Transmitter::wait_for_lanes() {
+  SessionList& list = hub_.list();
+  list.lane_done(lane_);
+  // Alone, or the last lane: at once. Else the receiver keeps hearing from this lane while the
+  // others finish, and its last list waits for their last files.
+  while (!list.wait_all_done(std::chrono::milliseconds(cfg_.heartbeat_ms))) {
+    send_list_if_due();
+    send_heartbeat(false);
+  }
+}
+
 void Transmitter::run(std::stop_token stop) {
   pacer_.set_stop(stop);
   last_heartbeat_ = clock_.now();
   last_list_ = last_heartbeat_;
-  observer_.session_started(session_id_);
+  hub_.session_started(session_id_);
   const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
   while (true) {
     auto item = in_.pop_for(heartbeat);
@@ -422,7 +450,7 @@ void Transmitter::run(std::stop_token stop) {
       send_list_if_due();
       flush();
       send_heartbeat(false);
-      observer_.idle();
+      hub_.idle();
       continue;
     }
     switch (item->kind) {
@@ -432,31 +460,33 @@ void Transmitter::run(std::stop_token stop) {
       case WorkItem::Kind::kBlock:
         if (!stop.stop_requested()) send_block(*item);
         pool_.release(item->buffer);
+        if (router_) router_->block_done(lane_, item->len);
         break;
       case WorkItem::Kind::kEnd:
         if (stop.stop_requested()) {
-          abort_file(item->meta, "sender stopped");
+          abort_file(item->meta, "sender stopped", item->striped);
         } else {
           end_file(*item);
         }
         break;
       case WorkItem::Kind::kAbort:
-        abort_file(item->meta, item->reason);
+        abort_file(item->meta, item->reason, item->striped);
         break;
       case WorkItem::Kind::kSkip:  // never announced: nothing goes on the wire
         ++totals_.files_failed;
         if (status_) status_->files_failed.fetch_add(1, std::memory_order_relaxed);
-        observer_.file_failed(*item->meta, item->reason);
+        hub_.file_skipped(*item->meta, item->reason);
         break;
     }
     // Mid-file too: a long file must not hold back the list of the files before it.
     send_list_if_due();
   }
-  if (current_.meta) abort_file(current_.meta, "sender stopped");
+  if (current_.meta) abort_file(current_.meta, "sender stopped", current_.striped);
   flush();
+  wait_for_lanes();
   send_last_list();
   send_heartbeat(true);
-  observer_.session_finished(session_id_);
+  hub_.session_finished(session_id_);
 }
 
 }  // namespace ddft::sender

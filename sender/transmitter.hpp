@@ -1,10 +1,14 @@
-// Transmit stage: turns work items into datagrams, paces them and sends them in batches.
+// Transmit stage: turns work items into datagrams, paces them and sends them in batches. One per
+// lane (issue 18): each has its own sink, pacer (--rate is per lane), sequence numbers, FEC
+// windows and, sealed, its own salt (so its own key) under the session's one id.
 //
 // Besides each file's announce, data and end, it sends mid-file repeated announces (kFlagRepeat,
 // once after every R bytes of a file's data, R = repeat_announce_interval()) and the session's
-// file list (kFileList, common/protocol.hpp): the files finished or aborted on the wire since the
-// previous list every kListInterval or kListBatch files, and at the end of the session the
-// complete list (or, past kCompleteListMax files or in hot-folder mode, the rest).
+// file list (kFileList, common/protocol.hpp), shared by the lanes (sender/session_list.hpp): the
+// files finished or aborted on the wire since this lane's previous list every kListInterval or
+// kListBatch files, and at the end of the session the complete list (or, past kCompleteListMax
+// files or in hot-folder mode, the rest). A striped file's announces carry kFlagStriped, and its
+// repeated announces count this lane's own data bytes.
 #pragma once
 
 #include <chrono>
@@ -22,22 +26,14 @@
 #include "sender/config.hpp"
 #include "sender/events.hpp"
 #include "sender/fec_encoder.hpp"
+#include "sender/lane_hub.hpp"
+#include "sender/lane_router.hpp"
 #include "sender/pacer.hpp"
 #include "sender/send_status.hpp"
+#include "sender/session_list.hpp"
 #include "sender/work_item.hpp"
 
 namespace ddft::sender {
-
-// The file list's cadence: a list of the files finished since the previous list goes out when
-// that list (or the session's start) is this long ago, or when this many files are waiting,
-// whichever comes first. Checked after every work item, between files and, while the queue is
-// empty, once a heartbeat interval (so an idle hot folder's list waits at most that longer).
-inline constexpr std::chrono::seconds kListInterval{5};
-inline constexpr size_t kListBatch = 256;
-// A session that finished at most this many files ends with the complete list (kListComplete);
-// a longer one (and a hot folder, which runs for months) ends with the files since the last list,
-// so that the transmitter keeps no more than this many entries.
-inline constexpr uint64_t kCompleteListMax = 100'000;
 
 // Bytes of a file's data (per copy) between two repeated announces, for an announce datagram of
 // `announce_bytes` bytes on the wire: max(1 MiB, 1024 x announce_bytes), so that the repeats
@@ -46,37 +42,41 @@ uint64_t repeat_announce_interval(size_t announce_bytes);
 
 class Transmitter {
  public:
-  // All references must outlive run().
+  // Lane `lane` (0-based) of a session: `hub` is shared by the session's lanes and hears of
+  // every file; `router`, when not null, hears as each block of `in` is done with (its queued
+  // bytes). All references must outlive run().
+  Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
+              common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
+              LaneHub& hub, size_t lane, LaneRouter* router);
+  // A session of one lane: `observer` hears of every file. All references must outlive run().
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
               SendObserver& observer);
-  // Runs on the transmit thread until the queue is closed and drained, then sends the last file
-  // list and the final heartbeat. On stop, remaining data is skipped and the file in progress is
-  // aborted on the wire. With cfg.watch_dir set (a hot folder) the session never ends with a
-  // complete list, only with the files since the last one.
+  // Runs on the lane's transmit thread until the queue is closed and drained; then reports the
+  // lane done and keeps sending heartbeats (and lists as they come due) until every lane is, and
+  // sends the last file list and the final heartbeat. On stop, remaining data is skipped and the
+  // file in progress is aborted on the wire. With cfg.watch_dir set (a hot folder) the session
+  // never ends with a complete list, only with the files since the last one.
   void run(std::stop_token stop);
   const SendTotals& totals() const { return totals_; }
   // Also publishes the totals into `status` as they change (null: not). Call before run().
   void set_status(SendStatus* status);
 
  private:
+  // Both public constructors: `own_hub` (may be null) is kept, `hub` used when not null.
+  Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
+              common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
+              std::unique_ptr<LaneHub> own_hub, LaneHub* hub, size_t lane, LaneRouter* router);
+
   struct FileProgress {
     std::shared_ptr<const FileMeta> meta;
     common::Clock::time_point started{};
-    uint64_t sent = 0;          // file bytes packetised so far (this copy)
-    uint64_t all_copies = 0;    // the same over every copy (--repeat)
+    uint64_t sent = 0;          // file bytes this lane packetised so far (this copy)
     uint64_t next_report = 0;   // REPORT_OPTION V
     uint8_t copy = 0;           // --repeat: the copy being sent
     uint64_t repeat_every = 0;  // R: file bytes between repeated announces
     uint64_t next_repeat = 0;   // the copy's next repeated announce after this many bytes
-  };
-  // A file of the session's list (kFileList): finished or aborted on the wire.
-  struct ListedFile {
-    uint32_t file_id = 0;
-    uint64_t size = 0;
-    bool aborted = false;
-    common::Digest digest{};  // what its end packet carried; none when aborted
-    std::string path;
+    bool striped = false;       // striped over every lane (its announces carry kFlagStriped)
   };
 
   std::span<uint8_t> next_slot();
@@ -93,7 +93,9 @@ class Transmitter {
   void send_all(std::span<const std::span<const uint8_t>> datagrams);
   // The next header; source datagrams get their place in the FEC window.
   common::Header next_header(bool fec_source = true);
-  void send_control(const std::function<size_t(const common::Header&, std::span<uint8_t>)>& enc);
+  // Sends a control datagram control_repeat times; `flags` go into each header.
+  void send_control(const std::function<size_t(const common::Header&, std::span<uint8_t>)>& enc,
+                    uint16_t flags = 0);
   void send_block(const WorkItem& item);
   void send_heartbeat(bool final);
   void begin_file(const WorkItem& item);
@@ -102,15 +104,22 @@ class Transmitter {
   // The repeated announce (kFlagRepeat) of the file being sent, once.
   void send_repeat_announce();
   void end_file(const WorkItem& item);
-  void abort_file(const std::shared_ptr<const FileMeta>& meta, const std::string& reason);
-  // A file finished (digest sent) or aborted on the wire: it goes into the next list.
-  void add_to_list(const FileMeta& meta, bool aborted, const common::Digest& digest);
-  // Sends the files since the last list when kListBatch of them wait or kListInterval passed.
+  void abort_file(const std::shared_ptr<const FileMeta>& meta, const std::string& reason,
+                  bool striped);
+  // This lane is through with `meta` (ended its last copy, or aborted it): the last lane that
+  // carried it counts it, logs it and reports it (observers, then the list).
+  void finish_file(const std::shared_ptr<const FileMeta>& meta, bool aborted,
+                   const common::Digest& digest, const std::string& reason, bool striped);
+  // Sends the files this lane has not listed yet when kListBatch of them wait or kListInterval
+  // passed since its last list.
   void send_list_if_due();
-  // Sends listed_[from..] as one list (split over datagrams, each control_repeat times).
-  void send_list(size_t from, uint16_t flags);
+  // Sends `files` as one list (split over datagrams, each control_repeat times).
+  void send_list(const std::vector<ListedFile>& files, uint16_t flags);
   // At the end of the session: the complete list when it may be, else the files since the last.
   void send_last_list();
+  // The end barrier: reports this lane done, then keeps its link alive (heartbeats, lists that
+  // come due) until every lane is done, so that the last list names every file of the session.
+  void wait_for_lanes();
 
   const SenderConfig& cfg_;
   uint64_t session_id_;
@@ -118,7 +127,10 @@ class Transmitter {
   common::Clock& clock_;
   BufferPool& pool_;
   common::BoundedQueue<WorkItem>& in_;
-  SendObserver& observer_;
+  std::unique_ptr<LaneHub> own_hub_;  // the one-lane constructor's
+  LaneHub& hub_;
+  size_t lane_;
+  LaneRouter* router_;
   Pacer pacer_;
   size_t chunk_size_;   // data bytes per data packet
   size_t source_size_;  // longest datagram but parity (the packet size less the FEC room)
@@ -132,13 +144,6 @@ class Transmitter {
   uint64_t data_index_ = 0;
   uint32_t files_announced_ = 0;
   FileProgress current_;
-  // The session's file list. listed_[list_from_..] are in no list yet; listed_[..list_from_] are
-  // kept for the complete list only while keep_all_ (not a hot folder, at most kCompleteListMax
-  // files so far).
-  std::vector<ListedFile> listed_;
-  size_t list_from_ = 0;
-  uint64_t files_listed_ = 0;  // files of the session that went into listed_
-  bool keep_all_ = true;
   common::Clock::time_point last_list_{};
   SendTotals totals_;
   SendStatus* status_ = nullptr;

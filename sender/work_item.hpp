@@ -1,6 +1,6 @@
-// What the sender's reader stage hands its transmit stage: one WorkItem per file event or block,
-// each block a slot handle into a common::BufferPool. Observers (sender/events.hpp) see files as
-// FileMeta.
+// What the sender's reader stage hands its transmit stage(s): one WorkItem per file event or
+// block, each block a slot handle into a common::BufferPool, through a WorkSink. Observers
+// (sender/events.hpp) see files as FileMeta.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "common/bounded_queue.hpp"
 #include "common/buffer_pool.hpp"
 #include "common/hash.hpp"
 
@@ -41,6 +42,32 @@ struct WorkItem {
   common::Digest digest{};  // kEnd
   std::string reason{};     // kAbort, kSkip
   uint8_t copy = 0;         // --repeat: which copy of the file (kBegin, kBlock, kEnd)
+  // Lanes: the file is striped over every lane (sender/lane_router.hpp). Set by the router on
+  // every item of such a file.
+  bool striped = false;
+};
+
+// Where the reader hands its items: one transmitter's queue, or the lane router that spreads them
+// over several. Called from the reader thread only.
+class WorkSink {
+ public:
+  virtual ~WorkSink() = default;
+  // Hands `item` on, blocking while where it goes is full (back-pressure). Returns false, with
+  // `item` untouched (a block's buffer still the caller's), once closed.
+  virtual bool push(WorkItem&& item) = 0;
+  // Ends the stream: the transmitters drain what was pushed and end.
+  virtual void close() = 0;
+};
+
+// One transmitter's queue as a WorkSink. `queue` must outlive it.
+class QueueSink final : public WorkSink {
+ public:
+  explicit QueueSink(common::BoundedQueue<WorkItem>& queue) : queue_(queue) {}
+  bool push(WorkItem&& item) override { return queue_.push(std::move(item)); }
+  void close() override { queue_.close(); }
+
+ private:
+  common::BoundedQueue<WorkItem>& queue_;
 };
 
 }  // namespace ddft::sender

@@ -4,8 +4,11 @@
 #include "sender/config.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -73,6 +76,103 @@ TEST(SenderConfig, BadInputIsOneLine) {
     EXPECT_NE(err.find(want), std::string::npos) << args.back() << ": " << err;
     EXPECT_EQ(err.find('\n'), std::string::npos) << err;
   }
+}
+
+TEST(SenderConfig, OneLaneByDefault) {
+  SenderConfig cfg;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "x"}, &cfg), "");
+  EXPECT_EQ(cfg.lanes(), 1u);
+  EXPECT_EQ(cfg.lane_name(0), "127.0.0.1:5000");
+  EXPECT_EQ(cfg.stripe_mb, 64u);
+  SenderConfig dev;
+  ASSERT_EQ(parse({"--transport", "device", "--device", "/dev/a", "x"}, &dev), "");
+  EXPECT_EQ(dev.lanes(), 1u);
+  EXPECT_EQ(dev.device, "/dev/a");
+  EXPECT_EQ(dev.lane_name(0), "device /dev/a");
+}
+
+TEST(SenderConfig, LanesFromSeveralDestinations) {
+  SenderConfig cfg;
+  // A source right after a --dest is a source, not another destination.
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "a", "-d", "10.0.0.2:6000", "b", "--stripe-mb", "0"},
+                  &cfg),
+            "");
+  EXPECT_EQ(cfg.sources, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(cfg.lanes(), 2u);
+  EXPECT_EQ(cfg.dest.port, 5000);  // lane 0, for code that knows of one
+  EXPECT_EQ(cfg.lane_name(0), "127.0.0.1:5000");
+  EXPECT_EQ(cfg.lane_name(1), "10.0.0.2:6000");
+  EXPECT_EQ(cfg.stripe_mb, 0u);
+  SenderConfig dev;
+  ASSERT_EQ(parse({"--transport", "device", "--device", "/dev/a", "--device", "/dev/b", "x"}, &dev),
+            "");
+  ASSERT_EQ(dev.lanes(), 2u);
+  EXPECT_EQ(dev.device, "/dev/a");
+  EXPECT_EQ(dev.lane_name(1), "device /dev/b");
+}
+
+TEST(SenderConfig, LanesFromConsecutivePorts) {
+  SenderConfig cfg;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:65533", "--lanes", "3", "x"}, &cfg), "");
+  ASSERT_EQ(cfg.lanes(), 3u);
+  EXPECT_EQ(cfg.lane_name(0), "127.0.0.1:65533");
+  EXPECT_EQ(cfg.lane_name(2), "127.0.0.1:65535");
+  SenderConfig one;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "--lanes", "1", "x"}, &one), "");
+  EXPECT_EQ(one.lanes(), 1u);
+}
+
+TEST(SenderConfig, DestinationsFromAConfigFile) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ddft_send_lanes_" + std::to_string(::getpid()) + ".conf");
+  {
+    std::ofstream f(path);
+    f << "dest = [\"127.0.0.1:5000\", \"127.0.0.1:5001\"]\nstripe-mb = 8\n";
+  }
+  SenderConfig cfg;
+  EXPECT_EQ(parse({"--config", path.string(), "x"}, &cfg), "");
+  EXPECT_EQ(cfg.lanes(), 2u);
+  EXPECT_EQ(cfg.lane_name(1), "127.0.0.1:5001");
+  EXPECT_EQ(cfg.stripe_mb, 8u);
+  // The command line wins over the file.
+  SenderConfig over;
+  EXPECT_EQ(parse({"--config", path.string(), "--dest", "127.0.0.1:7000", "x"}, &over), "");
+  EXPECT_EQ(over.lanes(), 1u);
+  EXPECT_EQ(over.lane_name(0), "127.0.0.1:7000");
+  std::filesystem::remove(path);
+}
+
+TEST(SenderConfig, BadLanesAreOneLine) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--dest", "127.0.0.1:5000", "--dest", "127.0.0.1:5000", "x"},
+       "--dest: 127.0.0.1:5000 given twice: each lane needs a destination of its own"},
+      {{"--dest", "127.0.0.1:5000", "--dest", "127.0.0.1:5001", "--lanes", "2", "x"},
+       "--lanes: takes one --dest (the first of the lanes' ports), got 2"},
+      {{"--dest", "127.0.0.1:5000", "--lanes", "0", "x"}, "--lanes: Value 0 not in range 1 to 64"},
+      {{"--dest", "127.0.0.1:5000", "--lanes", "65", "x"}, "--lanes: Value 65 not in range"},
+      {{"--dest", "127.0.0.1:65534", "--lanes", "3", "x"},
+       "--lanes: 3 lanes from port 65534 go past port 65535"},
+      {{"--transport", "device", "--device", "/dev/a", "--device", "/dev/a", "x"},
+       "--device: /dev/a given twice"},
+      {{"--transport", "device", "--device", "/dev/a", "--lanes", "2", "x"},
+       "--lanes: 2 lanes with --transport device: give --device once per lane instead (got 1)"},
+      {{"--dest", "127.0.0.1:5000", "--stripe-mb", "-1", "x"}, "--stripe-mb"},
+  };
+  for (const auto& [args, want] : cases) {
+    SenderConfig cfg;
+    const std::string err = parse(args, &cfg);
+    EXPECT_NE(err.find(want), std::string::npos) << want << ": " << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+  // More lanes than a session may have, from --dest.
+  std::vector<std::string> many;
+  for (int i = 0; i <= static_cast<int>(common::kMaxLanes); ++i) {
+    many.push_back("--dest");
+    many.push_back("127.0.0.1:" + std::to_string(5000 + i));
+  }
+  many.push_back("x");
+  SenderConfig cfg;
+  EXPECT_EQ(parse(many, &cfg), "--dest: 65 destinations: at most 64 lanes");
 }
 
 TEST(DftsArgs, SingleDashSpellingsAreTranslated) {

@@ -184,5 +184,114 @@ TEST(SenderPipeline, AFileThatCannotBeReadIsCountedAndTheRestStillGo) {
   EXPECT_TRUE(r.final_heartbeat_last);
 }
 
+// Counts what the observers hear, from any lane's thread (the hub serialises the calls).
+class CountingObserver final : public SendObserver {
+ public:
+  void session_started(uint64_t /*id*/) override { ++started; }
+  void file_started(const FileMeta& f) override { ++file_starts[f.rel_path]; }
+  void file_progress(const FileMeta& f, uint64_t bytes) override {
+    EXPECT_GE(bytes, progress[f.rel_path]) << "progress never goes back";
+    progress[f.rel_path] = bytes;
+  }
+  void file_sent(const FileMeta& f, const common::Digest& /*d*/) override { ++sent[f.rel_path]; }
+  void file_failed(const FileMeta& f, const std::string& /*r*/) override { ++failed[f.rel_path]; }
+  void session_finished(uint64_t /*id*/) override {
+    EXPECT_EQ(started, 1);
+    ++finished;
+  }
+  int started = 0;
+  int finished = 0;
+  std::map<std::string, int> file_starts, sent, failed;
+  std::map<std::string, uint64_t> progress;
+};
+
+TEST(SenderPipeline, ThreeLanesAreOneSessionToTheObservers) {
+  testing::ScratchDir dir("sender_pipeline");
+  // 2.5 MiB striped over the lanes at --stripe-mb 1; the small ones whole.
+  const std::string big = pattern(5 << 19, 4);
+  { std::ofstream(dir.path() / "big.bin", std::ios::binary) << big; }
+  for (int i = 0; i < 4; ++i) {
+    std::ofstream(dir.path() / ("s" + std::to_string(i)), std::ios::binary) << pattern(3000, i);
+  }
+  const FileList list = discover_files({dir.path().string() + "/"});
+  ASSERT_EQ(list.files.size(), 5u);
+  SenderConfig cfg = config();
+  cfg.stripe_mb = 1;
+  Wire wires[3];
+  common::FakeClock clock;
+  SendStatus status;
+  Sender sender(cfg, {&wires[0], &wires[1], &wires[2]}, clock);
+  EXPECT_EQ(sender.lanes(), 3u);
+  CountingObserver seen;
+  sender.add_observer(&seen);
+  sender.set_status(&status);
+  std::stop_source stop;
+  const SendTotals t = sender.run(list.files, stop.get_token());
+  EXPECT_EQ(t.files_sent, 5u);
+  EXPECT_EQ(t.files_failed, 0u);
+  EXPECT_EQ(t.bytes, big.size() + 4 * 3000);
+  EXPECT_EQ(status.files_sent.load(), 5u);
+  EXPECT_EQ(seen.started, 1);
+  EXPECT_EQ(seen.finished, 1);
+  EXPECT_EQ(seen.file_starts.size(), 5u);
+  for (const auto& [path, n] : seen.file_starts) EXPECT_EQ(n, 1) << path;
+  for (const auto& [path, n] : seen.sent) EXPECT_EQ(n, 1) << path;
+  EXPECT_EQ(seen.sent.size(), 5u);
+  EXPECT_EQ(seen.progress["big.bin"], big.size()) << "summed over the lanes";
+  uint64_t datagrams = 0;
+  size_t big_data_lanes = 0;
+  for (Wire& w : wires) {
+    const auto got = w.take();
+    datagrams += got.size();
+    size_t big_data = 0;
+    for (const auto& d : got) {
+      common::Packet p;
+      ASSERT_EQ(common::decode_packet(d, &p), common::DecodeStatus::kOk);
+      common::DataHeader dh;
+      std::span<const uint8_t> bytes;
+      if (p.header.type == common::PacketType::kData &&
+          common::decode_data(p.payload, &dh, &bytes) == common::DecodeStatus::kOk &&
+          dh.offset + bytes.size() > 3000) {
+        ++big_data;
+      }
+    }
+    big_data_lanes += big_data > 0;
+  }
+  EXPECT_EQ(t.datagrams, datagrams);
+  EXPECT_GE(big_data_lanes, 2u) << "the big file's stripes went down more than one lane";
+}
+
+TEST(SenderPipeline, SealedLanesShareTheSessionIdButEachHasItsOwnSalt) {
+  testing::ScratchDir dir("sender_pipeline");
+  for (int i = 0; i < 4; ++i) {
+    std::ofstream(dir.path() / ("f" + std::to_string(i)), std::ios::binary) << pattern(2000, i);
+  }
+  const FileList list = discover_files({dir.path().string() + "/"});
+  SenderConfig cfg = config();
+  common::Key key;
+  key.fill(0x5a);
+  cfg.key = key;
+  Wire wires[2];
+  common::FakeClock clock;
+  Sender sender(cfg, {&wires[0], &wires[1]}, clock);
+  std::stop_source stop;
+  EXPECT_EQ(sender.run(list.files, stop.get_token()).files_sent, 4u);
+  std::vector<uint8_t> salts[2];
+  for (int lane = 0; lane < 2; ++lane) {
+    const auto got = wires[lane].take();
+    ASSERT_FALSE(got.empty());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const auto& d = got[i];
+      ASSERT_NE(common::peek_flags(d.data()) & common::kFlagAuth, 0);
+      EXPECT_EQ(common::peek_session_id(d.data()), sender.session_id());
+      EXPECT_EQ(common::peek_seq(d.data()), i) << "each lane numbers from 0";
+      const uint8_t* salt = common::sealed_salt(d.data(), d.size());
+      if (salts[lane].empty()) salts[lane].assign(salt, salt + common::kSaltSize);
+      EXPECT_TRUE(std::equal(salts[lane].begin(), salts[lane].end(), salt)) << "one salt a lane";
+    }
+  }
+  EXPECT_NE(salts[0], salts[1]) << "a key of its own per lane: seq 0 comes on every lane";
+}
+
 }  // namespace
 }  // namespace ddft::sender

@@ -332,6 +332,33 @@ TEST_F(ProgressDisplayTest, AnOpenEndedSourceGivesItsBacklog) {
   EXPECT_EQ(screen[0], "total 1 files  4.0 MB sent    4.00 MB/s  queued 4 files, 8.0 MB");
 }
 
+TEST_F(ProgressDisplayTest, FilesSentAtOnceOnSeveralLanesAllCount) {
+  FakeQueue queue;
+  ProgressOptions o;
+  o.source = &queue;
+  o.columns = [] { return size_t{120}; };
+  ProgressDisplay d(mem_.console(), clock_, std::move(o));
+  d.session_started(1);
+  const FileMeta a = meta(1, "a.bin", 4 * kMB);
+  const FileMeta b = meta(2, "b.bin", 4 * kMB);
+  d.file_started(a);
+  d.file_started(b);  // on another lane: the file line shows it, the batch counts both
+  d.file_progress(a, 1 * kMB);
+  d.file_progress(b, 2 * kMB);
+  d.file_progress(a, 3 * kMB);
+  ProgressView v = d.view();
+  EXPECT_EQ(v.file_name, "b.bin");
+  EXPECT_EQ(v.file_done, 2 * kMB);
+  EXPECT_EQ(v.batch_done, 5 * kMB);
+  d.file_sent(a, {});
+  d.file_progress(b, 4 * kMB);
+  d.file_sent(b, {});
+  v = d.view();
+  EXPECT_EQ(v.batch_done, 7 * kMB);
+  EXPECT_EQ(v.files_done, 2u);
+  EXPECT_FALSE(v.has_file);
+}
+
 TEST_F(ProgressDisplayTest, FollowsTheTerminalWidth) {
   ProgressDisplay d(mem_.console(), clock_, options({40 * kMB}));
   d.session_started(1);

@@ -1,0 +1,86 @@
+// The lane router (issue 18): between the one reader and the lanes' transmitters, it decides which
+// lane carries what.
+//
+//   Reader ──push──> LaneRouter ──> lane 0's BoundedQueue<WorkItem> ──> Transmitter "dd-tx1"
+//   (reader thread)      │      ──> lane 1's queue ──> Transmitter "dd-tx2" ...
+//                        └── queued bytes per lane (atomics): + when a block is routed to the
+//                            lane, - when its transmitter has packetised it (block_done())
+//
+// The rules, the "least busy" lane being the one with the fewest queued bytes (ties: the next lane
+// after the last one chosen, so that empty files and an idle session still spread):
+// - a whole file (at most --stripe-mb MiB, or one lane, or --stripe-mb 0) goes entirely, every
+//   --repeat copy of it included, down the lane least busy at its first kBegin;
+// - a striped file (more than --stripe-mb MiB, 2 lanes or more): each copy's kBegin, kEnd and
+//   kAbort go down every lane (each after that lane's share of the data, which queue order
+//   gives); its data in stripes of stripe_bytes(), each stripe down the lane least busy when its
+//   first block is routed, and the rest of the stripe after it;
+// - a kSkip (a file never announced) goes down the least busy lane.
+// A full lane queue blocks the reader (back-pressure), as one transmitter's queue does.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/bounded_queue.hpp"
+#include "sender/work_item.hpp"
+
+namespace ddft::sender {
+
+class LaneRouter final : public WorkSink {
+ public:
+  // Routes into `lanes` (at least one; each must outlive the router). A file larger than
+  // `stripe_threshold` bytes is striped when there are 2 lanes or more (0: never striped), in
+  // stripes of `stripe_threshold` rounded down to whole blocks of `block_size` bytes (the
+  // reader's), at least one block: so a striped file has at least two stripes.
+  LaneRouter(std::vector<common::BoundedQueue<WorkItem>*> lanes, uint64_t stripe_threshold,
+             size_t block_size);
+  LaneRouter(const LaneRouter&) = delete;
+  LaneRouter& operator=(const LaneRouter&) = delete;
+
+  // Reader thread only: routes `item` (see the rules above). Blocks while the lane (or, for an
+  // item every lane takes, any of them) is full. Returns false once closed, with `item` untouched;
+  // an item for every lane may then have reached some of them.
+  bool push(WorkItem&& item) override;
+  // Closes every lane's queue. Any thread.
+  void close() override;
+
+  // Any thread (a lane's transmitter): `bytes` of a block routed to `lane` were packetised, or
+  // dropped on a stop.
+  void block_done(size_t lane, uint64_t bytes) {
+    queued_[lane].fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  // Bytes of blocks routed to `lane` and not yet done. Any thread.
+  uint64_t queued(size_t lane) const { return queued_[lane].load(std::memory_order_relaxed); }
+  size_t lanes() const { return lanes_.size(); }
+  // The data of a striped file goes in ranges of this many bytes.
+  uint64_t stripe_bytes() const { return stripe_bytes_; }
+  // Whether a file of `size` bytes is striped.
+  bool striped(uint64_t size) const {
+    return lanes_.size() >= 2 && stripe_threshold_ > 0 && size > stripe_threshold_;
+  }
+
+ private:
+  // The least busy lane (ties: the first after the last chosen).
+  size_t least_busy();
+  // Pushes a copy of `item` down every lane; false when a queue was closed.
+  bool push_all(const WorkItem& item);
+  bool push_to(size_t lane, WorkItem&& item);
+
+  std::vector<common::BoundedQueue<WorkItem>*> lanes_;
+  std::unique_ptr<std::atomic<uint64_t>[]> queued_;
+  uint64_t stripe_threshold_;
+  uint64_t stripe_bytes_;
+  // Reader thread only: the file being routed (items of one file come together, in order).
+  std::shared_ptr<const FileMeta> file_;
+  bool file_striped_ = false;
+  size_t file_lane_ = 0;      // a whole file's lane (every copy)
+  uint64_t stripe_ = 0;       // a striped file: the stripe being routed (offset / stripe_bytes_)
+  size_t stripe_lane_ = 0;    // and its lane
+  bool stripe_open_ = false;  // a stripe of this copy has been routed
+  size_t last_chosen_ = 0;    // for ties in least_busy()
+};
+
+}  // namespace ddft::sender
