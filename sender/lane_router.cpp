@@ -10,7 +10,8 @@ LaneRouter::LaneRouter(std::vector<common::BoundedQueue<WorkItem>*> lanes,
     : lanes_(std::move(lanes)),
       queued_(std::make_unique<std::atomic<uint64_t>[]>(lanes_.size())),
       stripe_threshold_(stripe_threshold),
-      stripe_bytes_(std::max<uint64_t>(1, stripe_threshold / std::max<size_t>(1, block_size)) *
+      stripe_bytes_(std::max<uint64_t>(1, std::min<uint64_t>(stripe_threshold, kStripeUnit) /
+                                              std::max<size_t>(1, block_size)) *
                     std::max<size_t>(1, block_size)) {
   if (lanes_.empty()) throw std::invalid_argument("a lane router needs a lane");
   last_chosen_ = lanes_.size() - 1;  // the first choice among equals is lane 0

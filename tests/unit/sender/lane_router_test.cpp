@@ -92,6 +92,15 @@ TEST_F(LaneRouterTest, EveryCopyOfAWholeFileTakesItsLane) {
   EXPECT_TRUE(drain(1).empty());
 }
 
+TEST_F(LaneRouterTest, ABigFileIsStripedInRangesOfAFewMegabytesNotOfTheThreshold) {
+  // Files over 64 MiB are striped, in 4 MiB ranges (the lanes take turns often enough to stay
+  // fed from the one reader).
+  make(2, uint64_t{64} << 20, 1 << 20);
+  EXPECT_EQ(router_->stripe_bytes(), LaneRouter::kStripeUnit);
+  EXPECT_FALSE(router_->striped(uint64_t{64} << 20));
+  EXPECT_TRUE(router_->striped((uint64_t{64} << 20) + 1));
+}
+
 TEST_F(LaneRouterTest, AStripedFileGoesToEveryLaneItsDataInStripesOfWholeBlocks) {
   // Striped above 350 bytes, in stripes of 300 (350 rounded down to blocks of 100).
   make(3, 350, 100);
