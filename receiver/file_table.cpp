@@ -126,41 +126,13 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
                   : lanes >= 64 ? ~uint64_t{0}
                                 : (uint64_t{1} << lanes) - 1;
   if (filtered(*f)) return;
-  const std::string reason = refusal(a, *f);
+  std::string reason = f->striped ? striped_refusal() : std::string();
+  if (reason.empty()) reason = refusal(a, *f);
   if (!reason.empty()) {
     refuse(*f, reason);
     return;
   }
   accept(std::move(f), joined_late);
-}
-
-// A striped file's announce on a lane that had not announced it yet: the lane is done with
-// its earlier files.
-void FileTable::announce_again(File& f, const Packet& p, size_t lane) {
-  const uint64_t bit = uint64_t{1} << lane;
-  if (!(p.header.flags & common::kFlagStriped) || (f.lanes_seen & bit) != 0) return;  // a repeat
-  close_lane(lane, f.id);
-  f.lanes_seen |= bit;
-}
-
-// Each lane sends its files one after the other, in the order of their ids (the sender numbers
-// them as it reads them and hands each lane its share in that order): a file still receiving
-// when a lane it is open on announces a later one has lost its end (or data FEC could not
-// rebuild) there. Once no lane holds it open, it gets a short grace for reordered packets.
-void FileTable::close_lane(size_t lane, uint32_t next_id) {
-  const uint64_t bit = uint64_t{1} << lane;
-  for (auto& [key, other] : files_) {
-    File& o = *other;
-    if (key.first != session_ || o.id >= next_id || o.state != FileState::kReceiving ||
-        (o.open_lanes & bit) == 0) {
-      continue;
-    }
-    o.open_lanes &= ~bit;
-    if (o.open_lanes == 0 && !o.superseded) {
-      o.superseded = true;
-      o.superseded_at = clock_.now();
-    }
-  }
 }
 
 // Receive filters are policy, not a failure: logged and counted, no record. They apply to
@@ -555,15 +527,6 @@ void FileTable::tick(common::Clock::time_point now) {
   last_timeout_check_ = now;
   check_timeouts();
   release_held(now);
-}
-
-bool FileTable::final_due(const File& f, common::Clock::time_point now) const {
-  if (gate_ == nullptr) return false;
-  const uint64_t lanes = f.open_lanes != 0 ? f.open_lanes : uint64_t{1} << f.lane;
-  for (size_t i = 0; i < gate_->lanes(); ++i) {
-    if ((lanes >> i & 1) != 0 && !gate_->gone(i, now)) return false;
-  }
-  return true;
 }
 
 void FileTable::check_timeouts() {

@@ -120,6 +120,7 @@ class FileTable final : private Finisher::Owner {
   void supersede_receiving();
   bool filtered(const File& f);
   std::string refusal(const common::Announce& a, const File& f);
+  std::string striped_refusal() const;
   bool make_room(std::string* reason);
   void accept(std::unique_ptr<File> f, bool joined_late);
   void on_created(File& f, bool ok, const std::string& reason);

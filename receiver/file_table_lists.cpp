@@ -1,5 +1,6 @@
-// The file table's side of the sender's file lists: files a list names that this receiver never
-// heard of, recorded as failed at once or once the lane that carried them is gone.
+// The file table's side of lanes and of the sender's file lists: which lanes hold a file open,
+// and files a list names that this receiver never heard of, recorded as failed at once or once
+// the lane that carried them is gone.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -16,6 +17,54 @@ namespace {
 // the oldest is settled at once.
 constexpr size_t kHeldMax = 100'000;
 }  // namespace
+
+// A striped file's announce on a lane that had not announced it yet: the lane is done with
+// its earlier files.
+void FileTable::announce_again(File& f, const Packet& p, size_t lane) {
+  const uint64_t bit = uint64_t{1} << lane;
+  if (!(p.header.flags & common::kFlagStriped) || (f.lanes_seen & bit) != 0) return;  // a repeat
+  close_lane(lane, f.id);
+  f.lanes_seen |= bit;
+}
+
+// Each lane sends its files one after the other, in the order of their ids (the sender numbers
+// them as it reads them and hands each lane its share in that order): a file still receiving
+// when a lane it is open on announces a later one has lost its end (or data FEC could not
+// rebuild) there. Once no lane holds it open, it gets a short grace for reordered packets.
+void FileTable::close_lane(size_t lane, uint32_t next_id) {
+  const uint64_t bit = uint64_t{1} << lane;
+  for (auto& [key, other] : files_) {
+    File& o = *other;
+    if (key.first != session_ || o.id >= next_id || o.state != FileState::kReceiving ||
+        (o.open_lanes & bit) == 0) {
+      continue;
+    }
+    o.open_lanes &= ~bit;
+    if (o.open_lanes == 0 && !o.superseded) {
+      o.superseded = true;
+      o.superseded_at = clock_.now();
+    }
+  }
+}
+
+// A striped file needs every lane of the sender: one striped over more lanes than this receiver
+// drains is refused ("" when it can be assembled here).
+std::string FileTable::striped_refusal() const {
+  if (gate_ == nullptr || gate_->sender_lanes() <= gate_->lanes()) return {};
+  return fmt::format(
+      "striped over the sender's {} lanes, of which this receiver drains {}: a file cannot be "
+      "striped across receiver hosts (give dd_file_send --stripe-mb 0)",
+      gate_->sender_lanes(), gate_->lanes());
+}
+
+bool FileTable::final_due(const File& f, common::Clock::time_point now) const {
+  if (gate_ == nullptr) return false;
+  const uint64_t lanes = f.open_lanes != 0 ? f.open_lanes : uint64_t{1} << f.lane;
+  for (size_t i = 0; i < gate_->lanes(); ++i) {
+    if ((lanes >> i & 1) != 0 && !gate_->gone(i, now)) return false;
+  }
+  return true;
+}
 
 void FileTable::handle_file_list(const Packet& p, size_t lane) {
   common::FileList list;

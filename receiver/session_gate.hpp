@@ -119,6 +119,8 @@ class SessionGate {
   int lane_of_sender(int sender_lane) const;
   // The sender's lane that `lane` carries, -1 before its first heartbeat.
   int sender_lane(size_t lane) const { return lanes_[lane].sender_lane; }
+  // The lanes the sender drives, as its heartbeats say (1 before the first).
+  size_t sender_lanes() const { return sender_lanes_; }
   // Whether every lane has named the sender's lane it carries.
   bool all_lanes_named() const;
   const SeqCounter& seq(size_t lane = 0) const { return lanes_[lane].seq; }

@@ -47,8 +47,15 @@
 # Writes to disk in (2) use --write-mode rwd (data synced before the rename), so a disk figure is
 # the disk's, not the page cache's; caches are dropped before every run (as root).
 # Prints a table and writes DIR/bench.json with each figure's ratio to the ceiling it is bound by.
+#
+# bash scripts/bench.sh --lanes [options of scripts/bench_lanes.sh] runs the lane-scaling
+# benchmark instead (1, 2 and 4 lanes, each paced; then unpaced): see that script's header.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ "${1:-}" == --lanes ]]; then
+  shift
+  exec bash "$repo/scripts/bench_lanes.sh" "$@"
+fi
 size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts="" pairs="" durability=0 link=0
 default_opts=""
 while (($#)); do

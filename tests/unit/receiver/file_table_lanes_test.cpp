@@ -224,6 +224,23 @@ TEST_F(FileTableLanesTest, AListEntryOfALaneNoLaneHereCarriesIsLeftToItsReceiver
   EXPECT_EQ(counters_.files_unannounced, 0u);
 }
 
+TEST_F(FileTableLanesTest, AFileStripedOverMoreLanesThanThisReceiverHasIsRefused) {
+  // The sender drives three lanes; this receiver has two of them (the third ends elsewhere).
+  feed(0, lane_[0].heartbeat(false, 1000, 0, 3));
+  const std::string content = lane_content(5000, 2);
+  feed(0, lane_[0].striped_announce(1, "split.bin", content.size()));
+  feed_all(0, lane_[0].data(1, content, 0, 0, 2000));
+  settle();
+  EXPECT_EQ(counters_.files_refused, 1u);
+  EXPECT_TRUE(table_->empty());
+  const std::string rec = records();
+  EXPECT_NE(rec.find("striped across receiver hosts"), std::string::npos) << rec;
+  // A whole file of the same session is taken as ever.
+  feed_all(1, lane_[1].file(2, "whole.bin", content));
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+}
+
 TEST_F(FileTableLanesTest, TheGateKnowsEachLanesStateAndWhenTheSessionIsOver) {
   EXPECT_EQ(gate_->lane_of_sender(1), 1);
   EXPECT_EQ(gate_->lane_of_sender(2), -1);
