@@ -19,6 +19,10 @@
 //                                                        ──> HookRunner (--on-complete):
 //                                                            queued; dd-hook1..N run it
 //
+// Lanes (--listen or --device several times, --lanes N): each link has its own ring and receive
+// thread ("dd-rx0", "dd-rx1", ...: lane k's is dd-rxK), the rings share --buffer-mb and one bell,
+// and the one writer thread drains them all into one assembler (docs/architecture.md, "Lanes").
+//
 // The writer thread never waits on the file system, only (when every write block is taken) for
 // a write or a pool call to finish, while the ring holds what the link brings.
 //
