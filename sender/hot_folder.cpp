@@ -90,6 +90,14 @@ std::string journal_prefix(const std::string& journal_path, const std::string& d
                                            : std::string(".ddft-watch-journal");
 }
 
+// The journal when --watch-journal is not given: in DIR, one per shard, since the hosts sharing
+// DIR each rewrite their own (one journal for two hosts would lose records).
+std::string default_journal(const std::string& dir, const Shard& shard) {
+  std::string path = dir + "/" + std::string(kJournalName);
+  if (shard.enabled()) path += fmt::format(".shard-{}-of-{}", shard.index, shard.count);
+  return path;
+}
+
 }  // namespace
 
 HotFolderOptions hot_folder_options(const SenderConfig& cfg) {
@@ -99,6 +107,7 @@ HotFolderOptions hot_folder_options(const SenderConfig& cfg) {
   o.settle_s = cfg.settle_s;
   o.journal = cfg.watch_journal;
   o.filter = cfg.filter;
+  o.shard = cfg.shard;
   o.crash_after_sent = cfg.test_crash_after_sent;
   return o;
 }
@@ -123,7 +132,7 @@ HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
   if (ec) throw std::runtime_error(fmt::format("--watch '{}': {}", given_dir, ec.message()));
   if (!opt_.sent_dir.empty())
     opt_.sent_dir = checked_sent_dir(opt_.sent_dir, opt_.dir, given_dir, dir_st);
-  journal_path_ = opt_.journal.empty() ? opt_.dir + "/.ddft-watch-journal" : opt_.journal;
+  journal_path_ = opt_.journal.empty() ? default_journal(opt_.dir, opt_.shard) : opt_.journal;
   own_prefix_ = journal_prefix(journal_path_, opt_.dir);
   inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (!inotify_) {
@@ -151,9 +160,10 @@ HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
   }
   add_tree("", now);
   spdlog::info(
-      "Info: hot folder {}: watching {} folder(s), {} file(s) there; a file is sent "
+      "Info: hot folder {}: watching {} folder(s), {} file(s) there{}; a file is sent "
       "once unchanged for {} s, then {}",
-      opt_.dir, watches_.size(), tracker_.tracked(), opt_.settle_s,
+      opt_.dir, watches_.size(), tracker_.tracked(),
+      opt_.shard.enabled() ? " in shard " + opt_.shard.to_string() : std::string(), opt_.settle_s,
       opt_.sent_dir.empty() ? std::string("deleted") : fmt::format("moved to {}", opt_.sent_dir));
 }
 
@@ -181,6 +191,8 @@ void HotFolder::wake() {
 }
 
 bool HotFolder::admit(const std::string& rel) {
+  // Another host's file (--shard): not a word about it, whatever it is; that host says it.
+  if (!opt_.shard.takes(rel)) return false;
   // The receiver refuses such a name, and a hot folder deletes what it sent: it would be lost.
   for (const unsigned char c : rel) {
     if (c < 0x20 || c == 0x7F) {
@@ -209,8 +221,11 @@ void HotFolder::warn_not_regular(const std::string& rel, unsigned mode) {
 }
 
 void HotFolder::note_reserved(const std::string& rel) {
-  // The journal and its temporary and damaged copies are ours: no word about them.
-  if (rel.starts_with(own_prefix_)) return;
+  // The journal and its temporary and damaged copies are ours, and the default journals of the
+  // other shards sharing DIR are theirs: no word about them.
+  if (rel.starts_with(own_prefix_) || (opt_.shard.enabled() && rel.starts_with(kJournalName))) {
+    return;
+  }
   if (filtered_.insert(rel).second) {
     spdlog::info(
         "Info: hot folder: leaving '{}' in place, not sent: names starting '{}' are "

@@ -12,6 +12,7 @@
 //
 // Symlinks, FIFOs, sockets and devices are skipped with a warning (once per path); names starting
 // ".ddft-" are reserved (the journal); --include/--exclude leave a file in place, logged once.
+// With --shard K/N the files of other shards are another host's: ignored here, without a word.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include "sender/config.hpp"
 #include "sender/events.hpp"
 #include "sender/readiness.hpp"
+#include "sender/shard.hpp"
 #include "sender/watch_journal.hpp"
 #include "sender/work_item.hpp"
 
@@ -40,8 +42,12 @@ struct HotFolderOptions {
   std::string dir;       // --watch
   std::string sent_dir;  // --sent-dir; empty: delete sent files
   double settle_s = 5;   // --settle
-  std::string journal;   // --watch-journal; empty: DIR/.ddft-watch-journal
+  // --watch-journal; empty: DIR/.ddft-watch-journal, or with --shard K/N
+  // DIR/.ddft-watch-journal.shard-K-of-N (hosts sharing DIR must not share a journal)
+  std::string journal;
   common::PathFilter filter;
+  // --shard: a file of another shard is left alone entirely (not tracked, sent, removed or logged)
+  Shard shard;
   // Test hook: after this many "sent" records (1-based), the process kills itself with SIGKILL
   // before deleting or moving the file, as a crash there would. 0 = off.
   unsigned crash_after_sent = 0;
@@ -104,8 +110,8 @@ class HotFolder final : public FileSource, public SendObserver {
   // Notices DIR deleted or replaced. An open file inside it (the journal) delays the kernel's
   // IN_DELETE_SELF until that file is closed, so the events alone cannot tell.
   void check_root();
-  // Whether a regular file at `rel` is to be tracked: not reserved, passes the filter (logged
-  // once when not).
+  // Whether a regular file at `rel` is to be tracked: not reserved, in this shard (silently
+  // not), passes the filter (logged once when not).
   bool admit(const std::string& rel);
   // Warns once about a non-regular file at `rel`.
   void warn_not_regular(const std::string& rel, unsigned mode);

@@ -25,6 +25,9 @@ inline constexpr auto kPeriodicRescan = std::chrono::seconds(30);
 inline constexpr std::string_view kReservedPrefix = ".ddft-";
 
 inline bool reserved(std::string_view name) { return name.starts_with(kReservedPrefix); }
+// The default journal's name in DIR; with --shard K/N it ends ".shard-K-of-N", and its kin
+// (.tmp, .damaged) add to the name.
+inline constexpr std::string_view kJournalName = ".ddft-watch-journal";
 
 // A file's identity and version: device, inode, size and mtime from `st`.
 inline FileIdentity identity_of(const struct stat& st) {
