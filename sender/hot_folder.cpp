@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,6 +91,34 @@ std::string journal_prefix(const std::string& journal_path, const std::string& d
                                            : std::string(".ddft-watch-journal");
 }
 
+// The kind of network (or cluster) filesystem `dir` is on, or nothing for a local one: there,
+// inotify does not see what other machines write (inotify(7)).
+std::optional<std::string_view> network_fs(const std::string& dir) {
+  struct statfs sf {};
+  if (::statfs(dir.c_str(), &sf) != 0) return std::nullopt;
+  // Magic numbers of statfs(2), as <linux/magic.h> and the filesystems' sources define them.
+  switch (static_cast<uint32_t>(sf.f_type)) {
+    case 0x6969:
+      return "NFS";
+    case 0x517B:
+    case 0xFE534D42:
+    case 0xFF534D42:
+      return "SMB/CIFS";
+    case 0x00C36400:
+      return "Ceph";
+    case 0x5346414F:
+      return "AFS";
+    case 0x01161970:
+      return "GFS2";
+    case 0x7461636F:
+      return "OCFS2";
+    case 0x65735546:
+      return "FUSE";
+    default:
+      return std::nullopt;
+  }
+}
+
 // The journal when --watch-journal is not given: in DIR, one per shard, since the hosts sharing
 // DIR each rewrite their own (one journal for two hosts would lose records).
 std::string default_journal(const std::string& dir, const Shard& shard) {
@@ -157,6 +186,17 @@ HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
   const int wd = ::inotify_add_watch(inotify_.get(), opt_.dir.c_str(), kWatchMask);
   if (wd < 0) {
     throw std::runtime_error(fmt::format("cannot watch '{}': {}", given_dir, std::strerror(errno)));
+  }
+  if (opt_.rescan_s > 0) {
+    rescan_every(std::chrono::duration_cast<common::Clock::duration>(
+                     std::chrono::duration<double>(opt_.rescan_s)),
+                 now);
+  } else if (const auto net = network_fs(opt_.dir); net && opt_.rescan_s < 0) {
+    spdlog::info(
+        "Info: hot folder {} is on {}: inotify does not see what other machines write there, so "
+        "it is also scanned every {} s",
+        opt_.dir, *net, kNetworkRescan.count());
+    rescan_every(kNetworkRescan, now);
   }
   add_tree("", now);
   spdlog::info(
@@ -273,9 +313,9 @@ std::optional<SourceFile> HotFolder::poll() {
   read_events(now);
   check_root();
   if (lost_root_) return std::nullopt;
-  if (watch_failed_ && now >= next_periodic_rescan_) {
+  if (rescan_every_ != common::Clock::duration::zero() && now >= next_periodic_rescan_) {
     rescan_pending_ = true;
-    next_periodic_rescan_ = now + kPeriodicRescan;
+    next_periodic_rescan_ = now + rescan_every_;
   }
   if (rescan_pending_) rescan(now);
   if (!kept_after_replay_.empty()) {
@@ -308,7 +348,10 @@ std::optional<SourceFile> HotFolder::next(std::stop_token stop) {
       std::lock_guard lock(mu_);
       if (lost_root_) return std::nullopt;
       std::optional<common::Clock::time_point> due = tracker_.next_deadline();
-      if (watch_failed_ && (!due || next_periodic_rescan_ < *due)) due = next_periodic_rescan_;
+      if (rescan_every_ != common::Clock::duration::zero() &&
+          (!due || next_periodic_rescan_ < *due)) {
+        due = next_periodic_rescan_;
+      }
       const auto now = clock_.now();
       if (due) {
         timeout_ms =

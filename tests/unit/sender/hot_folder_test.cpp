@@ -476,6 +476,27 @@ TEST_F(HotFolderTest, AnEventQueueOverflowRescansAndMissesNothing) {
   EXPECT_EQ(drain().size(), count);
 }
 
+// Periodic rescans (every 10 s on a network filesystem, where inotify misses what other machines
+// write) neither hold back a settling file nor send anything twice.
+TEST_F(HotFolderTest, PeriodicRescansDoNotHoldBackASettlingFile) {
+  put(dir_ / "a.bin", "a");
+  HotFolderOptions o = opts();
+  o.rescan_s = 1;
+  start(o);
+  EXPECT_TRUE(drain().empty());
+  for (int i = 0; i < 4; ++i) {
+    clock_.advance(1s);
+    EXPECT_TRUE(drain().empty()) << i;
+  }
+  put(dir_ / "b.bin", "b");
+  clock_.advance(1s);  // the settle time, with a rescan each second meanwhile
+  EXPECT_EQ(names(drain()), std::vector<std::string>{"a.bin"});
+  clock_.advance(4s);
+  EXPECT_TRUE(drain().empty()) << "a.bin is in flight: a rescan does not hand it out again";
+  clock_.advance(1s);
+  EXPECT_EQ(names(drain()), std::vector<std::string>{"b.bin"});
+}
+
 TEST_F(HotFolderTest, TheSessionEndsWhenDirItselfGoes) {
   start();
   EXPECT_FALSE(hf_->lost_root());
