@@ -133,4 +133,6 @@ Digest hash_buffer(VerifyType type, std::span<const uint8_t> data) {
   return h->finish();
 }
 
+uint64_t xxh3_64(std::string_view data) { return XXH3_64bits(data.data(), data.size()); }
+
 }  // namespace ddft::common

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "common/protocol.hpp"
 
@@ -43,5 +44,10 @@ std::unique_ptr<Hasher> make_hasher(VerifyType type);
 
 // One-shot convenience over a whole buffer.
 Digest hash_buffer(VerifyType type, std::span<const uint8_t> data);
+
+// XXH3-64 of `data` with seed 0: the same value on every machine, CPU and xxHash release from 0.8
+// on (`printf %s DATA | xxhsum -H3` prints it in hex). For splitting work by name (--shard), not
+// for verifying files.
+uint64_t xxh3_64(std::string_view data);
 
 }  // namespace ddft::common

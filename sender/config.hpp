@@ -16,6 +16,7 @@
 #include "common/seal.hpp"
 #include "common/transport.hpp"
 #include "sender/progress.hpp"
+#include "sender/shard.hpp"
 
 namespace ddft::sender {
 
@@ -87,6 +88,8 @@ struct SenderConfig {
   std::vector<std::string> includes;  // --include GLOB
   std::vector<std::string> excludes;  // --exclude GLOB
   common::PathFilter filter;          // built from both by finalize_sender_config()
+  std::string shard_text;             // --shard K/N as given; empty: not sharded
+  Shard shard;                        // parsed from shard_text by finalize_sender_config()
   // Test hook: SIGKILL itself after this many hot-folder "sent" records, before removing the
   // file (the restart path, for real). 0 = off. Hidden from --help.
   unsigned test_crash_after_sent = 0;
@@ -112,10 +115,10 @@ size_t data_chunk_size(const SenderConfig& cfg);
 // Registers every option on `app`, bound to `cfg`, including --config for a TOML/INI file.
 void add_sender_options(CLI::App& app, SenderConfig& cfg);
 
-// The hot folder's options and --include/--exclude (part of add_sender_options()).
+// The hot folder's options, --include/--exclude and --shard (part of add_sender_options()).
 void add_hot_folder_options(CLI::App& app, SenderConfig& cfg);
-// Builds cfg.filter and checks that exactly one of sources and --watch is given (part of
-// finalize_sender_config()). Throws CLI::ValidationError / CLI::RequiredError with one line.
+// Builds cfg.filter and cfg.shard and checks that exactly one of sources and --watch is given (part
+// of finalize_sender_config()). Throws CLI::ValidationError / CLI::RequiredError with one line.
 void finalize_hot_folder_config(SenderConfig& cfg);
 
 // Checks and derives fields after parsing. Throws CLI::ValidationError with a one-line reason.

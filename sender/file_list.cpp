@@ -19,7 +19,7 @@ std::string join_rel(const std::string& prefix, const fs::path& rel) {
 }
 
 void walk_folder(const fs::path& root, const std::string& prefix, const common::PathFilter& filter,
-                 FileList* out) {
+                 const Shard& shard, FileList* out) {
   std::error_code ec;
   std::vector<SourceFile> found;
   fs::recursive_directory_iterator it(root, fs::directory_options::none, ec);
@@ -28,10 +28,13 @@ void walk_folder(const fs::path& root, const std::string& prefix, const common::
         {prefix, fmt::format("cannot read folder '{}': {}", root.string(), ec.message())});
     return;
   }
-  // An entry that cannot be sent, unless the filter leaves it out anyway.
+  // An entry that cannot be sent, unless the filter leaves it out anyway or another host's
+  // shard holds it (that host reports it).
   const auto entry_error = [&](const fs::path& p, std::string message) {
     std::string rel = join_rel(prefix, p.lexically_relative(root));
-    if (filter.accepts(rel)) out->errors.push_back({std::move(rel), std::move(message)});
+    if (filter.accepts(rel) && shard.takes(rel)) {
+      out->errors.push_back({std::move(rel), std::move(message)});
+    }
   };
   for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
     if (ec) {
@@ -93,7 +96,8 @@ bool parse_size(std::string_view text, uint64_t* out) {
   return true;
 }
 
-FileList discover_files(const std::vector<std::string>& sources, const common::PathFilter& filter) {
+FileList discover_files(const std::vector<std::string>& sources, const common::PathFilter& filter,
+                        const Shard& shard) {
   FileList out;
   for (const std::string& src : sources) {
     if (src.starts_with("synthetic:")) {
@@ -128,7 +132,7 @@ FileList discover_files(const std::vector<std::string>& sources, const common::P
         prefix = fs::weakly_canonical(p, ec).filename().string();
         if (prefix.empty() || prefix == "/") prefix = "";
       }
-      walk_folder(p, prefix, filter, &out);
+      walk_folder(p, prefix, filter, shard, &out);
     } else if (fs::is_regular_file(st)) {
       const uint64_t size = fs::file_size(p, ec);
       out.files.push_back({.path = src, .rel_path = p.filename().string(), .size = ec ? 0 : size});
@@ -137,10 +141,13 @@ FileList discover_files(const std::vector<std::string>& sources, const common::P
                             fmt::format("cannot send '{}': not a regular file or folder", src)});
     }
   }
-  if (!filter.empty()) {
+  if (!filter.empty() || shard.enabled()) {
     std::vector<SourceFile> kept;
     for (auto& f : out.files) {
-      if (filter.accepts(f.rel_path)) {
+      // Another shard's file first: that host filters it and says so, not this one.
+      if (!shard.takes(f.rel_path)) {
+        ++out.other_shards;
+      } else if (filter.accepts(f.rel_path)) {
         kept.push_back(std::move(f));
       } else {
         out.filtered.push_back(f.rel_path);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/path_filter.hpp"
+#include "sender/shard.hpp"
 
 namespace ddft::sender {
 
@@ -36,6 +37,7 @@ struct FileList {
   std::vector<SourceFile> files;
   std::vector<SourceError> errors;
   std::vector<std::string> filtered;  // relative paths --include/--exclude left out
+  size_t other_shards = 0;            // files left to the other hosts' shards (--shard)
 };
 
 // Expands `sources`: a file is sent under its base name; a folder recursively, under its own name
@@ -46,9 +48,12 @@ struct FileList {
 // order. "synthetic:SIZE" (SIZE in bytes, or with K, M, G or T for powers of 1024) adds a
 // generated file named "synthetic-SIZE.bin" that costs nothing to produce. `filter`
 // (--include/--exclude) is applied to every relative path, a file named on the command line
-// included; what it refuses goes to `filtered`, not to `files`.
+// included; what it refuses goes to `filtered`, not to `files`. With `shard` (--shard K/N), a
+// file of another shard is neither listed nor filtered, only counted in `other_shards`, and an
+// entry of a folder that cannot be sent is another shard's to report; a source named on the
+// command line that cannot be sent is reported by every host (each was given it).
 FileList discover_files(const std::vector<std::string>& sources,
-                        const common::PathFilter& filter = {});
+                        const common::PathFilter& filter = {}, const Shard& shard = {});
 
 // Parses "123", "64K", "2G"... into bytes. Returns false on anything else.
 bool parse_size(std::string_view text, uint64_t* out);

@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,6 +91,42 @@ std::string journal_prefix(const std::string& journal_path, const std::string& d
                                            : std::string(".ddft-watch-journal");
 }
 
+// The kind of network (or cluster) filesystem `dir` is on, or nothing for a local one: there,
+// inotify does not see what other machines write (inotify(7)).
+std::optional<std::string_view> network_fs(const std::string& dir) {
+  struct statfs sf {};
+  if (::statfs(dir.c_str(), &sf) != 0) return std::nullopt;
+  // Magic numbers of statfs(2), as <linux/magic.h> and the filesystems' sources define them.
+  switch (static_cast<uint32_t>(sf.f_type)) {
+    case 0x6969:
+      return "NFS";
+    case 0x517B:
+    case 0xFE534D42:
+    case 0xFF534D42:
+      return "SMB/CIFS";
+    case 0x00C36400:
+      return "Ceph";
+    case 0x5346414F:
+      return "AFS";
+    case 0x01161970:
+      return "GFS2";
+    case 0x7461636F:
+      return "OCFS2";
+    case 0x65735546:
+      return "FUSE";
+    default:
+      return std::nullopt;
+  }
+}
+
+// The journal when --watch-journal is not given: in DIR, one per shard, since the hosts sharing
+// DIR each rewrite their own (one journal for two hosts would lose records).
+std::string default_journal(const std::string& dir, const Shard& shard) {
+  std::string path = dir + "/" + std::string(kJournalName);
+  if (shard.enabled()) path += fmt::format(".shard-{}-of-{}", shard.index, shard.count);
+  return path;
+}
+
 }  // namespace
 
 HotFolderOptions hot_folder_options(const SenderConfig& cfg) {
@@ -99,6 +136,7 @@ HotFolderOptions hot_folder_options(const SenderConfig& cfg) {
   o.settle_s = cfg.settle_s;
   o.journal = cfg.watch_journal;
   o.filter = cfg.filter;
+  o.shard = cfg.shard;
   o.crash_after_sent = cfg.test_crash_after_sent;
   return o;
 }
@@ -123,7 +161,7 @@ HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
   if (ec) throw std::runtime_error(fmt::format("--watch '{}': {}", given_dir, ec.message()));
   if (!opt_.sent_dir.empty())
     opt_.sent_dir = checked_sent_dir(opt_.sent_dir, opt_.dir, given_dir, dir_st);
-  journal_path_ = opt_.journal.empty() ? opt_.dir + "/.ddft-watch-journal" : opt_.journal;
+  journal_path_ = opt_.journal.empty() ? default_journal(opt_.dir, opt_.shard) : opt_.journal;
   own_prefix_ = journal_prefix(journal_path_, opt_.dir);
   inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (!inotify_) {
@@ -149,11 +187,23 @@ HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
   if (wd < 0) {
     throw std::runtime_error(fmt::format("cannot watch '{}': {}", given_dir, std::strerror(errno)));
   }
+  if (opt_.rescan_s > 0) {
+    rescan_every(std::chrono::duration_cast<common::Clock::duration>(
+                     std::chrono::duration<double>(opt_.rescan_s)),
+                 now);
+  } else if (const auto net = network_fs(opt_.dir); net && opt_.rescan_s < 0) {
+    spdlog::info(
+        "Info: hot folder {} is on {}: inotify does not see what other machines write there, so "
+        "it is also scanned every {} s",
+        opt_.dir, *net, kNetworkRescan.count());
+    rescan_every(kNetworkRescan, now);
+  }
   add_tree("", now);
   spdlog::info(
-      "Info: hot folder {}: watching {} folder(s), {} file(s) there; a file is sent "
+      "Info: hot folder {}: watching {} folder(s), {} file(s) there{}; a file is sent "
       "once unchanged for {} s, then {}",
-      opt_.dir, watches_.size(), tracker_.tracked(), opt_.settle_s,
+      opt_.dir, watches_.size(), tracker_.tracked(),
+      opt_.shard.enabled() ? " in shard " + opt_.shard.to_string() : std::string(), opt_.settle_s,
       opt_.sent_dir.empty() ? std::string("deleted") : fmt::format("moved to {}", opt_.sent_dir));
 }
 
@@ -181,6 +231,8 @@ void HotFolder::wake() {
 }
 
 bool HotFolder::admit(const std::string& rel) {
+  // Another host's file (--shard): not a word about it, whatever it is; that host says it.
+  if (!opt_.shard.takes(rel)) return false;
   // The receiver refuses such a name, and a hot folder deletes what it sent: it would be lost.
   for (const unsigned char c : rel) {
     if (c < 0x20 || c == 0x7F) {
@@ -209,8 +261,11 @@ void HotFolder::warn_not_regular(const std::string& rel, unsigned mode) {
 }
 
 void HotFolder::note_reserved(const std::string& rel) {
-  // The journal and its temporary and damaged copies are ours: no word about them.
-  if (rel.starts_with(own_prefix_)) return;
+  // The journal and its temporary and damaged copies are ours, and the default journals of the
+  // other shards sharing DIR are theirs: no word about them.
+  if (rel.starts_with(own_prefix_) || (opt_.shard.enabled() && rel.starts_with(kJournalName))) {
+    return;
+  }
   if (filtered_.insert(rel).second) {
     spdlog::info(
         "Info: hot folder: leaving '{}' in place, not sent: names starting '{}' are "
@@ -258,9 +313,9 @@ std::optional<SourceFile> HotFolder::poll() {
   read_events(now);
   check_root();
   if (lost_root_) return std::nullopt;
-  if (watch_failed_ && now >= next_periodic_rescan_) {
+  if (rescan_every_ != common::Clock::duration::zero() && now >= next_periodic_rescan_) {
     rescan_pending_ = true;
-    next_periodic_rescan_ = now + kPeriodicRescan;
+    next_periodic_rescan_ = now + rescan_every_;
   }
   if (rescan_pending_) rescan(now);
   if (!kept_after_replay_.empty()) {
@@ -293,7 +348,10 @@ std::optional<SourceFile> HotFolder::next(std::stop_token stop) {
       std::lock_guard lock(mu_);
       if (lost_root_) return std::nullopt;
       std::optional<common::Clock::time_point> due = tracker_.next_deadline();
-      if (watch_failed_ && (!due || next_periodic_rescan_ < *due)) due = next_periodic_rescan_;
+      if (rescan_every_ != common::Clock::duration::zero() &&
+          (!due || next_periodic_rescan_ < *due)) {
+        due = next_periodic_rescan_;
+      }
       const auto now = clock_.now();
       if (due) {
         timeout_ms =

@@ -12,6 +12,7 @@
 //
 // Symlinks, FIFOs, sockets and devices are skipped with a warning (once per path); names starting
 // ".ddft-" are reserved (the journal); --include/--exclude leave a file in place, logged once.
+// With --shard K/N the files of other shards are another host's: ignored here, without a word.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include "sender/config.hpp"
 #include "sender/events.hpp"
 #include "sender/readiness.hpp"
+#include "sender/shard.hpp"
 #include "sender/watch_journal.hpp"
 #include "sender/work_item.hpp"
 
@@ -40,8 +42,16 @@ struct HotFolderOptions {
   std::string dir;       // --watch
   std::string sent_dir;  // --sent-dir; empty: delete sent files
   double settle_s = 5;   // --settle
-  std::string journal;   // --watch-journal; empty: DIR/.ddft-watch-journal
+  // --watch-journal; empty: DIR/.ddft-watch-journal, or with --shard K/N
+  // DIR/.ddft-watch-journal.shard-K-of-N (hosts sharing DIR must not share a journal)
+  std::string journal;
   common::PathFilter filter;
+  // --shard: a file of another shard is left alone entirely (not tracked, sent, removed or logged)
+  Shard shard;
+  // Seconds between scans of the whole tree besides inotify; < 0: every 10 s on a network
+  // filesystem (NFS, SMB, Ceph, FUSE...), where inotify misses what other machines write, else
+  // only when events were lost. Tests set it.
+  double rescan_s = -1;
   // Test hook: after this many "sent" records (1-based), the process kills itself with SIGKILL
   // before deleting or moving the file, as a crash there would. 0 = off.
   unsigned crash_after_sent = 0;
@@ -101,11 +111,13 @@ class HotFolder final : public FileSource, public SendObserver {
   // Stops watching `rel_dir` and every folder below it (deleted or moved out).
   void forget_watches(const std::string& rel_dir);
   void remove_folders(common::Clock::time_point now);
+  // Scans the whole tree every `every` from `now` on (or more often, if it does already).
+  void rescan_every(common::Clock::duration every, common::Clock::time_point now);
   // Notices DIR deleted or replaced. An open file inside it (the journal) delays the kernel's
   // IN_DELETE_SELF until that file is closed, so the events alone cannot tell.
   void check_root();
-  // Whether a regular file at `rel` is to be tracked: not reserved, passes the filter (logged
-  // once when not).
+  // Whether a regular file at `rel` is to be tracked: not reserved, in this shard (silently
+  // not), passes the filter (logged once when not).
   bool admit(const std::string& rel);
   // Warns once about a non-regular file at `rel`.
   void warn_not_regular(const std::string& rel, unsigned mode);
@@ -139,8 +151,9 @@ class HotFolder final : public FileSource, public SendObserver {
   uint64_t next_tag_ = 0;
   bool rescan_pending_ = false;
   bool lost_root_ = false;
-  FileIdentity root_id_;       // DIR's dev and inode, to notice it going
-  bool watch_failed_ = false;  // a folder could not be watched: rescan periodically
+  FileIdentity root_id_;                    // DIR's dev and inode, to notice it going
+  bool watch_failed_ = false;               // a folder could not be watched: rescan periodically
+  common::Clock::duration rescan_every_{};  // between periodic rescans; zero: none
   common::Clock::time_point next_periodic_rescan_{};
   uint64_t removed_ = 0;
   unsigned sent_records_ = 0;

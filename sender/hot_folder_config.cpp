@@ -41,6 +41,19 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->group(globs);
+  app.add_option("--shard", cfg.shard_text,
+                 "This host is one of N sharing one hot folder or list of sources (each with its "
+                 "own link and receiver): send only the files whose relative path hashes to K "
+                 "(XXH3-64 modulo N, K from 0) and leave the others alone")
+      ->type_name("K/N")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            Shard shard;
+            std::string error;
+            return parse_shard(text, &shard, &error) ? std::string() : error;
+          },
+          ""))
+      ->group(globs);
   app.add_option("--test-crash-after-sent", cfg.test_crash_after_sent)->group("");
 }
 
@@ -49,6 +62,15 @@ void finalize_hot_folder_config(SenderConfig& cfg) {
     cfg.filter = common::PathFilter(cfg.includes, cfg.excludes);
   } catch (const std::invalid_argument& e) {
     throw CLI::ValidationError(e.what());
+  }
+  // The option's check has refused a bad value already, with the same line; a config built
+  // without the parser (tests) gets it here.
+  cfg.shard = Shard{};
+  if (!cfg.shard_text.empty()) {
+    std::string error;
+    if (!parse_shard(cfg.shard_text, &cfg.shard, &error)) {
+      throw CLI::ValidationError("--shard", error);
+    }
   }
   if (cfg.watch_dir.empty()) {
     if (cfg.sources.empty()) throw CLI::RequiredError("files or folders to send (or --watch DIR)");

@@ -21,10 +21,17 @@ inline constexpr uint32_t kWatchMask = IN_CREATE | IN_CLOSE_WRITE | IN_MOVED_TO 
 // With a folder that could not be watched (fs.inotify.max_user_watches), how often the whole tree
 // is scanned instead.
 inline constexpr auto kPeriodicRescan = std::chrono::seconds(30);
+// On a network filesystem, how often the whole tree is scanned too: inotify reports only what goes
+// through this host's kernel (inotify(7)), so files other machines write there come to light only
+// by scanning.
+inline constexpr auto kNetworkRescan = std::chrono::seconds(10);
 // Names the hot folder leaves alone (the journal's among them).
 inline constexpr std::string_view kReservedPrefix = ".ddft-";
 
 inline bool reserved(std::string_view name) { return name.starts_with(kReservedPrefix); }
+// The default journal's name in DIR; with --shard K/N it ends ".shard-K-of-N", and its kin
+// (.tmp, .damaged) add to the name.
+inline constexpr std::string_view kJournalName = ".ddft-watch-journal";
 
 // A file's identity and version: device, inode, size and mtime from `st`.
 inline FileIdentity identity_of(const struct stat& st) {

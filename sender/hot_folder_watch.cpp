@@ -34,7 +34,7 @@ void HotFolder::add_tree(const std::string& rel_dir, common::Clock::time_point n
             "fs.inotify.max_user_watches); such folders are scanned every {} s instead",
             path, std::strerror(errno),
             std::chrono::duration_cast<std::chrono::seconds>(kPeriodicRescan).count());
-        next_periodic_rescan_ = now + kPeriodicRescan;
+        rescan_every(kPeriodicRescan, now);
       }
       watch_failed_ = true;
     } else {
@@ -190,6 +190,12 @@ void HotFolder::handle_entry_event(const std::string& rel, uint32_t mask,
   } else if (mask & IN_ATTRIB) {
     tracker_.attrib(rel, now);
   }
+}
+
+void HotFolder::rescan_every(common::Clock::duration every, common::Clock::time_point now) {
+  if (rescan_every_ != common::Clock::duration::zero() && rescan_every_ <= every) return;
+  rescan_every_ = every;
+  next_periodic_rescan_ = now + every;
 }
 
 void HotFolder::check_root() {

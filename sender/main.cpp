@@ -40,10 +40,14 @@ std::optional<int> parse_args(CLI::App& app, sender::SenderConfig& cfg, int argc
   return std::nullopt;
 }
 
-// The files of the sources on the command line, with the count --include/--exclude left out
-// logged.
+// The files of the sources on the command line that are this host's (--shard), with the counts
+// --shard and --include/--exclude left out logged.
 sender::FileList list_sources(const sender::SenderConfig& cfg) {
-  sender::FileList list = sender::discover_files(cfg.sources, cfg.filter);
+  sender::FileList list = sender::discover_files(cfg.sources, cfg.filter, cfg.shard);
+  if (cfg.shard.enabled()) {
+    spdlog::info("Info: --shard {}: {} file(s) left to the other shards", cfg.shard.to_string(),
+                 list.other_shards);
+  }
   if (!cfg.filter.empty()) {
     spdlog::info("Info: --include/--exclude left out {} file(s)", list.filtered.size());
   }

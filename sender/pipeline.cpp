@@ -65,10 +65,12 @@ void Sender::log_start(const FileSource& files) const {
     for (size_t i = 1; i < sinks_.size(); ++i) to += ", " + cfg_.lane_name(i);
     to += fmt::format(" ({} lanes, --rate per lane)", sinks_.size());
   }
-  spdlog::info("Info: session {:016x}: {} to {}, packet {} bytes, rate {}, verify {}{}",
+  // Without --shard the line stays as it was, byte for byte.
+  const std::string shard = cfg_.shard.enabled() ? ", --shard " + cfg_.shard.to_string() : "";
+  spdlog::info("Info: session {:016x}: {} to {}, packet {} bytes, rate {}, verify {}{}{}",
                session_id_, files.describe(), to, cfg_.packet_size,
                cfg_.rate_mb > 0 ? fmt::format("{} MB/s", cfg_.rate_mb) : "unlimited",
-               common::verify_type_name(cfg_.verify), protection);
+               common::verify_type_name(cfg_.verify), protection, shard);
 }
 
 SendTotals Sender::run(FileSource& files, std::stop_token stop) {

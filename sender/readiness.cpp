@@ -105,6 +105,13 @@ void ReadinessTracker::found(const std::string& rel, time_point now) {
       schedule(rel, e, now);  // the probe tells whether it changed meanwhile
       return;
     case State::kWaiting:
+      // Complete already and probed: probed again now, and only a change restarts its settle
+      // time. A scan alone must not (they come every few seconds on a network filesystem), or
+      // a file would never settle with scans more frequent than --settle.
+      if (e.complete && e.last) {
+        schedule(rel, e, now);
+        return;
+      }
       // Found by a scan, its events (if any) unknown: complete once unchanged for the settle
       // time from now.
       e.complete = true;

@@ -11,6 +11,7 @@
 #include <regex>
 #include <thread>
 
+#include "sender/shard.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 
@@ -160,6 +161,70 @@ TEST_F(HotFolder, ASlowWriterKeepingTheFileOpenIsSentOnlyWhenCompleteAndOnce) {
   EXPECT_EQ(stop_sender(), 0);
   expect_delivered_once({"slow.bin"});
   EXPECT_EQ(rx_log().find("FAILED"), std::string::npos) << rx_log();
+}
+
+// Two host pairs on one hot folder (--shard 0/2 and 1/2), each sender with its own receiver:
+// every file arrives once, at the receiver of its shard, and one dd_reconcile over both manifests
+// and both receivers finds every file delivered.
+TEST_F(HotFolder, TwoHostPairsShareOneFolderAndSendEveryFileOnce) {
+  std::vector<std::string> names;
+  for (int i = 1; i <= 12; ++i) {
+    names.push_back((i % 4 == 0 ? "sub/s" : "f") + std::to_string(i) + ".bin");
+    drop(names.back(), 50'000 + 1000 * i, 40 + i);
+  }
+  start_receiver();  // host pair 0's
+  const uint16_t port1 = free_udp_port();
+  const fs::path out1 = make_dir("inbox1");
+  const fs::path rx1_log = base_ / "receive1.log";
+  Process rx1(small_receiver_argv(port1, out1), rx1_log);
+  ASSERT_TRUE(log_shows(rx1_log, kReceivingLine, seconds(10))) << read_file(rx1_log);
+  start_sender({"--shard", "0/2", "--manifest", (base_ / "send0.jsonl").string()});
+  std::vector<std::string> argv1 =
+      sender_argv({"--shard", "1/2", "--manifest", (base_ / "send1.jsonl").string()});
+  argv1[2] = loopback(port1);  // after "--dest": host pair 1's own link
+  const fs::path tx1_log = base_ / "send1.log";
+  auto tx1 = std::make_unique<Process>(argv1, tx1_log);
+
+  ASSERT_TRUE(eventually([&] { return files_in(dir_).empty(); }, seconds(30)))
+      << tx_log() << read_file(tx1_log);
+  // Sent is not yet logged at the receiver: the reconciliation below needs both logs complete.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string logs = rx_log() + read_file(rx1_log);
+        return count_matches(logs, "File: .*, Trans: ") == static_cast<int>(names.size());
+      },
+      seconds(30)))
+      << rx_log() << read_file(rx1_log);
+  tx1->signal(SIGTERM);
+  EXPECT_EQ(tx1->wait(seconds(30)), 0) << read_file(tx1_log);
+  EXPECT_EQ(stop_sender(), 0) << tx_log();
+  // Each file at its shard's receiver only, whole.
+  const std::vector<fs::path> outs = {out_, out1};
+  std::vector<int> per_shard(2, 0);
+  for (const std::string& n : names) {
+    const uint32_t k = sender::shard_of(n, 2);
+    ++per_shard[k];
+    EXPECT_TRUE(same_content(expect_ / n, outs[k] / n)) << n << " at shard " << k;
+    EXPECT_FALSE(fs::exists(outs[1 - k] / n)) << n << " also at the other shard's receiver";
+  }
+  EXPECT_GT(per_shard[0], 0);
+  EXPECT_GT(per_shard[1], 0);
+  EXPECT_EQ(files_in(out_).size() + files_in(out1).size(), names.size());
+  // The session's first line names the shard.
+  EXPECT_TRUE(std::regex_search(tx_log(), std::regex("Info: session [0-9a-f]{16}: the hot folder "
+                                                     ".* verify B2B, --shard 0/2\n")))
+      << tx_log();
+  EXPECT_NE(read_file(tx1_log).find(", --shard 1/2\n"), std::string::npos) << read_file(tx1_log);
+  // One reconciliation of both host pairs.
+  const fs::path report = base_ / "reconcile.txt";
+  EXPECT_EQ(run({DDFT_RECONCILE, "--manifest", (base_ / "send0.jsonl").string(), "--manifest",
+                 (base_ / "send1.jsonl").string(), "--receiver", rx_log_path().string(),
+                 "--receiver", rx1_log.string()},
+                report, seconds(60)),
+            0)
+      << read_file(report);
+  EXPECT_TRUE(std::regex_search(read_file(report), std::regex("\n  delivered +12\n")))
+      << read_file(report);
 }
 
 TEST_F(HotFolder, ACrashAfterTheSentRecordResendsNothingAndMissesNothing) {

@@ -19,6 +19,11 @@
 #      id they name (the same path open in another session), a file logged Passed twice (no
 #      problem), a file named failed twice (a note), files joined mid-file and never announced,
 #      in both log formats.
+#   6. several manifests and several receivers (--manifest, --receiver; two --shard host pairs
+#      whose lanes end on two receivers): each receiver read as its own stream, each outcome
+#      named with its receiver (a file delivered on B only, one failed on A, one failed on A and
+#      delivered on B, one never seen), the text and JSON reports, one receiver given with the
+#      flags giving the positional form's report byte for byte, and bad input.
 # Usage: reconcile_test.sh DD_RECONCILE
 set -uo pipefail
 reconcile=$(realpath "$1")
@@ -425,6 +430,142 @@ expect "crash: json logs give the report of the text log" \
 # --problems leaves out the file logged Passed twice: it was delivered once.
 "$reconcile" --problems crash.jsonl crash.log > crash.txt
 grep -q 'k/twice.bin' crash.txt && bad "crash: --problems lists k/twice.bin: $(cat crash.txt)" || ok
+
+# --- 6. Several manifests and several receivers: two host pairs (dd_file_send --shard 0/2 and
+#        1/2), whose sessions P and Q each drive lanes to receivers A and B. Receiver A's log is
+#        rotated (given newest first); B restarts while A is still receiving session P, which a
+#        single stream of both would take as the end of P.
+P=5050505050505050
+Q=7171717171717171
+{
+  m $P 1 p/ok-a.txt 5 0x0000A001
+  m $P 2 p/ok-b.txt 6 0x0000A002
+  m $P 3 p/fail-a.bin 700 0x0000A003
+  m $P 4 p/both.bin 800 0x0000A004
+  m $P 5 p/ghost.bin 9 0x0000A005
+  m $P 6 p/late.txt 10 0x0000A006
+} > shard0.jsonl
+{
+  m $Q 1 q/ok.txt 11 0x0000B001
+  m $Q 2 q/mismatch.txt 12 0x0000B002
+  m $Q 3 q/half.bin 1300 0x0000B003
+  m $Q 0 q/unread.txt 0 null failed "cannot read '/data/q/unread.txt': Permission denied"
+} > shard1.jsonl
+{
+  start
+  echo "Info: sender session $P started"
+  announce p/ok-a.txt 5
+  file_line p/ok-a.txt 5 "Key: 0x0000A001, B2B Passed"
+  announce p/fail-a.bin 700
+} | ts 11/24-09:00:00 > rx-a.log.1
+touch -d '2026-11-24 09:00:30' rx-a.log.1
+{
+  echo "Error: p/fail-a.bin FAILED: no packet for 5.0 s: the sender stopped or the link went down before the file's end; received 100 of 700 bytes; missing bytes 100-700; record: $rec/a-fail.json" | ts 11/24-09:01:00
+  announce p/both.bin 800 | ts 11/24-09:01:01
+  echo "Error: p/both.bin FAILED: no packet for 5.0 s: the sender stopped or the link went down before the file's end; received 0 of 800 bytes; missing bytes 0-800; record: $rec/a-both.json" | ts 11/24-09:01:10
+  { announce p/late.txt 10; file_line p/late.txt 10 "Key: 0x0000A006, B2B Passed"; } | ts 11/24-09:03:00
+} > rx-a.log
+touch -d '2026-11-24 09:04:00' rx-a.log
+{
+  {
+    start
+    echo "Info: sender session $P started"
+    announce p/ok-b.txt 6
+    file_line p/ok-b.txt 6 "Key: 0x0000A002, B2B Passed"
+    announce p/both.bin 800
+    file_line p/both.bin 800 "Key: 0x0000A004, B2B Passed"
+  } | ts 11/24-09:00:05
+  start | ts 11/24-09:02:00
+  {
+    echo "Info: sender session $Q started"
+    announce q/ok.txt 11
+    file_line q/ok.txt 11 "Key: 0x0000B001, B2B Passed"
+    announce q/mismatch.txt 12
+    file_line q/mismatch.txt 12 "Key: 0x0BADBAD0, B2B Passed"
+    announce x/stray.txt 3
+    file_line x/stray.txt 3 "Key: 0x0000EEEE, B2B Passed"
+    announce q/half.bin 1,300
+  } | ts 11/24-09:02:05
+} > rx-b.log
+touch -d '2026-11-24 09:04:00' rx-b.log
+
+# outcome_rx JSON SESSION PATH: "outcome|receiver|detail|notes" of that line in --json output.
+outcome_rx() {
+  python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("session") == sys.argv[2] and r.get("path") == sys.argv[3]:
+        print(r["outcome"] + "|" + str(r["receiver"]) + "|" + r["detail"] + "|" + "; ".join(r["notes"]))
+' "$@"
+}
+"$reconcile" --json --manifest shard0.jsonl --manifest shard1.jsonl \
+  --receiver rx-a.log,rx-a.log.1 --receiver rx-b.log > multi.json 2> err.txt
+expect "several receivers: exit status" 1 "$?"
+expect "several receivers: stderr" "" "$(cat err.txt)"
+check_m() { local got; got=$(outcome_rx multi.json "$1" "$2"); [[ "$got" == "$3"* ]] && ok || bad "several receivers: $2 ($1): expected '$3...', got '$got'"; }
+check_m $P p/ok-a.txt "delivered|rx-a.log|key 0x0000A001|"
+check_m $P p/ok-b.txt "delivered|rx-b.log|key 0x0000A002|"
+check_m $P p/fail-a.bin "failed|rx-a.log|no packet for 5.0 s: the sender stopped or the link went down before the file's end; received 100 of 700 bytes; missing bytes 100-700; record: $rec/a-fail.json|"
+check_m $P p/both.bin "delivered|rx-b.log|key 0x0000A004|also failed on receiver rx-a.log (rx-a.log:3): no packet for 5.0 s"
+check_m $P p/ghost.bin "never seen|None||"
+check_m $P p/late.txt "delivered|rx-a.log|key 0x0000A006|"
+check_m $Q q/ok.txt "delivered|rx-b.log|key 0x0000B001|"
+check_m $Q q/mismatch.txt "key mismatch|rx-b.log|manifest key 0x0000B002, receive log key 0x0BADBAD0|"
+check_m $Q q/half.bin "unfinished|rx-b.log|announced, no outcome after it in the logs given|"
+check_m $Q q/unread.txt "not sent|None|cannot read '/data/q/unread.txt': Permission denied|"
+check_m $Q x/stray.txt "not in manifest|rx-b.log||"
+summary=$(tail -n 1 multi.json)
+for kv in '"delivered": 5' '"key mismatch": 1' '"failed": 1' '"unfinished": 1' '"never seen": 1' \
+  '"not sent": 1' '"not in manifest": 1' '"files": 10' '"exit": 1' \
+  '"receivers": ["rx-a.log", "rx-b.log"]'; do
+  contains "several receivers: summary" "$kv" "$summary"
+done
+# The text report names the receiver of each row in a column of its own.
+"$reconcile" --manifest shard0.jsonl --manifest shard1.jsonl --receiver rx-a.log,rx-a.log.1 \
+  --receiver rx-b.log > multi.txt
+expect "several receivers: text exit status" 1 "$?"
+expect "several receivers: text header" \
+  "OUTCOME          SESSION           PATH            RECEIVER  DETAIL" "$(head -n 1 multi.txt)"
+grep -qE "^failed +$P +p/fail-a.bin +rx-a.log +no packet for 5.0 s" multi.txt && ok ||
+  bad "several receivers: the failed row names receiver A: $(cat multi.txt)"
+grep -qE "^never seen +$P +p/ghost.bin +- *$" multi.txt && ok ||
+  bad "several receivers: the never seen row: $(cat multi.txt)"
+contains "several receivers: text summary" \
+  "Summary: 10 file(s) in 2 manifest(s), 2 receiver(s): rx-a.log, rx-b.log" "$(cat multi.txt)"
+# Positional logs alongside --manifest are one receiver, first; the outcomes stay the same.
+"$reconcile" --json --manifest shard0.jsonl --manifest shard1.jsonl --receiver rx-b.log \
+  rx-a.log.1 rx-a.log > mixed.json
+expect "mixed forms: p/both.bin" "delivered|rx-b.log|key 0x0000A004|also failed on receiver rx-a.log.1 (rx-a.log:3): no packet for 5.0 s: the sender stopped or the link went down before the file's end; received 0 of 800 bytes; missing bytes 0-800; record: $rec/a-both.json" \
+  "$(outcome_rx mixed.json $P p/both.bin)"
+expect "mixed forms: p/fail-a.bin" "failed|rx-a.log.1" "$(outcome_rx mixed.json $P p/fail-a.bin | cut -d'|' -f1-2)"
+# One receiver given with the flags is the positional form: the same report, no receiver named.
+"$reconcile" --json --manifest manifest.jsonl --receiver rx-new.log,rx-old.log.gz,rx-mid.log \
+  > flags.json
+expect "one receiver by flags: the positional form's report" "$(cat report.json)" "$(cat flags.json)"
+"$reconcile" --manifest manifest.jsonl --receiver rx-old.log.gz,rx-mid.log,rx-new.log > flags.txt
+expect "one receiver by flags: the positional form's text" "$(cat report.txt)" "$(cat flags.txt)"
+# Bad input as ever: one line, exit 2, no report.
+bad_input "--receiver naming a missing log" "cannot read 'nope.log': No such file or directory" \
+  --manifest shard0.jsonl --receiver rx-a.log --receiver rx-b.log,nope.log
+bad_input "--receiver with an empty name" "--receiver 'rx-b.log,': an empty log name" \
+  --manifest shard0.jsonl --receiver rx-a.log --receiver rx-b.log,
+bad_input "a log given for two receivers" "'rx-a.log' is given twice" \
+  --manifest shard0.jsonl --receiver rx-a.log --receiver rx-b.log,rx-a.log
+bad_input "a manifest given twice" "'shard0.jsonl' is given twice" \
+  --manifest shard0.jsonl --manifest shard0.jsonl --receiver rx-a.log
+bad_input "--manifest missing" "cannot read 'nope.jsonl': No such file or directory" \
+  --manifest shard0.jsonl --manifest nope.jsonl --receiver rx-a.log
+"$reconcile" --manifest shard0.jsonl > /dev/null 2> err.txt
+expect "--manifest without a receiver: exit status" 2 "$?"
+contains "--manifest without a receiver" "RECEIVE_LOG (or --receiver LOG[,LOG...])" "$(cat err.txt)"
+"$reconcile" --receiver rx-a.log > /dev/null 2> err.txt
+expect "no manifest: exit status" 2 "$?"
+contains "no manifest" "SEND_MANIFEST (or --manifest FILE)" "$(cat err.txt)"
+"$reconcile" --help > help.txt
+for word in --manifest --receiver "LOG[,LOG...]" "several receivers"; do
+  grep -q -- "$word" help.txt && ok || bad "--help does not mention $word"
+done
 
 echo "$pass passed, $failures failed"
 ((failures == 0))

@@ -21,6 +21,13 @@ TEST(Hash, Xxh3KnownVectors) {
             "a545df8e384a9579b1fd6fae5285c4eb");
 }
 
+// Reference values: printf %s DATA | xxhsum -H3 (xxHash 0.8.1's command line, not this library).
+TEST(Hash, Xxh3Of64BitsKnownVectors) {
+  EXPECT_EQ(xxh3_64(""), 0x2d06800538d394c2u);
+  EXPECT_EQ(xxh3_64("abc"), 0x78af5f94892f3950u);
+  EXPECT_EQ(xxh3_64("sub/deeper/b.txt"), 0xcf5a8bea833815e4u);
+}
+
 TEST(Hash, Sha256KnownVectors) {
   EXPECT_EQ(hash_buffer(VerifyType::kSha256, {}).hex(),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "sender/hot_folder.hpp"
+
 namespace ddft::sender {
 namespace {
 
@@ -173,6 +175,48 @@ TEST(SenderConfig, BadLanesAreOneLine) {
   many.push_back("x");
   SenderConfig cfg;
   EXPECT_EQ(parse(many, &cfg), "--dest: 65 destinations: at most 64 lanes");
+}
+
+TEST(SenderConfig, ShardFromTheCommandLineOrAConfigFile) {
+  SenderConfig none;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "x"}, &none), "");
+  EXPECT_FALSE(none.shard.enabled());
+  SenderConfig cfg;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "--shard", "1/2", "x"}, &cfg), "");
+  EXPECT_EQ(cfg.shard.index, 1u);
+  EXPECT_EQ(cfg.shard.count, 2u);
+  EXPECT_EQ(hot_folder_options(cfg).shard.to_string(), "1/2");
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ddft_send_shard_" + std::to_string(::getpid()) + ".conf");
+  std::ofstream(path) << "shard = \"2/3\"\n";
+  SenderConfig file;
+  EXPECT_EQ(parse({"--config", path.string(), "--dest", "127.0.0.1:5000", "x"}, &file), "");
+  EXPECT_EQ(file.shard.to_string(), "2/3");
+  std::ofstream(path) << "shard = \"3/3\"\n";
+  SenderConfig bad;
+  EXPECT_EQ(parse({"--config", path.string(), "--dest", "127.0.0.1:5000", "x"}, &bad),
+            "--shard: 3/3: K counts from 0 and must be below N (the 3 shards are 0/3 to 2/3)");
+  std::filesystem::remove(path);
+}
+
+TEST(SenderConfig, BadShardIsOneLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"3/3", "--shard: 3/3: K counts from 0 and must be below N (the 3 shards are 0/3 to 2/3)"},
+      {"1",
+       "--shard: '1' is not K/N (this host takes shard K of N, counted from 0: 0/2 and 1/2 for "
+       "two hosts)"},
+      {"0/0", "--shard: 0/0: N, the number of shards, must be at least 1"},
+      {"a/b",
+       "--shard: 'a/b' is not K/N (this host takes shard K of N, counted from 0: 0/2 and 1/2 for "
+       "two hosts)"},
+      {"", "--shard: '' is not K/N"},
+  };
+  for (const auto& [value, want] : cases) {
+    SenderConfig cfg;
+    const std::string err = parse({"--dest", "127.0.0.1:5000", "--shard", value, "x"}, &cfg);
+    EXPECT_EQ(err.rfind(want, 0), 0u) << value << ": " << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
 }
 
 TEST(DftsArgs, SingleDashSpellingsAreTranslated) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace ddft::sender {
 namespace {
@@ -99,6 +100,41 @@ TEST_F(FileListTest, FilterAppliesToRelativePathsAndNamedFiles) {
       discover_files({(root_ / "single.txt").string()}, common::PathFilter({"*.jpg"}, {}));
   EXPECT_TRUE(named.files.empty());
   EXPECT_EQ(named.filtered, std::vector<std::string>{"single.txt"});
+}
+
+// --shard: two hosts given the same sources list disjoint files, together every file; the filter
+// and a folder entry that cannot be sent concern one host only, a missing source both.
+TEST_F(FileListTest, TwoShardsSplitTheSourcesWithoutOverlap) {
+  for (int i = 0; i < 40; ++i) touch(root_ / "photos" / ("n" + std::to_string(i) + ".jpg"));
+  for (int i = 0; i < 10; ++i) touch(root_ / "photos" / ("n" + std::to_string(i) + ".tmp"));
+  ASSERT_EQ(::mkfifo((root_ / "photos/pipe").c_str(), 0600), 0);
+  const std::vector<std::string> sources = {
+      (root_ / "photos").string(), (root_ / "single.txt").string(), (root_ / "nope").string()};
+  const common::PathFilter filter({}, {"*.tmp"});
+  const FileList all = discover_files(sources, filter);
+  ASSERT_EQ(all.files.size(), 44u);
+  std::multiset<std::string> files, filtered;
+  std::vector<std::string> pipe_errors;
+  for (const uint32_t k : {0u, 1u}) {
+    const FileList mine = discover_files(sources, filter, Shard{k, 2});
+    for (const auto& f : mine.files) {
+      EXPECT_EQ(shard_of(f.rel_path, 2), k) << f.rel_path;
+      files.insert(f.rel_path);
+    }
+    filtered.insert(mine.filtered.begin(), mine.filtered.end());
+    EXPECT_EQ(mine.other_shards + mine.files.size() + mine.filtered.size(),
+              all.files.size() + all.filtered.size());
+    bool missing_reported = false;
+    for (const auto& e : mine.errors) {
+      if (e.rel_path == "photos/pipe") pipe_errors.push_back(e.rel_path);
+      if (e.rel_path == "nope") missing_reported = true;
+    }
+    EXPECT_TRUE(missing_reported) << "a missing source is every host's to report";
+  }
+  const std::vector<std::string> want = rel(all);
+  EXPECT_EQ(files, std::multiset<std::string>(want.begin(), want.end()));
+  EXPECT_EQ(filtered, std::multiset<std::string>(all.filtered.begin(), all.filtered.end()));
+  EXPECT_EQ(pipe_errors.size(), 1u) << "a folder entry's error is its shard's host's";
 }
 
 }  // namespace

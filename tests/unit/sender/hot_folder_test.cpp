@@ -9,8 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
+#include "support/log_capture.hpp"
 #include "support/process.hpp"
 
 namespace ddft::sender {
@@ -55,9 +57,10 @@ class HotFolderTest : public ::testing::Test {
   void start(HotFolderOptions o) { hf_ = std::make_unique<HotFolder>(std::move(o), clock_); }
   void start() { start(opts()); }
   // Every file ready now; the FileMeta the reader would make for each is kept for sent().
-  std::vector<SourceFile> drain() {
+  std::vector<SourceFile> drain() { return drain(*hf_); }
+  std::vector<SourceFile> drain(HotFolder& hf) {
     std::vector<SourceFile> out;
-    while (auto f = hf_->poll()) {
+    while (auto f = hf.poll()) {
       struct stat st {};
       EXPECT_EQ(::stat(f->path.c_str(), &st), 0) << f->path;
       FileMeta m;
@@ -71,7 +74,8 @@ class HotFolderTest : public ::testing::Test {
     }
     return out;
   }
-  void sent(const std::string& rel) { hf_->file_sent(metas_.at(rel), common::Digest{}); }
+  void sent(const std::string& rel) { sent(*hf_, rel); }
+  void sent(HotFolder& hf, const std::string& rel) { hf.file_sent(metas_.at(rel), {}); }
   void failed(const std::string& rel) { hf_->file_failed(metas_.at(rel), "cannot read it"); }
   std::string journal() { return read_file(dir_ / ".ddft-watch-journal"); }
 
@@ -253,6 +257,67 @@ TEST_F(HotFolderTest, FilteredReservedAndNonRegularFilesStayAndAreNotSent) {
   }
 }
 
+// --shard: two hosts on one folder. Each tracks, sends and removes only its shard's files; the
+// other's stay, unmentioned and not counted as waiting. Together they send every file, once.
+TEST_F(HotFolderTest, TwoShardsOverOneFolderSendDisjointSetsThatTogetherAreEveryFile) {
+  std::set<std::string> all;
+  for (int i = 0; i < 24; ++i) {
+    const std::string rel = (i % 3 == 0 ? "sub/f" : "f") + std::to_string(i) + ".bin";
+    put(dir_ / rel, "x");
+    all.insert(rel);
+  }
+  const ddft::testing::LogCapture log;
+  HotFolderOptions o0 = opts();
+  o0.shard = Shard{0, 2};
+  HotFolderOptions o1 = opts();
+  o1.shard = Shard{1, 2};
+  start(o0);
+  HotFolder other(o1, clock_);
+  for (int i = 0; i < 8; ++i) {  // seen by their events, by both
+    const std::string rel = "late/g" + std::to_string(i) + ".txt";
+    put(dir_ / rel, "y");
+    all.insert(rel);
+  }
+  EXPECT_TRUE(drain().empty());
+  EXPECT_TRUE(drain(other).empty());
+  const auto in_shard_0 = std::count_if(all.begin(), all.end(),
+                                        [](const std::string& r) { return shard_of(r, 2) == 0; });
+  ASSERT_GT(in_shard_0, 0);
+  ASSERT_LT(in_shard_0, static_cast<long>(all.size()));
+  EXPECT_EQ(hf_->backlog()->files, static_cast<uint64_t>(in_shard_0));
+  EXPECT_EQ(other.backlog()->files, all.size() - static_cast<uint64_t>(in_shard_0));
+
+  clock_.advance(kSettle);
+  const std::vector<std::string> got0 = names(drain());
+  const std::vector<std::string> got1 = names(drain(other));
+  std::set<std::string> both;
+  for (const auto& r : got0) EXPECT_EQ(shard_of(r, 2), 0u) << r;
+  for (const auto& r : got1) EXPECT_EQ(shard_of(r, 2), 1u) << r;
+  both.insert(got0.begin(), got0.end());
+  both.insert(got1.begin(), got1.end());
+  EXPECT_EQ(got0.size() + got1.size(), both.size()) << "a file handed out twice";
+  EXPECT_EQ(both, all);
+
+  // Shard 0 sends its files: they go, shard 1's stay where they are.
+  for (const auto& r : got0) sent(r);
+  for (const auto& r : got0) EXPECT_FALSE(fs::exists(dir_ / r)) << r;
+  for (const auto& r : got1) EXPECT_TRUE(fs::exists(dir_ / r)) << r;
+  clock_.advance(100 * kSettle);
+  EXPECT_TRUE(drain().empty()) << "the other shard's files are never this host's";
+  for (const auto& r : got1) sent(other, r);
+  for (const auto& r : all) EXPECT_FALSE(fs::exists(dir_ / r)) << r;
+
+  // A journal each, neither naming the other's files; neither host said a word about the other's
+  // files or journal.
+  const std::string j0 = read_file(dir_ / ".ddft-watch-journal.shard-0-of-2");
+  const std::string j1 = read_file(dir_ / ".ddft-watch-journal.shard-1-of-2");
+  for (const auto& r : got0) EXPECT_EQ(j1.find(" " + r + " "), std::string::npos) << r;
+  for (const auto& r : got1) EXPECT_EQ(j0.find(" " + r + " "), std::string::npos) << r;
+  EXPECT_NE(j0.find(" " + got0.front() + " "), std::string::npos) << j0;
+  EXPECT_FALSE(fs::exists(dir_ / ".ddft-watch-journal"));
+  EXPECT_EQ(log.text().find("leaving"), std::string::npos) << log.text();
+}
+
 TEST_F(HotFolderTest, AFailedFileStaysAndIsTriedAgainOnlyWhenItChanges) {
   put(dir_ / "f.bin", "1");
   start();
@@ -409,6 +474,27 @@ TEST_F(HotFolderTest, AnEventQueueOverflowRescansAndMissesNothing) {
   drain();
   clock_.advance(kSettle);
   EXPECT_EQ(drain().size(), count);
+}
+
+// Periodic rescans (every 10 s on a network filesystem, where inotify misses what other machines
+// write) neither hold back a settling file nor send anything twice.
+TEST_F(HotFolderTest, PeriodicRescansDoNotHoldBackASettlingFile) {
+  put(dir_ / "a.bin", "a");
+  HotFolderOptions o = opts();
+  o.rescan_s = 1;
+  start(o);
+  EXPECT_TRUE(drain().empty());
+  for (int i = 0; i < 4; ++i) {
+    clock_.advance(1s);
+    EXPECT_TRUE(drain().empty()) << i;
+  }
+  put(dir_ / "b.bin", "b");
+  clock_.advance(1s);  // the settle time, with a rescan each second meanwhile
+  EXPECT_EQ(names(drain()), std::vector<std::string>{"a.bin"});
+  clock_.advance(4s);
+  EXPECT_TRUE(drain().empty()) << "a.bin is in flight: a rescan does not hand it out again";
+  clock_.advance(1s);
+  EXPECT_EQ(names(drain()), std::vector<std::string>{"b.bin"});
 }
 
 TEST_F(HotFolderTest, TheSessionEndsWhenDirItselfGoes) {

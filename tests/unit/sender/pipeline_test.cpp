@@ -4,6 +4,7 @@
 // is an in-memory sink behind the DatagramSink interface; the clock is a FakeClock (no waits).
 #include "sender/pipeline.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "common/transport.hpp"
 #include "sender/config.hpp"
 #include "sender/file_list.hpp"
+#include "support/log_capture.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::sender {
@@ -157,6 +159,36 @@ TEST(SenderPipeline, ASessionSendsEveryFileWholeThenTheFinalHeartbeat) {
         e.verify, {reinterpret_cast<const uint8_t*>(content.data()), content.size()});
     EXPECT_EQ(e.key_len, d.size);
     EXPECT_TRUE(std::equal(d.bytes.begin(), d.bytes.begin() + d.size, e.key.begin())) << path;
+  }
+}
+
+// The session's first line: without --shard byte for byte as before (DFTS operators and their
+// scripts read it); with --shard K/N, the shard at its end.
+TEST(SenderPipeline, TheSessionLineNamesTheShardOnlyWhenSet) {
+  testing::ScratchDir dir("sender_session_line");
+  { std::ofstream(dir.path() / "a.bin", std::ios::binary) << "a"; }
+  const FileList list = discover_files({dir.path().string() + "/"});
+  for (const Shard shard : {Shard{}, Shard{1, 2}}) {
+    SenderConfig cfg = config();
+    cfg.shard = shard;
+    Wire wire;
+    common::FakeClock clock;
+    Sender sender(cfg, wire, clock);
+    std::string text;
+    {
+      const testing::LogCapture log;
+      std::stop_source stop;
+      sender.run(list.files, stop.get_token());
+      text = log.text();
+    }
+    const size_t at = text.find("Info: session ");
+    ASSERT_NE(at, std::string::npos) << text;
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    const std::string want = fmt::format(
+        "Info: session {:016x}: 1 file(s) to 127.0.0.1:9, packet 1000 bytes, rate unlimited, "
+        "verify B2B",
+        sender.session_id());
+    EXPECT_EQ(line, shard.enabled() ? want + ", --shard 1/2" : want);
   }
 }
 

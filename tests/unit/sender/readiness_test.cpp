@@ -260,6 +260,33 @@ TEST_F(ReadinessTest, OverflowRescanMakesAnOpenFileWhoseCloseWasLostComplete) {
   EXPECT_EQ(take(), "a");
 }
 
+TEST_F(ReadinessTest, RescansMoreFrequentThanTheSettleTimeDoNotHoldAFileBack) {
+  put("a", 1);
+  t_.found("a", now());
+  EXPECT_EQ(take(), std::nullopt);
+  for (int i = 0; i < 4; ++i) {  // a rescan every second, as on a network filesystem
+    clock_.advance(kSettle / 5);
+    t_.rescan_begin();
+    t_.found("a", now());
+    t_.rescan_end();
+    EXPECT_EQ(take(), std::nullopt);
+  }
+  clock_.advance(kSettle / 5);
+  EXPECT_EQ(take(), "a");
+  // A change between two scans still restarts it.
+  put("b", 1);
+  t_.found("b", now());
+  take();
+  clock_.advance(kSettle / 2);
+  put("b", 2);
+  t_.found("b", now());
+  EXPECT_EQ(take(), std::nullopt);
+  clock_.advance(kSettle / 2 + kSettle / 4);
+  EXPECT_EQ(take(), std::nullopt) << "settling from the change, not from the first scan";
+  clock_.advance(kSettle / 4);
+  EXPECT_EQ(take(), "b");
+}
+
 TEST_F(ReadinessTest, GoneUnderAFolderForgetsItsFilesOnly) {
   for (const char* n : {"d/a", "d/e/b", "dd/c", "d"}) {
     put(n, 1);
