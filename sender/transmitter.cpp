@@ -328,7 +328,7 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta, const 
   send_list_if_due();
 }
 
-void Transmitter::finish_file(const std::shared_ptr<const FileMeta>& meta, bool aborted,
+void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted,
                               const common::Digest& digest, const std::string& reason,
                               bool striped) {
   current_ = {};

@@ -107,9 +107,10 @@ class Transmitter {
   void abort_file(const std::shared_ptr<const FileMeta>& meta, const std::string& reason,
                   bool striped);
   // This lane is through with `meta` (ended its last copy, or aborted it): the last lane that
-  // carried it counts it, logs it and reports it (observers, then the list).
-  void finish_file(const std::shared_ptr<const FileMeta>& meta, bool aborted,
-                   const common::Digest& digest, const std::string& reason, bool striped);
+  // carried it counts it, logs it and reports it (observers, then the list). `meta` by value: it
+  // may be current_'s, which this resets.
+  void finish_file(std::shared_ptr<const FileMeta> meta, bool aborted, const common::Digest& digest,
+                   const std::string& reason, bool striped);
   // Sends the files this lane has not listed yet when kListBatch of them wait or kListInterval
   // passed since its last list.
   void send_list_if_due();
