@@ -146,6 +146,10 @@ void Transmitter::send_all(std::span<const std::span<const uint8_t>> datagrams) 
   }
 }
 
+uint64_t Transmitter::carriers(const WorkItem& item) const {
+  return item.lanes != 0 ? item.lanes : uint64_t{1} << lane_;
+}
+
 void Transmitter::send_control(
     const std::function<size_t(const Header&, std::span<uint8_t>)>& encode, uint16_t flags) {
   for (unsigned i = 0; i < cfg_.control_repeat; ++i) {
@@ -212,9 +216,7 @@ void Transmitter::begin_file(const WorkItem& item) {
   send_control(
       [&](const Header& h, std::span<uint8_t> buf) { return common::encode_announce(h, a, buf); },
       item.striped ? common::kFlagStriped : 0);
-  if (item.copy == 0) {
-    hub_.file_begun(*item.meta, item.striped ? hub_.lanes() : 1, current_.started);
-  }
+  if (item.copy == 0) hub_.file_begun(*item.meta, carriers(item), current_.started);
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
     close_window();
@@ -336,7 +338,7 @@ void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted
     status_->file_size.store(0, std::memory_order_relaxed);
     status_->file_bytes.store(0, std::memory_order_relaxed);
   }
-  const auto outcome = hub_.lane_finished(*meta, aborted, digest, reason);
+  const auto outcome = hub_.lane_finished(*meta, lane_, aborted, digest, reason);
   if (!outcome) return;  // another lane still carries it: that lane reports it
   if (outcome->aborted) {
     ++totals_.files_failed;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -78,6 +79,9 @@ class Transmitter {
     uint64_t next_repeat = 0;   // the copy's next repeated announce after this many bytes
     bool striped = false;       // striped over every lane (its announces carry kFlagStriped)
   };
+
+  // The lanes that carry the file of `item`, bit k for lane k (this lane's, not routed).
+  uint64_t carriers(const WorkItem& item) const;
 
   std::span<uint8_t> next_slot();
   // Takes the datagram of `n` bytes just encoded in `slot` (the latest next_slot()) for sending;
