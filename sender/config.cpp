@@ -48,6 +48,12 @@ void add_link_options(CLI::App& app, SenderConfig& cfg) {
                  "lane; 0 = never stripe")
       ->check(CLI::Range(size_t{0}, size_t{1} << 20))
       ->capture_default_str();
+  app.add_option("--lane-down", cfg.lane_down_text,
+                 "When a lane's link reports a send error: stop ends the session; continue takes "
+                 "the lane out of rotation, fails the files it was carrying and goes on over the "
+                 "other lanes (with one lane, continue is stop)")
+      ->check(CLI::IsMember({"stop", "continue"}))
+      ->capture_default_str();
   app.add_option("--packet-size", cfg.packet_size,
                  "Datagram size in bytes, header included (default fits a 9000-byte MTU)")
       ->check(CLI::Range(common::kMinPacketSize, common::kMaxDatagramSize))
@@ -315,6 +321,11 @@ void finalize_sender_config(SenderConfig& cfg) {
   }
   cfg.gso = cfg.gso_text == "auto";
   finalize_lanes(cfg);
+  if (cfg.lane_down_text != "stop" && cfg.lane_down_text != "continue") {
+    throw CLI::ValidationError("--lane-down", "expected stop or continue");
+  }
+  cfg.lane_down =
+      cfg.lane_down_text == "continue" ? LaneDownPolicy::kContinue : LaneDownPolicy::kStop;
   cfg.file_lock = cfg.file_lock_text == "Y" || cfg.file_lock_text == "y";
   cfg.progress = cfg.progress_text == "on"    ? ProgressMode::kOn
                  : cfg.progress_text == "off" ? ProgressMode::kOff

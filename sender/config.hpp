@@ -22,6 +22,13 @@ namespace ddft::sender {
 
 enum class ReportOption { kSummary, kVerbose, kNone };  // REPORT_OPTION S, V, N
 
+// --lane-down: what a lane whose link refuses a send (a device error, a UDP error other than a
+// full buffer) does to the session.
+enum class LaneDownPolicy {
+  kStop,      // the session ends (with one lane, always)
+  kContinue,  // the lane leaves the rotation, its files in flight fail, the other lanes go on
+};
+
 struct SenderConfig {
   std::vector<std::string> sources;  // files and folders; "dir/" sends the folder's contents only
   common::TransportKind transport = common::TransportKind::kUdp;  // from transport_text
@@ -37,7 +44,9 @@ struct SenderConfig {
   // --stripe-mb: a file larger than this many MiB is striped over every lane (with 2 lanes or
   // more), in ranges of this many MiB rounded down to whole reader blocks; 0: never striped.
   size_t stripe_mb = 64;
-  size_t packet_size = common::kDefaultPacketSize;  // whole datagram, header included
+  LaneDownPolicy lane_down = LaneDownPolicy::kStop;  // from lane_down_text
+  std::string lane_down_text = "stop";               // --lane-down as given
+  size_t packet_size = common::kDefaultPacketSize;   // whole datagram, header included
   // MB/s (1 MB = 2^20 bytes) on the wire; 0 = unlimited. The default is safe on loopback on a
   // 2-core machine (measured loss-free up to 500) and well under a 10 Gb/s diode's line rate.
   double rate_mb = 250;

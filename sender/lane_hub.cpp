@@ -1,9 +1,11 @@
 #include "sender/lane_hub.hpp"
 
+#include <bit>
+
 namespace ddft::sender {
 
 LaneHub::LaneHub(size_t lanes, bool keep_all, SendObserver& observers)
-    : lanes_(lanes), observers_(observers), list_(lanes, keep_all) {}
+    : lanes_(lanes), observers_(observers), list_(lanes, keep_all), down_reason_(lanes) {}
 
 void LaneHub::session_started(uint64_t session_id) {
   std::lock_guard lock(mu_);
@@ -20,13 +22,44 @@ void LaneHub::idle() {
   observers_.idle();
 }
 
-void LaneHub::file_begun(const FileMeta& file, size_t carriers, common::Clock::time_point now) {
+void LaneHub::file_begun(const FileMeta& file, uint64_t lanes, common::Clock::time_point now) {
   std::lock_guard lock(mu_);
   const auto [it, first] = files_.try_emplace(file.file_id);
   if (!first) return;
-  it->second.lanes_left = carriers;
-  it->second.outcome.started = now;
+  Carried& c = it->second;
+  c.lanes = lanes;
+  c.lanes_left = static_cast<size_t>(std::popcount(lanes));
+  c.outcome.started = now;
+  if (const uint64_t gone = lanes & down_; gone != 0) {
+    doom(c, down_reason_[static_cast<size_t>(std::countr_zero(gone))]);
+  }
   observers_.file_started(file);
+}
+
+void LaneHub::doom(Carried& c, const std::string& reason) {
+  c.doomed = true;
+  if (c.outcome.aborted) return;
+  c.outcome.aborted = true;
+  c.outcome.reason = reason;
+}
+
+void LaneHub::lane_down(size_t lane, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  const uint64_t bit = uint64_t{1} << lane;
+  down_ |= bit;
+  down_reason_[lane] = reason;
+  for (auto& [id, c] : files_) {
+    if ((c.lanes & bit) != 0 && (c.finished & bit) == 0) doom(c, reason);
+  }
+  list_.lane_down(lane);
+}
+
+bool LaneHub::doomed(const FileMeta& file, std::string* reason) {
+  std::lock_guard lock(mu_);
+  const auto it = files_.find(file.file_id);
+  if (it == files_.end() || !it->second.doomed) return false;
+  *reason = it->second.outcome.reason;
+  return true;
 }
 
 void LaneHub::file_progress(const FileMeta& file, uint64_t bytes) {
@@ -42,8 +75,8 @@ void LaneHub::file_skipped(const FileMeta& file, const std::string& reason) {
   observers_.file_failed(file, reason);
 }
 
-std::optional<LaneHub::Outcome> LaneHub::lane_finished(const FileMeta& file, bool aborted,
-                                                       const common::Digest& digest,
+std::optional<LaneHub::Outcome> LaneHub::lane_finished(const FileMeta& file, size_t lane,
+                                                       bool aborted, const common::Digest& digest,
                                                        const std::string& reason) {
   std::lock_guard lock(mu_);
   const auto it = files_.find(file.file_id);
@@ -51,6 +84,7 @@ std::optional<LaneHub::Outcome> LaneHub::lane_finished(const FileMeta& file, boo
     // Never announced through file_begun() (no lane does this): its one lane's outcome.
     return Outcome{aborted, reason, digest, {}};
   }
+  it->second.finished |= uint64_t{1} << lane;
   Outcome& o = it->second.outcome;
   if (aborted && !o.aborted) {
     o.aborted = true;

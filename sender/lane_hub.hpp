@@ -11,6 +11,11 @@
 // lane to end or abort it decides its outcome (failed when any lane aborted it), and only then do
 // the observers hear file_sent or file_failed and the list get its entry. So the program sees one
 // session however many lanes carry it.
+//
+// A lane that goes down (--lane-down continue) tells the hub (lane_down()): every file it carries
+// and has not finished its part of, begun or yet to begin, is doomed. It fails with the lane's
+// reason; the other lanes that carry it (a striped file's) ask doomed() and abort it on the wire
+// instead of ending it, since the receiver could never complete it.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/clock.hpp"
 #include "common/hash.hpp"
@@ -55,18 +61,25 @@ class LaneHub {
   void session_finished(uint64_t session_id);
   // A lane had nothing to send for a heartbeat interval.
   void idle();
-  // A lane announced the first copy of `file`, which `carriers` lanes carry (1, or every lane
-  // when striped). The first lane's call tells the observers (file_started).
-  void file_begun(const FileMeta& file, size_t carriers, common::Clock::time_point now);
+  // A lane announced the first copy of `file`, which the lanes `lanes` carry (bit k: lane k; one
+  // bit, or every lane up when it began when striped). The first lane's call tells the observers
+  // (file_started). A file carried by a lane already down is doomed at once.
+  void file_begun(const FileMeta& file, uint64_t lanes, common::Clock::time_point now);
   // A lane packetised `bytes` more of `file`: the observers hear the sum over lanes and copies.
   void file_progress(const FileMeta& file, uint64_t bytes);
   // A file that was never announced (it could not be opened): the observers hear it failed.
   void file_skipped(const FileMeta& file, const std::string& reason);
-  // A lane is through with `file`: ended its last copy (`aborted` false, with `digest`) or
+  // Lane `lane` is through with `file`: ended its last copy (`aborted` false, with `digest`) or
   // aborted it (`reason`). Returns nothing while other lanes still carry it; to the last lane,
-  // the file's outcome, which that lane reports through file_done().
-  std::optional<Outcome> lane_finished(const FileMeta& file, bool aborted,
+  // the file's outcome (aborted when doomed), which that lane reports through file_done().
+  std::optional<Outcome> lane_finished(const FileMeta& file, size_t lane, bool aborted,
                                        const common::Digest& digest, const std::string& reason);
+  // Lane `lane` sends nothing more (its link failed, `reason` says how): every file it carries
+  // and has not finished, begun now or later, is doomed with `reason`. Its list cursor no longer
+  // holds entries back (SessionList::lane_down()).
+  void lane_down(size_t lane, const std::string& reason);
+  // Whether `file` is doomed (a lane that carries it went down first); *reason then says why.
+  bool doomed(const FileMeta& file, std::string* reason);
   // The last lane's report of a file lane_finished() gave it the outcome of: the observers hear
   // file_sent or file_failed, then the list gets the file's entry (`list_lane`: the lane that
   // carried it, common::kLaneAll for a striped file, common::kLaneUnsaid with one lane).
@@ -75,9 +88,14 @@ class LaneHub {
  private:
   struct Carried {
     size_t lanes_left = 0;
-    uint64_t sent = 0;  // file bytes packetised, over every lane and copy
+    uint64_t lanes = 0;     // the lanes that carry it, bit k for lane k
+    uint64_t finished = 0;  // those through with it
+    bool doomed = false;    // a lane of `lanes` went down before it was through
+    uint64_t sent = 0;      // file bytes packetised, over every lane and copy
     Outcome outcome{};
   };
+  // Under mu_: dooms `c` (a file not yet failed keeps `reason` as its outcome's).
+  static void doom(Carried& c, const std::string& reason);
 
   const size_t lanes_;
   SendObserver& observers_;
@@ -86,6 +104,8 @@ class LaneHub {
   std::unordered_map<uint32_t, Carried> files_;  // guarded by mu_; by file id
   size_t lanes_started_ = 0;                     // guarded by mu_
   size_t lanes_finished_ = 0;                    // guarded by mu_
+  uint64_t down_ = 0;                            // guarded by mu_; lanes down, bit k for lane k
+  std::vector<std::string> down_reason_;         // guarded by mu_; per lane, why it went down
 };
 
 }  // namespace ddft::sender

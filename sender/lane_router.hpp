@@ -16,6 +16,12 @@
 //   first block is routed, and the rest of the stripe after it;
 // - a kSkip (a file never announced) goes down the least busy lane.
 // A full lane queue blocks the reader (back-pressure), as one transmitter's queue does.
+//
+// A lane taken down (take_down(), --lane-down continue) is never chosen again: whole files, stripes
+// and striped files' announces go to the lanes still up. What was routed to it before, and the
+// rest of a file it already carries, still goes down its queue, which its transmitter drains
+// without sending (so that the file fails as a whole and the buffers come back). Lanes never come
+// back up.
 #pragma once
 
 #include <atomic>
@@ -37,8 +43,9 @@ class LaneRouter final : public WorkSink {
   // one reader fed one lane a whole range while the others ran dry; 8 MiB gave 294 MB/s.
   static constexpr uint64_t kStripeUnit = uint64_t{4} << 20;
 
-  // Routes into `lanes` (at least one; each must outlive the router). A file larger than
-  // `stripe_threshold` bytes is striped when there are 2 lanes or more (0: never striped), in
+  // Routes into `lanes` (at least one, at most common::kMaxLanes; each must outlive the router).
+  // A file larger than `stripe_threshold` bytes is striped when 2 lanes or more are up (0: never
+  // striped), in
   // stripes of the smaller of kStripeUnit and `stripe_threshold`, rounded down to whole blocks
   // of `block_size` bytes (the reader's), at least one block: so a striped file has at least
   // two stripes.
@@ -64,25 +71,40 @@ class LaneRouter final : public WorkSink {
   size_t lanes() const { return lanes_.size(); }
   // The data of a striped file goes in ranges of this many bytes.
   uint64_t stripe_bytes() const { return stripe_bytes_; }
-  // Whether a file of `size` bytes is striped.
+  // Whether a file of `size` bytes is striped (were it to begin now). Any thread.
   bool striped(uint64_t size) const {
-    return lanes_.size() >= 2 && stripe_threshold_ > 0 && size > stripe_threshold_;
+    return lanes_up() >= 2 && stripe_threshold_ > 0 && size > stripe_threshold_;
   }
 
+  // Any thread (lane `lane`'s transmitter, whose link failed): takes the lane out of the
+  // rotation, unless it is the last lane up. Returns false then (the session cannot go on), true
+  // when the lane is down (also when it already was).
+  bool take_down(size_t lane);
+  // Whether lane `lane` was taken down. Any thread.
+  bool down(size_t lane) const { return down_[lane].load(std::memory_order_acquire); }
+  // Lanes not taken down. Any thread.
+  size_t lanes_up() const { return up_.load(std::memory_order_acquire); }
+
  private:
-  // The least busy lane (ties: the first after the last chosen).
+  // The least busy lane up (ties: the first after the last chosen).
   size_t least_busy();
-  // Pushes a copy of `item` down every lane; false when a queue was closed.
+  // The lanes up now, bit k for lane k.
+  uint64_t lanes_up_mask() const;
+  // Pushes a copy of `item` down every lane of the file's (file_lanes_); false when a queue was
+  // closed.
   bool push_all(const WorkItem& item);
   bool push_to(size_t lane, WorkItem&& item);
 
   std::vector<common::BoundedQueue<WorkItem>*> lanes_;
   std::unique_ptr<std::atomic<uint64_t>[]> queued_;
+  std::unique_ptr<std::atomic<bool>[]> down_;
+  std::atomic<size_t> up_;
   uint64_t stripe_threshold_;
   uint64_t stripe_bytes_;
   // Reader thread only: the file being routed (items of one file come together, in order).
   std::shared_ptr<const FileMeta> file_;
   bool file_striped_ = false;
+  uint64_t file_lanes_ = 0;   // the lanes that carry it (a striped file: those up at its begin)
   size_t file_lane_ = 0;      // a whole file's lane (every copy)
   uint64_t stripe_ = 0;       // a striped file: the stripe being routed (offset / stripe_bytes_)
   size_t stripe_lane_ = 0;    // and its lane

@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -121,6 +122,9 @@ int main(int argc, char** argv) {
   sender::add_sender_options(app, cfg);
   iotest::add_switch_help(app, iotest::Kind::kRead);
   if (auto rc = parse_args(app, cfg, argc, argv)) return *rc;
+  // A link that goes away (a device node whose reader closed: EPIPE) is an error code for the
+  // lane to handle (--lane-down), not a signal that kills every lane.
+  std::signal(SIGPIPE, SIG_IGN);
 
   try {
     common::setup_logging(cfg.log, "dd_file_send");

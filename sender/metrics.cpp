@@ -46,6 +46,14 @@ void add_sender_metrics(common::MetricsRegistry& reg, const SendStatus& st, cons
       "The configured --rate in bytes per second on the wire, times the lanes (--rate is "
       "each lane's); 0: unlimited",
       [rate = cfg.rate_mb * 1024.0 * 1024.0 * static_cast<double>(cfg.lanes())] { return rate; });
+  reg.add(kGauge, "ddft_send_lanes",
+          "Lanes (links) the session drives (--dest or --device "
+          "given once per lane, or --lanes)",
+          [lanes = static_cast<double>(cfg.lanes())] { return lanes; });
+  reg.add(kGauge, "ddft_send_lanes_up",
+          "Lanes of the current session whose links still send (with --lane-down continue a "
+          "lane whose link failed is taken out); 0 before the first session",
+          read(&SendStatus::lanes_up));
   // Sampled twice a second on the server thread; the gauge spans the last 5 s.
   auto meter = std::make_shared<common::RateMeter>(std::chrono::seconds(5));
   reg.every(std::chrono::milliseconds(500), [meter, &st, &clock] {

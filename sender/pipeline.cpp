@@ -96,6 +96,7 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
                                                 *queues[i], hub, i, &router));
     txs.back()->set_status(status_);
   }
+  if (status_) status_->lanes_up.store(lanes, std::memory_order_relaxed);
   log_start(files);
 
   std::vector<std::exception_ptr> errors(lanes);

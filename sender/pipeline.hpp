@@ -40,6 +40,14 @@
 // each, 16 blocks of 1 MiB per lane: --stripe-mb 8 or 16 gave 290 MB/s, 32 gave 270, 64 (the
 // default) 146.
 //
+// A lane whose link refuses a send (a device error, a UDP error but a full buffer): with
+// --lane-down stop (the default, and always with one lane) the session ends, the lane named.
+// With --lane-down continue the lane goes down (sender/transmitter.hpp): the router never
+// chooses it again, the files it carries fail (a striped one as a whole: the other lanes abort
+// it, the LaneHub having doomed it), the other lanes' lists name them aborted, and its
+// transmitter drains its queue without sending, so that every buffer comes back and the end
+// barrier counts it done. The session ends as with stop when the last lane up fails.
+//
 // A lane much slower than the others: the router gives whole files and stripes to the lane with
 // the fewest queued bytes, so it gets less. But a file or stripe already given to it goes at its
 // pace: while its queue is full the reader waits (back-pressure) and the other lanes drain and

@@ -32,6 +32,9 @@ struct SendStatus {
   std::atomic<uint64_t> file_size{0};
   std::atomic<int64_t> last_send_ns{0};  // Clock time of the last batch sent, 0 before
   std::atomic<uint64_t> session_id{0};   // the current session, 0 before the first
+  // Lanes of the current session whose links still send (--lane-down continue takes a failed
+  // one out); 0 before the first session.
+  std::atomic<uint64_t> lanes_up{0};
 };
 
 }  // namespace ddft::sender

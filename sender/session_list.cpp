@@ -6,7 +6,7 @@
 namespace ddft::sender {
 
 SessionList::SessionList(size_t lanes, bool keep_all)
-    : cursor_(lanes, 0), done_(lanes, false), keep_all_(keep_all) {
+    : cursor_(lanes, 0), done_(lanes, false), down_(lanes, false), keep_all_(keep_all) {
   if (lanes == 0) throw std::invalid_argument("a session list needs a lane");
 }
 
@@ -23,7 +23,7 @@ void SessionList::add(ListedFile file) {
 
 size_t SessionList::waiting(size_t lane) const {
   std::lock_guard lock(mu_);
-  return static_cast<size_t>(base_ + entries_.size() - cursor_[lane]);
+  return static_cast<size_t>(base_ + entries_.size() - std::max(cursor_[lane], base_));
 }
 
 std::vector<ListedFile> SessionList::take(size_t lane) {
@@ -32,6 +32,8 @@ std::vector<ListedFile> SessionList::take(size_t lane) {
 }
 
 std::vector<ListedFile> SessionList::take_locked(size_t lane) {
+  // A lane down may have been passed by the trim.
+  cursor_[lane] = std::max(cursor_[lane], base_);
   const auto from = entries_.begin() + static_cast<std::ptrdiff_t>(cursor_[lane] - base_);
   std::vector<ListedFile> out(from, entries_.end());
   cursor_[lane] = base_ + entries_.size();
@@ -52,9 +54,19 @@ uint64_t SessionList::files() const {
   return files_;
 }
 
+void SessionList::lane_down(size_t lane) {
+  std::lock_guard lock(mu_);
+  down_[lane] = true;
+  trim();
+}
+
 void SessionList::trim() {
   if (keep_all_) return;
-  const uint64_t lowest = *std::min_element(cursor_.begin(), cursor_.end());
+  // The lowest cursor of the lanes that still take entries (a lane down takes none).
+  uint64_t lowest = base_ + entries_.size();
+  for (size_t lane = 0; lane < cursor_.size(); ++lane) {
+    if (!down_[lane]) lowest = std::min(lowest, cursor_[lane]);
+  }
   while (base_ < lowest) {
     entries_.pop_front();
     ++base_;

@@ -69,6 +69,10 @@ class SessionList {
   // Files added so far.
   uint64_t files() const;
 
+  // Lane `lane` went down: it takes nothing more, so its cursor no longer holds entries back.
+  // It still reports done (lane_done()) once it has drained its queue.
+  void lane_down(size_t lane);
+
   // The end barrier. Lane `lane` has nothing more to send but its last list and final heartbeat
   // (a second call for the same lane counts once).
   void lane_done(size_t lane);
@@ -87,6 +91,7 @@ class SessionList {
   uint64_t base_ = 0;               // guarded by mu_
   std::vector<uint64_t> cursor_;    // guarded by mu_; per lane, the first number not taken
   std::vector<bool> done_;          // guarded by mu_
+  std::vector<bool> down_;          // guarded by mu_; lanes that take nothing more
   size_t lanes_done_ = 0;           // guarded by mu_
   uint64_t files_ = 0;              // guarded by mu_
   bool keep_all_;                   // guarded by mu_

@@ -142,8 +142,17 @@ void Transmitter::send_all(std::span<const std::span<const uint8_t>> datagrams) 
       clock_.sleep_until(clock_.now() + std::chrono::milliseconds(cfg_.buff_full_delay_ms));
       continue;
     }
-    throw std::system_error(ec, "send failed");
+    // One lane: the words a sender before lanes said.
+    throw LinkError(ec, hub_.lanes() > 1 ? lane_label() + ": send failed" : "send failed");
   }
+}
+
+std::string Transmitter::lane_label() const {
+  return fmt::format("lane {} ({})", lane_, cfg_.lane_name(lane_));
+}
+
+uint64_t Transmitter::carriers(const WorkItem& item) const {
+  return item.lanes != 0 ? item.lanes : uint64_t{1} << lane_;
 }
 
 void Transmitter::send_control(
@@ -207,14 +216,14 @@ void Transmitter::begin_file(const WorkItem& item) {
     status_->file_size.store(item.meta->size, std::memory_order_relaxed);
     status_->file_bytes.store(0, std::memory_order_relaxed);
   }
+  // The hub hears of the file before anything of it is sent: a link failing on the announce
+  // fails a file the hub knows of, carried by the lanes the hub counts.
+  if (item.copy == 0) hub_.file_begun(*item.meta, carriers(item), current_.started);
   common::Announce a = announce_of(*item.meta);
   a.pause_s = item.copy == 0 ? static_cast<uint8_t>(pacer_.pause_for(item.meta->size)) : 0;
   send_control(
       [&](const Header& h, std::span<uint8_t> buf) { return common::encode_announce(h, a, buf); },
       item.striped ? common::kFlagStriped : 0);
-  if (item.copy == 0) {
-    hub_.file_begun(*item.meta, item.striped ? hub_.lanes() : 1, current_.started);
-  }
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
     close_window();
@@ -328,7 +337,7 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta, const 
   send_list_if_due();
 }
 
-void Transmitter::finish_file(const std::shared_ptr<const FileMeta>& meta, bool aborted,
+void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted,
                               const common::Digest& digest, const std::string& reason,
                               bool striped) {
   current_ = {};
@@ -336,7 +345,7 @@ void Transmitter::finish_file(const std::shared_ptr<const FileMeta>& meta, bool 
     status_->file_size.store(0, std::memory_order_relaxed);
     status_->file_bytes.store(0, std::memory_order_relaxed);
   }
-  const auto outcome = hub_.lane_finished(*meta, aborted, digest, reason);
+  const auto outcome = hub_.lane_finished(*meta, lane_, aborted, digest, reason);
   if (!outcome) return;  // another lane still carries it: that lane reports it
   if (outcome->aborted) {
     ++totals_.files_failed;
@@ -441,6 +450,15 @@ void Transmitter::run(std::stop_token stop) {
   last_heartbeat_ = clock_.now();
   last_list_ = last_heartbeat_;
   hub_.session_started(session_id_);
+  try {
+    send_session(stop);
+  } catch (const LinkError& e) {
+    go_down(e);  // or rethrows: the session ends
+  }
+  hub_.session_finished(session_id_);
+}
+
+void Transmitter::send_session(std::stop_token stop) {
   const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
   while (true) {
     auto item = in_.pop_for(heartbeat);
@@ -453,31 +471,7 @@ void Transmitter::run(std::stop_token stop) {
       hub_.idle();
       continue;
     }
-    switch (item->kind) {
-      case WorkItem::Kind::kBegin:
-        begin_file(*item);
-        break;
-      case WorkItem::Kind::kBlock:
-        if (!stop.stop_requested()) send_block(*item);
-        pool_.release(item->buffer);
-        if (router_) router_->block_done(lane_, item->len);
-        break;
-      case WorkItem::Kind::kEnd:
-        if (stop.stop_requested()) {
-          abort_file(item->meta, "sender stopped", item->striped);
-        } else {
-          end_file(*item);
-        }
-        break;
-      case WorkItem::Kind::kAbort:
-        abort_file(item->meta, item->reason, item->striped);
-        break;
-      case WorkItem::Kind::kSkip:  // never announced: nothing goes on the wire
-        ++totals_.files_failed;
-        if (status_) status_->files_failed.fetch_add(1, std::memory_order_relaxed);
-        hub_.file_skipped(*item->meta, item->reason);
-        break;
-    }
+    send_item(*item, stop);
     // Mid-file too: a long file must not hold back the list of the files before it.
     send_list_if_due();
   }
@@ -486,7 +480,66 @@ void Transmitter::run(std::stop_token stop) {
   wait_for_lanes();
   send_last_list();
   send_heartbeat(true);
-  hub_.session_finished(session_id_);
+}
+
+void Transmitter::give_back(const WorkItem& item) {
+  pool_.release(item.buffer);
+  if (router_) router_->block_done(lane_, item.len);
+}
+
+void Transmitter::skip_file(const WorkItem& item) {
+  ++totals_.files_failed;
+  if (status_) status_->files_failed.fetch_add(1, std::memory_order_relaxed);
+  hub_.file_skipped(*item.meta, item.reason);
+}
+
+void Transmitter::send_item(const WorkItem& item, std::stop_token stop) {
+  if (item.kind != WorkItem::Kind::kSkip) {
+    if (dropped_ == item.meta->file_id) {
+      if (item.kind == WorkItem::Kind::kBlock) give_back(item);
+      return;
+    }
+    dropped_.reset();
+  }
+  // A striped file that another lane, gone down, carries too: the receiver could never complete
+  // it, so its data stays here and it is aborted on the wire instead of ended. (The hub is asked
+  // only once a lane is down.)
+  std::string doom;
+  const bool doomed = item.striped && router_ && router_->lanes_up() < router_->lanes() &&
+                      (item.kind == WorkItem::Kind::kBlock || item.kind == WorkItem::Kind::kEnd) &&
+                      hub_.doomed(*item.meta, &doom);
+  switch (item.kind) {
+    case WorkItem::Kind::kBegin:
+      begin_file(item);
+      break;
+    case WorkItem::Kind::kBlock:
+      if (!stop.stop_requested() && !doomed) {
+        try {
+          send_block(item);
+        } catch (...) {
+          give_back(item);
+          throw;
+        }
+      }
+      give_back(item);
+      break;
+    case WorkItem::Kind::kEnd:
+      if (stop.stop_requested()) {
+        abort_file(item.meta, "sender stopped", item.striped);
+      } else if (doomed) {
+        abort_file(item.meta, doom, item.striped);
+        dropped_ = item.meta->file_id;  // its further copies, if any
+      } else {
+        end_file(item);
+      }
+      break;
+    case WorkItem::Kind::kAbort:
+      abort_file(item.meta, item.reason, item.striped);
+      break;
+    case WorkItem::Kind::kSkip:  // never announced: nothing goes on the wire
+      skip_file(item);
+      break;
+  }
 }
 
 }  // namespace ddft::sender

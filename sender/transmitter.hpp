@@ -9,12 +9,20 @@
 // kListBatch files, and at the end of the session the complete list (or, past kCompleteListMax
 // files or in hot-folder mode, the rest). A striped file's announces carry kFlagStriped, and its
 // repeated announces count this lane's own data bytes.
+//
+// When its link refuses a send (LinkError), a lane either ends the session (--lane-down stop, one
+// lane, or the last lane up) or goes down (--lane-down continue): it sends nothing more, the
+// router stops choosing it, the files it carries fail (striped ones on every lane, which abort
+// them), and it drains its queue, giving every buffer back, until the session ends.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <stop_token>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "common/aligned_buffer.hpp"
@@ -40,6 +48,13 @@ namespace ddft::sender {
 // cost at most 1/1024 of the data.
 uint64_t repeat_announce_interval(size_t announce_bytes);
 
+// A lane's link refused a send (anything but a full buffer). what() names the lane when the
+// session has several: "lane 1 (127.0.0.1:5001): send failed: Network is unreachable".
+class LinkError : public std::system_error {
+ public:
+  using std::system_error::system_error;
+};
+
 class Transmitter {
  public:
   // Lane `lane` (0-based) of a session: `hub` is shared by the session's lanes and hears of
@@ -56,7 +71,9 @@ class Transmitter {
   // lane done and keeps sending heartbeats (and lists as they come due) until every lane is, and
   // sends the last file list and the final heartbeat. On stop, remaining data is skipped and the
   // file in progress is aborted on the wire. With cfg.watch_dir set (a hot folder) the session
-  // never ends with a complete list, only with the files since the last one.
+  // never ends with a complete list, only with the files since the last one. When the link
+  // fails: throws LinkError, or with --lane-down continue and another lane up goes down (see
+  // above) and returns once the queue is closed and drained.
   void run(std::stop_token stop);
   const SendTotals& totals() const { return totals_; }
   // Also publishes the totals into `status` as they change (null: not). Call before run().
@@ -78,6 +95,29 @@ class Transmitter {
     uint64_t next_repeat = 0;   // the copy's next repeated announce after this many bytes
     bool striped = false;       // striped over every lane (its announces carry kFlagStriped)
   };
+
+  // The session on the wire: every item of the queue, then the end barrier, the last list and
+  // the final heartbeat. Throws LinkError when the link fails.
+  void send_session(std::stop_token stop);
+  // One item of the queue (a block's buffer goes back to the pool whatever happens).
+  void send_item(const WorkItem& item, std::stop_token stop);
+  // A block is done with (sent or not): its buffer back to the pool, its bytes off the router's.
+  void give_back(const WorkItem& item);
+  // A file that was never announced (kSkip): counted failed, the observers told.
+  void skip_file(const WorkItem& item);
+  // The lanes that carry the file of `item`, bit k for lane k (this lane's, not routed).
+  uint64_t carriers(const WorkItem& item) const;
+  // How the logs name this lane: "lane 1 (127.0.0.1:5001)".
+  std::string lane_label() const;
+
+  // The link failed with `e` (sender/transmitter_lane_down.cpp): rethrows it (naming the lane)
+  // unless --lane-down continue and another lane is up; else takes this lane down: one error
+  // line, the files it carries fail, its queue is drained (buffers back) until closed, and the
+  // lane reports done at the end barrier.
+  void go_down(const LinkError& e);
+  // Down: the item from the queue fails its file with `reason` (once per file), its buffer goes
+  // back; nothing is sent.
+  void drop_item(const WorkItem& item, const std::string& reason);
 
   std::span<uint8_t> next_slot();
   // Takes the datagram of `n` bytes just encoded in `slot` (the latest next_slot()) for sending;
@@ -107,9 +147,10 @@ class Transmitter {
   void abort_file(const std::shared_ptr<const FileMeta>& meta, const std::string& reason,
                   bool striped);
   // This lane is through with `meta` (ended its last copy, or aborted it): the last lane that
-  // carried it counts it, logs it and reports it (observers, then the list).
-  void finish_file(const std::shared_ptr<const FileMeta>& meta, bool aborted,
-                   const common::Digest& digest, const std::string& reason, bool striped);
+  // carried it counts it, logs it and reports it (observers, then the list). `meta` by value: it
+  // may be current_'s, which this resets.
+  void finish_file(std::shared_ptr<const FileMeta> meta, bool aborted, const common::Digest& digest,
+                   const std::string& reason, bool striped);
   // Sends the files this lane has not listed yet when kListBatch of them wait or kListInterval
   // passed since its last list.
   void send_list_if_due();
@@ -144,6 +185,9 @@ class Transmitter {
   uint64_t data_index_ = 0;
   uint32_t files_announced_ = 0;
   FileProgress current_;
+  // A file this lane is through with before its items are (aborted early as doomed, or failed
+  // while down): the rest of its items are dropped. Items of one file come together.
+  std::optional<uint32_t> dropped_;
   common::Clock::time_point last_list_{};
   SendTotals totals_;
   SendStatus* status_ = nullptr;

@@ -42,9 +42,12 @@ struct WorkItem {
   common::Digest digest{};  // kEnd
   std::string reason{};     // kAbort, kSkip
   uint8_t copy = 0;         // --repeat: which copy of the file (kBegin, kBlock, kEnd)
-  // Lanes: the file is striped over every lane (sender/lane_router.hpp). Set by the router on
-  // every item of such a file.
+  // Lanes: the file is striped over every lane up when it began (sender/lane_router.hpp). Set
+  // by the router on every item of such a file.
   bool striped = false;
+  // Lanes: the lanes that carry the file, bit k for lane k (one bit for a whole file); set by the
+  // router on every item. 0: not routed (one lane, the transmitter's own).
+  uint64_t lanes = 0;
 };
 
 // Where the reader hands its items: one transmitter's queue, or the lane router that spreads them

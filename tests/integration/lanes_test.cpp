@@ -3,11 +3,14 @@
 // each lane numbers its datagrams from 0, names itself in its heartbeats, carries whole files
 // alone and a striped file's announce (kFlagStriped) and end with every other lane, and ends with
 // a complete list naming every file and the lane that carried it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -17,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/device_transport.hpp"
+#include "common/fd.hpp"
 #include "common/hash.hpp"
 #include "common/protocol.hpp"
 #include "common/udp_transport.hpp"
@@ -103,9 +108,9 @@ void decode_into(const std::vector<uint8_t>& d, LaneView* v) {
   }
 }
 
-// Receives on `socket` into `out` until `sender_done` is set and nothing came for 300 ms (or 60 s
-// passed).
-void capture_lane(common::UdpSource& socket, std::vector<std::vector<uint8_t>>* out,
+// Receives on `socket` (a UDP socket, or a device node's reader) into `out` until `sender_done`
+// is set and nothing came for 300 ms (or 60 s passed).
+void capture_lane(common::DatagramSource& socket, std::vector<std::vector<uint8_t>>* out,
                   const std::atomic<bool>& sender_done) {
   std::vector<std::vector<uint8_t>> storage(64, std::vector<uint8_t>(common::kMaxDatagramSize));
   std::vector<std::span<uint8_t>> bufs(storage.begin(), storage.end());
@@ -129,15 +134,21 @@ class LanesOnTheWire : public ::testing::Test {
   // sender's process once it started. Returns the sender's exit code.
   int send_over(const std::vector<uint16_t>& ports, const std::vector<std::string>& args,
                 const std::function<void(Process&)>& while_running = {}) {
-    std::vector<std::unique_ptr<common::UdpSource>> sockets;
+    std::vector<std::unique_ptr<common::DatagramSource>> sockets;
     for (uint16_t port : ports) {
       sockets.push_back(
           std::make_unique<common::UdpSource>(common::Endpoint{"127.0.0.1", port}, 32 << 20));
     }
-    std::vector<std::vector<std::vector<uint8_t>>> got(ports.size());
+    return send_through(sockets, args, while_running);
+  }
+  // As send_over(), lane k's datagrams read from sources[k] (lanes_[k]).
+  int send_through(const std::vector<std::unique_ptr<common::DatagramSource>>& sockets,
+                   const std::vector<std::string>& args,
+                   const std::function<void(Process&)>& while_running = {}) {
+    std::vector<std::vector<std::vector<uint8_t>>> got(sockets.size());
     std::atomic<bool> done{false};
     std::vector<std::thread> readers;
-    for (size_t i = 0; i < ports.size(); ++i) {
+    for (size_t i = 0; i < sockets.size(); ++i) {
       readers.emplace_back([&, i] { capture_lane(*sockets[i], &got[i], done); });
     }
     std::vector<std::string> argv = {DDFT_SEND_BIN};
@@ -150,8 +161,8 @@ class LanesOnTheWire : public ::testing::Test {
     }
     done = true;
     for (auto& t : readers) t.join();
-    lanes_.assign(ports.size(), {});
-    for (size_t i = 0; i < ports.size(); ++i) {
+    lanes_.assign(sockets.size(), {});
+    for (size_t i = 0; i < sockets.size(); ++i) {
       for (const auto& d : got[i]) decode_into(d, &lanes_[i]);
     }
     return rc;
@@ -322,6 +333,124 @@ TEST_F(LanesOnTheWire, LanesCountsPortsFromTheOneDestination) {
     ASSERT_EQ(v.complete_list.size(), 1u);
     EXPECT_EQ(v.complete_list.begin()->second.lane, lane);
   }
+}
+
+// The line of `text` that holds `needle` ("" when none does).
+std::string line_naming(const std::string& text, const std::string& needle) {
+  const size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  const size_t newline = text.rfind('\n', at);
+  const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  const size_t end = text.find('\n', at);
+  return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+// Two device lanes, FIFOs standing in for the card driver's nodes: lane 0 is read (lanes_[0]),
+// lane 1's reader goes away once the sender has opened it, so that its writes fail (EPIPE) as a
+// device whose driver went away. A striped file first (every lane carries it), then small ones.
+// The pool is small (4 blocks): lane 1, stuck on its full FIFO until its reader goes, holds the
+// blocks of its stripe, so the reader reaches the small files only once lane 1 is down.
+class DeviceLaneGoesAway : public LanesOnTheWire {
+ protected:
+  void SetUp() override {
+    for (const fs::path& p : {live_, gone_}) ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+    write_pattern(src_ / "0big.bin", 3 << 20, 1);
+    for (int i = 1; i <= 4; ++i) {
+      write_pattern(src_ / ("s" + std::to_string(i)), 20'000, static_cast<uint64_t>(i));
+    }
+  }
+  // Runs dd_file_send over both lanes with `extra` options; returns its exit code.
+  int send(const std::vector<std::string>& extra) {
+    std::vector<std::unique_ptr<common::DatagramSource>> sources;
+    sources.push_back(std::make_unique<common::DeviceSource>(live_.string()));
+    // Held until the sender has opened lane 1 (a device node with no reader cannot be opened).
+    common::UniqueFd gone_reader(::open(gone_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    EXPECT_TRUE(gone_reader);
+    std::vector<std::string> args = {"--transport",  "device",   "--device",
+                                     live_.string(), "--device", gone_.string()};
+    args.insert(args.end(), {"--stripe-mb", "1", "--read-block-kb", "256", "--read-buffers", "2",
+                             "--rate", "2", "--progress", "off", "--manifest", manifest_.string()});
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(src_.string() + "/");
+    return send_through(sources, args, [&](Process&) {
+      EXPECT_TRUE(eventually(
+          [&] { return read_file(log_path()).find("Info: session ") != std::string::npos; },
+          seconds(10)));
+      gone_reader.reset();
+    });
+  }
+  std::string lane1() const { return "lane 1 (device " + gone_.string() + ")"; }
+  static std::string epipe() { return std::strerror(EPIPE); }
+
+  fs::path live_ = dir_.path() / "lane0";
+  fs::path gone_ = dir_.path() / "lane1";
+  fs::path src_ = dir_.path() / "src";
+  fs::path manifest_ = dir_.path() / "sent.jsonl";
+};
+
+TEST_F(DeviceLaneGoesAway, ContinueFailsItsFilesAndTheOtherLaneSendsTheRest) {
+  const int rc = send({"--lane-down", "continue"});
+  const std::string log = read_file(log_path());
+  EXPECT_EQ(rc, 1) << "a file failed" << log;
+  const std::string reason = lane1() + " is down: send failed: " + epipe();
+  EXPECT_NE(log.find("Error: " + reason + "; its files in flight fail, the other lanes go on"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("Error: 0big.bin not sent: " + reason), std::string::npos) << log;
+
+  // Lane 0: one session numbered from 0, ending with its final heartbeat; the striped file
+  // announced and aborted there too (never ended: the receiver could not complete it).
+  ASSERT_EQ(lanes_.size(), 1u);
+  const LaneView& v = lanes_[0];
+  ASSERT_FALSE(v.seqs.empty());
+  for (size_t i = 0; i < v.seqs.size(); ++i) ASSERT_EQ(v.seqs[i], i);
+  EXPECT_TRUE(v.final_heartbeat_last);
+  std::map<std::string, uint32_t> id_of;
+  for (const auto& [id, path] : v.path_of) id_of[path] = id;
+  ASSERT_EQ(id_of.count("0big.bin"), 1u);
+  const uint32_t big = id_of.at("0big.bin");
+  EXPECT_NE(v.announced.at("0big.bin") & common::kFlagStriped, 0);
+  EXPECT_EQ(v.aborted.count(big), 1u);
+  EXPECT_EQ(v.ends.count(big), 0u);
+
+  // Every file: sent whole on lane 0 (its manifest line "sent") or failed because of lane 1 (its
+  // manifest line naming the lane); lane 0's complete list names each, the failed ones aborted.
+  std::map<std::string, LaneListed> listed;
+  for (const auto& [id, e] : v.complete_list) listed[e.path] = e;
+  const std::string manifest = read_file(manifest_);
+  size_t failed = 0;
+  for (const std::string path : {"0big.bin", "s1", "s2", "s3", "s4"}) {
+    ASSERT_EQ(listed.count(path), 1u) << path;
+    const std::string line = line_naming(manifest, "\"path\":\"" + path + "\",");
+    if (line.find("\"status\":\"sent\"") != std::string::npos) {
+      EXPECT_FALSE(listed.at(path).aborted) << path;
+      EXPECT_EQ(listed.at(path).lane, 0) << path;
+      const std::string want = read_file(src_ / path);
+      std::string got;
+      for (const auto& [offset, bytes] : v.data.at(id_of.at(path))) {
+        ASSERT_EQ(offset, got.size()) << path;
+        got.append(bytes.begin(), bytes.end());
+      }
+      EXPECT_TRUE(got == want) << path;
+    } else {
+      ++failed;
+      EXPECT_TRUE(listed.at(path).aborted) << path;
+      EXPECT_NE(line.find("\"status\":\"failed\",\"reason\":\"" + reason + "\""), std::string::npos)
+          << line;
+    }
+  }
+  EXPECT_EQ(failed, 1u) << "only the striped file: the small ones came after lane 1 went down";
+  EXPECT_NE(
+      log.find(std::to_string(5 - failed) + " file(s) sent, " + std::to_string(failed) + " failed"),
+      std::string::npos)
+      << log;
+}
+
+TEST_F(DeviceLaneGoesAway, StopEndsTheSessionNamingTheLane) {
+  EXPECT_EQ(send({}), 2);  // --lane-down stop is the default
+  const std::string log = read_file(log_path());
+  EXPECT_NE(log.find("Error: " + lane1() + ": send failed: " + epipe()), std::string::npos) << log;
+  EXPECT_EQ(log.find("is down"), std::string::npos) << log;
 }
 
 }  // namespace

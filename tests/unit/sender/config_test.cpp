@@ -71,6 +71,7 @@ TEST(SenderConfig, BadInputIsOneLine) {
       {{"--dest", "127.0.0.1:1", "--fec", "32", "x"}, "is not K:M"},
       {{"--dest", "127.0.0.1:1", "--auth-only", "x"}, "needs --key-file"},
       {{"--transport", "device", "x"}, "--transport device needs --device PATH"},
+      {{"--dest", "127.0.0.1:1", "--lane-down", "x", "x"}, "--lane-down: x not in"},
   };
   for (const auto& [args, want] : cases) {
     SenderConfig cfg;
@@ -111,6 +112,17 @@ TEST(SenderConfig, LanesFromSeveralDestinations) {
   ASSERT_EQ(dev.lanes(), 2u);
   EXPECT_EQ(dev.device, "/dev/a");
   EXPECT_EQ(dev.lane_name(1), "device /dev/b");
+}
+
+TEST(SenderConfig, LaneDownPolicy) {
+  SenderConfig by_default;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "x"}, &by_default), "");
+  EXPECT_EQ(by_default.lane_down, LaneDownPolicy::kStop);
+  SenderConfig go_on;
+  ASSERT_EQ(
+      parse({"--dest", "127.0.0.1:5000", "--lanes", "2", "--lane-down", "continue", "x"}, &go_on),
+      "");
+  EXPECT_EQ(go_on.lane_down, LaneDownPolicy::kContinue);
 }
 
 TEST(SenderConfig, LanesFromConsecutivePorts) {

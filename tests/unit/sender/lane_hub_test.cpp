@@ -1,7 +1,8 @@
 // What the lanes of a session share: the observers hear the session start and end once, a file
 // start once (from the first lane that announces it), its progress summed over lanes, and its
 // end once, from the last lane that carried it, failed when any lane aborted it; only then does
-// the file's entry go into the list.
+// the file's entry go into the list. A lane that goes down dooms the files it has not finished,
+// those begun and those to come, and no other.
 #include "sender/lane_hub.hpp"
 
 #include <gtest/gtest.h>
@@ -46,18 +47,18 @@ TEST(LaneHub, ObserversHearEachEventOnce) {
   const FileMeta small = hub_file(2, "small");
   common::Digest digest;
   digest.size = 16;
-  for (int lane = 0; lane < 3; ++lane) hub.file_begun(big, 3, {});
-  hub.file_begun(small, 1, {});
+  for (int lane = 0; lane < 3; ++lane) hub.file_begun(big, 0b111, {});
+  hub.file_begun(small, 0b100, {});
   hub.file_progress(big, 100);
   hub.file_progress(big, 50);
-  EXPECT_FALSE(hub.lane_finished(big, false, digest, "").has_value());
-  EXPECT_FALSE(hub.lane_finished(big, false, digest, "").has_value());
+  EXPECT_FALSE(hub.lane_finished(big, 0, false, digest, "").has_value());
+  EXPECT_FALSE(hub.lane_finished(big, 1, false, digest, "").has_value());
   EXPECT_EQ(hub.list().files(), 0u) << "listed only once every lane is through with it";
-  const auto out = hub.lane_finished(big, false, digest, "");
+  const auto out = hub.lane_finished(big, 2, false, digest, "");
   ASSERT_TRUE(out.has_value());
   EXPECT_FALSE(out->aborted);
   hub.file_done(big, *out, common::kLaneAll);
-  const auto small_out = hub.lane_finished(small, false, digest, "");
+  const auto small_out = hub.lane_finished(small, 2, false, digest, "");
   ASSERT_TRUE(small_out.has_value());
   hub.file_done(small, *small_out, 2);
   for (int lane = 0; lane < 3; ++lane) hub.session_finished(9);
@@ -75,12 +76,12 @@ TEST(LaneHub, AFileAbortedOnAnyLaneFailsOnceWithTheFirstReason) {
   HubEvents events;
   LaneHub hub(2, true, events);
   const FileMeta f = hub_file(4, "torn");
-  hub.file_begun(f, 2, {});
-  hub.file_begun(f, 2, {});
-  EXPECT_FALSE(hub.lane_finished(f, true, {}, "read error").has_value());
+  hub.file_begun(f, 0b11, {});
+  hub.file_begun(f, 0b11, {});
+  EXPECT_FALSE(hub.lane_finished(f, 0, true, {}, "read error").has_value());
   common::Digest digest;
   digest.size = 16;
-  const auto out = hub.lane_finished(f, false, digest, "");  // the other lane ended its part
+  const auto out = hub.lane_finished(f, 1, false, digest, "");  // the other lane ended its part
   ASSERT_TRUE(out.has_value());
   EXPECT_TRUE(out->aborted);
   EXPECT_EQ(out->reason, "read error");
@@ -90,6 +91,49 @@ TEST(LaneHub, AFileAbortedOnAnyLaneFailsOnceWithTheFirstReason) {
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_TRUE(listed[0].aborted);
   EXPECT_EQ(listed[0].digest.size, 0u);
+}
+
+TEST(LaneHub, ALaneDownDoomsTheFilesItHasNotFinishedAndOnlyThose) {
+  HubEvents events;
+  LaneHub hub(3, true, events);
+  common::Digest digest;
+  digest.size = 16;
+  const FileMeta done_there = hub_file(1, "done-there");  // striped, lane 1 through with it
+  const FileMeta open = hub_file(2, "open");              // striped, lane 1 not through
+  const FileMeta elsewhere = hub_file(3, "elsewhere");    // whole, on lane 0
+  const FileMeta later = hub_file(4, "later");            // striped, begun after the lane went
+  const FileMeta after = hub_file(5, "after");            // striped over the lanes still up
+  hub.file_begun(done_there, 0b111, {});
+  hub.file_begun(open, 0b111, {});
+  hub.file_begun(elsewhere, 0b001, {});
+  EXPECT_FALSE(hub.lane_finished(done_there, 1, false, digest, "").has_value());
+  hub.lane_down(1, "lane 1 (x) is down: send failed: Broken pipe");
+  std::string reason;
+  EXPECT_FALSE(hub.doomed(done_there, &reason)) << "its stripes on lane 1 all went out";
+  EXPECT_FALSE(hub.doomed(elsewhere, &reason));
+  ASSERT_TRUE(hub.doomed(open, &reason));
+  EXPECT_EQ(reason, "lane 1 (x) is down: send failed: Broken pipe");
+  hub.file_begun(later, 0b111, {});
+  EXPECT_TRUE(hub.doomed(later, &reason)) << "queued for lane 1 before it went down";
+  hub.file_begun(after, 0b101, {});
+  EXPECT_FALSE(hub.doomed(after, &reason));
+  // The lanes up abort the doomed file (as the transmitters do), the lane down fails its part:
+  // the outcome is failed, with the lane's reason, whoever finishes last.
+  EXPECT_FALSE(hub.lane_finished(open, 0, true, {}, reason).has_value());
+  EXPECT_FALSE(hub.lane_finished(open, 1, true, {}, reason).has_value());
+  const auto out =
+      hub.lane_finished(open, 2, true, {}, "lane 1 (x) is down: send failed: Broken pipe");
+  ASSERT_TRUE(out.has_value());
+  EXPECT_TRUE(out->aborted);
+  EXPECT_EQ(out->reason, "lane 1 (x) is down: send failed: Broken pipe");
+  // A doomed file a lane up had already ended (its end went out before the lane went down)
+  // fails all the same.
+  EXPECT_FALSE(hub.lane_finished(later, 0, false, digest, "").has_value());
+  EXPECT_FALSE(hub.lane_finished(later, 2, false, digest, "").has_value());
+  const auto later_out = hub.lane_finished(later, 1, true, {}, "down");
+  ASSERT_TRUE(later_out.has_value());
+  EXPECT_TRUE(later_out->aborted);
+  EXPECT_EQ(later_out->reason, "lane 1 (x) is down: send failed: Broken pipe");
 }
 
 }  // namespace

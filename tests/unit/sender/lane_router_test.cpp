@@ -1,6 +1,7 @@
 // The lane router: whole files down the least busy lane (ties in turn, every copy on one lane),
 // striped files' begin and end down every lane and their data in stripes of whole blocks, each
-// down the lane least busy when it starts, skips down the least busy lane, and a closed lane.
+// down the lane least busy when it starts, skips down the least busy lane, a closed lane, and
+// lanes taken down (--lane-down continue) never chosen again.
 #include "sender/lane_router.hpp"
 
 #include <gtest/gtest.h>
@@ -192,6 +193,60 @@ TEST_F(LaneRouterTest, AClosedRouterRefusesAndKeepsTheItem) {
   EXPECT_FALSE(router_->push(std::move(block)));
   EXPECT_EQ(block.buffer, 5);  // untouched: the reader gives the buffer back
   EXPECT_EQ(router_->queued(0) + router_->queued(1), 0u);
+}
+
+TEST_F(LaneRouterTest, ALaneTakenDownIsNeverChosenAgain) {
+  make(3, 350, 100);
+  EXPECT_EQ(router_->lanes_up(), 3u);
+  EXPECT_TRUE(router_->take_down(1));
+  EXPECT_TRUE(router_->take_down(1)) << "down already: still down, counted once";
+  EXPECT_TRUE(router_->down(1));
+  EXPECT_EQ(router_->lanes_up(), 2u);
+  // Whole files in turn over lanes 0 and 2 only; a skip too.
+  for (uint32_t id = 1; id <= 4; ++id) push_copy(file(id, 0), 100);
+  ASSERT_TRUE(router_->push(WorkItem{Kind::kSkip, file(0, 0)}));
+  // A striped file: announced and ended on the lanes up only, its data on them only.
+  push_copy(file(9, 1050), 100);
+  EXPECT_TRUE(drain(1).empty());
+  for (size_t lane : {size_t{0}, size_t{2}}) {
+    const std::vector<WorkItem> items = drain(lane);
+    ASSERT_FALSE(items.empty()) << lane;
+    for (const WorkItem& item : items) {
+      if (item.meta->file_id == 9) {
+        EXPECT_TRUE(item.striped);
+        EXPECT_EQ(item.lanes, 0b101u) << "striped over the lanes up when it began";
+      } else {
+        EXPECT_EQ(item.lanes, uint64_t{1} << lane) << "a whole file's one lane";
+      }
+    }
+  }
+}
+
+TEST_F(LaneRouterTest, TheLastLaneUpCannotBeTakenDown) {
+  make(2, 150, 100);
+  EXPECT_TRUE(router_->striped(151));
+  EXPECT_TRUE(router_->take_down(0));
+  EXPECT_FALSE(router_->striped(151)) << "one lane up: nothing to stripe over";
+  EXPECT_FALSE(router_->take_down(1));
+  EXPECT_FALSE(router_->down(1));
+  EXPECT_EQ(router_->lanes_up(), 1u);
+  push_copy(file(1, 300), 100);  // whole, down lane 1
+  EXPECT_TRUE(drain(0).empty());
+  EXPECT_EQ(drain(1).size(), 5u);
+}
+
+TEST_F(LaneRouterTest, AFileBegunOnALaneKeepsItAfterTheLaneWentDown) {
+  // Its lane's transmitter drains what comes and fails the file as a whole: the file is not
+  // split over two lanes midway.
+  make(2, 0, 100);
+  const auto f = file(1, 300);
+  ASSERT_TRUE(router_->push(WorkItem{Kind::kBegin, f}));  // lane 0
+  EXPECT_TRUE(router_->take_down(0));
+  ASSERT_TRUE(router_->push(WorkItem{Kind::kBlock, f, 0, 0, 100}));
+  ASSERT_TRUE(router_->push(WorkItem{Kind::kEnd, f}));
+  push_copy(file(2, 100), 100);  // the next file: lane 1
+  EXPECT_EQ(drain(0).size(), 3u);
+  EXPECT_EQ(drain(1).size(), 3u);
 }
 
 }  // namespace

@@ -26,10 +26,14 @@ TEST(SenderMetrics, RenderWhatTheStatusHolds) {
   EXPECT_NE(text.find("\nddft_send_files_sent_total 0\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("ddft_send_session_info{"), std::string::npos) << "no session yet";
   EXPECT_NE(text.find("ddft_build_info"), std::string::npos);
+  EXPECT_NE(text.find("\nddft_send_lanes 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nddft_send_lanes_up 0\n"), std::string::npos) << "no session yet";
   status.files_sent = 3;
   status.bytes = 12345;
   status.session_id = 0xABCDEF;
+  status.lanes_up = 1;
   text = registry.render();
+  EXPECT_NE(text.find("\nddft_send_lanes_up 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nddft_send_files_sent_total 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nddft_send_bytes_total 12345\n"), std::string::npos) << text;
   EXPECT_NE(text.find("ddft_send_session_info{session=\"0000000000abcdef\"} 1"), std::string::npos)

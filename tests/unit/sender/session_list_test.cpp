@@ -1,6 +1,7 @@
 // The session's file list shared by the lanes: one cursor per lane, so that every lane sends
 // every entry once; the complete list at the end (or only the rest: a hot folder, or past
-// kCompleteListMax files); and the end barrier the lanes wait at.
+// kCompleteListMax files); the end barrier the lanes wait at; and a lane gone down, which holds
+// no entries back.
 #include "sender/session_list.hpp"
 
 #include <gtest/gtest.h>
@@ -97,6 +98,26 @@ TEST(SessionList, TheEndBarrierWaitsForEveryLane) {
   });
   EXPECT_TRUE(list.wait_all_done(std::chrono::seconds(10)));
   last.join();
+  EXPECT_TRUE(list.all_done());
+}
+
+TEST(SessionList, ALaneDownHoldsNoEntriesBack) {
+  // A hot folder keeps only what some lane has not sent: a lane that takes nothing more must not
+  // make it keep everything for months.
+  SessionList list(2, false);
+  list.add(entry_of(1));
+  list.add(entry_of(2));
+  EXPECT_EQ(ids_of(list.take(0)), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(list.waiting(1), 2u);
+  list.lane_down(1);
+  EXPECT_EQ(list.waiting(1), 0u) << "dropped: every lane still up has taken them";
+  list.add(entry_of(3));
+  EXPECT_EQ(ids_of(list.take(0)), std::vector<uint32_t>{3});
+  EXPECT_EQ(list.waiting(1), 0u);
+  // It still counts at the end barrier.
+  list.lane_done(0);
+  EXPECT_FALSE(list.all_done());
+  list.lane_done(1);
   EXPECT_TRUE(list.all_done());
 }
 
