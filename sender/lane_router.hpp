@@ -1,8 +1,8 @@
 // The lane router (issue 18): between the one reader and the lanes' transmitters, it decides which
 // lane carries what.
 //
-//   Reader ──push──> LaneRouter ──> lane 0's BoundedQueue<WorkItem> ──> Transmitter "dd-tx1"
-//   (reader thread)      │      ──> lane 1's queue ──> Transmitter "dd-tx2" ...
+//   Reader ──push──> LaneRouter ──> lane 0's BoundedQueue<WorkItem> ──> Transmitter "dd-tx0"
+//   (reader thread)      │      ──> lane 1's queue ──> Transmitter "dd-tx1" ...
 //                        └── queued bytes per lane (atomics): + when a block is routed to the
 //                            lane, - when its transmitter has packetised it (block_done())
 //

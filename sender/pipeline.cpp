@@ -123,7 +123,7 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
         common::start_named_thread("dd-read", [&] { reader.run(session_stop.get_token()); });
     std::vector<std::jthread> tx_threads;
     for (size_t i = 0; i < lanes; ++i) {
-      const std::string name = lanes == 1 ? "dd-tx" : "dd-tx" + std::to_string(i + 1);
+      const std::string name = lanes == 1 ? "dd-tx" : "dd-tx" + std::to_string(i);
       tx_threads.push_back(common::start_named_thread(name, [&run_lane, i] { run_lane(i); }));
     }
   }

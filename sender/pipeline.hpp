@@ -7,7 +7,7 @@
 //               blocks), hashes them in file order  lane, big files    back-pressure ──>
 //               (B2B/SHA256)                        striped over all
 //
-//   ──> [transmit thread "dd-tx" (one lane) or "dd-tx1".."dd-txN"] ──> the lane's DatagramSink
+//   ──> [transmit thread "dd-tx" (one lane) or "dd-tx0".."dd-txN-1"] ──> the lane's DatagramSink
 //        per lane: packetises into a batch arena, paces at --rate (token bucket on absolute
 //        deadlines; the rate is each lane's), numbers its datagrams from 0, FEC windows and, with
 //        --key-file, a salt (so a key) of its own under the session's one id; repeats control
