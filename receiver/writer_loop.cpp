@@ -21,6 +21,8 @@ constexpr size_t kReleaseGroup = 64;
 // Datagrams the open workers take at a time: about 1 MB of 8952-byte ones, a few hundred µs of
 // AES-GCM per worker, against a few µs to wake them.
 constexpr size_t kOpenBatch = 128;
+// With lanes, the rings are drained this many bytes of each in turn.
+constexpr uint64_t kLaneSlice = uint64_t{1} << 20;
 
 // The open workers --workers asks for; with one, a batch is one datagram.
 OpenPool make_open_pool(const ReceiverConfig& cfg) {
@@ -98,13 +100,30 @@ void WriterLoop::note_drops() {
 }
 
 void WriterLoop::drain_all() {
-  for (size_t lane = 0; lane < inputs_.size(); ++lane) drain(lane);
+  if (inputs_.size() == 1) {
+    drain(0, inputs_[0].ring->produced());
+    return;
+  }
+  // What each ring holds now is taken a slice of each in turn: a striped file's data comes down
+  // every lane at once, and draining one full ring before the next would hand the assembler one
+  // lane's ranges far ahead of the others', beyond what the write blocks hold in file order.
+  std::vector<uint64_t> ends(inputs_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) ends[i] = inputs_[i].ring->produced();
+  bool more = true;
+  while (more) {
+    more = false;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      ByteRing& ring = *inputs_[i].ring;
+      if (ring.consumed() >= ends[i]) continue;
+      drain(i, std::min(ends[i], ring.consumed() + kLaneSlice));
+      more = more || ring.consumed() < ends[i];
+    }
+  }
 }
 
-void WriterLoop::drain(size_t lane) {
+void WriterLoop::drain(size_t lane, uint64_t end) {
   ByteRing& ring = *inputs_[lane].ring;
   uint64_t pos = ring.consumed();
-  const uint64_t end = pos + ring.available();
   // Records go back to the ingest thread only once every datagram in them has been handed on
   // (a batch may end mid-record): up to `handed`, in groups of at least kReleaseGroup records.
   uint64_t handed = pos;

@@ -70,10 +70,12 @@ class WriterLoop {
  private:
   void loop(std::stop_token stop);
   void finish(const std::function<void()>& stop_upstream);
-  // Hands every datagram lane `lane`'s ring holds to the assembler (a GRO bundle's one by one),
-  // releasing records in groups of 64 or more. When handing on throws, what was handed on is
-  // released (so finish() does not hand it on twice) and the exception goes on.
-  void drain(size_t lane);
+  // Hands the datagrams of lane `lane`'s ring that start before position `end` to the
+  // assembler (a GRO bundle's one by one), releasing records in groups of 64 or more. When
+  // handing on throws, what was handed on is released (so finish() does not hand it on twice)
+  // and the exception goes on.
+  void drain(size_t lane, uint64_t end);
+  // Drains what every ring holds now: with several lanes, 1 MiB of each in turn.
   void drain_all();
   // Prechecks the batch on the open workers and hands it to the assembler in order.
   void hand_on();

@@ -50,7 +50,7 @@ transfer() {  # transfer MODE LANES RATE
   [[ $(id -u) == 0 ]] && prio=(nice -n -10)  # as the shipped service runs it
   /usr/bin/time -f '%U %S' -o "$dir/lanes-rx.time" "${prio[@]}" "$bin/dd_file_receive" \
     --listen "127.0.0.1:$port" --lanes "$lanes" --output "$dir" --sink null --once --quiet \
-    --buffer-mb $((256 * lanes)) --log-file "$dir/lanes-receive.log" &
+    --buffer-mb $((256 * lanes + 512)) --write-buffers 512 --log-file "$dir/lanes-receive.log" &
   local rx=$!
   for _ in $(seq 200); do
     grep -q "receiving on" "$dir/lanes-receive.log" 2> /dev/null && break
