@@ -43,10 +43,12 @@ void add_link_options(CLI::App& app, SenderConfig& cfg) {
                  "PORT..PORT+N-1 (--rate applies to each lane)")
       ->check(CLI::Range(size_t{1}, common::kMaxLanes));
   app.add_option("--stripe-mb", cfg.stripe_mb,
-                 "With 2 lanes or more: a file larger than this many MiB is striped, each range "
-                 "of this many MiB down the least busy lane; smaller files go whole down one "
-                 "lane; 0 = never stripe")
+                 "With 2 lanes or more: a file larger than this many MiB is striped over the "
+                 "lanes in 4 MiB ranges, each down the least busy lane; smaller files go whole "
+                 "down one lane; 0 = never stripe (not given: 64 when every lane goes to one "
+                 "host, else 0)")
       ->check(CLI::Range(size_t{0}, size_t{1} << 20))
+      ->each([&cfg](const std::string&) { cfg.stripe_given = true; })
       ->capture_default_str();
   app.add_option("--lane-down", cfg.lane_down_text,
                  "When a lane's link reports a send error: stop ends the session; continue takes "
@@ -284,6 +286,23 @@ void finalize_lanes(SenderConfig& cfg) {
   }
 }
 
+// Lanes to different hosts may end on different receivers, and none of them could assemble a
+// striped file: unless --stripe-mb is given (NICs of one receiver), files then go whole.
+void default_striping(SenderConfig& cfg) {
+  if (cfg.stripe_given || cfg.transport != common::TransportKind::kUdp || cfg.dests.size() < 2) {
+    return;
+  }
+  for (const common::Endpoint& e : cfg.dests) {
+    if (e.host == cfg.dests.front().host) continue;
+    cfg.stripe_mb = 0;
+    cfg.stripe_note =
+        "Info: the lanes go to different hosts, which may be different receivers: every file "
+        "goes whole down one lane (--stripe-mb 64 stripes large files when they are NICs of one "
+        "receiver)";
+    return;
+  }
+}
+
 }  // namespace
 
 size_t SenderConfig::lanes() const {
@@ -321,6 +340,7 @@ void finalize_sender_config(SenderConfig& cfg) {
   }
   cfg.gso = cfg.gso_text == "auto";
   finalize_lanes(cfg);
+  default_striping(cfg);
   if (cfg.lane_down_text != "stop" && cfg.lane_down_text != "continue") {
     throw CLI::ValidationError("--lane-down", "expected stop or continue");
   }

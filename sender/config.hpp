@@ -42,8 +42,12 @@ struct SenderConfig {
   std::vector<std::string> dest_texts;  // --dest as given, once per lane
   size_t lanes_opt = 0;  // --lanes N: ports PORT..PORT+N-1 of the one --dest; 0: not given
   // --stripe-mb: a file larger than this many MiB is striped over every lane (with 2 lanes or
-  // more), in ranges of this many MiB rounded down to whole reader blocks; 0: never striped.
+  // more), in 4 MiB ranges (LaneRouter::kStripeUnit); 0: never striped. Not given, with lanes to
+  // different hosts (they may end on different receivers, which cannot assemble a striped
+  // file): 0, and stripe_note says so for the session's log.
   size_t stripe_mb = 64;
+  bool stripe_given = false;
+  std::string stripe_note;
   LaneDownPolicy lane_down = LaneDownPolicy::kStop;  // from lane_down_text
   std::string lane_down_text = "stop";               // --lane-down as given
   size_t packet_size = common::kDefaultPacketSize;   // whole datagram, header included

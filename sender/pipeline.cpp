@@ -71,6 +71,7 @@ void Sender::log_start(const FileSource& files) const {
                session_id_, files.describe(), to, cfg_.packet_size,
                cfg_.rate_mb > 0 ? fmt::format("{} MB/s", cfg_.rate_mb) : "unlimited",
                common::verify_type_name(cfg_.verify), protection, shard);
+  if (!cfg_.stripe_note.empty() && sinks_.size() > 1) spdlog::info("{}", cfg_.stripe_note);
 }
 
 SendTotals Sender::run(FileSource& files, std::stop_token stop) {

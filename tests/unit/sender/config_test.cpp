@@ -156,6 +156,22 @@ TEST(SenderConfig, DestinationsFromAConfigFile) {
   std::filesystem::remove(path);
 }
 
+TEST(SenderConfig, LanesToDifferentHostsSendWholeFilesUnlessStripingIsAskedFor) {
+  SenderConfig one_host;
+  ASSERT_EQ(parse({"--dest", "10.0.0.1:5000", "--dest", "10.0.0.1:5001", "a"}, &one_host), "");
+  EXPECT_EQ(one_host.stripe_mb, 64u);
+  EXPECT_TRUE(one_host.stripe_note.empty());
+  SenderConfig two_hosts;
+  ASSERT_EQ(parse({"--dest", "10.0.1.1:5000", "--dest", "10.0.2.1:5000", "a"}, &two_hosts), "");
+  EXPECT_EQ(two_hosts.stripe_mb, 0u) << "they may be two receivers: no file striped across them";
+  EXPECT_NE(two_hosts.stripe_note.find("every file goes whole"), std::string::npos);
+  SenderConfig nics;
+  ASSERT_EQ(parse({"--dest", "10.0.1.1:5000", "--dest", "10.0.2.1:5000", "--stripe-mb", "64", "a"},
+                  &nics),
+            "");
+  EXPECT_EQ(nics.stripe_mb, 64u) << "two NICs of one receiver, as the operator says";
+}
+
 TEST(SenderConfig, BadLanesAreOneLine) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--dest", "127.0.0.1:5000", "--dest", "127.0.0.1:5000", "x"},
