@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cli_exit.hpp"
 #include "common/clock.hpp"
 #include "common/logging.hpp"
 #include "common/protocol.hpp"
@@ -254,7 +255,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (const std::string e = o.imp.check(); !e.empty()) throw CLI::ValidationError(e);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return common::usage_exit(app, e);
   }
   common::Endpoint listen;
   common::Endpoint forward;

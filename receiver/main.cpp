@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "common/cli_exit.hpp"
 #include "common/device_transport.hpp"
 #include "common/logging.hpp"
 #include "common/metrics.hpp"
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     receiver::finalize_receiver_config(cfg);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return common::usage_exit(app, e);
   }
 
   try {

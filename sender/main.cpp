@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/cli_exit.hpp"
 #include "common/device_transport.hpp"
 #include "common/logging.hpp"
 #include "common/metrics.hpp"
@@ -36,7 +37,7 @@ std::optional<int> parse_args(CLI::App& app, sender::SenderConfig& cfg, int argc
     app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
     sender::finalize_sender_config(cfg);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return common::usage_exit(app, e);
   }
   return std::nullopt;
 }
