@@ -175,6 +175,26 @@ DecodeStatus decode_data(std::span<const uint8_t> payload, DataHeader* out,
   return DecodeStatus::kOk;
 }
 
+DecodeStatus decode_zdata(std::span<const uint8_t> payload, ZDataHeader* out,
+                          std::span<const uint8_t>* piece) {
+  if (payload.size() <= kZDataHeaderSize) return DecodeStatus::kBadPayload;
+  const uint8_t* p = payload.data();
+  out->file_id = load_le32(p);
+  out->copy = p[4];
+  out->codec = p[5];
+  out->offset = load_le64(p + 8);
+  out->raw_len = load_le32(p + 16);
+  out->frame_len = load_le32(p + 20);
+  out->frame_off = load_le32(p + 24);
+  *piece = payload.subspan(kZDataHeaderSize);
+  if (out->codec != kCodecZstd || out->raw_len == 0 || out->raw_len > kMaxZBlockSize ||
+      out->frame_len == 0 || out->frame_len > out->raw_len || out->frame_off >= out->frame_len ||
+      piece->size() > out->frame_len - out->frame_off) {
+    return DecodeStatus::kBadPayload;
+  }
+  return DecodeStatus::kOk;
+}
+
 DecodeStatus decode_end(std::span<const uint8_t> payload, End* out) {
   if (payload.size() < kEndFixedSize) return DecodeStatus::kBadPayload;
   const uint8_t* p = payload.data();
@@ -411,6 +431,24 @@ size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_le
   store_le64(p + kDataOffsetAt, d.offset);
   Header hh = h;
   hh.type = PacketType::kData;
+  return seal(hh, payload_len, buf);
+}
+
+size_t encode_zdata_in_place(const Header& h, const ZDataHeader& z, size_t piece_len,
+                             std::span<uint8_t> buf) {
+  const size_t payload_len = kZDataHeaderSize + piece_len;
+  if (kHeaderSize + payload_len > buf.size()) return 0;
+  uint8_t* p = buf.data() + kHeaderSize;
+  store_le32(p, z.file_id);
+  p[4] = z.copy;
+  p[5] = z.codec;
+  store_le16(p + 6, 0);
+  store_le64(p + 8, z.offset);
+  store_le32(p + 16, z.raw_len);
+  store_le32(p + 20, z.frame_len);
+  store_le32(p + 24, z.frame_off);
+  Header hh = h;
+  hh.type = PacketType::kZData;
   return seal(hh, payload_len, buf);
 }
 

@@ -152,6 +152,33 @@
 //  entry_flags bit 0 kListAborted: the sender aborted the file. key_len is digest_size(verify),
 //  or 0 when the file was aborted or verify is NONE. lane: which of the session's lanes carried
 //  the file: 0 not said (a sender before lanes), k + 1 lane k, 0xFF striped over every lane.
+
+//
+//  kZData (type 8): one piece of a compressed block of a file (--compress)
+//  +---------------------------------------------------------------+
+//  |                            file_id                            |  0
+//  +---------------+---------------+-------------------------------+
+//  |     copy      |  codec (1)    |             rsvd              |  4
+//  +---------------+---------------+-------------------------------+
+//  |        offset (u64, in the file: where the block's bytes go)  |  8
+//  |                                                               |
+//  +---------------------------------------------------------------+
+//  |          raw_len: the block's bytes, 1..kMaxZBlockSize        | 16
+//  +---------------------------------------------------------------+
+//  |          frame_len: the compressed frame's bytes, 1..raw_len  | 20
+//  +---------------------------------------------------------------+
+//  |          frame_off: this piece's place in the frame           | 24
+//  +---------------------------------------------------------------+
+//  |  piece: payload_len - 28 bytes of the frame                   | 28
+//  +---------------------------------------------------------------+
+//  A block is raw_len bytes of the file from offset (a multiple of the announce's chunk_size;
+//  raw_len a multiple of it too, but for the block that ends the file), compressed as one
+//  frame (codec 1: a zstd frame with its content checksum) and cut into pieces of
+//  zdata_piece_size(chunk_size) bytes (the last one fewer), each at frame_off, a multiple of
+//  that size. The receiver gathers a block's pieces (from any copy: a block's frame is the same
+//  in every copy), decompresses it to exactly raw_len bytes and takes those as the data packets
+//  of its chunks: the end's digest is of the file's own bytes. A block that does not shrink by
+//  kZMinSaving goes as kData packets; one file mixes both.
 //
 // A sealed datagram (--key-file, flags kFlagAuth, see common/seal.hpp for the keys and what the
 // tag covers): the inner datagram's payload (the "body", encrypted with kFlagEncrypt) is
@@ -200,6 +227,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/le_bytes.hpp"
+
 namespace ddft::common {
 
 inline constexpr uint32_t kMagic = 0x54464444;  // "DDFT" as bytes in memory order
@@ -213,6 +242,20 @@ inline constexpr size_t kHeartbeatSize = 24;
 inline constexpr size_t kParityHeaderSize = 16;
 inline constexpr size_t kFileListFixedSize = 8;
 inline constexpr size_t kFileListEntryFixedSize = 18;
+inline constexpr size_t kZDataHeaderSize = 28;
+// kZData codecs.
+inline constexpr uint8_t kCodecZstd = 1;
+// The largest block a kZData frame may decompress to: what a receiver sets aside per block.
+inline constexpr size_t kMaxZBlockSize = size_t{4} << 20;
+// A block goes compressed only when its frame saves at least 1/kZMinSavingDiv of it (3.1%).
+inline constexpr size_t kZMinSavingDiv = 32;
+inline constexpr size_t zdata_frame_limit(size_t raw_len) {
+  return raw_len - raw_len / kZMinSavingDiv - 1;
+}
+// Frame bytes per kZData piece, for an announce's chunk_size (data bytes per kData packet).
+inline constexpr size_t zdata_piece_size(size_t chunk_size) {
+  return chunk_size - (kZDataHeaderSize - kDataHeaderSize);
+}
 static_assert(kHeaderSize + kParityHeaderSize == 48);
 // A parity datagram is its header and parity header plus a shard as long as the longest source
 // datagram of its group: with FEC on, sources are kept this much shorter than the packet size.
@@ -268,9 +311,10 @@ enum class PacketType : uint8_t {
   kHeartbeat = 5,
   kParity = 6,
   kFileList = 7,
+  kZData = 8,
 };
 // The highest PacketType value; decode_packet() refuses a type above it (kBadType).
-inline constexpr uint8_t kMaxPacketType = static_cast<uint8_t>(PacketType::kFileList);
+inline constexpr uint8_t kMaxPacketType = static_cast<uint8_t>(PacketType::kZData);
 
 // How a file is verified end to end. Values are on the wire.
 enum class VerifyType : uint8_t {
@@ -311,6 +355,17 @@ struct DataHeader {
   uint32_t file_id = 0;
   uint64_t offset = 0;
   uint8_t copy = 0;  // --repeat: which copy of the file (0-based)
+};
+
+// The fields of a kZData datagram (one piece of a compressed block).
+struct ZDataHeader {
+  uint32_t file_id = 0;
+  uint64_t offset = 0;  // of the block in the file
+  uint8_t copy = 0;
+  uint8_t codec = kCodecZstd;
+  uint32_t raw_len = 0;    // the block's bytes
+  uint32_t frame_len = 0;  // its compressed frame's bytes
+  uint32_t frame_off = 0;  // this piece's place in the frame
 };
 
 struct End {
@@ -392,6 +447,10 @@ DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out);
 DecodeStatus decode_announce(std::span<const uint8_t> payload, Announce* out);
 DecodeStatus decode_data(std::span<const uint8_t> payload, DataHeader* out,
                          std::span<const uint8_t>* data);
+// Checks codec (kCodecZstd), 1 <= raw_len <= kMaxZBlockSize, 1 <= frame_len <= raw_len and
+// that the piece (at least one byte) lies inside the frame; not the file's bounds.
+DecodeStatus decode_zdata(std::span<const uint8_t> payload, ZDataHeader* out,
+                          std::span<const uint8_t>* piece);
 DecodeStatus decode_end(std::span<const uint8_t> payload, End* out);
 DecodeStatus decode_abort(std::span<const uint8_t> payload, Abort* out);
 DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out);
@@ -428,34 +487,15 @@ size_t encode_file_list(const Header& h, uint16_t flags, std::span<const FileLis
 size_t encode_data_in_place(const Header& h, const DataHeader& d, size_t data_len,
                             std::span<uint8_t> buf);
 
+// The same for a kZData piece of `piece_len` bytes at buf[kHeaderSize + kZDataHeaderSize].
+size_t encode_zdata_in_place(const Header& h, const ZDataHeader& z, size_t piece_len,
+                             std::span<uint8_t> buf);
+
 // Recomputes the checksum of an encoded datagram after its header was changed (used by senders
 // that re-stamp seq on repeats). `datagram` must be a whole encoded datagram.
 void reseal(std::span<uint8_t> datagram);
 // The checksum of a sealed datagram (kFlagAuth set): over the header only.
 void reseal_header(std::span<uint8_t> datagram);
-
-// Little-endian helpers, exposed for the tests and for tools that inspect datagrams.
-inline void store_le16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-}
-inline void store_le32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-inline void store_le64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-inline uint16_t load_le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-inline uint32_t load_le32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-inline uint64_t load_le64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
 
 // Where the fields sit: the diagrams at the top as numbers. Private to protocol.{hpp,cpp}: other
 // code reads and writes fields through the accessors below, never by offset.
@@ -479,69 +519,6 @@ inline constexpr size_t kDataOffsetAt = 8;
 inline constexpr size_t kAnnouncePathLenAt = 6;
 }  // namespace layout
 
-// ---- Reading and patching an encoded datagram in place ----------------------------------------
-// For the per-datagram paths that must look at a field before (or instead of) a full
-// decode_packet(): each is one load or store, inline, with no check of anything else. The caller
-// guarantees the bytes are there: `d` points at least at kHeaderSize bytes, but for the four
-// that a stream reader uses to find a frame (magic, version, type, payload_len), which need only
-// kHeaderPrefixSize.
-
-// Bytes from the start of a datagram up to and including payload_len.
-inline constexpr size_t kHeaderPrefixSize = layout::kPayloadLenAt + 2;
-
-// True when `d` starts with the magic "DDFT".
-inline bool has_magic(const uint8_t* d) { return load_le32(d + layout::kMagicAt) == kMagic; }
-inline uint8_t peek_version(const uint8_t* d) { return d[layout::kVersionAt]; }
-// The type byte as it came: not necessarily a PacketType (see known_packet_type()).
-inline uint8_t peek_type(const uint8_t* d) { return d[layout::kTypeAt]; }
-inline uint16_t peek_payload_len(const uint8_t* d) { return load_le16(d + layout::kPayloadLenAt); }
-// The datagram's length as its header states it: header plus payload_len.
-inline size_t peek_datagram_size(const uint8_t* d) { return kHeaderSize + peek_payload_len(d); }
-inline uint64_t peek_session_id(const uint8_t* d) { return load_le64(d + layout::kSessionIdAt); }
-inline uint64_t peek_seq(const uint8_t* d) { return load_le64(d + layout::kSeqAt); }
-inline uint16_t peek_flags(const uint8_t* d) { return load_le16(d + layout::kFlagsAt); }
-inline uint16_t peek_fec_pos(const uint8_t* d) { return load_le16(d + layout::kFecPosAt); }
-// True when `type` is one of PacketType's values (what decode_packet() accepts).
-inline constexpr bool known_packet_type(uint8_t type) {
-  return type >= static_cast<uint8_t>(PacketType::kAnnounce) && type <= kMaxPacketType;
-}
-// True when the first kHeaderPrefixSize bytes at `d` could start a datagram of ours: the magic,
-// this protocol version and a known type. Says nothing of the length or the checksum.
-inline bool plausible_header_prefix(const uint8_t* d) {
-  return has_magic(d) && peek_version(d) == kProtocolVersion && known_packet_type(peek_type(d));
-}
-// The file_id of a kData datagram, read in place: `d` holds at least kHeaderSize +
-// kDataHeaderSize bytes and its type is kData (not checked; an encrypted payload gives noise).
-inline uint32_t peek_data_file_id(const uint8_t* d) {
-  return load_le32(d + kHeaderSize + layout::kDataFileIdAt);
-}
-// The offset of a kData datagram, read in place (as peek_data_file_id()).
-inline uint64_t peek_data_offset(const uint8_t* d) {
-  return load_le64(d + kHeaderSize + layout::kDataOffsetAt);
-}
-
-// Header stores in place. Each leaves the checksum stale: the caller reseals (reseal() or
-// reseal_header()) before the datagram leaves.
-inline void poke_magic(uint8_t* d) { store_le32(d + layout::kMagicAt, kMagic); }
-inline void poke_version(uint8_t* d, uint8_t version) { d[layout::kVersionAt] = version; }
-// Any byte, known type or not (tests forge unknown ones).
-inline void poke_type(uint8_t* d, uint8_t type) { d[layout::kTypeAt] = type; }
-inline void poke_session_id(uint8_t* d, uint64_t id) { store_le64(d + layout::kSessionIdAt, id); }
-inline void poke_payload_len(uint8_t* d, uint16_t len) {
-  store_le16(d + layout::kPayloadLenAt, len);
-}
-inline void poke_seq(uint8_t* d, uint64_t seq) { store_le64(d + layout::kSeqAt, seq); }
-inline void poke_flags(uint8_t* d, uint16_t flags) { store_le16(d + layout::kFlagsAt, flags); }
-inline void poke_fec_pos(uint8_t* d, uint16_t pos) { store_le16(d + layout::kFecPosAt, pos); }
-// Payload stores in place, for tests that forge what the encoders refuse to write: a kData
-// datagram's offset, an announce payload's path_len (`payload` from payload_of()).
-inline void poke_data_offset(uint8_t* d, uint64_t offset) {
-  store_le64(d + kHeaderSize + layout::kDataOffsetAt, offset);
-}
-inline void poke_announce_path_len(uint8_t* payload, uint16_t len) {
-  store_le16(payload + layout::kAnnouncePathLenAt, len);
-}
-
 // ---- Regions of a datagram --------------------------------------------------------------------
 // The header bytes the checksum's seed and a seal's associated data cover: all but the checksum.
 inline constexpr size_t kHeaderSansChecksumSize = layout::kChecksumAt;
@@ -552,6 +529,8 @@ inline const uint8_t* payload_of(const uint8_t* d) { return d + kHeaderSize; }
 // datagram (at least kHeaderSize + kDataHeaderSize bytes).
 inline uint8_t* data_bytes_of(uint8_t* buf) { return buf + kHeaderSize + kDataHeaderSize; }
 inline const uint8_t* data_bytes_of(const uint8_t* d) { return d + kHeaderSize + kDataHeaderSize; }
+// Where encode_zdata_in_place() expects the piece's bytes.
+inline uint8_t* zdata_bytes_of(uint8_t* buf) { return buf + kHeaderSize + kZDataHeaderSize; }
 
 // Datagram sizes, for buffers and for budgets computed before encoding.
 // A kData datagram of `data_len` file bytes.
@@ -591,3 +570,6 @@ inline const uint8_t* sealed_tag(const uint8_t* d, size_t sealed_size) {
 }
 
 }  // namespace ddft::common
+
+// The in-place field accessors (peek_*, poke_*), in a header of their own.
+#include "common/protocol_peek.hpp"  // IWYU pragma: export

@@ -132,8 +132,8 @@ void Assembler::replay_window(const common::Header& announce, size_t lane) {
     // went to no file while the announce was missing. Seq order: data before its end.
     Packet q;
     if (common::decode_packet(d, &q) == DecodeStatus::kOk &&
-        (q.header.type == PacketType::kData || q.header.type == PacketType::kEnd ||
-         q.header.type == PacketType::kAbort)) {
+        (q.header.type == PacketType::kData || q.header.type == PacketType::kZData ||
+         q.header.type == PacketType::kEnd || q.header.type == PacketType::kAbort)) {
       dispatch(q, lane);
     }
   });
@@ -162,6 +162,9 @@ void Assembler::dispatch(const Packet& p, size_t lane) {
         break;
       case PacketType::kData:
         table_.handle_data(p);
+        break;
+      case PacketType::kZData:
+        table_.handle_zdata(p);
         break;
       case PacketType::kEnd:
         table_.handle_end(p, lane);

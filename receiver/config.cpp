@@ -59,6 +59,11 @@ void add_memory_options(CLI::App& app, ReceiverConfig& cfg) {
                  "FEC packet), MiB")
       ->check(CLI::Range(size_t{1}, size_t{4096}))
       ->capture_default_str();
+  app.add_option("--compress-buffer-mb", cfg.compress_buffer_mb,
+                 "Memory for compressed blocks (sender --compress) gathered until their last "
+                 "piece comes; past it the oldest is dropped, MiB (at least 4)")
+      ->check(CLI::Range(size_t{4}, size_t{4096}))
+      ->capture_default_str();
   app.add_option("--max-packet-size", cfg.max_packet_size, "Largest datagram accepted, bytes")
       ->check(CLI::Range(size_t{common::kMinPacketSize}, size_t{common::kMaxDatagramSize}))
       ->capture_default_str();

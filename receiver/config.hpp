@@ -66,10 +66,11 @@ struct ReceiverConfig {
   std::string write_mode_text = "rwd";
   CollisionPolicy on_collision = CollisionPolicy::kRename;
   std::string on_collision_text = "rename";
-  double file_timeout_s = 30;    // no packet of a file for this long: it fails
-  size_t fec_buffer_mb = 64;     // FEC windows kept until their parity comes
-  size_t write_block_kb = 1024;  // assembly / write block size
-  size_t write_buffers = 64;     // blocks in the write pool
+  double file_timeout_s = 30;      // no packet of a file for this long: it fails
+  size_t fec_buffer_mb = 64;       // FEC windows kept until their parity comes
+  size_t compress_buffer_mb = 64;  // compressed blocks gathered until whole (receiver/zframes.hpp)
+  size_t write_block_kb = 1024;    // assembly / write block size
+  size_t write_buffers = 64;       // blocks in the write pool
   unsigned queue_depth = common::kDefaultWriteQueueDepth;  // io_uring queue depth, per writer
   unsigned writers = 1;  // IO threads writing (1: the writer thread itself)
   // Threads decoding and opening datagrams, the writer thread included (OpenPool); 0: from the

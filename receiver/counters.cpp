@@ -54,4 +54,8 @@ std::string_view auth_reject_name(AuthReject r) {
   return "?";
 }
 
+void count_bad_payload(AssemblerCounters& c) {
+  ++c.rejected[static_cast<size_t>(common::DecodeStatus::kBadPayload)];
+}
+
 }  // namespace ddft::receiver

@@ -84,6 +84,9 @@ struct AssemblerCounters {
   uint64_t lost_in_past_sessions = 0;  // sequence gaps of the sessions before the current one
 };
 
+// A datagram whose payload does not decode: counted as rejected for a bad payload.
+void count_bad_payload(AssemblerCounters& c);
+
 // The current session's files, for its summary line (AssemblerCounters counts since start).
 struct SessionFiles {
   uint64_t passed = 0;

@@ -20,9 +20,6 @@ namespace {
 // More than a session's complete file list names (the sender lists at most 100,000 files at
 // the end of a session), so that no file of the list is taken for one never announced.
 constexpr size_t kSeenIdsKept = 262144;
-void count_bad_payload(AssemblerCounters& c) {
-  ++c.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
-}
 }  // namespace
 
 FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common::Clock& clock,
@@ -36,7 +33,8 @@ FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, comm
       counters_(counters),
       blocks_(engine),
       finisher_(cfg, out, fs, clock, engine, blocks_, records, counters, session_files_, *this),
-      files_bound_(files_in_flight_bound(cfg.max_files_in_flight)) {}
+      files_bound_(files_in_flight_bound(cfg.max_files_in_flight)),
+      zframes_(cfg.compress_buffer_mb << 20) {}
 
 void FileTable::set_earlier(OutcomeLog* journal,
                             const std::vector<std::pair<uint64_t, uint32_t>>& known) {
@@ -260,63 +258,6 @@ void FileTable::refuse(const File& f, const std::string& reason) {
   records_.refuse(refusal_record(f, session_, reason), reason);
 }
 
-void FileTable::handle_data(const Packet& p) {
-  common::DataHeader d;
-  std::span<const uint8_t> data;
-  if (common::decode_data(p.payload, &d, &data) != DecodeStatus::kOk) {
-    count_bad_payload(counters_);
-    return;
-  }
-  File* f = find(d.file_id);
-  if (f == nullptr || f->state != FileState::kReceiving) {
-    // A filtered file's packets are expected: counted apart from those of unknown files, which
-    // point at trouble.
-    if (f == nullptr && filtered_ids_.count(d.file_id) != 0) {
-      ++counters_.filtered_packets;
-    } else {
-      ++counters_.unknown_file;
-    }
-    return;
-  }
-  const uint64_t idx = d.offset / f->chunk_size;
-  const uint64_t expect_len =
-      idx < f->chunks_total ? std::min<uint64_t>(f->chunk_size, f->size - d.offset) : 0;
-  if (d.offset % f->chunk_size != 0 || idx >= f->chunks_total || data.size() != expect_len) {
-    ++counters_.bad_data;
-    return;
-  }
-  f->last_packet = clock_.now();
-  if (f->has_chunk(idx)) {
-    ++counters_.duplicates;
-    return;
-  }
-  if (f->bytes_received == 0) f->first_data = f->last_packet;
-  // A chunk may straddle two write blocks: copy each piece into its block.
-  const size_t block_size = blocks_.block_size();
-  uint64_t off = d.offset;
-  size_t pos = 0;
-  while (pos < data.size()) {
-    const uint64_t bidx = off / block_size;
-    const size_t in_block = static_cast<size_t>(off % block_size);
-    const size_t take = std::min(data.size() - pos, block_size - in_block);
-    Block* b = get_block(f, bidx);
-    if (b == nullptr) return;  // the file failed while room was being made
-    const bool full = FileBlocks::fill(*b, in_block, data.subspan(pos, take));
-    pos += take;
-    off += take;
-    if (full && !f->evicted.count(bidx)) blocks_.on_filled(*f, *b);
-  }
-  f->set_chunk(idx);
-  ++f->chunks_received;
-  f->last_copy = d.copy;
-  f->bytes_received += data.size();
-  // The clock is read only when a line is due (not once a packet).
-  if (f->bytes_received >= f->next_report) {
-    progress_.report(*f, clock_.now(), cfg_.report_mb * 1024 * 1024);
-  }
-  if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
-}
-
 void FileTable::handle_end(const Packet& p, size_t lane) {
   common::End e;
   if (common::decode_end(p.payload, &e) != DecodeStatus::kOk) {
@@ -489,6 +430,7 @@ void FileTable::end(File& f) {
                     f.session, f.ops_pending));
   }
   blocks_.release_all(f);
+  zframes_.drop_file(f.session, f.id);
   f.state = FileState::kDone;
   auto it = files_.find({f.session, f.id});
   if (it != files_.end() && it->second.get() == &f) files_.erase(it);

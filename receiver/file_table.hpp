@@ -40,6 +40,7 @@
 #include "receiver/progress.hpp"
 #include "receiver/session_gate.hpp"
 #include "receiver/write_engine.hpp"
+#include "receiver/zframes.hpp"
 
 namespace ddft::receiver {
 
@@ -80,6 +81,9 @@ class FileTable final : private Finisher::Owner {
   // and still misses data fails after a short grace (as one lane's next file always did).
   void handle_announce(const common::Packet& p, size_t lane = 0);
   void handle_data(const common::Packet& p);
+  // A piece of a compressed block (receiver/zframes.hpp): once the block is whole, its bytes
+  // are taken as its chunks' data; a block that does not decompress to its size fails the file.
+  void handle_zdata(const common::Packet& p);
   void handle_end(const common::Packet& p, size_t lane = 0);
   void handle_abort(const common::Packet& p);
   // A list entry names a file its lane finished: one this receiver never heard of is recorded
@@ -143,6 +147,11 @@ class FileTable final : private Finisher::Owner {
   std::optional<std::string> held_due(int sender_lane, common::Clock::time_point now,
                                       bool* drop) const;
   Block* get_block(File*& f, uint64_t index);
+  // The file a data packet names when it is receiving, else nullptr (counted).
+  File* receiving(uint32_t id);
+  // Stores chunk `idx` of *f (not had yet). False when the file failed meanwhile (f is null).
+  bool store_chunk(File*& f, uint64_t idx, std::span<const uint8_t> data, uint8_t copy);
+  bool zdata_fits(const File& f, const common::ZDataHeader& z, size_t piece_len) const;
   bool evict_one();
   void process_completions();
   void advance(File& f);
@@ -177,6 +186,7 @@ class FileTable final : private Finisher::Owner {
   };
   std::map<uint32_t, std::unique_ptr<HeldEntry>> held_;
   Progress progress_;
+  ZFrames zframes_;
 };
 
 }  // namespace ddft::receiver

@@ -30,7 +30,11 @@ size_t DropLedger::add(std::span<const std::span<uint8_t>> datagrams, std::span<
       session = common::peek_session_id(p);
       // An encrypted payload (--key-file) hides its file id.
       const bool encrypted = (common::peek_flags(p) & common::kFlagEncrypt) != 0;
-      if (common::peek_type(p) == static_cast<uint8_t>(common::PacketType::kData) && !encrypted) {
+      const uint8_t type = common::peek_type(p);
+      // kData and kZData both start with the file id.
+      if ((type == static_cast<uint8_t>(common::PacketType::kData) ||
+           type == static_cast<uint8_t>(common::PacketType::kZData)) &&
+          !encrypted) {
         file = common::peek_data_file_id(p);
       }
     }

@@ -28,7 +28,7 @@ std::string decode_reason(size_t i) {
   return s;
 }
 
-double seconds(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+double ns_to_seconds(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 // A counter or gauge's value as the registry wants it.
 template <typename T>
@@ -227,9 +227,9 @@ void add_ring_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size_t 
 // DR and FW: the Rcvd: line's figures, and their sums for rate() over any window.
 void add_wait_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
   auto avg = [](const IntervalStat& s) {
-    return s.count ? seconds(s.sum_ns) / static_cast<double>(s.count) : kNaN;
+    return s.count ? ns_to_seconds(s.sum_ns) / static_cast<double>(s.count) : kNaN;
   };
-  auto peak = [](const IntervalStat& s) { return s.count ? seconds(s.max_ns) : kNaN; };
+  auto peak = [](const IntervalStat& s) { return s.count ? ns_to_seconds(s.max_ns) : kNaN; };
   reg.add(kGauge, "ddft_receive_dr_interval_avg_seconds",
           "DR of the last Rcvd: line: average wait of the writer thread for data from the "
           "receive ring over that line's interval (the log prints ms); NaN before the first",
@@ -249,13 +249,13 @@ void add_wait_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
   reg.add(kCounter, "ddft_receive_dr_wait_seconds_total",
           "Seconds the writer thread waited for data from the receive ring (DR), idle time "
           "included; rate() of it over rate() of ddft_receive_dr_waits_total is the average DR",
-          [st] { return seconds(st->writer.waits.dr_all.sum_ns); });
+          [st] { return ns_to_seconds(st->writer.waits.dr_all.sum_ns); });
   reg.add(kCounter, "ddft_receive_dr_waits_total", "Waits of the writer thread for the ring",
           [st] { return num(st->writer.waits.dr_all.count); });
   reg.add(kCounter, "ddft_receive_fw_write_seconds_total",
           "Seconds of block writes (FW), summed over writes (they overlap when several are in "
           "flight)",
-          [st] { return seconds(st->writer.waits.fw_all.sum_ns); });
+          [st] { return ns_to_seconds(st->writer.waits.fw_all.sum_ns); });
   reg.add(kCounter, "ddft_receive_fw_writes_total", "Block writes completed",
           [st] { return num(st->writer.waits.fw_all.count); });
 }

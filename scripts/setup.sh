@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libspdlog-dev libfmt-dev libcli11-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev liburing-dev libisal-dev libbenchmark-dev
+  # --compress: zstd blocks on the sender, bounded decompression on the receiver
+  libzstd-dev
   # the receiver tells systemd it is ready and alive (sd_notify: Type=notify, watchdog)
   libsystemd-dev
   # the benchmark (scripts/bench.sh, smoke-run by the tests): reference tools and its report

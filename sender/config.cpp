@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <thread>
 
 #include "common/log_format.hpp"
 #include "common/metrics.hpp"
@@ -93,6 +95,18 @@ void add_protection_options(CLI::App& app, SenderConfig& cfg) {
                  "Send each file this many times; the receiver fills the holes of one copy from "
                  "the next and delivers the file once")
       ->check(CLI::Range(1u, 255u))
+      ->group(loss)
+      ->capture_default_str();
+  app.add_option("--compress", cfg.compress_text,
+                 "Compress blocks with zstd before they cross: zstd[:LEVEL] tries every block, "
+                 "auto[:LEVEL] first a sample of each; a block that does not shrink by 1/32 goes "
+                 "as it is (LEVEL 1-19, default 3); off. Needs a dd_file_receive of ddft 0.2 or "
+                 "later")
+      ->group(loss)
+      ->capture_default_str();
+  app.add_option("--compress-workers", cfg.compress_workers,
+                 "Threads compressing blocks (dd-zstdN); 0: one per core")
+      ->check(CLI::Range(0u, 64u))
       ->group(loss)
       ->capture_default_str();
   const std::string security = "Security";
@@ -371,6 +385,7 @@ void finalize_sender_config(SenderConfig& cfg) {
     throw CLI::ValidationError("--auth-only",
                                "needs --key-file (it says how to seal, not what with)");
   }
+  finalize_compress(cfg);
   finalize_hot_folder_config(cfg);
   if (!cfg.key_file.empty()) {
     try {
@@ -378,6 +393,39 @@ void finalize_sender_config(SenderConfig& cfg) {
     } catch (const std::exception& e) {
       throw CLI::ValidationError("--key-file", e.what());
     }
+  }
+}
+
+void finalize_compress(SenderConfig& cfg) {
+  const std::string& t = cfg.compress_text;
+  const auto colon = t.find(':');
+  const std::string mode = t.substr(0, colon);
+  const char* expected = "expected off, auto[:LEVEL] or zstd[:LEVEL], LEVEL 1 to 19";
+  if (mode == "off" && colon == std::string::npos) {
+    cfg.compress = CompressMode::kOff;
+    return;
+  }
+  if (mode != "zstd" && mode != "auto") throw CLI::ValidationError("--compress", expected);
+  cfg.compress = mode == "zstd" ? CompressMode::kZstd : CompressMode::kAuto;
+  if (colon != std::string::npos) {
+    const std::string level = t.substr(colon + 1);
+    int v = 0;
+    const auto [end, ec] = std::from_chars(level.data(), level.data() + level.size(), v);
+    if (level.empty() || ec != std::errc() || end != level.data() + level.size() || v < 1 ||
+        v > 19) {
+      throw CLI::ValidationError("--compress", expected);
+    }
+    cfg.compress_level = v;
+  }
+  if (cfg.read_block_kb * 1024 > common::kMaxZBlockSize) {
+    throw CLI::ValidationError(
+        "--read-block-kb",
+        fmt::format("at most {} with --compress (a compressed block is at most "
+                    "{} MiB)",
+                    common::kMaxZBlockSize / 1024, common::kMaxZBlockSize >> 20));
+  }
+  if (cfg.compress_workers == 0) {
+    cfg.compress_workers = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   }
 }
 

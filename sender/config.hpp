@@ -29,6 +29,10 @@ enum class LaneDownPolicy {
   kContinue,  // the lane leaves the rotation, its files in flight fail, the other lanes go on
 };
 
+// --compress: off; zstd[:LEVEL] compresses every block; auto[:LEVEL] first tries a sample of each
+// block and sends the block raw when the sample does not shrink (sender/compressor.hpp).
+enum class CompressMode { kOff, kZstd, kAuto };
+
 struct SenderConfig {
   std::vector<std::string> sources;  // files and folders; "dir/" sends the folder's contents only
   common::TransportKind transport = common::TransportKind::kUdp;  // from transport_text
@@ -59,8 +63,12 @@ struct SenderConfig {
   unsigned control_repeat = 3;  // copies of each announce / end / abort / list / heartbeat
   common::FecParams fec;        // --fec K:M, --fec-interleave D; off by default
   std::string fec_text = "off";
-  unsigned repeat = 1;          // --repeat N: each file sent N times
-  size_t read_block_kb = 1024;  // reader block size
+  unsigned repeat = 1;                         // --repeat N: each file sent N times
+  CompressMode compress = CompressMode::kOff;  // from compress_text
+  std::string compress_text = "off";           // --compress as given
+  int compress_level = 3;                      // zstd's level, 1..19
+  unsigned compress_workers = 0;  // --compress-workers: dd-zstdN threads; 0 = one per core
+  size_t read_block_kb = 1024;    // reader block size
   size_t read_buffers =
       common::kDefaultReadBuffers;  // blocks in the reader's pool (back-pressure bound)
   unsigned readers = 1;             // IO threads reading (1: the reader thread itself)
@@ -133,6 +141,10 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg);
 // Builds cfg.filter and cfg.shard and checks that exactly one of sources and --watch is given (part
 // of finalize_sender_config()). Throws CLI::ValidationError / CLI::RequiredError with one line.
 void finalize_hot_folder_config(SenderConfig& cfg);
+
+// Parses --compress into compress / compress_level and sets compress_workers when 0 (part of
+// finalize_sender_config()). Throws CLI::ValidationError with one line.
+void finalize_compress(SenderConfig& cfg);
 
 // Checks and derives fields after parsing. Throws CLI::ValidationError with a one-line reason.
 void finalize_sender_config(SenderConfig& cfg);

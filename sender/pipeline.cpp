@@ -11,12 +11,17 @@
 
 #include "common/logging.hpp"
 #include "common/named_thread.hpp"
+#include "sender/compressor.hpp"
 #include "sender/lane_hub.hpp"
 #include "sender/lane_router.hpp"
 #include "sender/reader.hpp"
 #include "sender/transmitter.hpp"
 
 namespace ddft::sender {
+
+double ratio(uint64_t raw, uint64_t sent) {
+  return sent == 0 ? 1.0 : static_cast<double>(raw) / static_cast<double>(sent);
+}
 
 size_t reader_block_size(const SenderConfig& cfg) {
   const size_t chunk = data_chunk_size(cfg);
@@ -89,7 +94,11 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
     lane_queues.push_back(queues.back().get());
   }
   LaneRouter router(lane_queues, uint64_t{cfg_.stripe_mb} << 20, block);
-  Reader reader(files, cfg_, clock_, pool, router);
+  // --compress: blocks pass through the dd-zstdN workers on their way to the lanes.
+  std::optional<Compressor> compressor;
+  if (cfg_.compress != CompressMode::kOff) compressor.emplace(cfg_, pool, router);
+  Reader reader(files, cfg_, clock_, pool,
+                compressor ? static_cast<WorkSink&>(*compressor) : static_cast<WorkSink&>(router));
   LaneHub hub(lanes, cfg_.watch_dir.empty(), observers_);
   std::vector<std::unique_ptr<Transmitter>> txs;
   for (size_t i = 0; i < lanes; ++i) {
@@ -140,6 +149,14 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
     sum.bytes += t.bytes;
     sum.datagrams += t.datagrams;
     sum.wire_bytes += t.wire_bytes;
+  }
+  if (compressor) {
+    const CompressTotals c = compressor->totals();
+    spdlog::info(
+        "Info: compression: {} of {} block(s) compressed; {} bytes of data sent as {} "
+        "({:.2f}x)",
+        c.blocks_compressed, c.blocks, common::with_commas(c.raw_bytes),
+        common::with_commas(c.sent_bytes), ratio(c.raw_bytes, c.sent_bytes));
   }
   return sum;
 }

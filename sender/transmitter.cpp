@@ -238,54 +238,6 @@ void Transmitter::begin_file(const WorkItem& item) {
   }
 }
 
-void Transmitter::send_block(const WorkItem& item) {
-  // Reader blocks are whole multiples of the chunk size (but for a file's last block), so every
-  // chunk lies inside one block and its offset is a multiple of the chunk size.
-  const uint8_t* src = pool_.data(item.buffer);
-  for (size_t pos = 0; pos < item.len; pos += chunk_size_) {
-    const size_t len = std::min(chunk_size_, item.len - pos);
-    auto slot = next_slot();
-    std::memcpy(common::data_bytes_of(slot.data()), src + pos, len);
-    common::DataHeader d;
-    d.file_id = item.meta->file_id;
-    d.copy = item.copy;
-    d.offset = item.offset + pos;
-    const size_t n = common::encode_data_in_place(next_header(), d, len, slot);
-    const bool drop = static_cast<long long>(data_index_++) == cfg_.test_drop_data;
-    if (drop) {
-      spdlog::warn("Warn: test hook dropped the data packet at offset {} of {}", item.offset + pos,
-                   item.meta->rel_path);
-    }
-    commit(slot, n, !drop);
-    // After every R bytes this lane sent of the copy (a whole file's: its offset), and never
-    // once the file's last data packet is out (its end follows): a receiver that joined
-    // mid-file learns which file the data belongs to.
-    const uint64_t done = current_.sent + pos + len;
-    if (current_.repeat_every > 0 && done >= current_.next_repeat &&
-        d.offset + len < item.meta->size) {
-      send_repeat_announce();
-      while (current_.next_repeat <= done) current_.next_repeat += current_.repeat_every;
-    }
-  }
-  totals_.bytes += item.len;
-  current_.sent += item.len;
-  if (status_) {
-    status_->bytes.fetch_add(item.len, std::memory_order_relaxed);
-    status_->file_bytes.store(current_.sent, std::memory_order_relaxed);
-  }
-  hub_.file_progress(*item.meta, item.len);
-  // A striped file's lane sees only its own stripes: the progress lines are a whole file's.
-  if (cfg_.report == ReportOption::kVerbose && !current_.striped &&
-      current_.sent >= current_.next_report && current_.sent < item.meta->size) {
-    while (current_.next_report <= current_.sent) current_.next_report += cfg_.report_mb << 20;
-    const auto elapsed = clock_.now() - current_.started;
-    spdlog::info("Progress: {}, Sent: {} ({:.2f}%) Rate: {:.3f} (MB/s)", item.meta->rel_path,
-                 common::with_commas(current_.sent),
-                 100.0 * static_cast<double>(current_.sent) / static_cast<double>(item.meta->size),
-                 common::mib_per_s(current_.sent, elapsed));
-  }
-}
-
 void Transmitter::send_repeat_announce() {
   // Sent once, not control_repeat times: the next one follows R bytes later, and the first
   // announces already went out control_repeat times. An ordinary sequenced datagram otherwise

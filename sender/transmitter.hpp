@@ -137,6 +137,13 @@ class Transmitter {
   void send_control(const std::function<size_t(const common::Header&, std::span<uint8_t>)>& enc,
                     uint16_t flags = 0);
   void send_block(const WorkItem& item);
+  void send_frame(const WorkItem& item);
+  // commit() of a data packet, but for the test hook that drops one (--test-drop-data).
+  void commit_data(std::span<uint8_t> slot, size_t n, uint64_t offset);
+  // A repeated announce when this copy's data `done` passed the next mark and the file's data
+  // goes on past `data_end`.
+  void repeat_announce_if_due(uint64_t done, uint64_t data_end, const FileMeta& meta);
+  void block_sent(const WorkItem& item, size_t raw);
   void send_heartbeat(bool final);
   void begin_file(const WorkItem& item);
   // The announce of `meta` as its first copy sends it, but for pause_s (0).

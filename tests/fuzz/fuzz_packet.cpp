@@ -40,6 +40,32 @@ Packet decode_encoded(Bytes datagram, const Header& h, PacketType type) {
   return p;
 }
 
+// kZData: whatever decode_zdata() accepts keeps its bounds and encodes back to the same fields.
+void round_trip_zdata(const Header& h, Bytes payload, std::vector<uint8_t>& buf) {
+  ZDataHeader z;
+  Bytes piece;
+  if (decode_zdata(payload, &z, &piece) != DecodeStatus::kOk) return;
+  require(piece.data() == payload.data() + kZDataHeaderSize &&
+              piece.size() + kZDataHeaderSize == payload.size(),
+          "a compressed piece is not the rest of its payload");
+  require(z.codec == kCodecZstd && z.raw_len >= 1 && z.raw_len <= kMaxZBlockSize &&
+              z.frame_len >= 1 && z.frame_len <= z.raw_len && z.frame_off < z.frame_len &&
+              piece.size() >= 1 && piece.size() <= z.frame_len - z.frame_off,
+          "a compressed piece out of its bounds was accepted");
+  std::memcpy(buf.data() + kHeaderSize + kZDataHeaderSize, piece.data(), piece.size());
+  require(encode_zdata_in_place(h, z, piece.size(), buf) == buf.size(),
+          "a decoded compressed piece does not encode");
+  const Packet p = decode_encoded(buf, h, PacketType::kZData);
+  ZDataHeader z2;
+  Bytes piece2;
+  require(decode_zdata(p.payload, &z2, &piece2) == DecodeStatus::kOk && z2.file_id == z.file_id &&
+              z2.offset == z.offset && z2.copy == z.copy && z2.raw_len == z.raw_len &&
+              z2.frame_len == z.frame_len && z2.frame_off == z.frame_off &&
+              piece2.size() == piece.size() &&
+              std::memcmp(piece2.data(), piece.data(), piece.size()) == 0,
+          "a compressed piece changed through decode and encode");
+}
+
 // Runs the decoder of `type` on `payload`; when it accepts, encodes the result again with `h`
 // and decodes that.
 void round_trip(PacketType type, const Header& sent, Bytes payload) {
@@ -84,6 +110,9 @@ void round_trip(PacketType type, const Header& sent, Bytes payload) {
               "a data packet changed through decode and encode");
       break;
     }
+    case PacketType::kZData:
+      round_trip_zdata(h, payload, buf);
+      break;
     case PacketType::kEnd: {
       End e;
       if (decode_end(payload, &e) != DecodeStatus::kOk) return;

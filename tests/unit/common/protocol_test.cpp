@@ -532,7 +532,7 @@ TEST(Protocol, RejectsMalformedFileLists) {
     const std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<long>(len));
     EXPECT_EQ(decode_file_list(cut, &list), DecodeStatus::kBadPayload) << len;
   }
-  // And through decode_packet: type 7 is a known type now, type 8 is not.
+  // And through decode_packet: type 7 is a known type now, type 8 (kZData) too, type 9 is not.
   std::vector<uint8_t> d(kHeaderSize + good.size());
   std::memcpy(d.data() + kHeaderSize, good.data(), good.size());
   store_le32(d.data(), kMagic);
@@ -542,7 +542,7 @@ TEST(Protocol, RejectsMalformedFileLists) {
   reseal(d);
   Packet p;
   EXPECT_EQ(decode_packet(d, &p), DecodeStatus::kOk);
-  d[5] = 8;
+  d[5] = 9;
   reseal(d);
   EXPECT_EQ(decode_packet(d, &p), DecodeStatus::kBadType);
 }

@@ -1,0 +1,103 @@
+#include "receiver/zframes.hpp"
+
+#include <fmt/format.h>
+#include <zstd_errors.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace ddft::receiver {
+
+ZFrames::ZFrames(size_t budget) : budget_(std::max(budget, common::kMaxZBlockSize)) {
+  dctx_ = ZSTD_createDCtx();
+  if (dctx_ == nullptr) throw std::bad_alloc();
+  // A block is at most kMaxZBlockSize: a frame asking for a larger window is not ours.
+  ZSTD_DCtx_setParameter(dctx_, ZSTD_d_windowLogMax, 23);
+}
+
+ZFrames::~ZFrames() { ZSTD_freeDCtx(dctx_); }
+
+void ZFrames::make_room(size_t need) {
+  while (held_ + need > budget_ && !frames_.empty()) {
+    auto oldest = std::min_element(
+        frames_.begin(), frames_.end(),
+        [](const auto& a, const auto& b) { return a.second.born < b.second.born; });
+    held_ -= oldest->second.bytes.size();
+    frames_.erase(oldest);
+    ++counters_.frames_evicted;
+  }
+}
+
+ZFrames::Result ZFrames::add(uint64_t session, uint32_t file, const common::ZDataHeader& z,
+                             std::span<const uint8_t> piece, size_t piece_size) {
+  const Key key{session, file, z.offset};
+  auto it = frames_.find(key);
+  if (it == frames_.end()) {
+    make_room(z.frame_len);
+    Frame f;
+    f.raw_len = z.raw_len;
+    f.bytes.resize(z.frame_len);
+    f.missing = (z.frame_len + piece_size - 1) / piece_size;
+    f.have.assign(f.missing, false);
+    f.born = births_++;
+    it = frames_.emplace(key, std::move(f)).first;
+    held_ += z.frame_len;
+  }
+  Frame& f = it->second;
+  if (f.raw_len != z.raw_len || f.bytes.size() != z.frame_len) return {Status::kMismatch, {}, {}};
+  const size_t index = z.frame_off / piece_size;
+  if (f.have[index]) return {Status::kDuplicate, {}, {}};
+  f.have[index] = true;
+  std::memcpy(f.bytes.data() + z.frame_off, piece.data(), piece.size());
+  if (--f.missing > 0) return {Status::kPending, {}, {}};
+  Result r = decompress(f, z.offset);
+  held_ -= f.bytes.size();
+  frames_.erase(it);
+  return r;
+}
+
+ZFrames::Result ZFrames::decompress(const Frame& f, uint64_t offset) {
+  const auto bad = [&](const std::string& why) {
+    ++counters_.frames_bad;
+    return Result{
+        Status::kBad,
+        {},
+        fmt::format("the compressed block at offset {} ({} bytes) {}", offset, f.raw_len, why)};
+  };
+  const unsigned long long declared = ZSTD_getFrameContentSize(f.bytes.data(), f.bytes.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR) return bad("is not a zstd frame");
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != f.raw_len) {
+    return bad(fmt::format("claims to hold {} bytes: refused unexpanded", declared));
+  }
+  if (out_.size() < common::kMaxZBlockSize) out_.resize(common::kMaxZBlockSize);
+  // The output is capped at the block's size: a frame that expands further stops there.
+  const size_t n =
+      ZSTD_decompressDCtx(dctx_, out_.data(), f.raw_len, f.bytes.data(), f.bytes.size());
+  if (ZSTD_isError(n)) {
+    return bad(ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall
+                   ? std::string("expands past its size: refused")
+                   : fmt::format("does not decompress: {}", ZSTD_getErrorName(n)));
+  }
+  if (n != f.raw_len) return bad(fmt::format("decompresses to {} bytes only", n));
+  ++counters_.frames_done;
+  counters_.frame_bytes += f.bytes.size();
+  counters_.raw_bytes += n;
+  return {Status::kComplete, std::span<const uint8_t>(out_.data(), n), {}};
+}
+
+void ZFrames::drop_file(uint64_t session, uint32_t file) {
+  auto it = frames_.lower_bound({session, file, 0});
+  while (it != frames_.end() && std::get<0>(it->first) == session &&
+         std::get<1>(it->first) == file) {
+    held_ -= it->second.bytes.size();
+    it = frames_.erase(it);
+  }
+}
+
+void ZFrames::clear() {
+  frames_.clear();
+  held_ = 0;
+}
+
+}  // namespace ddft::receiver
