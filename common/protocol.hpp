@@ -383,6 +383,10 @@ struct Abort {
   std::string_view reason;
 };
 
+// The heartbeat interval a receiver assumes for a session until one of its heartbeats gives
+// interval_ms (it warns after 3 intervals without a packet).
+inline constexpr uint32_t kAssumedHeartbeatMs = 1000;
+
 struct Heartbeat {
   uint32_t flags = 0;
   uint32_t interval_ms = 0;

@@ -9,8 +9,8 @@ the diode card's device node); the dd_file_receive daemon writes them to disk, v
 under their final names, or records why a file could not be completed. Forward error correction,
 repeats, a pre-shared key (AES-256-GCM) and a hot folder. Keeps the send script (owlDftsSend)
 and the receive log format of Owl's DFTS. Includes hardened systemd units for the receiver and a
-hot-folder sender, logrotate rules, dd_reconcile (what became of each file sent), the disk
-self-test dd_iotest and the link simulator dd_linksim.")
+hot-folder sender, logrotate rules, Prometheus alert rules and a Grafana dashboard, dd_reconcile
+(what became of each file sent), the disk self-test dd_iotest and the link simulator dd_linksim.")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "ddft maintainers")
 set(CPACK_DEBIAN_PACKAGE_SECTION "net")

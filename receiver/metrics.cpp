@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "common/version.hpp"
 
@@ -46,6 +47,7 @@ struct Scrape {
   ReceiverStatus all;
   std::vector<ReceiverStatus> lanes;
   std::vector<std::string> links;
+  std::optional<OutputDir::Space> space;  // the output folder's file system
 };
 using ScrapePtr = std::shared_ptr<const Scrape>;
 using StatusPtr = std::shared_ptr<const ReceiverStatus>;
@@ -286,6 +288,24 @@ void add_session_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size
                  });
 }
 
+// The output folder's file system (sampled at each scrape; absent under --sink null).
+void add_disk_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc) {
+  auto sample = [sc](uint64_t OutputDir::Space::*field) {
+    return [sc, field] {
+      std::vector<common::MetricSample> out;
+      if (sc->space) out.push_back({{}, num((*sc->space).*field)});
+      return out;
+    };
+  };
+  reg.add_family(kGauge, "ddft_receive_output_free_bytes",
+                 "Bytes still free for the receiver on the file system under --output (statvfs "
+                 "f_bavail, as df shows it); absent with --sink null",
+                 sample(&OutputDir::Space::free_bytes));
+  reg.add_family(kGauge, "ddft_receive_output_size_bytes",
+                 "Size of the file system under --output in bytes; absent with --sink null",
+                 sample(&OutputDir::Space::size_bytes));
+}
+
 }  // namespace
 
 void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
@@ -296,6 +316,7 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
   for (size_t i = 0; i < lanes; ++i) scrape->links.push_back(cfg.lane_name(i));
   reg.on_scrape([scrape, &rx, lanes] {
     scrape->all = rx.status();
+    scrape->space = rx.output_space();
     scrape->lanes.resize(lanes);
     for (size_t i = 0; i < lanes && lanes > 1; ++i) scrape->lanes[i] = rx.lane_status(i);
   });
@@ -311,6 +332,7 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
   add_ring_metrics(reg, sc, lanes);
   add_wait_metrics(reg, st);
   add_session_metrics(reg, sc, lanes);
+  add_disk_metrics(reg, sc);
 }
 
 }  // namespace ddft::receiver

@@ -465,6 +465,13 @@ std::string OutputDir::check_path(std::string_view rel_path) const {
   return check_wire_path(rel_path, limits_);
 }
 
+std::optional<OutputDir::Space> OutputDir::space() const {
+  struct statvfs st {};
+  if (null_sink_ || ::fstatvfs(root_fd_.get(), &st) != 0) return std::nullopt;
+  return Space{static_cast<uint64_t>(st.f_bavail) * st.f_frsize,
+               static_cast<uint64_t>(st.f_blocks) * st.f_frsize};
+}
+
 uint64_t OutputDir::free_bytes() const {
   struct statvfs st {};
   if (null_sink_ || ::fstatvfs(root_fd_.get(), &st) != 0) return UINT64_MAX;

@@ -222,6 +222,14 @@ class OutputDir {
   // Bytes an unprivileged writer may still use on the output folder's file system, less a
   // record reserve's worth (kept for failure records).
   uint64_t free_bytes() const;
+  // The output folder's file system as df shows it: what an unprivileged writer may still use
+  // (no reserve deducted) and its size, in bytes. nullopt under --sink null or when statvfs
+  // fails. One fstatvfs(2): thread-safe, for the metrics (never the hot path).
+  struct Space {
+    uint64_t free_bytes = 0;
+    uint64_t size_bytes = 0;
+  };
+  std::optional<Space> space() const;
 
   const std::string& root() const { return root_; }
   // The output folder's descriptor; lives as long as this object.

@@ -45,6 +45,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -59,6 +60,7 @@
 #include "receiver/hook_runner.hpp"
 #include "receiver/ingest.hpp"
 #include "receiver/outcome_log.hpp"
+#include "receiver/output_dir.hpp"
 #include "receiver/recovery.hpp"
 
 namespace ddft::receiver {
@@ -142,6 +144,8 @@ class Receiver {
   ReceiverStatus status() const;
   // The same for one lane (its ring, its link); `writer` is the whole receiver's.
   ReceiverStatus lane_status(size_t lane) const;
+  // The output folder's file system now (OutputDir::space()). Thread-safe; one statvfs.
+  std::optional<OutputDir::Space> output_space() const { return out_->space(); }
   size_t lanes() const { return lanes_.size(); }
   // The --on-complete runner (its counters() are readable from any thread), or null without
   // --on-complete. Lives as long as the receiver.

@@ -251,7 +251,7 @@ void SessionGate::start(uint64_t s) {
     l.sender_lane = -1;
     l.final = false;
     l.silence_warned = false;
-    l.heartbeat_interval = milliseconds(1000);
+    l.heartbeat_interval = milliseconds(common::kAssumedHeartbeatMs);
     l.seq.reset();
   }
   lost_logged_ = 0;

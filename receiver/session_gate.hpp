@@ -142,7 +142,7 @@ class SessionGate {
     common::Clock::time_point final_deadline{};
     common::Clock::time_point last_packet{};
     bool silence_warned = false;  // the 3-heartbeat silence warning is out
-    std::chrono::milliseconds heartbeat_interval{1000};
+    std::chrono::milliseconds heartbeat_interval{common::kAssumedHeartbeatMs};
     SeqCounter seq;
   };
 

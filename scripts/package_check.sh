@@ -11,7 +11,8 @@
 #      unpacked dd_file_send and dd_file_receive;
 #   5. every systemd unit with systemd-analyze verify, ExecStart= pointed into the unpacked tree
 #      and man pointed at its man pages (the units' Documentation=);
-#   6. the logrotate file, run for real on a copy pointed at a temp folder;
+#   6. the logrotate file, run for real on a copy pointed at a temp folder; the monitoring files
+#      as installed (promtool check rules, the dashboard's JSON);
 #   7. the maintainer scripts: sh -n, then (as root, where a private mount namespace with overlay
 #      file systems is allowed) dpkg -i, a reinstall, dpkg -r and dpkg -P for real on overlays of
 #      /etc, /usr, /var and /srv, which vanish afterwards: the user, the folders and their modes,
@@ -181,6 +182,8 @@ expected=(
   "-rw-r--r-- ./usr/lib/systemd/system/dd_file_send-watch.service"
   "-rw-r--r-- ./usr/share/doc/ddft/README.md"
   "-rw-r--r-- ./usr/share/doc/ddft/SECURITY.md"
+  "-rw-r--r-- ./usr/share/ddft/monitoring/ddft-alerts.yml"
+  "-rw-r--r-- ./usr/share/ddft/monitoring/ddft-dashboard.json"
   "-rw-r--r-- ./usr/share/man/man1/dd_file_receive.1.gz"
   "-rw-r--r-- ./usr/share/man/man1/dd_file_send.1.gz"
 )
@@ -297,6 +300,18 @@ if command -v logrotate > /dev/null; then
 else
   skip "the logrotate file: logrotate is missing (scripts/setup.sh installs it)"
 fi
+# The alert rules and the dashboard where the package puts them (tests/scripts/monitoring_test.sh
+# checks them in depth: the alerts' unit tests, the metric names against a real run).
+monitoring="$root/usr/share/ddft/monitoring"
+if command -v promtool > /dev/null; then
+  out=$(promtool check rules "$monitoring/ddft-alerts.yml" 2>&1)
+  expect "promtool check rules ddft-alerts.yml: status" 0 "$?"
+  contains "promtool check rules ddft-alerts.yml" "SUCCESS" "$out"
+else
+  skip "the alert rules: promtool is missing (scripts/setup.sh installs prometheus)"
+fi
+out=$(python3 -m json.tool "$monitoring/ddft-dashboard.json" 2>&1 > /dev/null)
+expect "ddft-dashboard.json is JSON" "" "$out"
 
 # --- 7. The maintainer scripts.
 for script in postinst prerm postrm; do

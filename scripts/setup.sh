@@ -25,6 +25,9 @@ packages=(
   # check reads them with man, runs its logrotate file and dpkg-deb, cpack and dpkg-shlibdeps
   # (dpkg-dev, with build-essential)
   help2man man-db logrotate
+  # the monitoring files' test (ctest scripts.monitoring): promtool checks and unit-tests the
+  # alert rules (and logrotate -d the logrotate file)
+  prometheus
   # the file-system fault test (scripts.fs_faults): I/O errors on demand from nbdkit's error
   # filter over a RAM disk, shown as a file by nbdfuse (FUSE) and loop-mounted
   nbdkit libnbd-bin fuse3

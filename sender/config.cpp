@@ -151,12 +151,13 @@ void add_read_options(CLI::App& app, SenderConfig& cfg) {
       ->check(CLI::IsMember({"auto", "off"}))
       ->capture_default_str();
   app.add_option("--heartbeat-ms", cfg.heartbeat_ms,
-                 "Heartbeat interval when idle and between files, ms; the receiver warns after 3 "
-                 "silent intervals")
+                 "Heartbeat interval when idle, between files and during the DFTS sleeps, ms; the "
+                 "receiver warns after 3 silent intervals")
       ->check(CLI::Range(10u, 3600000u))
       ->capture_default_str();
   app.add_option("--buff-full-delay", cfg.buff_full_delay_ms,
-                 "ms to wait when the link buffer is full before retrying (BUFF_FULL_DELAY)")
+                 "ms to wait when the link buffer is full before retrying (BUFF_FULL_DELAY); at "
+                 "most --heartbeat-ms")
       ->capture_default_str();
 }
 

@@ -62,11 +62,18 @@ void Pacer::sleep_ms(unsigned ms, std::chrono::nanoseconds* total) {
 }
 
 void Pacer::sleep_until(common::Clock::time_point t) {
-  // In slices, so that a stop request ends a long DFTS sleep within 100 ms.
+  // In slices, so that a stop request ends a long DFTS sleep within 100 ms, and the keepalive
+  // is called when it asked to be.
   while (!stop_.stop_requested()) {
-    const auto now = clock_.now();
+    auto now = clock_.now();
     if (now >= t) return;
-    clock_.sleep_until(std::min(t, now + std::chrono::milliseconds(100)));
+    auto wake = std::min(t, now + std::chrono::milliseconds(100));
+    if (keepalive_) {
+      const auto next = keepalive_(now);
+      now = clock_.now();
+      if (next > now) wake = std::min(wake, next);
+    }
+    clock_.sleep_until(wake);
   }
 }
 

@@ -5,12 +5,15 @@
 //    (sleep DELAY ms after every INTERVAL packet writes), -fsinterval/-fsdelay (sleep fsdelay ms
 //    after every fsinterval MB), the sleep algorithm (a pause before a large file's data) and
 //    EOF_DELAY (a wait after each file).
-// Every sleep goes through a Clock, so all of it is tested against a fake clock.
+// Every sleep goes through a Clock, so all of it is tested against a fake clock. A keepalive
+// (set_keepalive) is called during the DFTS sleeps, so that a long deliberate pause still sends
+// heartbeats and the receiver never takes it for a dead link.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <stop_token>
 
@@ -55,6 +58,14 @@ class Pacer {
   // waits out a 20 s sleep-algorithm pause or a long forced sleep.
   void set_stop(std::stop_token stop) { stop_ = std::move(stop); }
 
+  // Called during every DFTS sleep (intra-packet, forced, the sleep algorithm's pause,
+  // EOF_DELAY) on the sleeping thread, with the time now, at the start of the sleep and again
+  // each time it asked for: it may send (a heartbeat) and returns when it next wants to be
+  // called (a time not after `now` is not honoured: it is next called within 100 ms). The rate
+  // limit's waits do not call it. Empty (the default): none.
+  using Keepalive = std::function<common::Clock::time_point(common::Clock::time_point now)>;
+  void set_keepalive(Keepalive keepalive) { keepalive_ = std::move(keepalive); }
+
   // Totals slept for each reason, for the session summary and the tests.
   std::chrono::nanoseconds intra_slept() const { return intra_slept_; }
   std::chrono::nanoseconds forced_slept() const { return forced_slept_; }
@@ -71,6 +82,7 @@ class Pacer {
   std::chrono::nanoseconds intra_slept_{0};
   std::chrono::nanoseconds forced_slept_{0};
   std::stop_token stop_;
+  Keepalive keepalive_;
 };
 
 }  // namespace ddft::sender

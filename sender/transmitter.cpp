@@ -46,7 +46,7 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
                                  cfg.sleep_alg, cfg.eof_delay_ms}),
       chunk_size_(data_chunk_size(cfg)),
       source_size_(source_datagram_size(cfg)),
-      arena_(cfg.batch * cfg.packet_size) {
+      arena_((cfg.batch + 1) * cfg.packet_size) {
   pending_.reserve(cfg.batch);
   totals_.session_id = session_id;
   if (cfg.fec.enabled()) fec_ = std::make_unique<FecEncoder>(cfg.fec, source_size_);
@@ -90,6 +90,9 @@ void Transmitter::enqueue(std::span<uint8_t> slot, size_t n) {
 
 void Transmitter::close_window() {
   if (!fec_) return;
+  // A keepalive while the parity goes out (a DFTS sleep in a flush below) must not take a place
+  // in the window being closed.
+  const FlagScope closing(closing_window_);
   fec_->close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
     auto slot = next_slot();
     const size_t n = common::encode_parity(next_header(false), pa, shard,
@@ -100,7 +103,10 @@ void Transmitter::close_window() {
 }
 
 std::span<uint8_t> Transmitter::next_slot() {
-  if (pending_.size() == cfg_.batch) flush();
+  // The batch also ends where an intra-packet sleep falls, so that flush() sends it in one go
+  // and every DFTS sleep comes after the batch's last datagram: nothing encoded waits unsent
+  // through a sleep, for a keepalive heartbeat to overtake.
+  if (pending_.size() == cfg_.batch || pending_.size() >= pacer_.packets_before_sleep()) flush();
   return {arena_.data() + pending_.size() * cfg_.packet_size, cfg_.packet_size};
 }
 
@@ -115,18 +121,24 @@ void Transmitter::flush() {
     for (const auto& d : part) bytes += d.size();
     pacer_.before_send(bytes);
     send_all(part);
-    pacer_.after_send(n, bytes);
     done += n;
+    pending_sent_ = done;
+    pacer_.after_send(n, bytes);
   }
-  totals_.datagrams += pending_.size();
-  totals_.wire_bytes += pending_bytes_;
-  if (status_ && !pending_.empty()) {
-    status_->datagrams.fetch_add(pending_.size(), std::memory_order_relaxed);
-    status_->wire_bytes.fetch_add(pending_bytes_, std::memory_order_relaxed);
-    status_->last_send_ns.store(clock_.now().time_since_epoch().count(), std::memory_order_relaxed);
-  }
+  count_sent(pending_.size(), pending_bytes_);
   pending_.clear();
   pending_bytes_ = 0;
+  pending_sent_ = 0;
+}
+
+void Transmitter::count_sent(size_t datagrams, size_t bytes) {
+  totals_.datagrams += datagrams;
+  totals_.wire_bytes += bytes;
+  if (status_ && datagrams > 0) {
+    status_->datagrams.fetch_add(datagrams, std::memory_order_relaxed);
+    status_->wire_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    status_->last_send_ns.store(clock_.now().time_since_epoch().count(), std::memory_order_relaxed);
+  }
 }
 
 void Transmitter::send_all(std::span<const std::span<const uint8_t>> datagrams) {
@@ -135,11 +147,15 @@ void Transmitter::send_all(std::span<const std::span<const uint8_t>> datagrams) 
     size_t sent = 0;
     const auto ec = sink_.send(datagrams.subspan(done), &sent);
     done += sent;
+    if (sent > 0) last_sent_ = clock_.now();
     if (!ec) continue;
     if (ec == std::errc::no_buffer_space) {
       // BUFF_FULL_DELAY: the link's buffer is full; wait and retry the same datagrams, never
-      // drop them.
-      clock_.sleep_until(clock_.now() + std::chrono::milliseconds(cfg_.buff_full_delay_ms));
+      // drop them. At least once a keepalive interval: what the retry sends is what keeps the
+      // receiver hearing from this sender (a heartbeat would overtake these datagrams).
+      const auto wait = std::min<std::chrono::nanoseconds>(
+          std::chrono::milliseconds(cfg_.buff_full_delay_ms), keepalive_interval());
+      clock_.sleep_until(clock_.now() + wait);
       continue;
     }
     // One lane: the words a sender before lanes said.
@@ -167,13 +183,18 @@ void Transmitter::send_control(
   }
 }
 
-void Transmitter::send_heartbeat(bool final) {
+common::Heartbeat Transmitter::heartbeat_of(bool final) const {
   common::Heartbeat hb;
   hb.flags = final ? common::kHeartbeatFinal : 0;
   hb.interval_ms = cfg_.heartbeat_ms;
   hb.files_announced = files_announced_;  // by this lane
   hb.lane = static_cast<uint16_t>(lane_);
   hb.lanes = static_cast<uint16_t>(hub_.lanes());
+  return hb;
+}
+
+void Transmitter::send_heartbeat(bool final) {
+  common::Heartbeat hb = heartbeat_of(final);
   send_control([&](const Header& h, std::span<uint8_t> buf) {
     hb.packets_sent = h.seq;
     return common::encode_heartbeat(h, hb, buf);
@@ -181,6 +202,7 @@ void Transmitter::send_heartbeat(bool final) {
   close_window();
   flush();
   last_heartbeat_ = clock_.now();
+  heartbeat_sent_ = true;
 }
 
 common::Announce Transmitter::announce_of(const FileMeta& meta) const {
@@ -399,7 +421,9 @@ void Transmitter::wait_for_lanes() {
 
 void Transmitter::run(std::stop_token stop) {
   pacer_.set_stop(stop);
+  pacer_.set_keepalive([this](common::Clock::time_point now) { return keep_link_alive(now); });
   last_heartbeat_ = clock_.now();
+  last_sent_ = last_heartbeat_;
   last_list_ = last_heartbeat_;
   hub_.session_started(session_id_);
   try {

@@ -10,6 +10,14 @@
 // files or in hot-folder mode, the rest). A striped file's announces carry kFlagStriped, and its
 // repeated announces count this lane's own data bytes.
 //
+// The link is never quiet for longer than a heartbeat interval while the sender paces itself:
+// during every DFTS sleep (intra-packet, -fsdelay, the sleep algorithm's pause, EOF_DELAY) the
+// pacer's keepalive sends a heartbeat from this thread once the last datagram is an interval old
+// (sender/transmitter_keepalive.cpp), and a full link buffer is retried at least that often. So
+// that such a heartbeat never overtakes a datagram numbered before it (the receiver would count
+// the gap as loss), a batch ends where an intra-packet sleep falls and every sleep comes after a
+// batch's last datagram: nothing encoded waits unsent through one.
+//
 // When its link refuses a send (LinkError), a lane either ends the session (--lane-down stop, one
 // lane, or the last lane up) or goes down (--lane-down continue): it sends nothing more, the
 // router stops choosing it, the files it carries fail (striped ones on every lane, which abort
@@ -67,6 +75,9 @@ class Transmitter {
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
               SendObserver& observer);
+  // The pacer calls back into it during run(): it stays where it was made.
+  Transmitter(const Transmitter&) = delete;
+  Transmitter& operator=(const Transmitter&) = delete;
   // Runs on the lane's transmit thread until the queue is closed and drained; then reports the
   // lane done and keeps sending heartbeats (and lists as they come due) until every lane is, and
   // sends the last file list and the final heartbeat. On stop, remaining data is skipped and the
@@ -84,6 +95,18 @@ class Transmitter {
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
               std::unique_ptr<LaneHub> own_hub, LaneHub* hub, size_t lane, LaneRouter* router);
+
+  // Holds `flag` true for its lifetime, exceptions included.
+  class FlagScope {
+   public:
+    explicit FlagScope(bool& flag) : flag_(flag) { flag_ = true; }
+    ~FlagScope() { flag_ = false; }
+    FlagScope(const FlagScope&) = delete;
+    FlagScope& operator=(const FlagScope&) = delete;
+
+   private:
+    bool& flag_;
+  };
 
   struct FileProgress {
     std::shared_ptr<const FileMeta> meta;
@@ -118,6 +141,25 @@ class Transmitter {
   // Down: the item from the queue fails its file with `reason` (once per file), its buffer goes
   // back; nothing is sent.
   void drop_item(const WorkItem& item, const std::string& reason);
+
+  // The keepalive (sender/transmitter_keepalive.cpp). During a DFTS sleep, on this thread: a
+  // heartbeat when the last datagram left keepalive_interval() ago or more; returns when to be
+  // asked again. Sends nothing while datagrams encoded before it wait unsent, or from within
+  // its own send.
+  common::Clock::time_point keep_link_alive(common::Clock::time_point now);
+  // The longest the link stays quiet while pacing: the heartbeat interval, but at most the
+  // interval a receiver assumes until this session's first heartbeat has told it.
+  std::chrono::nanoseconds keepalive_interval() const;
+  // One heartbeat, sent at once outside the batch (once, not control_repeat times): an FEC
+  // source while a window is open and not being closed (its places are numbered by sequence),
+  // the window closed and its parity sent at once when it fills it.
+  void send_keepalive();
+  // Seals (with --key-file) the datagram of `n` bytes in `slot` and sends it now, counted.
+  void send_now(std::span<uint8_t> slot, size_t n);
+  // `datagrams` datagrams of `bytes` in all went out: the totals and the status.
+  void count_sent(size_t datagrams, size_t bytes);
+  // This lane's heartbeat as it stands (packets_sent is set as it is encoded).
+  common::Heartbeat heartbeat_of(bool final) const;
 
   std::span<uint8_t> next_slot();
   // Takes the datagram of `n` bytes just encoded in `slot` (the latest next_slot()) for sending;
@@ -185,9 +227,15 @@ class Transmitter {
   std::unique_ptr<FecEncoder> fec_;
   std::unique_ptr<common::Sealer> sealer_;  // --key-file
   common::Clock::time_point last_heartbeat_{};
+  common::Clock::time_point last_sent_{};  // when the link last took a datagram
+  bool heartbeat_sent_ = false;            // this session has sent a heartbeat (its interval)
+  bool closing_window_ = false;            // the FEC window's parity is being encoded
+  bool keeping_alive_ = false;             // send_keepalive() is running
+  // cfg.batch packet slots for the batch, then one for send_keepalive().
   common::AlignedBuffer arena_;
   std::vector<std::span<const uint8_t>> pending_;
   size_t pending_bytes_ = 0;
+  size_t pending_sent_ = 0;  // of pending_, those already sent (flush() in progress)
   uint64_t seq_ = 0;
   uint64_t data_index_ = 0;
   uint32_t files_announced_ = 0;

@@ -603,5 +603,29 @@ TEST_F(EndToEnd, HostileAnnouncesGetTheirRefusalAndNothingEscapes) {
   EXPECT_TRUE(fs::is_symlink(out_ / "escape")) << "the planted link is left as it was";
 }
 
+// DFTS pauses longer than the receiver's silence limit (3 heartbeat intervals of 100 ms):
+// EOF_DELAY after each file and a forced sleep (-fsdelay) in the middle of one, sealed and with
+// FEC. The sender's heartbeats go on through them, so the receiver never warns of a silent link,
+// counts no packet lost (a heartbeat never overtakes the data before it), and every file arrives.
+TEST_F(EndToEnd, DftsPausesKeepTheLinkAlive) {
+  const fs::path key = make_key(base_ / "link.key", 81);
+  write_pattern(src_ / "first.bin", 5000, 82);
+  write_pattern(src_ / "second.bin", 1536 * 1024, 83);  // a forced sleep after its first MiB
+  start_receiver({"--key-file", key.string()});
+  ASSERT_EQ(send({(src_ / "first.bin").string(), (src_ / "second.bin").string(), "--key-file",
+                  key.string(), "--fec", "16:2", "--heartbeat-ms", "100", "--eof-delay", "700",
+                  "--fsinterval", "1", "--fsdelay", "700"}),
+            0)
+      << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  for (const char* name : {"first.bin", "second.bin"}) {
+    EXPECT_TRUE(same_content(src_ / name, out_ / name)) << name;
+  }
+  const std::string log = rx_log();
+  EXPECT_EQ(log.find("no packet from sender session"), std::string::npos) << log;
+  EXPECT_EQ(log.find("lost on the link"), std::string::npos) << log;
+  EXPECT_EQ(count_matches(log, std::regex("B2B Passed")), 2) << log;
+}
+
 }  // namespace
 }  // namespace ddft::testing

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace ddft::sender {
 namespace {
 using namespace std::chrono;
@@ -92,6 +94,81 @@ TEST(Pacer, SleepAlgorithmAndEofDelay) {
   on.pause(4);
   on.after_file();
   EXPECT_EQ(clock.now() - start, milliseconds(4250));
+}
+
+// A keepalive as the transmitter's: "sends" once the last send is a second old.
+struct BeatRecorder {
+  common::FakeClock& clock;
+  common::Clock::time_point last;
+  std::vector<nanoseconds> beats;  // since `last` was set by restart()
+  common::Clock::time_point start;
+  void restart() {
+    last = start = clock.now();
+    beats.clear();
+  }
+  common::Clock::time_point operator()(common::Clock::time_point now) {
+    if (now - last < seconds(1)) return last + seconds(1);
+    beats.push_back(now - start);
+    last = now;
+    return now + seconds(1);
+  }
+};
+
+TEST(Pacer, EveryDftsSleepCallsTheKeepaliveWhenItAsks) {
+  common::FakeClock clock;
+  PacingConfig cfg;
+  cfg.intra_pkt_interval = 1;
+  cfg.intra_pkt_delay_ms = 1500;
+  cfg.fs_interval_mb = 1;
+  cfg.fs_delay_ms = 2000;
+  cfg.sleep_alg = true;
+  cfg.eof_delay_ms = 3500;
+  Pacer p(clock, cfg);
+  BeatRecorder rec{clock, clock.now(), {}, clock.now()};
+  p.set_keepalive([&rec](common::Clock::time_point now) { return rec(now); });
+  const std::vector<nanoseconds> one = {seconds(1)};
+  const std::vector<nanoseconds> two = {seconds(1), seconds(2)};
+  const std::vector<nanoseconds> three = {seconds(1), seconds(2), seconds(3)};
+
+  rec.restart();
+  p.after_send(1, 100);  // INTRA_PKT_DELAY: 1.5 s
+  EXPECT_EQ(rec.beats, one);
+  EXPECT_EQ(clock.now() - rec.start, milliseconds(1500));
+
+  rec.restart();
+  cfg.intra_pkt_interval = 0;
+  Pacer forced(clock, cfg);
+  forced.set_keepalive([&rec](common::Clock::time_point now) { return rec(now); });
+  forced.after_send(1, 1 << 20);  // -fsdelay: 2 s; none at its very end
+  EXPECT_EQ(rec.beats, one);
+  EXPECT_EQ(clock.now() - rec.start, seconds(2));
+
+  rec.restart();
+  forced.pause(3);  // the sleep algorithm
+  EXPECT_EQ(rec.beats, two);
+  EXPECT_EQ(clock.now() - rec.start, seconds(3));
+
+  rec.restart();
+  forced.after_file();  // EOF_DELAY: 3.5 s
+  EXPECT_EQ(rec.beats, three);
+  EXPECT_EQ(clock.now() - rec.start, milliseconds(3500));
+  EXPECT_EQ(forced.forced_slept(), seconds(2));  // the keepalive takes nothing off a sleep
+}
+
+TEST(Pacer, AKeepaliveThatAsksForThePastIsCalledEvery100Ms) {
+  common::FakeClock clock;
+  PacingConfig cfg;
+  cfg.eof_delay_ms = 1000;
+  Pacer p(clock, cfg);
+  int calls = 0;
+  p.set_keepalive([&calls](common::Clock::time_point now) {
+    ++calls;
+    return now;
+  });
+  const auto start = clock.now();
+  p.after_file();
+  EXPECT_EQ(calls, 10);  // at 0, 100, ... 900 ms: no busy loop
+  EXPECT_EQ(clock.now() - start, seconds(1));
 }
 
 }  // namespace

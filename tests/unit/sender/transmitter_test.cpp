@@ -44,6 +44,9 @@ struct Sent {
   std::string path{};            // announce
   uint16_t list_flags = 0;       // file list
   std::vector<Listed> listed{};  // file list
+  uint16_t fec_pos = 0;          // the header's
+  uint64_t window_seq = 0;       // parity
+  uint16_t window_count = 0;     // parity
 };
 
 // Records every datagram with the fake time it left. Can refuse the first N calls as "full".
@@ -63,6 +66,7 @@ class RecordingSink final : public common::DatagramSink {
       EXPECT_EQ(common::decode_packet(d, &p), common::DecodeStatus::kOk);
       Sent s{p.header.type, p.header.seq, clock_.now(), calls};
       s.flags = p.header.flags;
+      s.fec_pos = p.header.fec_pos;
       s.bytes = d.size();
       if (p.header.type == common::PacketType::kAnnounce) {
         common::Announce a;
@@ -78,6 +82,12 @@ class RecordingSink final : public common::DatagramSink {
         s.file_id = dh.file_id;
         s.offset = dh.offset;
         s.data_len = data.size();
+      } else if (p.header.type == common::PacketType::kParity) {
+        common::Parity pa;
+        std::span<const uint8_t> shard;
+        EXPECT_EQ(common::decode_parity(p.payload, &pa, &shard), common::DecodeStatus::kOk);
+        s.window_seq = pa.window_seq;
+        s.window_count = pa.count;
       } else if (p.header.type == common::PacketType::kFileList) {
         common::FileList list;
         EXPECT_EQ(common::decode_file_list(p.payload, &list), common::DecodeStatus::kOk);
@@ -678,6 +688,156 @@ TEST_F(TransmitterTest, PastKCompleteListMaxTheLastListHasOnlyTheRest) {
   EXPECT_EQ(seen, id_range(1, static_cast<uint32_t>(kCompleteListMax + 1)));
   // (kCompleteListMax + 1) % 256 files came after the last periodic list.
   EXPECT_EQ(all.back().entries.size(), (kCompleteListMax + 1) % kListBatch);
+}
+
+// --- Heartbeats during the DFTS sleeps (the keepalive). The receiver warns after 3 heartbeat
+// intervals without a packet; a deliberate pause must never look like that.
+
+// The longest time between two consecutive datagrams of the session.
+nanoseconds longest_quiet(const RecordingSink& sink) {
+  nanoseconds most{0};
+  for (size_t i = 1; i < sink.log.size(); ++i) {
+    most = std::max<nanoseconds>(most, sink.log[i].at - sink.log[i - 1].at);
+  }
+  return most;
+}
+
+// Every datagram went out in sequence order with no number skipped: a heartbeat never overtook
+// one encoded before it (the receiver counts a gap as loss, and a late packet stays counted).
+void expect_in_sequence(const RecordingSink& sink) {
+  for (size_t i = 0; i < sink.log.size(); ++i) {
+    ASSERT_EQ(sink.log[i].seq, i) << "datagram " << i;
+  }
+}
+
+// Every FEC window as the receiver places its sources (by seq - fec_pos): each window a parity
+// names holds exactly its `count` sources, at places 0 .. count - 1, and every source is in a
+// window whose parity went out.
+void expect_whole_windows(const RecordingSink& sink) {
+  std::map<uint64_t, std::vector<uint16_t>> windows;  // window_seq: the places filled
+  std::map<uint64_t, uint16_t> parity;                // window_seq: count
+  for (const Sent& s : sink.log) {
+    if (s.type == common::PacketType::kParity) {
+      parity[s.window_seq] = s.window_count;
+    } else if (s.flags & common::kFlagFec) {
+      ASSERT_LE(s.fec_pos, s.seq);
+      windows[s.seq - s.fec_pos].push_back(s.fec_pos);
+    }
+  }
+  for (const auto& [start, places] : windows) {
+    ASSERT_EQ(parity.count(start), 1u) << "window at seq " << start << " got no parity";
+    std::vector<uint16_t> want(parity[start]);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<uint16_t>(i);
+    EXPECT_EQ(places, want) << "window at seq " << start;
+  }
+  EXPECT_EQ(windows.size(), parity.size());
+}
+
+TEST_F(TransmitterTest, EofDelayKeepsSendingHeartbeats) {
+  cfg_.eof_delay_ms = 4500;
+  RecordingSink sink(clock_);
+  run({5000, 5000}, sink);
+  EXPECT_EQ(clock_.slept(), milliseconds(9000));  // both delays, whole
+  EXPECT_LE(longest_quiet(sink), milliseconds(cfg_.heartbeat_ms));
+  // 4 in each delay, and the final heartbeat's 3 copies.
+  EXPECT_EQ(count(sink, common::PacketType::kHeartbeat), 4u + 4u + 3u);
+  expect_in_sequence(sink);
+}
+
+TEST_F(TransmitterTest, ForcedSleepsKeepSendingHeartbeats) {
+  cfg_.fs_interval_mb = 1;
+  cfg_.fs_delay_ms = 4500;
+  RecordingSink sink(clock_);
+  run({2'500'000}, sink);  // 2.6 MB on the wire: two forced sleeps
+  EXPECT_EQ(clock_.slept(), milliseconds(9000));
+  EXPECT_LE(longest_quiet(sink), milliseconds(cfg_.heartbeat_ms));
+  expect_in_sequence(sink);
+}
+
+TEST_F(TransmitterTest, IntraPacketSleepsKeepSendingHeartbeats) {
+  cfg_.intra_pkt_interval = 40;
+  cfg_.intra_pkt_delay_ms = 2500;
+  RecordingSink sink(clock_);
+  run({100'000}, sink);  // 112 packets: sleeps after 40 and 80 (the heartbeats are not counted)
+  EXPECT_EQ(clock_.slept(), milliseconds(5000));
+  EXPECT_LE(longest_quiet(sink), milliseconds(cfg_.heartbeat_ms));
+  EXPECT_EQ(count(sink, common::PacketType::kHeartbeat), 2u + 2u + 3u);
+  expect_in_sequence(sink);
+}
+
+TEST_F(TransmitterTest, SleepAlgorithmPauseKeepsSendingHeartbeats) {
+  cfg_.sleep_alg = true;
+  cfg_.heartbeat_ms = 700;
+  RecordingSink sink(clock_);
+  // 100 MiB: a 3 s pause after the announce; one block, then the file is aborted.
+  run_files({{100ull << 20, "big", FileSpec::Fate::kAborted}}, sink);
+  EXPECT_EQ(clock_.slept(), seconds(3));
+  EXPECT_LE(longest_quiet(sink), milliseconds(700));
+  // At 0.7, 1.4, 2.1 and 2.8 s of the pause, each once, then the data.
+  std::vector<nanoseconds> beats;
+  for (const Sent& s : sink.log) {
+    if (s.type == common::PacketType::kData) break;
+    if (s.type == common::PacketType::kHeartbeat) beats.push_back(s.at - sink.log[0].at);
+  }
+  EXPECT_EQ(beats, (std::vector<nanoseconds>{milliseconds(700), milliseconds(1400),
+                                             milliseconds(2100), milliseconds(2800)}));
+  expect_in_sequence(sink);
+}
+
+TEST_F(TransmitterTest, BeforeItsFirstHeartbeatTheLinkKeepsToTheReceiversDefault) {
+  // A 5 s interval: until a heartbeat has told the receiver so, it counts 3 x 1 s.
+  cfg_.sleep_alg = true;
+  cfg_.heartbeat_ms = 5000;
+  RecordingSink sink(clock_);
+  run_files({{100ull << 20, "big", FileSpec::Fate::kAborted}}, sink);
+  std::vector<nanoseconds> beats;
+  for (const Sent& s : sink.log) {
+    if (s.type == common::PacketType::kData) break;
+    if (s.type == common::PacketType::kHeartbeat) beats.push_back(s.at - sink.log[0].at);
+  }
+  // The first after 1 s; it tells 5 s, which outlasts the pause.
+  EXPECT_EQ(beats, (std::vector<nanoseconds>{seconds(1)}));
+}
+
+TEST_F(TransmitterTest, HeartbeatsInSleepsKeepFecWindowsWhole) {
+  // Small windows, and sleeps falling everywhere in them (and in their parity).
+  cfg_.fec = {8, 2, 1};
+  cfg_.intra_pkt_interval = 7;
+  cfg_.intra_pkt_delay_ms = 1500;
+  cfg_.fs_interval_mb = 1;
+  cfg_.fs_delay_ms = 2500;
+  cfg_.eof_delay_ms = 1200;
+  RecordingSink sink(clock_);
+  run({1'200'000, 30'000}, sink);
+  EXPECT_LE(longest_quiet(sink), milliseconds(cfg_.heartbeat_ms));
+  expect_in_sequence(sink);
+  expect_whole_windows(sink);
+  // Both kinds of keepalive happened: a heartbeat in a window of data (a source right after a
+  // data packet; the others come in threes after a file's end), and one while a window's parity
+  // was going out (outside any window).
+  size_t sources = 0, outside = 0;
+  for (size_t i = 1; i < sink.log.size(); ++i) {
+    const Sent& s = sink.log[i];
+    if (s.type != common::PacketType::kHeartbeat) continue;
+    if (!(s.flags & common::kFlagFec)) {
+      ++outside;
+    } else if (sink.log[i - 1].type == common::PacketType::kData) {
+      ++sources;
+    }
+  }
+  EXPECT_GT(sources, 0u);
+  EXPECT_GT(outside, 0u);
+}
+
+TEST_F(TransmitterTest, AFullLinkBufferIsRetriedAtLeastEveryHeartbeatInterval) {
+  cfg_.buff_full_delay_ms = 5000;
+  RecordingSink sink(clock_, /*refuse_first=*/3);
+  run({5000}, sink);
+  EXPECT_EQ(clock_.slept(), seconds(3));  // each wait cut to the 1 s interval
+  // Every packet once; the file took 3 s, so a heartbeat (3 copies) follows its end.
+  EXPECT_EQ(sink.log.size(), 3u + 5u + 3u + 3u + 3u + 3u);
+  EXPECT_EQ(count(sink, common::PacketType::kHeartbeat), 3u + 3u);
+  expect_in_sequence(sink);
 }
 
 }  // namespace
