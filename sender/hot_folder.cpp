@@ -137,6 +137,7 @@ HotFolderOptions hot_folder_options(const SenderConfig& cfg) {
   o.journal = cfg.watch_journal;
   o.filter = cfg.filter;
   o.shard = cfg.shard;
+  o.symlinks = cfg.symlinks;
   o.crash_after_sent = cfg.test_crash_after_sent;
   return o;
 }
@@ -225,6 +226,16 @@ uint64_t HotFolder::files_removed() const {
   return removed_;
 }
 
+uint64_t HotFolder::links_skipped() const {
+  std::lock_guard lock(mu_);
+  return links_skipped_;
+}
+
+uint64_t HotFolder::links_failed() const {
+  std::lock_guard lock(mu_);
+  return links_failed_;
+}
+
 void HotFolder::wake() {
   const uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
@@ -254,10 +265,34 @@ bool HotFolder::admit(const std::string& rel) {
 }
 
 void HotFolder::warn_not_regular(const std::string& rel, unsigned mode) {
-  if (warned_.insert(rel).second) {
+  // Another host's (--shard): that host says it, and counts it.
+  if (!opt_.shard.takes(rel) || !warned_.insert(rel).second) return;
+  if (!S_ISLNK(mode)) {
     spdlog::warn("Warn: hot folder: skipping '{}': {} (only regular files are sent)", rel,
                  kind_of(mode));
+    return;
   }
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(abs(rel), ec);
+  const std::string to = ec ? std::string("?") : target.string();
+  std::string message;
+  const bool failed = opt_.symlinks == SymlinkMode::kError;
+  if (failed) {
+    ++links_failed_;
+    message = fmt::format(
+        "hot folder: '{}' is a symbolic link (to '{}'; --symlinks error); it stays in the "
+        "folder, not sent",
+        rel, to);
+    spdlog::error("Error: {}", message);
+  } else {
+    ++links_skipped_;
+    message = fmt::format(
+        "hot folder: skipping symbolic link '{}' (to '{}'; --symlinks skip: the hot folder "
+        "never follows links)",
+        rel, to);
+    spdlog::warn("Warn: {}", message);
+  }
+  if (opt_.on_link) opt_.on_link(rel, message, failed);
 }
 
 void HotFolder::note_reserved(const std::string& rel) {

@@ -10,12 +10,16 @@
 //                                                                          after the settle time
 //   file_failed ──> the file stays, held until it changes
 //
-// Symlinks, FIFOs, sockets and devices are skipped with a warning (once per path); names starting
-// ".ddft-" are reserved (the journal); --include/--exclude leave a file in place, logged once.
+// FIFOs, sockets and devices are skipped with a warning (once per path); names starting ".ddft-"
+// are reserved (the journal); --include/--exclude leave a file in place, logged once. A symbolic
+// link is never followed (what is sent is deleted or moved, and a link's target is not the hot
+// folder's to remove): --symlinks skip (a Warn line) or error (an Error line, a failure), once
+// per link as it appears, counted, and told to HotFolderOptions::on_link (the manifest).
 // With --shard K/N the files of other shards are another host's: ignored here, without a word.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -29,6 +33,7 @@
 #include "common/path_filter.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
+#include "sender/file_list.hpp"
 #include "sender/readiness.hpp"
 #include "sender/shard.hpp"
 #include "sender/watch_journal.hpp"
@@ -52,6 +57,11 @@ struct HotFolderOptions {
   // filesystem (NFS, SMB, Ceph, FUSE...), where inotify misses what other machines write, else
   // only when events were lost. Tests set it.
   double rescan_s = -1;
+  // --symlinks: kSkip or kError (kFollow is refused by the config; taken as kSkip here).
+  SymlinkMode symlinks = SymlinkMode::kSkip;
+  // Told of each link left out, once as it appears, with its line (`failed`: --symlinks error).
+  // Called under the hot folder's lock, from the constructor or the reader thread; may be empty.
+  std::function<void(const std::string& rel, const std::string& message, bool failed)> on_link;
   // Test hook: after this many "sent" records (1-based), the process kills itself with SIGKILL
   // before deleting or moving the file, as a crash there would. 0 = off.
   unsigned crash_after_sent = 0;
@@ -92,6 +102,9 @@ class HotFolder final : public FileSource, public SendObserver {
   bool lost_root() const;
   // Files deleted or moved after sending, in this run (replayed ones included).
   uint64_t files_removed() const;
+  // Symbolic links left out (each time one appeared), under --symlinks skip and error.
+  uint64_t links_skipped() const;
+  uint64_t links_failed() const;
 
  private:
   struct Handout {
@@ -119,7 +132,8 @@ class HotFolder final : public FileSource, public SendObserver {
   // Whether a regular file at `rel` is to be tracked: not reserved, in this shard (silently
   // not), passes the filter (logged once when not).
   bool admit(const std::string& rel);
-  // Warns once about a non-regular file at `rel`.
+  // Warns once about a non-regular file at `rel` of this shard; a symbolic link as --symlinks
+  // says (counted, and told to on_link).
   void warn_not_regular(const std::string& rel, unsigned mode);
   void forget_warnings(const std::string& rel);
   // Tells once that a name starting ".ddft-" is left alone (but for the journal's own files).
@@ -156,6 +170,8 @@ class HotFolder final : public FileSource, public SendObserver {
   common::Clock::duration rescan_every_{};  // between periodic rescans; zero: none
   common::Clock::time_point next_periodic_rescan_{};
   uint64_t removed_ = 0;
+  uint64_t links_skipped_ = 0;  // guarded by mu_
+  uint64_t links_failed_ = 0;   // guarded by mu_
   unsigned sent_records_ = 0;
   std::stop_token stop_;  // the session's, from next()
 };

@@ -257,6 +257,60 @@ TEST_F(HotFolderTest, FilteredReservedAndNonRegularFilesStayAndAreNotSent) {
   }
 }
 
+// Links in the hot folder are never followed: under --symlinks skip each is named once (Warn) as
+// it appears, under error once as a failure (Error); both counted and told to on_link (the
+// manifest). A link removed and made again is named again.
+TEST_F(HotFolderTest, LinksAreNamedOnceEachAndCountedNeverFollowed) {
+  for (const SymlinkMode mode : {SymlinkMode::kSkip, SymlinkMode::kError}) {
+    SCOPED_TRACE(std::string(symlink_mode_name(mode)));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    put(dir_ / "go.txt", "g");
+    put(base_ / "outside/x.txt", "x");
+    fs::create_symlink(dir_ / "go.txt", dir_ / "file_link");
+    fs::create_directory_symlink(base_ / "outside", dir_ / "dir_link");
+    fs::create_directories(dir_ / "sub");
+    fs::create_symlink(dir_ / "nowhere", dir_ / "sub/dangling_soon");
+    std::vector<std::pair<std::string, bool>> told;
+    const ddft::testing::LogCapture log;
+    auto o = opts();
+    o.symlinks = mode;
+    o.on_link = [&told](const std::string& rel, const std::string&, bool failed) {
+      told.emplace_back(rel, failed);
+    };
+    start(o);
+    fs::create_symlink("go.txt", dir_ / "sub/later_link");  // seen by its event
+    drain();
+    clock_.advance(kSettle);
+    EXPECT_EQ(names(drain()), std::vector<std::string>{"go.txt"});
+    drain();
+    const bool failed = mode == SymlinkMode::kError;
+    std::multiset<std::string> names_told;
+    for (const auto& [rel, f] : told) {
+      names_told.insert(rel);
+      EXPECT_EQ(f, failed) << rel;
+    }
+    EXPECT_EQ(names_told, (std::multiset<std::string>{"dir_link", "file_link", "sub/dangling_soon",
+                                                      "sub/later_link"}));
+    EXPECT_EQ(hf_->links_skipped(), failed ? 0u : 4u);
+    EXPECT_EQ(hf_->links_failed(), failed ? 4u : 0u);
+    const std::string text = log.text();
+    const std::string word = failed ? "Error: hot folder: 'file_link' is a symbolic link (to '"
+                                    : "Warn: hot folder: skipping symbolic link 'file_link' (to '";
+    EXPECT_EQ(text.find(word), text.rfind(word)) << text;
+    EXPECT_NE(text.find(word), std::string::npos) << text;
+    // Gone and back: named a second time.
+    fs::remove(dir_ / "file_link");
+    drain();
+    fs::create_symlink("go.txt", dir_ / "file_link");
+    drain();
+    EXPECT_EQ(told.size(), 5u);
+    EXPECT_TRUE(fs::exists(base_ / "outside/x.txt")) << "a link's target is left alone";
+    EXPECT_TRUE(fs::is_symlink(dir_ / "dir_link"));
+    hf_.reset();
+  }
+}
+
 // --shard: two hosts on one folder. Each tracks, sends and removes only its shard's files; the
 // other's stay, unmentioned and not counted as waiting. Together they send every file, once.
 TEST_F(HotFolderTest, TwoShardsOverOneFolderSendDisjointSetsThatTogetherAreEveryFile) {
