@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/fd.hpp"
 #include "common/path_filter.hpp"
 #include "sender/shard.hpp"
 
@@ -25,6 +27,10 @@ struct SourceFile {
   // reader sends is the size when it opens the file; this one only sizes the batch for a
   // progress display.
   uint64_t size = 0;
+  // Already open, when the source had to check what it hands out (the hot folder: the version it
+  // found settled, and not one renamed over the name since). The reader reads this descriptor
+  // (taking it over) instead of opening `path`, which still names the file in messages.
+  std::shared_ptr<common::UniqueFd> opened = nullptr;
 };
 
 // A source, or an entry of a folder, that cannot be sent.

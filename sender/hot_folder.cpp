@@ -298,7 +298,8 @@ void HotFolder::warn_not_regular(const std::string& rel, unsigned mode) {
 void HotFolder::note_reserved(const std::string& rel) {
   // The journal and its temporary and damaged copies are ours, and the default journals of the
   // other shards sharing DIR are theirs: no word about them.
-  if (rel.starts_with(own_prefix_) || (opt_.shard.enabled() && rel.starts_with(kJournalName))) {
+  if (rel.starts_with(own_prefix_) || (opt_.shard.enabled() && rel.starts_with(kJournalName)) ||
+      base_of(rel).starts_with(kFinishingPrefix)) {
     return;
   }
   if (filtered_.insert(rel).second) {
@@ -359,14 +360,46 @@ std::optional<SourceFile> HotFolder::poll() {
     kept_after_replay_.clear();
   }
   remove_folders(now);
-  auto ready = tracker_.take_ready(now, [this](const std::string& rel) { return probe(rel); });
-  if (!ready) return std::nullopt;
+  const auto probe_fn = [this](const std::string& rel) { return probe(rel); };
+  while (auto ready = tracker_.take_ready(now, probe_fn)) {
+    if (auto f = hand_out(*ready, now)) return f;
+  }
+  return std::nullopt;
+}
+
+std::optional<SourceFile> HotFolder::hand_out(const ReadinessTracker::Ready& r,
+                                              common::Clock::time_point now) {
+  hook("handout", r.rel);
+  // Opened here, not by the reader later by its name: what is read is then the version found
+  // settled, checked on the open descriptor. A version renamed over the name since the probe is
+  // a change (it waits its settle time), never read in the place of the one handed out, which
+  // would have it sent once now and again as "changed while it was sent".
+  auto fd = std::make_shared<common::UniqueFd>(
+      ::open(abs(r.rel).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+  const int open_error = *fd ? 0 : errno;
+  struct stat st {};
+  // Gone, replaced by a link, held by a writer's lease, or another version: a change.
+  const bool changed = open_error == ENOENT || open_error == ELOOP || open_error == EWOULDBLOCK ||
+                       (open_error == 0 && (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+                                            identity_of(st) != r.id));
+  if (changed) {
+    tracker_.requeue(r.rel, now);
+    return std::nullopt;
+  }
   const uint64_t tag = ++next_tag_;
-  handed_out_[tag] = {ready->rel, ready->id};
+  handed_out_[tag] = {r.rel, r.id};
   SourceFile f;
-  f.path = abs(ready->rel);
-  f.rel_path = ready->rel;
+  f.path = abs(r.rel);
+  f.rel_path = r.rel;
   f.tag = tag;
+  if (open_error == 0) {
+    // O_NONBLOCK was for the open alone (a file server's write lease must not block it): reads,
+    // io_uring's too, must wait for the disk rather than fail with EAGAIN.
+    ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) & ~O_NONBLOCK);
+    f.opened = std::move(fd);
+  }
+  // Otherwise (unreadable: EACCES, out of descriptors) the reader's own open fails with the
+  // reason, and the file is failed and held as any unreadable file is, not retried in silence.
   return f;
 }
 
