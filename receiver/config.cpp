@@ -42,7 +42,9 @@ void add_link_options(CLI::App& app, ReceiverConfig& cfg) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--lanes", cfg.lanes_option,
                  "Lanes on consecutive ports from the one --listen HOST:PORT (1-64)");
-  app.add_option("--output,-o", cfg.output, "Folder the files are written to")->required();
+  // Required but for --sink null (finalize_receiver_config()).
+  app.add_option("--output,-o", cfg.output,
+                 "Folder the files are written to (required, but for --sink null)");
   app.add_option("--failed-dir", cfg.failed_dir,
                  "Folder for files that could not be completed (default OUTPUT/.failed)");
 }
@@ -114,7 +116,9 @@ void add_write_options(CLI::App& app, ReceiverConfig& cfg) {
       ->capture_default_str();
   app.add_option("--sink", cfg.sink_text,
                  "disk, or null: do everything but write (verification included), to measure "
-                 "the link and the receiver without the disk")
+                 "the link and the receiver without the disk. --output is optional then; "
+                 "without it the replay state (--key-file) is kept in memory only and a failed "
+                 "file's Error line is its only record")
       ->check(CLI::IsMember({"disk", "null"}))
       ->capture_default_str();
   app.add_option("--socket-buffer-mb", cfg.socket_buffer_mb, "Socket receive buffer, MiB")
@@ -289,7 +293,17 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
   }
   cfg.gro = cfg.gro_text == "auto";
   finalize_lanes(cfg);
-  if (cfg.failed_dir.empty()) cfg.failed_dir = cfg.output + "/.failed";
+  cfg.null_sink = cfg.sink_text == "null";
+  if (cfg.output.empty()) {
+    // --sink null writes nothing: it may run without a folder (OutputDir then keeps no state
+    // and no records on disk). Anything else needs one.
+    if (!cfg.null_sink) throw CLI::RequiredError("--output");
+    if (!cfg.failed_dir.empty()) {
+      throw CLI::ValidationError("--failed-dir", "needs --output (it must be on its file system)");
+    }
+  } else if (cfg.failed_dir.empty()) {
+    cfg.failed_dir = cfg.output + "/.failed";
+  }
   try {
     cfg.filter = common::PathFilter(cfg.includes, cfg.excludes);
   } catch (const std::invalid_argument& e) {
@@ -305,7 +319,6 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
   cfg.io_engine = cfg.io_engine_text == "uring"    ? common::IoEngine::kUring
                   : cfg.io_engine_text == "pwrite" ? common::IoEngine::kPwrite
                                                    : common::IoEngine::kAuto;
-  cfg.null_sink = cfg.sink_text == "null";
   cfg.direct_io = cfg.direct_io_text == "on"    ? DirectIo::kOn
                   : cfg.direct_io_text == "off" ? DirectIo::kOff
                                                 : DirectIo::kAuto;

@@ -101,6 +101,12 @@ void FailureRecords::write(const FailureRecord& rec, std::shared_ptr<TempFile> t
         *where = out_.fail(tmp ? *tmp : none, rec, name);
       },
       [this, rec, tmp, where, then = std::move(then)] {
+        if (!out_.has_records()) {
+          // --sink null without --output: no folder to write it to, the Error line is all.
+          then(std::string(kRecordInLogOnly));
+          note_logged(rec);
+          return;
+        }
         // Not written (a read-only or full file system): kept, and tried again until the file
         // system takes it (retry()), so that the file is named on disk too.
         if (where->empty() && !rec.no_record) keep_unwritten(rec, tmp);

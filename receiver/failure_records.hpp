@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/clock.hpp"
 #include "receiver/counters.hpp"
@@ -30,6 +31,11 @@ inline constexpr uint64_t kVouchedRecordsPerMinute = 20000;
 // Missing ranges a record names, and the Error line.
 inline constexpr size_t kMissingRangesInRecord = 1000;
 inline constexpr size_t kMissingRangesInLog = 5;
+
+// Where a record "went" when there is no failed folder (--sink null without --output): the
+// Error line that names it is its only record.
+inline constexpr std::string_view kRecordInLogOnly =
+    "none written (--sink null without --output: this line is the record)";
 
 // "0-1000, 5000-6000": the first kMissingRangesInLog ranges of `missing`, for an Error line.
 std::string format_missing(const std::vector<std::pair<uint64_t, uint64_t>>& missing);

@@ -95,6 +95,12 @@ bool is_temp_name(std::string_view name) {
 OutputDir::OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy,
                      bool null_sink)
     : root_(root), failed_path_(failed_dir), policy_(policy), null_sink_(null_sink) {
+  if (root.empty()) {
+    // --sink null without --output: nothing on disk at all (see the header).
+    if (!null_sink) throw std::runtime_error("no output folder given (--output)");
+    failed_path_.clear();
+    return;
+  }
   root_fd_.reset(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root_fd_) {
     throw std::runtime_error(
@@ -184,7 +190,7 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
     return false;
   }
   if (null_sink_) {
-    out->dir.reset(::dup(root_fd_.get()));
+    if (root_fd_) out->dir.reset(::dup(root_fd_.get()));
     out->fd.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
     out->tmp_name.clear();
     out->base_name = std::string(rel_path);
@@ -417,6 +423,7 @@ std::string state_file_name(size_t lane) {
 }
 
 std::optional<std::string> OutputDir::read_state(const std::string& name) const {
+  if (!root_fd_) return std::nullopt;  // --sink null without a folder: state in memory only
   // O_NONBLOCK: a FIFO planted under the name must not hang the start-up.
   common::UniqueFd fd(
       ::openat(root_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));

@@ -137,9 +137,16 @@ class OutputDir {
   // Opens `root` (must exist and be writable) and creates `failed_dir` (may be inside root; must
   // be on the same file system). Throws std::runtime_error with a one-line reason.
   // With `null_sink` (--sink null, for measuring) nothing is created or renamed: temporary files
-  // are /dev/null, finalize() only closes, fail() writes the record only.
+  // are /dev/null, finalize() only closes, fail() writes the record only. `root` may then be ""
+  // (no --output): no folder is opened, read_state() finds nothing (the replay state lives in
+  // memory only), fail() writes no record and has_records() is false (the Error line is the
+  // only record).
   OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy,
             bool null_sink = false);
+
+  // True when fail() writes records (there is a failed folder): false only for --sink null
+  // without an output folder.
+  bool has_records() const { return static_cast<bool>(failed_fd_); }
 
   // With direct IO on, create_temp() also opens each file O_DIRECT. Returns false (and direct IO
   // stays off) when the output folder's file system refuses O_DIRECT (tmpfs, for one).

@@ -69,7 +69,8 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
     f.sidecar.clear();
   }
 
-  if (rec.no_record) return "";
+  // No failed folder (--sink null without --output): the caller's Error line is the record.
+  if (rec.no_record || !failed_fd_) return "";
 
   std::string json = "{\n";
   json += fmt::format("  \"name\": {},\n", common::json_quote(rec.rel_path));

@@ -34,10 +34,14 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, c
   const size_t ring_bytes = lanes_.front().ring->capacity();
   // Logged by the writer thread once every thread runs (note_writer_pass).
   start_line_ = fmt::format(
-      "Info: receiving on {} into {} (failed files: {}); buffer {} MB: {} of {} MB for "
+      "Info: receiving on {} into {}; buffer {} MB: {} of {} MB for "
       "packets of up to {} bytes{}; writer: {}{}; write blocks {} x {} KB; mode {}; on "
       "collision: {}; open workers {}",
-      link_name_, cfg.output, cfg.failed_dir, cfg.buffer_mb,
+      link_name_,
+      cfg.output.empty() ? std::string("nothing (--sink null without --output: replay state in "
+                                       "memory only, failure records in the log only)")
+                         : fmt::format("{} (failed files: {})", cfg.output, cfg.failed_dir),
+      cfg.buffer_mb,
       lanes_.size() == 1 ? std::string("ring")
                          : fmt::format("{} lanes, a ring each", lanes_.size()),
       ring_bytes >> 20, cfg.max_packet_size,

@@ -15,6 +15,7 @@
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
+#include "sender/file_list.hpp"
 #include "sender/progress.hpp"
 #include "sender/shard.hpp"
 
@@ -111,6 +112,10 @@ struct SenderConfig {
   common::PathFilter filter;          // built from both by finalize_sender_config()
   std::string shard_text;             // --shard K/N as given; empty: not sharded
   Shard shard;                        // parsed from shard_text by finalize_sender_config()
+  // --symlinks: links inside the folders sent (sender/file_list.hpp); the hot folder never
+  // follows one (follow is refused with --watch).
+  std::string symlinks_text = "skip";
+  SymlinkMode symlinks = SymlinkMode::kSkip;  // parsed by finalize_sender_config()
   // Test hook: SIGKILL itself after this many hot-folder "sent" records, before removing the
   // file (the restart path, for real). 0 = off. Hidden from --help.
   unsigned test_crash_after_sent = 0;

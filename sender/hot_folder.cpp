@@ -137,6 +137,7 @@ HotFolderOptions hot_folder_options(const SenderConfig& cfg) {
   o.journal = cfg.watch_journal;
   o.filter = cfg.filter;
   o.shard = cfg.shard;
+  o.symlinks = cfg.symlinks;
   o.crash_after_sent = cfg.test_crash_after_sent;
   return o;
 }
@@ -225,6 +226,16 @@ uint64_t HotFolder::files_removed() const {
   return removed_;
 }
 
+uint64_t HotFolder::links_skipped() const {
+  std::lock_guard lock(mu_);
+  return links_skipped_;
+}
+
+uint64_t HotFolder::links_failed() const {
+  std::lock_guard lock(mu_);
+  return links_failed_;
+}
+
 void HotFolder::wake() {
   const uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
@@ -254,16 +265,41 @@ bool HotFolder::admit(const std::string& rel) {
 }
 
 void HotFolder::warn_not_regular(const std::string& rel, unsigned mode) {
-  if (warned_.insert(rel).second) {
+  // Another host's (--shard): that host says it, and counts it.
+  if (!opt_.shard.takes(rel) || !warned_.insert(rel).second) return;
+  if (!S_ISLNK(mode)) {
     spdlog::warn("Warn: hot folder: skipping '{}': {} (only regular files are sent)", rel,
                  kind_of(mode));
+    return;
   }
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(abs(rel), ec);
+  const std::string to = ec ? std::string("?") : target.string();
+  std::string message;
+  const bool failed = opt_.symlinks == SymlinkMode::kError;
+  if (failed) {
+    ++links_failed_;
+    message = fmt::format(
+        "hot folder: '{}' is a symbolic link (to '{}'; --symlinks error); it stays in the "
+        "folder, not sent",
+        rel, to);
+    spdlog::error("Error: {}", message);
+  } else {
+    ++links_skipped_;
+    message = fmt::format(
+        "hot folder: skipping symbolic link '{}' (to '{}'; --symlinks skip: the hot folder "
+        "never follows links)",
+        rel, to);
+    spdlog::warn("Warn: {}", message);
+  }
+  if (opt_.on_link) opt_.on_link(rel, message, failed);
 }
 
 void HotFolder::note_reserved(const std::string& rel) {
   // The journal and its temporary and damaged copies are ours, and the default journals of the
   // other shards sharing DIR are theirs: no word about them.
-  if (rel.starts_with(own_prefix_) || (opt_.shard.enabled() && rel.starts_with(kJournalName))) {
+  if (rel.starts_with(own_prefix_) || (opt_.shard.enabled() && rel.starts_with(kJournalName)) ||
+      base_of(rel).starts_with(kFinishingPrefix)) {
     return;
   }
   if (filtered_.insert(rel).second) {
@@ -324,14 +360,46 @@ std::optional<SourceFile> HotFolder::poll() {
     kept_after_replay_.clear();
   }
   remove_folders(now);
-  auto ready = tracker_.take_ready(now, [this](const std::string& rel) { return probe(rel); });
-  if (!ready) return std::nullopt;
+  const auto probe_fn = [this](const std::string& rel) { return probe(rel); };
+  while (auto ready = tracker_.take_ready(now, probe_fn)) {
+    if (auto f = hand_out(*ready, now)) return f;
+  }
+  return std::nullopt;
+}
+
+std::optional<SourceFile> HotFolder::hand_out(const ReadinessTracker::Ready& r,
+                                              common::Clock::time_point now) {
+  hook("handout", r.rel);
+  // Opened here, not by the reader later by its name: what is read is then the version found
+  // settled, checked on the open descriptor. A version renamed over the name since the probe is
+  // a change (it waits its settle time), never read in the place of the one handed out, which
+  // would have it sent once now and again as "changed while it was sent".
+  auto fd = std::make_shared<common::UniqueFd>(
+      ::open(abs(r.rel).c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+  const int open_error = *fd ? 0 : errno;
+  struct stat st {};
+  // Gone, replaced by a link, held by a writer's lease, or another version: a change.
+  const bool changed = open_error == ENOENT || open_error == ELOOP || open_error == EWOULDBLOCK ||
+                       (open_error == 0 && (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+                                            identity_of(st) != r.id));
+  if (changed) {
+    tracker_.requeue(r.rel, now);
+    return std::nullopt;
+  }
   const uint64_t tag = ++next_tag_;
-  handed_out_[tag] = {ready->rel, ready->id};
+  handed_out_[tag] = {r.rel, r.id};
   SourceFile f;
-  f.path = abs(ready->rel);
-  f.rel_path = ready->rel;
+  f.path = abs(r.rel);
+  f.rel_path = r.rel;
   f.tag = tag;
+  if (open_error == 0) {
+    // O_NONBLOCK was for the open alone (a file server's write lease must not block it): reads,
+    // io_uring's too, must wait for the disk rather than fail with EAGAIN.
+    ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) & ~O_NONBLOCK);
+    f.opened = std::move(fd);
+  }
+  // Otherwise (unreadable: EACCES, out of descriptors) the reader's own open fails with the
+  // reason, and the file is failed and held as any unreadable file is, not retried in silence.
   return f;
 }
 

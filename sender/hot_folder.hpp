@@ -5,23 +5,37 @@
 //   inotify (every folder of the tree) ──events──> ReadinessTracker (sender/readiness.hpp)
 //   scans (start, overflow, new folder) ─found──>      │ take_ready
 //                                                      v
-//   Reader <── next() ── HotFolder ── file_sent ──> journal "sent" (fdatasync) ──> delete or move
-//   (reader thread)                   (tx thread)   ──> journal "done" ──> emptied folders removed
+//   Reader <── next() ── HotFolder ── file_sent ──> journal "sent" (fdatasync) ──> private name
+//   (reader thread)                   (tx thread)   ──> its inode checked ──> delete or move
+//                                                   ──> journal "done" ──> emptied folders removed
 //                                                                          after the settle time
 //   file_failed ──> the file stays, held until it changes
 //
-// Symlinks, FIFOs, sockets and devices are skipped with a warning (once per path); names starting
-// ".ddft-" are reserved (the journal); --include/--exclude leave a file in place, logged once.
+// FIFOs, sockets and devices are skipped with a warning (once per path); names starting ".ddft-"
+// are reserved (the journal); --include/--exclude leave a file in place, logged once. A symbolic
+// link is never followed (what is sent is deleted or moved, and a link's target is not the hot
+// folder's to remove): --symlinks skip (a Warn line) or error (an Error line, a failure), once
+// per link as it appears, counted, and told to HotFolderOptions::on_link (the manifest).
 // With --shard K/N the files of other shards are another host's: ignored here, without a word.
+//
+// Renames by producers never make a file go twice or be lost: the file handed to the reader is
+// opened here and checked against the version found settled (one renamed over the name since is
+// a change, and waits its settle time), and a sent file is first renamed to a private name in its
+// folder (finishing_name()), then the inode that moved is checked: a new version renamed over
+// the name in that instant is put back (under its name, or "name.N.ext" when that is taken
+// again) and sent, never removed. A stop between the two is finished at the next start from the
+// journal's record.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.hpp"
@@ -29,6 +43,7 @@
 #include "common/path_filter.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
+#include "sender/file_list.hpp"
 #include "sender/readiness.hpp"
 #include "sender/shard.hpp"
 #include "sender/watch_journal.hpp"
@@ -52,10 +67,27 @@ struct HotFolderOptions {
   // filesystem (NFS, SMB, Ceph, FUSE...), where inotify misses what other machines write, else
   // only when events were lost. Tests set it.
   double rescan_s = -1;
+  // --symlinks: kSkip or kError (kFollow is refused by the config; taken as kSkip here).
+  SymlinkMode symlinks = SymlinkMode::kSkip;
+  // Told of each link left out, once as it appears, with its line (`failed`: --symlinks error).
+  // Called under the hot folder's lock, from the constructor or the reader thread; may be empty.
+  std::function<void(const std::string& rel, const std::string& message, bool failed)> on_link;
+  // Test seam: called under the hot folder's lock at named points, so that a test changes the
+  // folder exactly there: "scan" (a folder of the tree watched, not yet read; `rel` is the
+  // folder), "handout" (a file found ready, not yet opened for the reader), "finish" (a sent file
+  // checked, not yet renamed to its private name), "finish-moved" (renamed to its private name,
+  // not yet checked). Empty in production.
+  std::function<void(std::string_view point, const std::string& rel)> test_hook;
   // Test hook: after this many "sent" records (1-based), the process kills itself with SIGKILL
   // before deleting or moving the file, as a crash there would. 0 = off.
   unsigned crash_after_sent = 0;
 };
+
+// The private name, relative to DIR, that sent file `r` is renamed to before it is deleted or
+// moved: in its own folder (so on its file system), reserved (".ddft-finishing-<inode>", never
+// scanned or sent), and derived from the journal record, so that a restart finds a file left
+// there by a stop in between.
+std::string finishing_name(const JournalRecord& r);
 
 // The options of `cfg` that concern the hot folder.
 HotFolderOptions hot_folder_options(const SenderConfig& cfg);
@@ -92,6 +124,9 @@ class HotFolder final : public FileSource, public SendObserver {
   bool lost_root() const;
   // Files deleted or moved after sending, in this run (replayed ones included).
   uint64_t files_removed() const;
+  // Symbolic links left out (each time one appeared), under --symlinks skip and error.
+  uint64_t links_skipped() const;
+  uint64_t links_failed() const;
 
  private:
   struct Handout {
@@ -119,15 +154,37 @@ class HotFolder final : public FileSource, public SendObserver {
   // Whether a regular file at `rel` is to be tracked: not reserved, in this shard (silently
   // not), passes the filter (logged once when not).
   bool admit(const std::string& rel);
-  // Warns once about a non-regular file at `rel`.
+  // Warns once about a non-regular file at `rel` of this shard; a symbolic link as --symlinks
+  // says (counted, and told to on_link).
   void warn_not_regular(const std::string& rel, unsigned mode);
   void forget_warnings(const std::string& rel);
   // Tells once that a name starting ".ddft-" is left alone (but for the journal's own files).
   void note_reserved(const std::string& rel);
   std::optional<FileProbe> probe(const std::string& rel);
-  // Deletes or moves a sent file; returns a one-line reason on failure. `*moved_to` gets the
-  // destination of a move.
-  std::optional<std::string> finish(const JournalRecord& r, std::string* moved_to);
+  // Opens ready file `r` for the reader and checks that it is still the version found settled;
+  // if not, it goes back to waiting and nothing is handed out.
+  std::optional<SourceFile> hand_out(const ReadinessTracker::Ready& r,
+                                     common::Clock::time_point now);
+  // Deletes or moves a sent file, through its private name; returns a one-line reason on
+  // failure. `*moved_to` gets the destination of a move; `*put_back` the name (relative) a new
+  // version found under the private name went back to ("" when none).
+  std::optional<std::string> finish(const JournalRecord& r, std::string* moved_to,
+                                    std::string* put_back);
+  // The file at `priv` (r's private name, absolute): deleted or moved when it is r's version,
+  // else put back (a new version). Arguments as finish()'s.
+  std::optional<std::string> finish_private(const JournalRecord& r, const std::string& priv,
+                                            std::string* moved_to, std::string* put_back);
+  // Moves `from` (absolute) to the sent folder under `rel`'s path.
+  std::optional<std::string> move_to_sent(const std::string& rel, const std::string& from,
+                                          std::string* moved_to);
+  // Renames `priv` (absolute) back to `rel`, or the first free "name.N.ext" beside it.
+  std::optional<std::string> put_back(const std::string& rel, const std::string& priv,
+                                      std::string* where);
+  // A record of the journal whose file is under its private name at start: finished.
+  void replay_private(const JournalRecord& r, const std::string& priv);
+  void hook(std::string_view point, const std::string& rel) const {
+    if (opt_.test_hook) opt_.test_hook(point, rel);
+  }
   // Finishes the files the journal recorded as sent before a restart.
   void replay();
   std::string abs(const std::string& rel) const;
@@ -156,6 +213,8 @@ class HotFolder final : public FileSource, public SendObserver {
   common::Clock::duration rescan_every_{};  // between periodic rescans; zero: none
   common::Clock::time_point next_periodic_rescan_{};
   uint64_t removed_ = 0;
+  uint64_t links_skipped_ = 0;  // guarded by mu_
+  uint64_t links_failed_ = 0;   // guarded by mu_
   unsigned sent_records_ = 0;
   std::stop_token stop_;  // the session's, from next()
 };

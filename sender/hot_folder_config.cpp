@@ -54,6 +54,14 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
           },
           ""))
       ->group(globs);
+  app.add_option("--symlinks", cfg.symlinks_text,
+                 "Symbolic links inside the folders sent: skip (named once each and counted, in "
+                 "the summary and the manifest), follow (to files and folders, a folder reached "
+                 "twice walked once; not with --watch), or error (each one fails, as an "
+                 "unreadable file does). Links named on the command line are followed")
+      ->check(CLI::IsMember({"skip", "follow", "error"}))
+      ->group(globs)
+      ->capture_default_str();
   app.add_option("--test-crash-after-sent", cfg.test_crash_after_sent)->group("");
 }
 
@@ -72,9 +80,19 @@ void finalize_hot_folder_config(SenderConfig& cfg) {
       throw CLI::ValidationError("--shard", error);
     }
   }
+  // The option's check has refused anything else already; a config made in code gets it here.
+  if (!parse_symlink_mode(cfg.symlinks_text, &cfg.symlinks)) {
+    throw CLI::ValidationError("--symlinks", "expected skip, follow or error");
+  }
   if (cfg.watch_dir.empty()) {
     if (cfg.sources.empty()) throw CLI::RequiredError("files or folders to send (or --watch DIR)");
     return;
+  }
+  if (cfg.symlinks == SymlinkMode::kFollow) {
+    throw CLI::ValidationError("--symlinks",
+                               "follow cannot be used with --watch: the hot folder deletes or "
+                               "moves what it sends, and a link's target is not its own to "
+                               "remove (skip or error)");
   }
   if (!cfg.sources.empty()) {
     throw CLI::ValidationError("--watch", "sends what lands in " + cfg.watch_dir +

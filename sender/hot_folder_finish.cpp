@@ -29,10 +29,21 @@ std::string numbered_name(const std::string& base, unsigned n) {
 
 }  // namespace
 
+std::string finishing_name(const JournalRecord& r) {
+  const std::string name = fmt::format("{}{:x}", kFinishingPrefix, r.id.ino);
+  const std::string parent = parent_of(r.rel_path);
+  return parent.empty() ? name : parent + "/" + name;
+}
+
 void HotFolder::replay() {
   const auto now = clock_.now();
   for (const JournalRecord& r : journal_->unfinished()) {
     struct stat st {};
+    // A stop between the private rename and the removal left the file there: finished first.
+    if (const std::string priv = abs(finishing_name(r)); ::lstat(priv.c_str(), &st) == 0) {
+      replay_private(r, priv);
+      continue;
+    }
     const std::string path = abs(r.rel_path);
     if (::lstat(path.c_str(), &st) != 0) {
       journal_->forget(r.rel_path);  // finished before the restart, its "done" not recorded
@@ -46,8 +57,8 @@ void HotFolder::replay() {
       journal_->forget(r.rel_path);
       continue;
     }
-    std::string moved_to;
-    if (auto why = finish(r, &moved_to)) {
+    std::string moved_to, put;
+    if (auto why = finish(r, &moved_to, &put)) {
       // Still recorded as sent: the next start tries again. Meanwhile it is held, not sent.
       spdlog::error(
           "Error: hot folder: {}; '{}' was sent before the restart and is not sent "
@@ -56,9 +67,17 @@ void HotFolder::replay() {
       kept_after_replay_.push_back(r);
       continue;
     }
-    ++removed_;
-    spdlog::info("Info: hot folder: '{}' was sent before the restart: {} without sending it again",
-                 r.rel_path, moved_to.empty() ? std::string("deleted") : "moved to " + moved_to);
+    if (put.empty()) {
+      ++removed_;
+      spdlog::info(
+          "Info: hot folder: '{}' was sent before the restart: {} without sending it again",
+          r.rel_path, moved_to.empty() ? std::string("deleted") : "moved to " + moved_to);
+    } else {
+      spdlog::warn(
+          "Warn: hot folder: a new version of '{}' was renamed over it as it was removed; it "
+          "is put back as '{}' and sent",
+          r.rel_path, put);
+    }
     if (auto ec = journal_->record_done(r)) {
       spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, ec.message());
     }
@@ -68,41 +87,121 @@ void HotFolder::replay() {
   }
 }
 
-std::optional<std::string> HotFolder::finish(const JournalRecord& r, std::string* moved_to) {
+void HotFolder::replay_private(const JournalRecord& r, const std::string& priv) {
+  std::string moved_to, put;
+  if (auto why = finish_private(r, priv, &moved_to, &put)) {
+    // Left as it is, under its private name, and the record with it: the next start tries again.
+    spdlog::error(
+        "Error: hot folder: {}; '{}' was left there by a stop while '{}' was being removed, "
+        "and stays",
+        *why, priv, r.rel_path);
+    return;
+  }
+  if (put.empty()) {
+    ++removed_;
+    spdlog::info(
+        "Info: hot folder: '{}' was sent before the restart and found under its private name: "
+        "{} without sending it again",
+        r.rel_path, moved_to.empty() ? std::string("deleted") : "moved to " + moved_to);
+  } else {
+    spdlog::warn(
+        "Warn: hot folder: a new version of '{}' was left under its private name by a stop "
+        "while the sent one was removed; it is put back as '{}' and sent",
+        r.rel_path, put);
+  }
+  if (auto ec = journal_->record_done(r)) {
+    spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, ec.message());
+  }
+  if (const std::string parent = parent_of(r.rel_path); !parent.empty()) {
+    tracker_.folder_emptied(parent, clock_.now());
+  }
+}
+
+std::optional<std::string> HotFolder::finish(const JournalRecord& r, std::string* moved_to,
+                                             std::string* put_back) {
   const std::string src = abs(r.rel_path);
   // Checked again right before the removal: the journal's sync took milliseconds, long enough for
-  // a producer to rename a new version over the name. (A replacement in the microseconds between
-  // this check and the unlink or rename is not caught.)
+  // a producer to rename a new version over the name.
   struct stat st {};
   if (::lstat(src.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || identity_of(st) != r.id) {
     return fmt::format("'{}' was replaced just after it was sent; the new version stays",
                        r.rel_path);
   }
+  hook("finish", r.rel_path);
+  // A new version renamed over the name after that check would be what an unlink or a move
+  // takes. So the name is first moved aside to a private one in the same folder, atomically, and
+  // then the inode that moved is checked: the sent version is removed, another is put back.
+  const std::string priv = abs(finishing_name(r));
+  if (::renameat2(AT_FDCWD, src.c_str(), AT_FDCWD, priv.c_str(), RENAME_NOREPLACE) != 0) {
+    return fmt::format("cannot rename '{}' to '{}': {}", src, priv, std::strerror(errno));
+  }
+  hook("finish-moved", r.rel_path);
+  return finish_private(r, priv, moved_to, put_back);
+}
+
+std::optional<std::string> HotFolder::finish_private(const JournalRecord& r,
+                                                     const std::string& priv, std::string* moved_to,
+                                                     std::string* put_back_to) {
+  moved_to->clear();
+  put_back_to->clear();
+  struct stat st {};
+  if (::lstat(priv.c_str(), &st) != 0) {
+    return fmt::format("cannot check '{}': {}", priv, std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode) || identity_of(st) != r.id) {
+    // Not the version sent (that one was replaced, and so is gone): a new one, to be sent.
+    return put_back(r.rel_path, priv, put_back_to);
+  }
   if (opt_.sent_dir.empty()) {
-    if (::unlink(src.c_str()) != 0) {
-      return fmt::format("cannot delete '{}': {}", src, std::strerror(errno));
+    if (::unlink(priv.c_str()) != 0) {
+      return fmt::format("cannot delete '{}': {}", priv, std::strerror(errno));
     }
     return std::nullopt;
   }
-  const std::string parent = parent_of(r.rel_path);
+  return move_to_sent(r.rel_path, priv, moved_to);
+}
+
+std::optional<std::string> HotFolder::move_to_sent(const std::string& rel, const std::string& from,
+                                                   std::string* moved_to) {
+  const std::string parent = parent_of(rel);
   const fs::path dest_dir =
       parent.empty() ? fs::path(opt_.sent_dir) : fs::path(opt_.sent_dir) / parent;
   std::error_code ec;
   fs::create_directories(dest_dir, ec);
   if (ec) return fmt::format("cannot create '{}': {}", dest_dir.string(), ec.message());
-  const std::string base = base_of(r.rel_path);
+  const std::string base = base_of(rel);
   for (unsigned n = 0; n < 100000; ++n) {
     const std::string dst = (dest_dir / (n == 0 ? base : numbered_name(base, n))).string();
     // RENAME_NOREPLACE: a file already in the sent folder is never overwritten, even by a race.
-    if (::renameat2(AT_FDCWD, src.c_str(), AT_FDCWD, dst.c_str(), RENAME_NOREPLACE) == 0) {
+    if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, dst.c_str(), RENAME_NOREPLACE) == 0) {
       *moved_to = dst;
       return std::nullopt;
     }
     if (errno != EEXIST) {
-      return fmt::format("cannot move '{}' to '{}': {}", src, dst, std::strerror(errno));
+      return fmt::format("cannot move '{}' to '{}': {}", from, dst, std::strerror(errno));
     }
   }
-  return fmt::format("cannot move '{}': no free name in '{}'", src, dest_dir.string());
+  return fmt::format("cannot move '{}': no free name in '{}'", from, dest_dir.string());
+}
+
+std::optional<std::string> HotFolder::put_back(const std::string& rel, const std::string& priv,
+                                               std::string* where) {
+  const std::string parent = parent_of(rel);
+  const std::string base = base_of(rel);
+  for (unsigned n = 0; n < 100000; ++n) {
+    const std::string name = n == 0 ? base : numbered_name(base, n);
+    const std::string cand = parent.empty() ? name : parent + "/" + name;
+    // RENAME_NOREPLACE: a version renamed in meanwhile is newer still; it keeps the name.
+    if (::renameat2(AT_FDCWD, priv.c_str(), AT_FDCWD, abs(cand).c_str(), RENAME_NOREPLACE) == 0) {
+      *where = cand;
+      return std::nullopt;
+    }
+    if (errno != EEXIST) {
+      return fmt::format("cannot put a new version of '{}' back from '{}': {}", rel, priv,
+                         std::strerror(errno));
+    }
+  }
+  return fmt::format("cannot put a new version of '{}' back from '{}': no free name", rel, priv);
 }
 
 void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/) {
@@ -146,14 +245,21 @@ void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/
     spdlog::default_logger()->flush();
     ::kill(::getpid(), SIGKILL);
   }
-  std::string moved_to;
-  if (auto why = finish(rec, &moved_to)) {
+  std::string moved_to, put;
+  if (auto why = finish(rec, &moved_to, &put)) {
     // Recorded as sent: not sent again, here or after a restart (which tries to finish it).
     spdlog::error("Error: hot folder: {}; it was sent and stays", *why);
     tracker_.hold(h.rel, cur, now, false);
     return;
   }
-  ++removed_;
+  if (put.empty()) {
+    ++removed_;
+  } else {
+    spdlog::warn(
+        "Warn: hot folder: a new version of '{}' was renamed over it as it was removed; it is "
+        "put back as '{}' and sent",
+        h.rel, put);
+  }
   if (!moved_to.empty() && fs::path(moved_to).filename() != base_of(h.rel)) {
     spdlog::info("Info: hot folder: '{}' moved to '{}' (the sent folder had that name already)",
                  h.rel, moved_to);
@@ -162,6 +268,8 @@ void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/
     spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, ec.message());
   }
   tracker_.finished(h.rel);
+  // Moved in, as far as readiness goes (its events say the same, unless they were lost).
+  if (!put.empty()) tracker_.closed(put, now);
   if (const std::string parent = parent_of(h.rel); !parent.empty()) {
     tracker_.folder_emptied(parent, now);
     wake();

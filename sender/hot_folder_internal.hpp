@@ -29,6 +29,8 @@ inline constexpr auto kNetworkRescan = std::chrono::seconds(10);
 inline constexpr std::string_view kReservedPrefix = ".ddft-";
 
 inline bool reserved(std::string_view name) { return name.starts_with(kReservedPrefix); }
+// The private names sent files pass through on their way out (finishing_name()).
+inline constexpr std::string_view kFinishingPrefix = ".ddft-finishing-";
 // The default journal's name in DIR; with --shard K/N it ends ".shard-K-of-N", and its kin
 // (.tmp, .damaged) add to the name.
 inline constexpr std::string_view kJournalName = ".ddft-watch-journal";

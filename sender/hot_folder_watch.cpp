@@ -45,6 +45,7 @@ void HotFolder::add_tree(const std::string& rel_dir, common::Clock::time_point n
       watches_[wd] = d;
       watch_of_[d] = wd;
     }
+    hook("scan", d);
     DIR* dp = ::opendir(path.c_str());
     if (dp == nullptr) continue;
     while (const dirent* de = ::readdir(dp)) {

@@ -43,9 +43,10 @@ std::optional<int> parse_args(CLI::App& app, sender::SenderConfig& cfg, int argc
 }
 
 // The files of the sources on the command line that are this host's (--shard), with the counts
-// --shard and --include/--exclude left out logged.
-sender::FileList list_sources(const sender::SenderConfig& cfg) {
-  sender::FileList list = sender::discover_files(cfg.sources, cfg.filter, cfg.shard);
+// --shard and --include/--exclude left out logged, and the links followed or left out logged
+// (those left out also in `manifest`, when there is one).
+sender::FileList list_sources(const sender::SenderConfig& cfg, sender::ManifestWriter* manifest) {
+  sender::FileList list = sender::discover_files(cfg.sources, cfg.filter, cfg.shard, cfg.symlinks);
   if (cfg.shard.enabled()) {
     spdlog::info("Info: --shard {}: {} file(s) left to the other shards", cfg.shard.to_string(),
                  list.other_shards);
@@ -53,7 +54,26 @@ sender::FileList list_sources(const sender::SenderConfig& cfg) {
   if (!cfg.filter.empty()) {
     spdlog::info("Info: --include/--exclude left out {} file(s)", list.filtered.size());
   }
+  for (const std::string& line : list.followed_links) spdlog::info("Info: {}", line);
+  for (const sender::SkippedLink& l : list.skipped_links) {
+    spdlog::warn("Warn: {}", l.message);
+    if (manifest != nullptr) manifest->link_left_out(l.rel_path, l.message, false);
+  }
   return list;
+}
+
+// The hot folder of --watch, checked (one line on a bad setting) before anything is sent. Each
+// link it leaves out gets its line in `manifest` (may be null); one under --symlinks error counts
+// as a failed file in `status`. Both must outlive the hot folder.
+std::unique_ptr<sender::HotFolder> open_hot_folder(const sender::SenderConfig& cfg,
+                                                   sender::ManifestWriter* manifest,
+                                                   sender::SendStatus& status) {
+  sender::HotFolderOptions o = sender::hot_folder_options(cfg);
+  o.on_link = [manifest, &status](const std::string& rel, const std::string& message, bool failed) {
+    if (manifest != nullptr) manifest->link_left_out(rel, message, failed);
+    if (failed) status.files_failed.fetch_add(1, std::memory_order_relaxed);
+  };
+  return std::make_unique<sender::HotFolder>(std::move(o), common::SteadyClock::instance());
 }
 
 // Lane `lane`'s link: the card driver's node (--transport device) or a UDP socket, whose buffer
@@ -146,14 +166,12 @@ int main(int argc, char** argv) {
         cfg.manifest.empty() ? nullptr
                              : std::make_unique<sender::ManifestWriter>(
                                    cfg.manifest, cfg.verify, common::SteadyClock::instance());
-    // --watch: the hot folder is checked (one line on a bad setting) before anything is sent.
     std::unique_ptr<sender::HotFolder> hot;
     sender::FileList list;
     if (!cfg.watch_dir.empty()) {
-      hot = std::make_unique<sender::HotFolder>(sender::hot_folder_options(cfg),
-                                                common::SteadyClock::instance());
+      hot = open_hot_folder(cfg, manifest.get(), status);
     } else {
-      list = list_sources(cfg);
+      list = list_sources(cfg, manifest.get());
     }
     for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
@@ -179,9 +197,11 @@ int main(int argc, char** argv) {
         hot ? s.run(*hot, stop.get_token()) : s.run(list.files, stop.get_token());
 
     if (manifest && !list.errors.empty()) add_unread_sources(*manifest, list);
-    const uint64_t failed = t.files_failed + list.errors.size();
-    spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams",
-                 t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams);
+    const uint64_t failed = t.files_failed + list.errors.size() + (hot ? hot->links_failed() : 0);
+    const uint64_t links = hot ? hot->links_skipped() : list.skipped_links.size();
+    spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams{}",
+                 t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams,
+                 links == 0 ? std::string() : fmt::format(", {} symbolic link(s) skipped", links));
     // A hot folder runs until stopped: SIGTERM is its clean end (what failed stays in DIR).
     if (hot) return hot->lost_root() ? 1 : 0;
     if (stop.stop_requested()) return 130;

@@ -16,14 +16,17 @@ namespace ddft::sender {
 
 std::string manifest_line(std::chrono::system_clock::time_point time, uint64_t session_id,
                           uint32_t file_id, std::string_view path, uint64_t size,
-                          common::VerifyType verify, std::string_view key, bool sent,
+                          common::VerifyType verify, std::string_view key, ManifestStatus status,
                           std::string_view reason) {
+  const bool sent = status == ManifestStatus::kSent;
   std::string line =
       fmt::format(R"({{"time":"{}","session":"{:016x}","file_id":{},"path":{},"size":{},)"
                   R"("verify":"{}","key":{},"status":"{}")",
                   common::iso8601_local(time), session_id, file_id, common::json_quote(path), size,
                   common::verify_type_name(verify), key.empty() ? "null" : common::json_quote(key),
-                  sent ? "sent" : "failed");
+                  sent                                ? "sent"
+                  : status == ManifestStatus::kFailed ? "failed"
+                                                      : "skipped");
   if (!reason.empty() || !sent) line += R"(,"reason":)" + common::json_quote(reason);
   line += '}';
   return line;
@@ -42,22 +45,46 @@ ManifestWriter::ManifestWriter(const std::string& path, common::VerifyType verif
 
 ManifestWriter::~ManifestWriter() { sync(); }
 
-void ManifestWriter::session_started(uint64_t session_id) { session_id_ = session_id; }
+void ManifestWriter::session_started(uint64_t session_id) {
+  std::lock_guard lock(mu_);
+  session_id_ = session_id;
+  started_ = true;
+  for (const LeftOut& l : left_out_) append_left_out(l);
+  left_out_.clear();
+}
 
 void ManifestWriter::file_sent(const FileMeta& file, const common::Digest& digest) {
   const std::string key = verify_ == common::VerifyType::kNone
                               ? std::string()
                               : fmt::format("0x{:08X}", digest.key32());
+  std::lock_guard lock(mu_);
   append(manifest_line(wall_(), session_id_, file.file_id, file.rel_path, file.size, verify_, key,
-                       true, ""));
+                       ManifestStatus::kSent, ""));
 }
 
 void ManifestWriter::file_failed(const FileMeta& file, const std::string& reason) {
+  std::lock_guard lock(mu_);
   append(manifest_line(wall_(), session_id_, file.file_id, file.rel_path, file.size, verify_, "",
-                       false, reason));
+                       ManifestStatus::kFailed, reason));
 }
 
 void ManifestWriter::session_finished(uint64_t /*session_id*/) { sync(); }
+
+void ManifestWriter::link_left_out(std::string_view rel_path, std::string_view reason,
+                                   bool failed) {
+  std::lock_guard lock(mu_);
+  LeftOut l{std::string(rel_path), std::string(reason), failed};
+  if (!started_) {
+    left_out_.push_back(std::move(l));
+    return;
+  }
+  append_left_out(l);
+}
+
+void ManifestWriter::append_left_out(const LeftOut& l) {
+  append(manifest_line(wall_(), session_id_, 0, l.rel_path, 0, verify_, "",
+                       l.failed ? ManifestStatus::kFailed : ManifestStatus::kSkipped, l.reason));
+}
 
 void ManifestWriter::append(const std::string& line) {
   // After a cut-short write the file ends in part of a line: start on a line of our own, so
@@ -80,10 +107,15 @@ void ManifestWriter::append(const std::string& line) {
   // Between files, at most once a second: bounds what a power cut can take to about a second's
   // lines for the cost of a disk flush a second on the transmit thread.
   const auto now = clock_.now();
-  if (sync_each_line_ || now - last_sync_ >= std::chrono::seconds(1)) sync();
+  if (sync_each_line_ || now - last_sync_ >= std::chrono::seconds(1)) sync_locked();
 }
 
 bool ManifestWriter::sync() {
+  std::lock_guard lock(mu_);
+  return sync_locked();
+}
+
+bool ManifestWriter::sync_locked() {
   if (!dirty_ || !fd_) return true;
   last_sync_ = clock_.now();
   // EINVAL: a pipe or a device (--manifest /dev/stdout), which has nothing to sync.

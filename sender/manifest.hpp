@@ -5,10 +5,14 @@
 //    "path":"a/b.txt","size":1048576,"verify":"B2B","key":"0x6999CF78","status":"sent"}
 //   {..."file_id":0,"path":"a/c.txt","size":0,"verify":"B2B","key":null,"status":"failed",
 //    "reason":"cannot read '/x/a/c.txt': Permission denied"}
+//   {..."file_id":0,"path":"a/l","size":0,"verify":"B2B","key":null,"status":"skipped",
+//    "reason":"skipping symbolic link '/x/a/l' (to 'b'; --symlinks skip)"}
 //
-// (each object on one line). `session` is printed as the logs print it; `key` as the receive
-// log's "Key:" field, null with verify NONE and for a failed file; `file_id` 0 for a file that
-// never got one (it could not be opened); `path` is the name the receiver is told. Strings are
+// (each object on one line). "skipped": a symbolic link left out on purpose (--symlinks skip,
+// or a folder reached a second time under --symlinks follow), never sent; one line per link, so
+// that the manifest counts them too. `session` is printed as the logs print it; `key` as the
+// receive log's "Key:" field, null with verify NONE and for a failed file; `file_id` 0 for a file
+// that never got one (it could not be opened); `path` is the name the receiver is told. Strings are
 // JSON (common::json_quote): a byte of a name that is not UTF-8 is written as \u00XX (XX >= 80),
 // which a reader maps back to that byte, since real characters from U+0080 on are written as
 // UTF-8, never escaped.
@@ -23,7 +27,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/clock.hpp"
 #include "common/fd.hpp"
@@ -33,15 +40,18 @@
 
 namespace ddft::sender {
 
+// A manifest line's "status".
+enum class ManifestStatus { kSent, kFailed, kSkipped };
+
 // The manifest's line for one file (no newline). `key` empty: null. `reason` empty: no reason
 // field (a sent file).
 std::string manifest_line(std::chrono::system_clock::time_point time, uint64_t session_id,
                           uint32_t file_id, std::string_view path, uint64_t size,
-                          common::VerifyType verify, std::string_view key, bool sent,
+                          common::VerifyType verify, std::string_view key, ManifestStatus status,
                           std::string_view reason);
 
 // The SendObserver that writes the manifest. Callbacks come from the transmit threads, one at a
-// time.
+// time; link_left_out() from any thread (a mutex keeps the lines whole and in order).
 class ManifestWriter final : public SendObserver {
  public:
   using WallClock = std::function<std::chrono::system_clock::time_point()>;
@@ -65,25 +75,45 @@ class ManifestWriter final : public SendObserver {
   void file_sent(const FileMeta& file, const common::Digest& digest) override;
   void file_failed(const FileMeta& file, const std::string& reason) override;
   void session_finished(uint64_t session_id) override;
+  // A symbolic link not sent: a "skipped" line (`failed` false), or a "failed" one (--symlinks
+  // error in the hot folder), file_id 0, size 0, with `reason`. Before the session has started
+  // the line is kept and written when it starts (its session is known then). Thread-safe.
+  void link_left_out(std::string_view rel_path, std::string_view reason, bool failed);
 
   // Makes every line written so far durable (fdatasync). Returns false, with an Error: line
   // logged, when the disk refuses.
   bool sync();
   // Lines that could not be written, and failed syncs. Each was logged with an Error: line
   // (a lost line with its text, so that nothing is lost); the program's exit status says so.
-  uint64_t errors() const { return errors_; }
+  uint64_t errors() const {
+    std::lock_guard lock(mu_);
+    return errors_;
+  }
   // fdatasync calls made that synced something.
-  uint64_t syncs() const { return syncs_; }
+  uint64_t syncs() const {
+    std::lock_guard lock(mu_);
+    return syncs_;
+  }
 
  private:
-  void append(const std::string& line);
+  struct LeftOut {
+    std::string rel_path;
+    std::string reason;
+    bool failed = false;
+  };
+  void append(const std::string& line);    // under mu_
+  void append_left_out(const LeftOut& l);  // under mu_
+  bool sync_locked();                      // under mu_
 
   std::string path_;
   common::VerifyType verify_;
   common::Clock& clock_;
   WallClock wall_;
   common::UniqueFd fd_;
+  mutable std::mutex mu_;
   uint64_t session_id_ = 0;
+  bool started_ = false;           // session_started() came
+  std::vector<LeftOut> left_out_;  // link_left_out() before it
   bool sync_each_line_ = false;
   bool dirty_ = false;   // lines written since the last sync
   bool broken_ = false;  // a write was cut short: the next line starts on a line of its own

@@ -103,7 +103,7 @@ void Reader::run(std::stop_token stop) {
     while (true) {
       std::optional<SourceFile> next = files_.next(stop);
       if (!next || stop.stop_requested()) break;
-      const SourceFile& src = *next;
+      SourceFile& src = *next;
       if (src.synthetic) {
         auto meta = std::make_shared<FileMeta>();
         meta->file_id = next_id++;
@@ -117,7 +117,8 @@ void Reader::run(std::stop_token stop) {
         if (!send_copies([&](uint8_t c) { return read_synthetic(meta, c, stop); })) break;
         continue;
       }
-      common::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
+      common::UniqueFd fd(src.opened ? src.opened->release()
+                                     : ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
       if (!fd) {
         if (!skip(src, fmt::format("cannot read '{}': {}", src.path, std::strerror(errno)))) break;
         continue;

@@ -627,5 +627,41 @@ TEST_F(EndToEnd, DftsPausesKeepTheLinkAlive) {
   EXPECT_EQ(count_matches(log, std::regex("B2B Passed")), 2) << log;
 }
 
+// --sink null needs no --output: the files are received and verified, each Passed or FAILED
+// line is logged, and nothing is written anywhere (the replay state of --key-file stays in memory,
+// a failed file's Error line is its only record).
+TEST_F(EndToEnd, NullSinkWithoutOutputReceivesAndReportsEveryFile) {
+  const fs::path key = make_key(base_ / "link.key", 78);
+  write_pattern(src_ / "holed.bin", 1 << 20, 79);
+  write_pattern(src_ / "a.bin", 3 * 1024 * 1024 + 5, 80);
+  write_pattern(src_ / "b.bin", 100'000, 81);
+  start_receiver_process(
+      {DDFT_RECEIVE_BIN, "--listen", listen(), "--sink", "null", "--once", "--buffer-mb", "64",
+       "--write-buffers", "16", "--socket-buffer-mb", "32", "--key-file", key.string()},
+      rx_log_path());
+  ASSERT_EQ(send({(src_ / "holed.bin").string(), (src_ / "a.bin").string(),
+                  (src_ / "b.bin").string(), "--key-file", key.string(), "--test-drop-data", "5"}),
+            0)
+      << tx_log();
+  EXPECT_EQ(finish_receiver(), 1) << rx_log();  // a failed file: --once exits 1
+  const std::string log = rx_log();
+  EXPECT_NE(log.find("into nothing (--sink null without --output"), std::string::npos) << log;
+  EXPECT_EQ(count_matches(log, std::regex("B2B Passed")), 2) << log;
+  EXPECT_NE(log.find("Error: holed.bin FAILED: "), std::string::npos) << log;
+  EXPECT_NE(log.find("record: none written (--sink null without --output: this line is the "
+                     "record)"),
+            std::string::npos)
+      << log;
+  // Nothing but what the test made (the fixture's out/ stays empty): no failed folder, no state
+  // file, no journal.
+  for (const auto& e : fs::recursive_directory_iterator(base_)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(e.path().parent_path() == src_ || e.path() == src_ || e.path() == out_ ||
+                name == "link.key" || name == "receive.log" || name == "send.log")
+        << "nothing written: " << e.path();
+  }
+  EXPECT_TRUE(fs::is_empty(out_));
+}
+
 }  // namespace
 }  // namespace ddft::testing

@@ -2,7 +2,8 @@
 # Reconciliation over a real run with injected failures: two sender sessions with --manifest, the
 # first to a port nobody listens on, the second to a real receiver that loses a data packet of one
 # file (the sender's test hook), refuses an oversized one and filters a third; one more file is
-# held under a writer's lock so the sender cannot read it, and one named does not exist.
+# held under a writer's lock so the sender cannot read it, one named does not exist, and a
+# symbolic link in a folder sent is skipped (--symlinks skip, the default).
 # dd_reconcile must name each outcome.
 # Usage: reconcile_run_test.sh DD_RECONCILE DD_FILE_SEND DD_FILE_RECEIVE
 set -uo pipefail
@@ -28,6 +29,8 @@ head -c $((3 << 20)) /dev/urandom > "$work/src/big.bin"  # over the receiver's -
 head -c 50000 /dev/urandom > "$work/src/draft.tmp"     # the receiver's --exclude '*.tmp'
 head -c 1000 /dev/urandom > "$work/src/locked.bin"     # a writer holds it: not sent
 head -c 4000 /dev/urandom > "$work/ghost/ghost.bin"    # session 1: nobody receives it
+echo elsewhere > "$work/elsewhere.dat"
+ln -s ../../elsewhere.dat "$work/src/sub/link.bin"      # skipped: named, counted, not sent
 manifest=$work/sent.jsonl
 
 # Session 1: to a port with no receiver (UDP: the sender cannot know).
@@ -55,7 +58,13 @@ pkill -P "$holder" 2>/dev/null  # the sleep flock runs: it holds the lock
 kill "$holder" 2>/dev/null
 holder=
 
-[[ $(wc -l < "$manifest") -eq 8 ]] && ok || bad "manifest has $(wc -l < "$manifest") lines, want 8"
+[[ $(wc -l < "$manifest") -eq 9 ]] && ok || bad "manifest has $(wc -l < "$manifest") lines, want 9"
+grep -q '"path":"sub/link.bin","size":0,.*"status":"skipped","reason":"skipping symbolic link' \
+  "$manifest" && ok || bad "no skipped line for the link: $(cat "$manifest")"
+grep -q "Warn: skipping symbolic link '$work/src/sub/link.bin' (to '../../elsewhere.dat'; --symlinks skip)" \
+  "$work/tx2.log" && ok || bad "the link is not named: $(cat "$work/tx2.log")"
+grep -q "done: .* datagrams, 1 symbolic link(s) skipped" "$work/tx2.log" && ok ||
+  bad "the summary does not count the link: $(cat "$work/tx2.log")"
 
 "$reconcile" "$manifest" "$work/rx.log" > "$work/report.txt" 2>&1
 rc=$?
@@ -75,6 +84,7 @@ outcome "draft.tmp" "filtered" "--exclude '*.tmp'"
 outcome "locked.bin" "not sent" "lock"
 outcome "ghost.bin" "never seen"
 outcome "missing.bin" "not sent" "No such file"  # named on the command line, never there
+outcome "sub/link.bin" "skipped" "--symlinks skip"
 
 # The same in JSON Lines, for machines: one object per file, outcome by outcome.
 "$reconcile" --json "$manifest" "$work/rx.log" > "$work/report.jsonl" 2>&1
@@ -84,7 +94,7 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 files = {r["path"]: r["outcome"] for r in rows if "path" in r and "outcome" in r}
 want = {"good.bin": "delivered", "sub/also good.bin": "delivered", "lost.bin": "failed",
         "big.bin": "refused", "draft.tmp": "filtered", "locked.bin": "not sent",
-        "ghost.bin": "never seen", "missing.bin": "not sent"}
+        "ghost.bin": "never seen", "missing.bin": "not sent", "sub/link.bin": "skipped"}
 bad = {p: (files.get(p), o) for p, o in want.items() if files.get(p) != o}
 sys.exit(1 if bad else 0)
 PY

@@ -75,6 +75,18 @@ TEST(ReceiverConfig, LanesAreListenedOnInTheOrderGiven) {
   EXPECT_EQ(devices.device, "/dev/a");
 }
 
+// --sink null writes nothing, so it needs no folder: no --output, and no failed folder made up.
+TEST(ReceiverConfig, NullSinkNeedsNoOutput) {
+  ReceiverConfig cfg;
+  ASSERT_EQ(parse({"--listen", "127.0.0.1:6000", "--sink", "null"}, &cfg), "");
+  EXPECT_TRUE(cfg.null_sink);
+  EXPECT_EQ(cfg.output, "");
+  EXPECT_EQ(cfg.failed_dir, "");
+  ReceiverConfig with;
+  ASSERT_EQ(parse({"--listen", "127.0.0.1:6000", "--sink", "null", "-o", "/o"}, &with), "");
+  EXPECT_EQ(with.failed_dir, "/o/.failed");
+}
+
 TEST(ReceiverConfig, BadInputIsOneLine) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--output", "/o"}, "--listen"},
@@ -93,6 +105,10 @@ TEST(ReceiverConfig, BadInputIsOneLine) {
        "--lanes N takes one --listen"},
       {{"--listen", "127.0.0.1:1", "--lanes", "65", "--output", "/o"}, "at most 64"},
       {{"--listen", "127.0.0.1:65535", "--lanes", "2", "--output", "/o"}, "ports 65535 to 65536"},
+      {{"--listen", "127.0.0.1:1"}, "--output is required"},
+      {{"--listen", "127.0.0.1:1", "--sink", "disk"}, "--output is required"},
+      {{"--listen", "127.0.0.1:1", "--sink", "null", "--failed-dir", "/f"},
+       "--failed-dir: needs --output"},
   };
   for (const auto& [args, want] : cases) {
     ReceiverConfig cfg;

@@ -212,6 +212,34 @@ TEST_F(OutputDirTest, StartupErrorsAreOneLine) {
   }
 }
 
+// --sink null without --output: no folder at all. Files go to /dev/null, the replay state is
+// never found (kept in memory by its owner), and a failure writes no record anywhere.
+TEST_F(OutputDirTest, NullSinkWithoutAFolderTouchesNothing) {
+  EXPECT_THROW(OutputDir("", "", CollisionPolicy::kRename), std::runtime_error);
+  OutputDir od("", "", CollisionPolicy::kRename, /*null_sink=*/true);
+  od.lock_exclusive();
+  EXPECT_FALSE(od.has_records());
+  EXPECT_EQ(od.read_state(), std::nullopt);
+  std::string reason;
+  EXPECT_TRUE(od.write_state(kStateFileName, "x", &reason));
+  TempFile f;
+  ASSERT_TRUE(od.create_temp("a/b.txt", temp_name(1, 1), &f, &reason)) << reason;
+  EXPECT_EQ(::write(f.fd.get(), "data", 4), 4);
+  FailureRecord rec;
+  rec.rel_path = "a/b.txt";
+  rec.reason = "lost";
+  EXPECT_EQ(od.fail(f, rec), "");
+  EXPECT_FALSE(f.fd);
+  EXPECT_TRUE(od.recover_leftovers().empty());
+  // Refusals still apply.
+  TempFile bad;
+  EXPECT_FALSE(od.create_temp("../x", temp_name(1, 2), &bad, &reason));
+  // With a folder, records are written there as before.
+  EXPECT_TRUE(OutputDir((base_ / "out").string(), (base_ / "out/.failed").string(),
+                        CollisionPolicy::kRename, true)
+                  .has_records());
+}
+
 // ---- The origin: what is written beside a file so that a crash can still name it. ----
 
 Origin sample_origin(std::string path, uint64_t session, uint32_t id, uint64_t size) {

@@ -44,6 +44,18 @@ TEST(SenderConfig, DestinationSourcesAndDefaults) {
   EXPECT_FALSE(cfg.fec.enabled());
   EXPECT_FALSE(cfg.key.has_value());
   EXPECT_EQ(cfg.report, ReportOption::kSummary);
+  EXPECT_EQ(cfg.symlinks, SymlinkMode::kSkip);
+  for (const SymlinkMode m : {SymlinkMode::kFollow, SymlinkMode::kError}) {
+    SenderConfig other;
+    ASSERT_EQ(
+        parse({"--dest", "127.0.0.1:5000", "--symlinks", std::string(symlink_mode_name(m)), "x"},
+              &other),
+        "");
+    EXPECT_EQ(other.symlinks, m);
+  }
+  SenderConfig hot;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "--watch", "/in", "--symlinks", "error"}, &hot), "");
+  EXPECT_EQ(hot.symlinks, SymlinkMode::kError);
 }
 
 TEST(SenderConfig, PacketSizesShrinkWithFec) {
@@ -72,6 +84,10 @@ TEST(SenderConfig, BadInputIsOneLine) {
       {{"--dest", "127.0.0.1:1", "--auth-only", "x"}, "needs --key-file"},
       {{"--transport", "device", "x"}, "--transport device needs --device PATH"},
       {{"--dest", "127.0.0.1:1", "--lane-down", "x", "x"}, "--lane-down: x not in"},
+      {{"--dest", "127.0.0.1:1", "--symlinks", "maybe", "x"},
+       "--symlinks: maybe not in {skip,follow,error}"},
+      {{"--dest", "127.0.0.1:1", "--watch", "/in", "--symlinks", "follow"},
+       "follow cannot be used with --watch"},
   };
   for (const auto& [args, want] : cases) {
     SenderConfig cfg;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -61,8 +62,13 @@ class HotFolderTest : public ::testing::Test {
   std::vector<SourceFile> drain(HotFolder& hf) {
     std::vector<SourceFile> out;
     while (auto f = hf.poll()) {
+      // As the reader does: the descriptor handed out, when there is one, else the path.
       struct stat st {};
-      EXPECT_EQ(::stat(f->path.c_str(), &st), 0) << f->path;
+      if (f->opened) {
+        EXPECT_EQ(::fstat(f->opened->get(), &st), 0) << f->path;
+      } else {
+        EXPECT_EQ(::stat(f->path.c_str(), &st), 0) << f->path;
+      }
       FileMeta m;
       m.rel_path = f->rel_path;
       m.src_path = f->path;
@@ -257,6 +263,60 @@ TEST_F(HotFolderTest, FilteredReservedAndNonRegularFilesStayAndAreNotSent) {
   }
 }
 
+// Links in the hot folder are never followed: under --symlinks skip each is named once (Warn) as
+// it appears, under error once as a failure (Error); both counted and told to on_link (the
+// manifest). A link removed and made again is named again.
+TEST_F(HotFolderTest, LinksAreNamedOnceEachAndCountedNeverFollowed) {
+  for (const SymlinkMode mode : {SymlinkMode::kSkip, SymlinkMode::kError}) {
+    SCOPED_TRACE(std::string(symlink_mode_name(mode)));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    put(dir_ / "go.txt", "g");
+    put(base_ / "outside/x.txt", "x");
+    fs::create_symlink(dir_ / "go.txt", dir_ / "file_link");
+    fs::create_directory_symlink(base_ / "outside", dir_ / "dir_link");
+    fs::create_directories(dir_ / "sub");
+    fs::create_symlink(dir_ / "nowhere", dir_ / "sub/dangling_soon");
+    std::vector<std::pair<std::string, bool>> told;
+    const ddft::testing::LogCapture log;
+    auto o = opts();
+    o.symlinks = mode;
+    o.on_link = [&told](const std::string& rel, const std::string&, bool failed) {
+      told.emplace_back(rel, failed);
+    };
+    start(o);
+    fs::create_symlink("go.txt", dir_ / "sub/later_link");  // seen by its event
+    drain();
+    clock_.advance(kSettle);
+    EXPECT_EQ(names(drain()), std::vector<std::string>{"go.txt"});
+    drain();
+    const bool failed = mode == SymlinkMode::kError;
+    std::multiset<std::string> names_told;
+    for (const auto& [rel, f] : told) {
+      names_told.insert(rel);
+      EXPECT_EQ(f, failed) << rel;
+    }
+    EXPECT_EQ(names_told, (std::multiset<std::string>{"dir_link", "file_link", "sub/dangling_soon",
+                                                      "sub/later_link"}));
+    EXPECT_EQ(hf_->links_skipped(), failed ? 0u : 4u);
+    EXPECT_EQ(hf_->links_failed(), failed ? 4u : 0u);
+    const std::string text = log.text();
+    const std::string word = failed ? "Error: hot folder: 'file_link' is a symbolic link (to '"
+                                    : "Warn: hot folder: skipping symbolic link 'file_link' (to '";
+    EXPECT_EQ(text.find(word), text.rfind(word)) << text;
+    EXPECT_NE(text.find(word), std::string::npos) << text;
+    // Gone and back: named a second time.
+    fs::remove(dir_ / "file_link");
+    drain();
+    fs::create_symlink("go.txt", dir_ / "file_link");
+    drain();
+    EXPECT_EQ(told.size(), 5u);
+    EXPECT_TRUE(fs::exists(base_ / "outside/x.txt")) << "a link's target is left alone";
+    EXPECT_TRUE(fs::is_symlink(dir_ / "dir_link"));
+    hf_.reset();
+  }
+}
+
 // --shard: two hosts on one folder. Each tracks, sends and removes only its shard's files; the
 // other's stay, unmentioned and not counted as waiting. Together they send every file, once.
 TEST_F(HotFolderTest, TwoShardsOverOneFolderSendDisjointSetsThatTogetherAreEveryFile) {
@@ -391,6 +451,212 @@ TEST_F(HotFolderTest, ARestartFinishesWhatTheJournalRecordedAsSentWithoutSending
   EXPECT_EQ(names(drain()), (std::vector<std::string>{"b.txt", "c.txt"}));
   EXPECT_FALSE(fs::exists(dir_ / "d")) << "emptied by the replay";
   // Compacted at start: nothing unfinished is left in it.
+  hf_.reset();
+  WatchJournal j((dir_ / ".ddft-watch-journal").string());
+  EXPECT_TRUE(j.unfinished().empty());
+}
+
+// ---- Renames by producers at the worst moments, placed there by the test seam. ----
+
+FileIdentity identity(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                      static_cast<uint64_t>(st.st_size),
+                      st.st_mtim.tv_sec * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+// What a handed-out file's descriptor reads: the bytes the reader would send.
+std::string read_all(const SourceFile& f) {
+  if (!f.opened) return read_file(f.path);
+  std::string out(1 << 20, '\0');
+  const ssize_t n = ::pread(f.opened->get(), out.data(), out.size(), 0);
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return out;
+}
+
+// A file renamed into a folder while a scan walks the tree (after the folder's watch is set, as
+// its entries are read): seen by the scan and by its event, tracked once, sent once and whole.
+// At start, in a subfolder, and in a later rescan.
+TEST_F(HotFolderTest, AFileRenamedInWhileAScanWalksTheFolderIsSentOnceWhole) {
+  for (const std::string folder : {"", "sub"}) {
+    for (const bool rescan : {false, true}) {
+      SCOPED_TRACE("folder '" + folder + "'" + (rescan ? ", a rescan" : ", the first scan"));
+      hf_.reset();
+      fs::remove_all(dir_);
+      fs::create_directories(dir_ / "sub");
+      put(dir_ / "sub/old.bin", "already there");
+      const std::string whole(200'000, 'w');
+      put(base_ / "staging/new.bin", whole);
+      const std::string rel = folder.empty() ? "new.bin" : folder + "/new.bin";
+      bool armed = !rescan;
+      auto o = opts();
+      o.rescan_s = rescan ? 1 : 0;
+      o.test_hook = [&](std::string_view point, const std::string& at) {
+        if (!armed || point != "scan" || at != folder) return;
+        armed = false;
+        fs::rename(base_ / "staging/new.bin", dir_ / rel);
+      };
+      start(o);
+      if (rescan) {
+        armed = true;
+        clock_.advance(1s);
+        drain();
+        ASSERT_FALSE(armed) << "the rescan walked the folder";
+      }
+      drain();
+      clock_.advance(kSettle);
+      const auto ready = drain();
+      std::vector<std::string> got = names(ready);
+      std::sort(got.begin(), got.end());
+      ASSERT_EQ(got, (std::vector<std::string>{rel < "sub/old.bin" ? rel : "sub/old.bin",
+                                               rel < "sub/old.bin" ? "sub/old.bin" : rel}));
+      for (const auto& f : ready) {
+        if (f.rel_path == rel) {
+          EXPECT_EQ(read_all(f), whole);
+        }
+      }
+      sent(rel);
+      sent("sub/old.bin");
+      for (int i = 0; i < 3; ++i) {
+        clock_.advance(kSettle);
+        EXPECT_TRUE(drain().empty()) << "sent once";
+      }
+      EXPECT_FALSE(fs::exists(dir_ / rel));
+    }
+  }
+}
+
+// A new version renamed over the name between the probe that found the file settled and its
+// open for the reader: not read in the old one's place (it would go once now and once again as
+// "changed while it was sent"). It waits its settle time and goes once.
+TEST_F(HotFolderTest, AVersionRenamedOverTheNameAsItIsHandedOutWaitsAndIsSentOnce) {
+  put(dir_ / "a.bin", "version A");
+  put(base_ / "staging/a.bin", "version B, renamed in");
+  bool armed = true;
+  auto o = opts();
+  o.test_hook = [&](std::string_view point, const std::string& rel) {
+    if (!armed || point != "handout" || rel != "a.bin") return;
+    armed = false;
+    fs::rename(base_ / "staging/a.bin", dir_ / "a.bin");
+  };
+  start(o);
+  clock_.advance(kSettle);
+  EXPECT_TRUE(drain().empty()) << "changed as it was handed out: waiting again";
+  EXPECT_FALSE(armed);
+  drain();  // its rename's event: the settle time starts again
+  clock_.advance(kSettle);
+  const auto ready = drain();
+  ASSERT_EQ(names(ready), std::vector<std::string>{"a.bin"});
+  EXPECT_EQ(read_all(ready[0]), "version B, renamed in");
+  sent("a.bin");
+  EXPECT_FALSE(fs::exists(dir_ / "a.bin"));
+  clock_.advance(kSettle);
+  EXPECT_TRUE(drain().empty()) << "sent once";
+}
+
+// Issue 8's last race: a new version renamed over a sent file in the instant between the last
+// check and the removal. The name is moved to a private one first and the inode that moved is
+// checked: the new version is put back and sent, never deleted or moved away as if sent. When
+// the name was taken again meanwhile (a third version), it goes back as "name.1.ext".
+TEST_F(HotFolderTest, ANewVersionRenamedOverASentFileAsItIsRemovedIsPutBackAndSent) {
+  for (const bool move : {false, true}) {
+    for (const bool taken_again : {false, true}) {
+      SCOPED_TRACE(std::string(move ? "--sent-dir" : "delete") +
+                   (taken_again ? ", the name taken again" : ""));
+      hf_.reset();
+      fs::remove_all(dir_);
+      fs::remove_all(sent_);
+      fs::create_directories(sent_);
+      put(dir_ / "d/a.bin", "A, sent");
+      put(base_ / "staging/a.bin", "B, renamed over it");
+      const ddft::testing::LogCapture log;
+      auto o = opts();
+      if (move) o.sent_dir = sent_.string();
+      bool armed = true;  // the first removal only
+      o.test_hook = [&](std::string_view point, const std::string& rel) {
+        if (!armed || rel != "d/a.bin") return;
+        if (point == "finish") fs::rename(base_ / "staging/a.bin", dir_ / "d/a.bin");
+        if (point == "finish-moved") {
+          armed = false;
+          if (taken_again) put(dir_ / "d/a.bin", "C, newer still");
+        }
+      };
+      start(o);
+      clock_.advance(kSettle);
+      ASSERT_EQ(names(drain()), std::vector<std::string>{"d/a.bin"});
+      sent("d/a.bin");
+      const std::string back = taken_again ? "d/a.1.bin" : "d/a.bin";
+      EXPECT_EQ(read_file(dir_ / back), "B, renamed over it");
+      if (taken_again) {
+        EXPECT_EQ(read_file(dir_ / "d/a.bin"), "C, newer still");
+      }
+      EXPECT_FALSE(fs::exists(sent_ / "d/a.bin")) << "A was replaced: nothing of it to move";
+      for (const auto& e : fs::directory_iterator(dir_ / "d")) {
+        EXPECT_FALSE(e.path().filename().string().starts_with(".ddft-")) << e.path();
+      }
+      const std::string text = log.text();
+      EXPECT_NE(text.find("Warn: hot folder: a new version of 'd/a.bin' was renamed over it as "
+                          "it was removed; it is put back as '" +
+                          back + "' and sent"),
+                std::string::npos)
+          << text;
+      EXPECT_EQ(text.find("reserved"), std::string::npos) << "its private name is silent";
+      EXPECT_EQ(hf_->files_removed(), 0u);
+      // Each version left goes once.
+      drain();
+      clock_.advance(kSettle);
+      const auto ready = drain();
+      std::vector<std::string> got = names(ready);
+      std::sort(got.begin(), got.end());
+      const std::vector<std::string> want = taken_again
+                                                ? std::vector<std::string>{"d/a.1.bin", "d/a.bin"}
+                                                : std::vector<std::string>{"d/a.bin"};
+      EXPECT_EQ(got, want);
+      for (const auto& f : ready) {
+        EXPECT_EQ(read_all(f), f.rel_path == back ? "B, renamed over it" : "C, newer still");
+        sent(f.rel_path);
+      }
+      clock_.advance(kSettle);
+      EXPECT_TRUE(drain().empty());
+    }
+  }
+}
+
+// A stop between the private rename and the removal leaves the file under its private name.
+// The journal's record finds it at the next start: the version sent is removed (not sent again),
+// a new version found there instead is put back and sent.
+TEST_F(HotFolderTest, ARestartFinishesAFileLeftUnderItsPrivateName) {
+  put(dir_ / "sub/a.bin", "A, sent before the stop");
+  put(dir_ / "b.bin", "B's first version, sent");
+  put(base_ / "staging/b.bin", "B's second version");
+  const JournalRecord a{"sub/a.bin", identity(dir_ / "sub/a.bin")};
+  const JournalRecord b{"b.bin", identity(dir_ / "b.bin")};
+  {
+    WatchJournal j((dir_ / ".ddft-watch-journal").string());
+    ASSERT_FALSE(j.record_sent(a));
+    ASSERT_FALSE(j.record_sent(b));
+  }
+  EXPECT_EQ(finishing_name(a).rfind("sub/.ddft-finishing-", 0), 0u) << finishing_name(a);
+  fs::rename(dir_ / "sub/a.bin", dir_ / finishing_name(a));
+  // What b's private rename moved was a version renamed over it in that instant.
+  fs::remove(dir_ / "b.bin");
+  fs::rename(base_ / "staging/b.bin", dir_ / finishing_name(b));
+  const ddft::testing::LogCapture log;
+  start();
+  EXPECT_FALSE(fs::exists(dir_ / finishing_name(a)));
+  EXPECT_FALSE(fs::exists(dir_ / finishing_name(b)));
+  EXPECT_FALSE(fs::exists(dir_ / "sub/a.bin"));
+  EXPECT_EQ(read_file(dir_ / "b.bin"), "B's second version");
+  EXPECT_EQ(hf_->files_removed(), 1u);
+  EXPECT_NE(log.text().find("'sub/a.bin' was sent before the restart and found under its "
+                            "private name: deleted without sending it again"),
+            std::string::npos)
+      << log.text();
+  clock_.advance(kSettle);
+  const auto ready = drain();
+  ASSERT_EQ(names(ready), std::vector<std::string>{"b.bin"});
+  EXPECT_EQ(read_all(ready[0]), "B's second version");
   hf_.reset();
   WatchJournal j((dir_ / ".ddft-watch-journal").string());
   EXPECT_TRUE(j.unfinished().empty());

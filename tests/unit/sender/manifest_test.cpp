@@ -50,11 +50,11 @@ TEST(ManifestLine, ExactlyTheSpecifiedFields) {
   ScopedTz tz("CET-1");
   EXPECT_EQ(
       manifest_line(kTime, 0x0f3c9a7d12e45b60, 3, "a/b.txt", 1048576, common::VerifyType::kB2B,
-                    "0x6999CF78", true, ""),
+                    "0x6999CF78", ManifestStatus::kSent, ""),
       R"({"time":"2026-11-22T18:20:01.123+01:00","session":"0f3c9a7d12e45b60","file_id":3,)"
       R"("path":"a/b.txt","size":1048576,"verify":"B2B","key":"0x6999CF78","status":"sent"})");
   EXPECT_EQ(manifest_line(kTime, 0x0f3c9a7d12e45b60, 0, "a/c.txt", 0, common::VerifyType::kB2B, "",
-                          false, "cannot read '/x/a/c.txt': Permission denied"),
+                          ManifestStatus::kFailed, "cannot read '/x/a/c.txt': Permission denied"),
             R"({"time":"2026-11-22T18:20:01.123+01:00","session":"0f3c9a7d12e45b60","file_id":0,)"
             R"("path":"a/c.txt","size":0,"verify":"B2B","key":null,"status":"failed",)"
             R"("reason":"cannot read '/x/a/c.txt': Permission denied"})");
@@ -148,6 +148,32 @@ TEST_F(ManifestTest, EveryFileSentOrFailedIsOneJsonLine) {
             R"({"file_id": 2, "key": null, "path": "big.iso", "reason": "sender stopped", )"
             R"("session": "0f3c9a7d12e45b60", "size": 5000, "status": "failed", )"
             R"("time": "2026-11-22T18:20:01.123+01:00", "verify": "B2B"})");
+}
+
+// Links left out get a line each: "skipped" (--symlinks skip), or "failed" (--symlinks error in
+// the hot folder); one noted before the session starts is written once its session is known.
+TEST_F(ManifestTest, LinksLeftOutAreSkippedLinesOfTheirSession) {
+  ScopedTz tz("CET-1");
+  {
+    ManifestWriter m(path_.string(), common::VerifyType::kB2B, clock_, fixed_time());
+    m.link_left_out("a/l", "skipping symbolic link '/x/a/l' (to 'b'; --symlinks skip)", false);
+    EXPECT_TRUE(contents().empty()) << "no session yet: kept";
+    m.session_started(0x0f3c9a7d12e45b60);
+    m.file_sent(meta(1, "a/b", 10), digest(1));
+    m.link_left_out("hot/l", "a symbolic link (--symlinks error)", true);
+    m.session_finished(0x0f3c9a7d12e45b60);
+  }
+  const auto lines = parsed();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0],
+            R"x({"file_id": 0, "key": null, "path": "a/l", "reason": "skipping symbolic link )x"
+            R"x('/x/a/l' (to 'b'; --symlinks skip)", "session": "0f3c9a7d12e45b60", "size": 0, )x"
+            R"x("status": "skipped", "time": "2026-11-22T18:20:01.123+01:00", "verify": "B2B"})x");
+  EXPECT_NE(lines[1].find(R"("status": "sent")"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find(R"x("path": "hot/l", "reason": "a symbolic link (--symlinks error)", )x"
+                          R"x("session": "0f3c9a7d12e45b60", "size": 0, "status": "failed")x"),
+            std::string::npos)
+      << lines[2];
 }
 
 TEST_F(ManifestTest, VerifyNoneHasANullKeyAndSha256ItsKey) {
