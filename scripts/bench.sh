@@ -50,11 +50,17 @@
 #
 # bash scripts/bench.sh --lanes [options of scripts/bench_lanes.sh] runs the lane-scaling
 # benchmark instead (1, 2 and 4 lanes, each paced; then unpaced): see that script's header.
+# bash scripts/bench.sh --compress [options of scripts/bench_compress.sh] runs the compression
+# benchmark instead (text and random corpora at --rate 100, --compress off/zstd/auto).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [[ "${1:-}" == --lanes ]]; then
   shift
   exec bash "$repo/scripts/bench_lanes.sh" "$@"
+fi
+if [[ "${1:-}" == --compress ]]; then
+  shift
+  exec bash "$repo/scripts/bench_compress.sh" "$@"
 fi
 size=4G runs=3 dir="$repo/bench-work" rate=auto smoke=0 rx_opts="" pairs="" durability=0 link=0
 default_opts=""

@@ -7,6 +7,8 @@
 // The output is deterministic: run it again and git shows no change unless an encoder changed.
 // scripts/fuzz.sh --seeds regenerates tests/fuzz/corpus with it. Each harness's input layout is
 // described at the top of its fuzz_<name>.cpp.
+#include <zstd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -33,6 +35,17 @@ constexpr uint8_t kRingDrop = 32;  // dropped in a full ring
 uint8_t advance(unsigned step) { return static_cast<uint8_t>(step << 1); }  // 0..7
 
 // Deterministic file contents.
+// Log-like text of n bytes: what --compress shrinks.
+std::string log_text(size_t n, uint32_t seed) {
+  std::string s;
+  for (uint32_t i = 0; s.size() < n; ++i) {
+    s += "2026-11-26 INFO rtu-" + std::to_string((seed + i) % 7) + " polled " +
+         std::to_string((i * 37 + seed) % 1000) + " points\n";
+  }
+  s.resize(n);
+  return s;
+}
+
 std::string pattern(size_t n, uint32_t seed) {
   std::string s(n, '\0');
   uint32_t x = seed * 2654435761u + 1;
@@ -222,6 +235,9 @@ void packet_seeds(Writer& w) {
                                  {3, "x", "", VerifyType::kNone},
                                  {6, "gone.bin", "", VerifyType::kSha256, true}},
                                 kListComplete)));
+  const auto z = s.zdata(7, log_text(5000, 3), 2000);  // --compress: kZData pieces
+  w.put("packet", "zdata-first", with_ctl(0, z.front()));
+  w.put("packet", "zdata-last", with_ctl(1, z.back()));
 }
 
 void announce_seeds(Writer& w) {
@@ -457,6 +473,41 @@ void receiver_seeds(Writer& w) {
   }
 }
 
+// --compress: blocks as kZData pieces, out of order, duplicated, filled from a second copy; and
+// frames that must fail their file (a bomb, junk).
+void compressed_seeds(Writer& w) {
+  {
+    Session s(0x300C);
+    const std::string c = log_text(5000, 14);
+    auto first = s.zdata(1, c, 2000, 0);
+    auto second = s.zdata(1, c, 2000, 1);
+    Script sc(1 << 2);  // rwd
+    sc.add(s.announce(1, "logs/app.log", c.size()));
+    for (size_t i = first.size(); i-- > 0;) {
+      if (i != 1) sc.add(first[i]);  // backwards, the second piece lost
+    }
+    sc.add(first[0]).add(s.end(1, c, VerifyType::kB2B, 0, 2), kFix | kPoll);
+    sc.add(second).add(s.end(1, c, VerifyType::kB2B, 1, 2), kFix | kPoll);
+    sc.add(s.heartbeat(true), kFix | kPoll);
+    w.put("receiver", "compressed-blocks", sc.bytes());
+  }
+  {
+    Session s(0x300D);
+    const std::string c = log_text(3000, 15);
+    Script sc(0);
+    sc.add(s.announce(1, "bomb.bin", c.size()));
+    // A frame of 64 KiB of zeros standing for a 2000-byte block.
+    const std::string zeros(65536, '\0');
+    std::string frame(ZSTD_compressBound(zeros.size()), '\0');
+    frame.resize(ZSTD_compress(frame.data(), frame.size(), zeros.data(), zeros.size(), 3));
+    sc.add(s.zframe(1, 0, 2000, frame), kFix | kPoll);
+    sc.add(s.announce(2, "junk.bin", c.size()));
+    sc.add(s.zframe(2, 0, 2000, std::string(900, 'j')), kFix | kPoll);
+    sc.add(s.heartbeat(true), kFix | kPoll);
+    w.put("receiver", "compressed-bomb-and-junk", sc.bytes());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -470,6 +521,7 @@ int main(int argc, char** argv) {
     announce_seeds(w);
     path_seeds(w);
     receiver_seeds(w);
+    compressed_seeds(w);
     std::printf("make_seeds: %zu seed files written below %s\n", w.count(), argv[1]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_seeds: %s\n", e.what());

@@ -1,5 +1,7 @@
 #include "support/fake_sender.hpp"
 
+#include <zstd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -64,6 +66,49 @@ std::vector<Datagram> FakeSender::data(uint32_t id, const std::string& content, 
     b.resize(common::encode_data_in_place(next(), {id, off, copy}, len, b));
     out.push_back(std::move(b));
   }
+  return out;
+}
+
+std::vector<Datagram> FakeSender::zframe(uint32_t id, uint64_t offset, uint32_t raw_len,
+                                         const std::string& frame, uint8_t copy) {
+  std::vector<Datagram> out;
+  const size_t piece = common::zdata_piece_size(chunk_);
+  common::ZDataHeader z;
+  z.file_id = id;
+  z.copy = copy;
+  z.offset = offset;
+  z.raw_len = raw_len;
+  z.frame_len = static_cast<uint32_t>(frame.size());
+  for (size_t off = 0; off < frame.size(); off += piece) {
+    const size_t len = std::min(piece, frame.size() - off);
+    Datagram b(common::kHeaderSize + common::kZDataHeaderSize + len);
+    std::memcpy(common::zdata_bytes_of(b.data()), frame.data() + off, len);
+    z.frame_off = static_cast<uint32_t>(off);
+    b.resize(common::encode_zdata_in_place(next(), z, len, b));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::vector<Datagram> FakeSender::zdata(uint32_t id, const std::string& content, size_t block,
+                                        uint8_t copy) {
+  std::vector<Datagram> out;
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+  for (size_t off = 0; off < content.size(); off += block) {
+    const size_t len = std::min(block, content.size() - off);
+    std::string frame(ZSTD_compressBound(len), '\0');
+    const size_t n = ZSTD_compress2(c, frame.data(), frame.size(), content.data() + off, len);
+    if (ZSTD_isError(n)) {
+      ZSTD_freeCCtx(c);
+      throw std::runtime_error(ZSTD_getErrorName(n));
+    }
+    frame.resize(n);
+    for (auto& d : zframe(id, off, static_cast<uint32_t>(len), frame, copy)) {
+      out.push_back(std::move(d));
+    }
+  }
+  ZSTD_freeCCtx(c);
   return out;
 }
 

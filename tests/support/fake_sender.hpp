@@ -40,6 +40,14 @@ class FakeSender {
   // The data packets of content[from, to) (`from` a multiple of the chunk size), copy `copy`.
   std::vector<Datagram> data(uint32_t id, const std::string& content, uint8_t copy = 0,
                              size_t from = 0, size_t to = std::string::npos);
+  // The kZData pieces of `frame` (any bytes; a zstd frame when real) standing for `raw_len` bytes
+  // of the file at `offset`, cut as dd_file_send cuts them (zdata_piece_size of the chunk size).
+  std::vector<Datagram> zframe(uint32_t id, uint64_t offset, uint32_t raw_len,
+                               const std::string& frame, uint8_t copy = 0);
+  // `content` in blocks of `block` bytes (a multiple of the chunk size), each sent as a zstd
+  // frame (level 3, with its checksum) as --compress zstd sends it, however little it shrinks.
+  std::vector<Datagram> zdata(uint32_t id, const std::string& content, size_t block,
+                              uint8_t copy = 0);
   // The end packet of `content`, with its key under `v`; copy `copy` of `copies`.
   Datagram end(uint32_t id, const std::string& content,
                common::VerifyType v = common::VerifyType::kB2B, uint8_t copy = 0,
