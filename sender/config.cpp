@@ -100,7 +100,7 @@ void add_protection_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--compress", cfg.compress_text,
                  "Compress blocks with zstd before they cross: zstd[:LEVEL] tries every block, "
                  "auto[:LEVEL] first a sample of each; a block that does not shrink by 1/32 goes "
-                 "as it is (LEVEL 1-19, default 3); off. Needs a dd_file_receive of ddft 0.2 or "
+                 "as it is (LEVEL 1-19, default 1); off. Needs a dd_file_receive of ddft 0.2 or "
                  "later")
       ->group(loss)
       ->capture_default_str();

@@ -67,7 +67,7 @@ struct SenderConfig {
   unsigned repeat = 1;                         // --repeat N: each file sent N times
   CompressMode compress = CompressMode::kOff;  // from compress_text
   std::string compress_text = "off";           // --compress as given
-  int compress_level = 3;                      // zstd's level, 1..19
+  int compress_level = 1;                      // zstd's level, 1..19 (1: see README)
   unsigned compress_workers = 0;  // --compress-workers: dd-zstdN threads; 0 = one per core
   size_t read_block_kb = 1024;    // reader block size
   size_t read_buffers =
