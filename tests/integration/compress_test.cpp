@@ -62,10 +62,6 @@ class CompressEndToEnd : public ReceiverFixture {
     src_ = make_dir("src");
     out_ = make_dir("out");
   }
-  void TearDown() override {
-    if (raw_ >= 0) ::close(raw_);
-    ReceiverFixture::TearDown();
-  }
   void start(std::vector<std::string> extra = {}, bool once = true) {
     if (once) extra.insert(extra.begin(), "--once");
     fs::remove(rx_log_path());
@@ -79,14 +75,6 @@ class CompressEndToEnd : public ReceiverFixture {
     return run(argv, tx_log_path());
   }
   int finish() { return receiver_->wait(seconds(60)); }
-  void send_raw(const std::vector<uint8_t>& d) {
-    if (raw_ < 0) raw_ = ::socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(port_);
-    ::sendto(raw_, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  }
   fs::path key_file(uint64_t seed) {
     const fs::path p = base_ / "link.key";
     write_pattern(p, 32, seed);
@@ -94,7 +82,6 @@ class CompressEndToEnd : public ReceiverFixture {
     return p;
   }
   fs::path src_, out_;
-  int raw_ = -1;
 };
 
 TEST_F(CompressEndToEnd, TextCrossesInFewerDatagramsAndRandomDataAsItIs) {

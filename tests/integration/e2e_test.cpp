@@ -43,10 +43,6 @@ class EndToEnd : public ReceiverFixture {
     src_ = make_dir("src");
     out_ = make_dir("out");
   }
-  void TearDown() override {
-    if (raw_ >= 0) ::close(raw_);
-    ReceiverFixture::TearDown();
-  }
 
   // Starts the receiver with small buffers; `once` makes it exit when the session ends.
   void start_receiver(std::vector<std::string> extra = {}, bool once = true) {
@@ -67,17 +63,7 @@ class EndToEnd : public ReceiverFixture {
     return run(argv, base_ / "send.log");
   }
   int finish_receiver() { return receiver_->wait(seconds(60)); }
-  // Sends one datagram to the receiver's port, as anything on that wire could.
-  void send_raw(const std::vector<uint8_t>& d) {
-    if (raw_ < 0) raw_ = ::socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(port_);
-    ::sendto(raw_, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  }
   fs::path src_, out_;
-  int raw_ = -1;  // send_raw()'s socket
 };
 
 TEST_F(EndToEnd, EdgeSizesArriveByteForByte) {

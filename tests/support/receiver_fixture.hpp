@@ -5,7 +5,10 @@
 // to the binaries' paths, as tests/CMakeLists.txt does for every integration test.
 #pragma once
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,7 +85,18 @@ class ReceiverFixture : public ::testing::Test {
   }
   void TearDown() override {
     receiver_.reset();
+    if (raw_ >= 0) ::close(raw_);
     if (!HasFailure()) std::filesystem::remove_all(base_);
+  }
+
+  // Sends one datagram to port_ on loopback, as anything on that wire could.
+  void send_raw(const std::vector<uint8_t>& d) {
+    if (raw_ < 0) raw_ = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port_);
+    ::sendto(raw_, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   }
 
   // Creates base_/name (and its parents) and returns its path.
@@ -113,6 +127,7 @@ class ReceiverFixture : public ::testing::Test {
   std::unique_ptr<Process> receiver_;
 
  private:
+  int raw_ = -1;  // send_raw()'s socket
   std::string tag_;
 };
 
