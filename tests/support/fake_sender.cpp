@@ -67,6 +67,27 @@ std::vector<Datagram> FakeSender::data(uint32_t id, const std::string& content, 
   return out;
 }
 
+std::vector<Datagram> FakeSender::zdata(uint32_t id, uint64_t offset, size_t raw_len,
+                                        const std::vector<uint8_t>& frame, uint8_t copy) {
+  std::vector<Datagram> out;
+  const size_t piece = common::zdata_piece_size(chunk_);
+  common::ZDataHeader z;
+  z.file_id = id;
+  z.copy = copy;
+  z.offset = offset;
+  z.raw_len = static_cast<uint32_t>(raw_len);
+  z.frame_len = static_cast<uint32_t>(frame.size());
+  for (size_t pos = 0; pos < frame.size(); pos += piece) {
+    const size_t len = std::min(piece, frame.size() - pos);
+    Datagram b(common::kHeaderSize + common::kZDataHeaderSize + len);
+    std::memcpy(common::zdata_bytes_of(b.data()), frame.data() + pos, len);
+    z.frame_off = static_cast<uint32_t>(pos);
+    b.resize(common::encode_zdata_in_place(next(), z, len, b));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 Datagram FakeSender::end(uint32_t id, const std::string& content, common::VerifyType v,
                          uint8_t copy, uint8_t copies) {
   const common::Digest d = digest_of(v, content);

@@ -40,6 +40,10 @@ class FakeSender {
   // The data packets of content[from, to) (`from` a multiple of the chunk size), copy `copy`.
   std::vector<Datagram> data(uint32_t id, const std::string& content, uint8_t copy = 0,
                              size_t from = 0, size_t to = std::string::npos);
+  // The kZData pieces of one compressed block (--compress): `frame` (a zstd frame of the file's
+  // `raw_len` bytes at `offset`) cut into pieces of zdata_piece_size(chunk), copy `copy`.
+  std::vector<Datagram> zdata(uint32_t id, uint64_t offset, size_t raw_len,
+                              const std::vector<uint8_t>& frame, uint8_t copy = 0);
   // The end packet of `content`, with its key under `v`; copy `copy` of `copies`.
   Datagram end(uint32_t id, const std::string& content,
                common::VerifyType v = common::VerifyType::kB2B, uint8_t copy = 0,
