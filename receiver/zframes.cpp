@@ -45,8 +45,9 @@ ZFrames::Result ZFrames::add(uint64_t session, uint32_t file, const common::ZDat
     held_ += z.frame_len;
   }
   Frame& f = it->second;
-  if (f.raw_len != z.raw_len || f.bytes.size() != z.frame_len)
+  if (f.raw_len != z.raw_len || f.bytes.size() != z.frame_len) {
     return {Status::kMismatch, {}, {}, 0};
+  }
   const size_t index = z.frame_off / piece_size;
   if (f.have[index]) return {Status::kDuplicate, {}, {}, 0};
   f.have[index] = true;
