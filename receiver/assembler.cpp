@@ -127,16 +127,17 @@ void Assembler::start_session(uint64_t s) {
 
 void Assembler::replay_window(const common::Header& announce, size_t lane) {
   if (announce.fec_pos > announce.seq) return;
-  fec_[lane]->replay(announce.seq - announce.fec_pos, [this, lane](std::span<const uint8_t> d) {
+  const auto again = [this, lane](std::span<const uint8_t> d, bool rebuilt) {
     // Data, and the end or abort of a small file whose whole life fits in the window: all of it
     // went to no file while the announce was missing. Seq order: data before its end.
     Packet q;
     if (common::decode_packet(d, &q) == DecodeStatus::kOk &&
         (q.header.type == PacketType::kData || q.header.type == PacketType::kZData ||
          q.header.type == PacketType::kEnd || q.header.type == PacketType::kAbort)) {
-      dispatch(q, lane);
+      dispatch(q, lane, rebuilt);
     }
-  });
+  };
+  fec_[lane]->replay(announce.seq - announce.fec_pos, again);
 }
 
 // A datagram FEC rebuilt: checked like any other, not counted as received on the link.
@@ -148,23 +149,23 @@ void Assembler::on_rebuilt(std::span<const uint8_t> data, size_t lane) {
     ++counters_.rebuilt_bad;
     return;
   }
-  dispatch(p, lane);
+  dispatch(p, lane, /*rebuilt=*/true);
   // The file's data of this window came before its announce was rebuilt and was dropped as of
   // an unknown file: offer it again (what was taken already counts as a duplicate).
   if (p.header.type == PacketType::kAnnounce) replay_window(p.header, lane);
 }
 
-void Assembler::dispatch(const Packet& p, size_t lane) {
+void Assembler::dispatch(const Packet& p, size_t lane, bool rebuilt) {
   try {
     switch (p.header.type) {
       case PacketType::kAnnounce:
         table_.handle_announce(p, lane);
         break;
       case PacketType::kData:
-        table_.handle_data(p);
+        table_.handle_data(p, rebuilt);
         break;
       case PacketType::kZData:
-        table_.handle_zdata(p);
+        table_.handle_zdata(p, rebuilt);
         break;
       case PacketType::kEnd:
         table_.handle_end(p, lane);

@@ -131,7 +131,8 @@ class Assembler {
   void on_rebuilt(std::span<const uint8_t> data, size_t lane);
   // Offers the data of an announce's FEC window again (it came before the file was known).
   void replay_window(const common::Header& announce, size_t lane);
-  void dispatch(const common::Packet& p, size_t lane);
+  // `rebuilt`: FEC made the packet (it did not come over the link); the file it fills counts it.
+  void dispatch(const common::Packet& p, size_t lane, bool rebuilt = false);
   void handle_heartbeat(const common::Packet& p, size_t lane);
 
   const ReceiverConfig& cfg_;

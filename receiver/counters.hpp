@@ -68,6 +68,10 @@ struct AssemblerCounters {
   uint64_t duplicates = 0;
   uint64_t handling_errors = 0;  // datagrams whose handling threw (memory, I/O set-up)
   uint64_t rebuilt_bad = 0;      // FEC output that failed its checksum (not from this sender)
+  // Summed over files as each packet or chunk is taken (see FileRepairs): data packets FEC
+  // rebuilt that went into a file, and chunks a later copy (--repeat) filled.
+  uint64_t fec_rebuilt_used = 0;
+  uint64_t repeat_filled = 0;
   uint64_t auth_rejected[kAuthRejectCount] = {};
   uint64_t files_evicted = 0;       // failed to make room under --max-files-in-flight
   uint64_t records_suppressed = 0;  // refusals past the record rate limit (logged, no record)

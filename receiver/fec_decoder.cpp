@@ -117,6 +117,7 @@ bool FecDecoder::add_source(const common::Header& h, std::span<const uint8_t> da
   if (w.src.size() <= h.fec_pos) {
     w.src.resize(h.fec_pos + 1u, -1);
     w.src_len.resize(h.fec_pos + 1u, 0);
+    w.src_rebuilt.resize(h.fec_pos + 1u, 0);
   }
   if (w.src[h.fec_pos] >= 0) return false;
   const int32_t s = take_slot(seq);
@@ -155,6 +156,7 @@ void FecDecoder::add_parity(const common::Parity& pa, std::span<const uint8_t> s
     w.d = pa.interleave;
     w.src.resize(pa.count, -1);
     w.src_len.resize(pa.count, 0);
+    w.src_rebuilt.resize(pa.count, 0);
     w.par.assign(static_cast<size_t>(w.d) * w.m, -1);
     w.shard_len.assign(w.d, 0);
     w.done.assign(w.d, 0);
@@ -193,12 +195,12 @@ uint64_t FecDecoder::unrepaired_open() const {
   return n;
 }
 
-void FecDecoder::replay(uint64_t window_seq, const Deliver& fn) {
+void FecDecoder::replay(uint64_t window_seq, const Replay& fn) {
   auto it = windows_.find(window_seq);
   if (it == windows_.end()) return;
   const Window& w = it->second;
   for (size_t p = 0; p < w.src.size(); ++p) {
-    if (w.src[p] >= 0) fn({slot(w.src[p]), w.src_len[p]});
+    if (w.src[p] >= 0) fn({slot(w.src[p]), w.src_len[p]}, w.src_rebuilt[p] != 0);
   }
 }
 
@@ -260,6 +262,7 @@ void FecDecoder::try_group(uint64_t seq, Window& w, unsigned group, const Delive
       const size_t n = std::min(len, common::peek_datagram_size(d));
       w.src[p] = taken[i];
       w.src_len[p] = static_cast<uint16_t>(n);
+      w.src_rebuilt[p] = 1;
       ++counters_.rebuilt;
       deliver({d, n});
     }

@@ -58,10 +58,11 @@ class FecDecoder {
   // A checked parity datagram.
   void add_parity(const common::Parity& pa, std::span<const uint8_t> shard, const Deliver& deliver);
 
-  // Hands every source kept of the window starting at `window_seq` to `fn`, in window order.
-  // After a rebuilt announce, its window's data (dropped before as of an unknown file) is
-  // offered again.
-  void replay(uint64_t window_seq, const Deliver& fn);
+  // Hands every source kept of the window starting at `window_seq` to `fn`, in window order,
+  // with whether it was rebuilt here (not received). After a rebuilt announce, its window's data
+  // (dropped before as of an unknown file) is offered again.
+  using Replay = std::function<void(std::span<const uint8_t> datagram, bool rebuilt)>;
+  void replay(uint64_t window_seq, const Replay& fn);
 
   const FecCounters& counters() const { return counters_; }
   // Groups of open windows with sources missing and too little parity so far.
@@ -78,7 +79,8 @@ class FecDecoder {
     uint8_t d = 0;
     std::vector<int32_t> src;  // pool slot of each place, -1 while missing
     std::vector<uint16_t> src_len;
-    std::vector<int32_t> par;  // pool slot of parity (group, index) at group * m + index
+    std::vector<uint8_t> src_rebuilt;  // per place: 1 when try_group() rebuilt it
+    std::vector<int32_t> par;          // pool slot of parity (group, index) at group * m + index
     std::vector<uint16_t> shard_len;
     std::vector<uint8_t> done;  // per group: every source present or rebuilt
     unsigned groups_done = 0;

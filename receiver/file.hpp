@@ -16,6 +16,7 @@
 #include "common/clock.hpp"
 #include "common/hash.hpp"
 #include "common/protocol.hpp"
+#include "receiver/file_repairs.hpp"
 #include "receiver/output_dir.hpp"
 
 namespace ddft::receiver {
@@ -60,6 +61,7 @@ struct File {
   uint64_t next_report = 0;
   uint8_t last_copy = 0;    // --repeat: the copy whose data came last
   uint64_t ring_drops = 0;  // its packets dropped in a full receive buffer
+  FileRepairs repairs;      // what FEC and later copies filled in (FileTable::store_chunk())
   // Lanes (receiver/file_table.hpp): the lane that announced it first; a striped file
   // (kFlagStriped) comes down every lane. open_lanes: bit k set while lane k holds it open (it
   // announced the file and neither announced a later one nor sent the file's last end);

@@ -79,11 +79,14 @@ class FileTable final : private Finisher::Owner {
   // striped one on every lane). The next file a lane announces closes the lane for the files
   // open on it, as does the file's end on that lane; a file that no lane holds open any more
   // and still misses data fails after a short grace (as one lane's next file always did).
+  //
+  // Data: `rebuilt` when FEC made the packet; a file counts the rebuilt packets it takes, and the
+  // chunks a later copy (--repeat) fills (File::repairs, and the counters).
   void handle_announce(const common::Packet& p, size_t lane = 0);
-  void handle_data(const common::Packet& p);
+  void handle_data(const common::Packet& p, bool rebuilt = false);
   // A piece of a compressed block (receiver/zframes.hpp): once the block is whole, its bytes
   // are taken as its chunks' data; a block that does not decompress to its size fails the file.
-  void handle_zdata(const common::Packet& p);
+  void handle_zdata(const common::Packet& p, bool rebuilt = false);
   void handle_end(const common::Packet& p, size_t lane = 0);
   void handle_abort(const common::Packet& p);
   // A list entry names a file its lane finished: one this receiver never heard of is recorded
@@ -149,7 +152,8 @@ class FileTable final : private Finisher::Owner {
   Block* get_block(File*& f, uint64_t index);
   // The file a data packet names when it is receiving, else nullptr (counted).
   File* receiving(uint32_t id);
-  // Stores chunk `idx` of *f (not had yet). False when the file failed meanwhile (f is null).
+  // Stores chunk `idx` of *f (not had yet), from copy `copy`. False when the file failed
+  // meanwhile (f is null).
   bool store_chunk(File*& f, uint64_t idx, std::span<const uint8_t> data, uint8_t copy);
   bool zdata_fits(const File& f, const common::ZDataHeader& z, size_t piece_len) const;
   bool evict_one();

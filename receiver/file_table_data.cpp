@@ -24,7 +24,7 @@ File* FileTable::receiving(uint32_t id) {
   return nullptr;
 }
 
-void FileTable::handle_data(const Packet& p) {
+void FileTable::handle_data(const Packet& p, bool rebuilt) {
   common::DataHeader d;
   std::span<const uint8_t> data;
   if (common::decode_data(p.payload, &d, &data) != DecodeStatus::kOk) {
@@ -46,6 +46,10 @@ void FileTable::handle_data(const Packet& p) {
     return;
   }
   if (!store_chunk(f, idx, data, d.copy)) return;
+  if (rebuilt) {
+    ++f->repairs.fec_rebuilt;
+    ++counters_.fec_rebuilt_used;
+  }
   if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
 }
 
@@ -69,6 +73,10 @@ bool FileTable::store_chunk(File*& f, uint64_t idx, std::span<const uint8_t> dat
   f->set_chunk(idx);
   ++f->chunks_received;
   f->last_copy = copy;
+  if (copy > 0) {  // the first copy missed it (else this one would have been a duplicate)
+    ++f->repairs.repeat_filled;
+    ++counters_.repeat_filled;
+  }
   f->bytes_received += data.size();
   // The clock is read only when a line is due (not once a packet).
   if (f->bytes_received >= f->next_report) {
@@ -87,7 +95,7 @@ bool FileTable::zdata_fits(const File& f, const common::ZDataHeader& z, size_t p
          piece_len == std::min<uint64_t>(piece, z.frame_len - z.frame_off);
 }
 
-void FileTable::handle_zdata(const Packet& p) {
+void FileTable::handle_zdata(const Packet& p, bool rebuilt) {
   common::ZDataHeader z;
   std::span<const uint8_t> piece;
   if (common::decode_zdata(p.payload, &z, &piece) != DecodeStatus::kOk) {
@@ -110,7 +118,7 @@ void FileTable::handle_zdata(const Packet& p) {
     return;
   }
   const ZFrames::Result r =
-      zframes_.add(session_, f->id, z, piece, common::zdata_piece_size(f->chunk_size));
+      zframes_.add(session_, f->id, z, piece, common::zdata_piece_size(f->chunk_size), rebuilt);
   switch (r.status) {
     case ZFrames::Status::kPending:
       return;
@@ -132,6 +140,10 @@ void FileTable::handle_zdata(const Packet& p) {
     const size_t len = std::min<size_t>(f->chunk_size, r.raw.size() - at);
     if (!store_chunk(f, first + i, r.raw.subspan(at, len), z.copy)) return;
   }
+  // The block's rebuilt pieces went into the file now (a piece of a block never completed, or
+  // dropped for room, went into nothing).
+  f->repairs.fec_rebuilt += r.rebuilt;
+  counters_.fec_rebuilt_used += r.rebuilt;
   if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
 }
 

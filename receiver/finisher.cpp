@@ -185,6 +185,11 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
   spdlog::info("File: {}, Trans: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}", f.path,
                common::with_commas(f.size), common::format_hms_ms(elapsed),
                common::mib_per_s(f.size, elapsed), key);
+  // After the File: line, which stays DFTS's byte for byte: what it took to get the file whole.
+  if (f.repairs.any()) {
+    spdlog::info("Info: {}: repaired: FEC rebuilt {} packet(s), repeats filled {} chunk(s)", f.path,
+                 f.repairs.fec_rebuilt, f.repairs.repeat_filled);
+  }
   ++counters_.files_passed;
   if (f.session == owner_.current_session()) ++session_files_.passed;
   counters_.bytes_delivered += f.size;
@@ -198,6 +203,7 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
   o.size = f.size;
   o.verify = std::string(common::verify_type_name(f.verify));
   o.rel_path = f.path;
+  o.repairs = f.repairs;
   auto tmp = std::make_shared<TempFile>(std::move(f.tmp));
   fs_.post(
       [this, tmp, o, j = journal_] {
@@ -236,6 +242,7 @@ FailureRecord Finisher::failure_record(File& f) {
   rec.file_id = f.id;
   rec.expected_size = f.size;
   rec.bytes_received = f.bytes_received;
+  rec.repairs = f.repairs;
   rec.missing = missing_ranges(f, kMissingRangesInRecord, &rec.missing_ranges_total);
   if (f.joined_late && !rec.missing.empty() && rec.missing.front().first == 0 &&
       f.bytes_received > 0) {

@@ -1,8 +1,9 @@
 // The finisher: the last steps of a file whose writes are done. Verification (the hash streamed
 // in file order, or the file read back on the pool), the commit (Committer: flush, rename, folder
-// sync), delivery (the File: line, counters, --on-complete, the journal's P line), and failure
-// (the record, its Error line). It tells the file's owner, the file table, when a file has failed
-// (Owner::fail) and when its life is over (Owner::end); it never ends a file itself.
+// sync), delivery (the File: line and its "repaired:" line, counters, --on-complete, the
+// journal's P line with the repairs), and failure (the record, its Error line). It tells the
+// file's owner, the file table, when a file has failed (Owner::fail) and when its life is over
+// (Owner::end); it never ends a file itself.
 //
 // Writer thread only. Its pool work and the committer's results come back through FsPool::reap()
 // and the write engine's completions, both processed in FileTable::pump(): the seam where a

@@ -137,6 +137,17 @@ void add_packet_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size_
           "FEC groups given up with packets missing and too little parity (their files fail "
           "unless a later copy fills the holes)",
           [st] { return num(st->writer.fec.groups_lost); });
+  // Per file, these are the File: line's "repaired:" line and the records' fields.
+  reg.add(kCounter, "ddft_receive_fec_rebuilt_packets_used_total",
+          "Data packets (kData, or kZData pieces of a compressed block once it is whole) that "
+          "FEC rebuilt and that went into a file, whether the file then passed or failed; of "
+          "ddft_receive_packets_recovered_total, which counts every datagram rebuilt",
+          [st] { return num(st->writer.counters.fec_rebuilt_used); });
+  reg.add(kCounter, "ddft_receive_repeat_filled_chunks_total",
+          "Chunks (a data packet's worth of a file) that a later copy of the file (--repeat) "
+          "filled, the first copy having missed them; a compressed block counts every chunk it "
+          "filled when a later copy's piece completed it",
+          [st] { return num(st->writer.counters.repeat_filled); });
 }
 
 // Datagrams not used, by reason, and those dropped for want of room (the ring, and with the UDP

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -20,6 +22,9 @@ std::string format_outcome(const Outcome& o) {
   if (o.kind == Outcome::Kind::kFailed) {
     line += fmt::format(" {} {} {}", common::json_quote(o.record), common::json_quote(o.reason),
                         o.received);
+  }
+  if (o.kind == Outcome::Kind::kPassed && o.repairs) {
+    line += fmt::format(" {} {}", o.repairs->fec_rebuilt, o.repairs->repeat_filled);
   }
   return line + "\n";
 }
@@ -92,6 +97,27 @@ bool take_quoted(std::string_view* rest, std::string* out) {
   return true;
 }
 
+// Takes " <decimal> <decimal>" (a P line's repairs), the whole of `rest`.
+bool take_counts(std::string_view* rest, FileRepairs* out) {
+  uint64_t v[2] = {0, 0};
+  for (uint64_t& n : v) {
+    if (rest->size() < 2 || rest->front() != ' ') return false;
+    rest->remove_prefix(1);
+    const size_t digits = std::min(rest->find(' '), rest->size());
+    if (digits == 0 || digits > 20) return false;
+    const std::string text(rest->substr(0, digits));
+    char* end = nullptr;
+    errno = 0;
+    n = std::strtoull(text.c_str(), &end, 10);
+    if (*end != '\0' || text.front() < '0' || text.front() > '9' || errno == ERANGE) return false;
+    rest->remove_prefix(digits);
+  }
+  if (!rest->empty()) return false;
+  out->fec_rebuilt = v[0];
+  out->repeat_filled = v[1];
+  return true;
+}
+
 }  // namespace
 
 bool parse_outcome(std::string_view line, Outcome* out) {
@@ -142,6 +168,11 @@ bool parse_outcome(std::string_view line, Outcome* out) {
     o.received = std::strtoull(received.c_str(), &end, 10);
     if (received.empty() || *end != '\0' || received.front() == '-') return false;
     line = {};
+  }
+  if (o.kind == Outcome::Kind::kPassed && !line.empty()) {
+    FileRepairs r;
+    if (!take_counts(&line, &r)) return false;
+    o.repairs = r;
   }
   if (!line.empty()) return false;
   *out = std::move(o);

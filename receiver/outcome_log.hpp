@@ -7,8 +7,10 @@
 //
 // One line per event, appended: "<kind> <session hex> <file id> <size> <verify> <key hex or ->
 // <path as a JSON string>", and for F lines " <record as a JSON string> <reason as a JSON
-// string> <bytes received>". Lines are not synced on their own: the journal is rewritten to the
-// current session's lines when a new session starts, and compacted when it grows.
+// string> <bytes received>"; for P lines, when the file's repairs are known (not for a file the
+// start-up finished), " <FEC rebuilt> <repeat filled>" (receiver/file_repairs.hpp). Lines are
+// not synced on their own: the journal is rewritten to the current session's lines when a new
+// session starts, and compacted when it grows.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "receiver/file_repairs.hpp"
 
 namespace ddft::receiver {
 
@@ -41,6 +44,8 @@ struct Outcome {
   std::string record;  // the record's path
   std::string reason;
   uint64_t received = 0;
+  // kPassed only: what repaired it, when known (a P line without them: unknown).
+  std::optional<FileRepairs> repairs;
 };
 
 // Formats one journal line (newline included), and parses one (without it). parse returns false

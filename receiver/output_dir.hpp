@@ -16,6 +16,7 @@
 
 #include "common/fd.hpp"
 #include "common/protocol.hpp"
+#include "receiver/file_repairs.hpp"
 
 namespace ddft::receiver {
 
@@ -107,6 +108,10 @@ struct FailureRecord {
   bool discard_data = false;  // remove the partial data instead of keeping it (disk full)
   bool no_record = false;     // remove the temporary file and write no record (flood bound)
   bool missing_known = true;  // false: the missing ranges are "as far as known" (a leftover)
+  // What FEC and later copies filled in before it failed (receiver/file_repairs.hpp).
+  // repairs_known false (a leftover: no one counted them) writes them as null.
+  FileRepairs repairs;
+  bool repairs_known = true;
   // With several lanes: the lane that carried the file (kLaneAll: striped over every lane);
   // kLaneUnsaid (one lane) writes no "lane" field.
   int lane = common::kLaneUnsaid;

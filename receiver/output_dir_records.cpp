@@ -78,6 +78,12 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
       fmt::format("  \"session\": \"{:016x}\",\n  \"file_id\": {},\n", rec.session, rec.file_id);
   json += fmt::format("  \"expected_size\": {},\n  \"bytes_received\": {},\n", rec.expected_size,
                       rec.bytes_received);
+  if (rec.repairs_known) {
+    json += fmt::format("  \"fec_rebuilt\": {},\n  \"repeat_filled\": {},\n",
+                        rec.repairs.fec_rebuilt, rec.repairs.repeat_filled);
+  } else {
+    json += "  \"fec_rebuilt\": null,\n  \"repeat_filled\": null,\n";
+  }
   json += "  \"missing_ranges\": [";
   for (size_t i = 0; i < rec.missing.size(); ++i) {
     json += fmt::format("{}[{}, {}]", i ? ", " : "", rec.missing[i].first, rec.missing[i].second);
@@ -213,6 +219,7 @@ Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::s
   Origin o;
   r.verify = "NONE";
   r.missing_known = false;
+  r.repairs_known = false;
   if (fd && read_origin_of(dir_fd, name, fd.get(), &o)) {
     l.named = true;
     r.rel_path = o.rel_path;

@@ -154,6 +154,7 @@ void finish_failures(OutputDir& out, OutcomeLog& journal,
       rec.bytes_received = f.received;
       rec.reason = f.reason;
       rec.verify = f.verify;
+      rec.repairs_known = false;  // the journal's F line does not carry them
       TempFile none;
       where = out.fail(none, rec);
       f.record = where;

@@ -30,7 +30,7 @@ void ZFrames::make_room(size_t need) {
 }
 
 ZFrames::Result ZFrames::add(uint64_t session, uint32_t file, const common::ZDataHeader& z,
-                             std::span<const uint8_t> piece, size_t piece_size) {
+                             std::span<const uint8_t> piece, size_t piece_size, bool rebuilt) {
   const Key key{session, file, z.offset};
   auto it = frames_.find(key);
   if (it == frames_.end()) {
@@ -45,13 +45,17 @@ ZFrames::Result ZFrames::add(uint64_t session, uint32_t file, const common::ZDat
     held_ += z.frame_len;
   }
   Frame& f = it->second;
-  if (f.raw_len != z.raw_len || f.bytes.size() != z.frame_len) return {Status::kMismatch, {}, {}};
+  if (f.raw_len != z.raw_len || f.bytes.size() != z.frame_len) {
+    return {Status::kMismatch, {}, {}, 0};
+  }
   const size_t index = z.frame_off / piece_size;
-  if (f.have[index]) return {Status::kDuplicate, {}, {}};
+  if (f.have[index]) return {Status::kDuplicate, {}, {}, 0};
   f.have[index] = true;
+  f.rebuilt += rebuilt ? 1 : 0;
   std::memcpy(f.bytes.data() + z.frame_off, piece.data(), piece.size());
-  if (--f.missing > 0) return {Status::kPending, {}, {}};
+  if (--f.missing > 0) return {Status::kPending, {}, {}, 0};
   Result r = decompress(f, z.offset);
+  if (r.status == Status::kComplete) r.rebuilt = f.rebuilt;
   held_ -= f.bytes.size();
   frames_.erase(it);
   return r;
@@ -63,7 +67,8 @@ ZFrames::Result ZFrames::decompress(const Frame& f, uint64_t offset) {
     return Result{
         Status::kBad,
         {},
-        fmt::format("the compressed block at offset {} ({} bytes) {}", offset, f.raw_len, why)};
+        fmt::format("the compressed block at offset {} ({} bytes) {}", offset, f.raw_len, why),
+        0};
   };
   const unsigned long long declared = ZSTD_getFrameContentSize(f.bytes.data(), f.bytes.size());
   if (declared == ZSTD_CONTENTSIZE_ERROR) return bad("is not a zstd frame");
@@ -83,7 +88,7 @@ ZFrames::Result ZFrames::decompress(const Frame& f, uint64_t offset) {
   ++counters_.frames_done;
   counters_.frame_bytes += f.bytes.size();
   counters_.raw_bytes += n;
-  return {Status::kComplete, std::span<const uint8_t>(out_.data(), n), {}};
+  return {Status::kComplete, std::span<const uint8_t>(out_.data(), n), {}, 0};
 }
 
 void ZFrames::drop_file(uint64_t session, uint32_t file) {

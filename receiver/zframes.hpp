@@ -38,6 +38,7 @@ class ZFrames {
     Status status = Status::kPending;
     std::span<const uint8_t> raw;  // kComplete: raw_len bytes, valid until the next add()
     std::string error;             // kBad: why, one line
+    uint32_t rebuilt = 0;          // kComplete: how many of the frame's pieces FEC rebuilt
   };
   struct Counters {
     uint64_t frames_done = 0;     // decompressed whole
@@ -54,9 +55,10 @@ class ZFrames {
 
   // Adds one piece of file `file` of session `session`. `piece_size` is the file's
   // zdata_piece_size(): the caller has checked that z.frame_off is a multiple of it and that the
-  // piece is as long as its place says.
+  // piece is as long as its place says. `rebuilt`: FEC made the piece (counted in the frame's
+  // Result::rebuilt when it is taken).
   Result add(uint64_t session, uint32_t file, const common::ZDataHeader& z,
-             std::span<const uint8_t> piece, size_t piece_size);
+             std::span<const uint8_t> piece, size_t piece_size, bool rebuilt = false);
   // Drops what is held of one file (its life ended) or of everything.
   void drop_file(uint64_t session, uint32_t file);
   void clear();
@@ -72,7 +74,8 @@ class ZFrames {
     std::vector<uint8_t> bytes;  // frame_len
     std::vector<bool> have;      // one per piece
     size_t missing = 0;
-    uint64_t born = 0;  // for eviction, oldest first
+    uint32_t rebuilt = 0;  // pieces taken that FEC rebuilt
+    uint64_t born = 0;     // for eviction, oldest first
   };
   Result decompress(const Frame& f, uint64_t offset);
   void make_room(size_t need);

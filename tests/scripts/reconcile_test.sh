@@ -2,10 +2,11 @@
 # Tests of scripts/dd_reconcile on crafted send manifests and receive logs (the receive lines as
 # receiver/assembler.cpp and receiver/pipeline.cpp write them):
 #   1. every outcome (delivered, Key: none, key mismatch, failed, refused, filtered, unfinished,
-#      never seen, not sent, not in manifest), the notes (--repeat, collision, on-complete), a path
-#      sent in two sessions, failures of a replaced session logged after the next one started,
-#      a session whose start is in no log given (matched by path alone), a file left by a
-#      receiver that stopped, and a name holding " FAILED: ";
+#      never seen, not sent, not in manifest), the notes (--repeat, collision, repaired,
+#      on-complete) and the repair counts' JSON fields, a path sent in two sessions, failures of
+#      a replaced session logged after the next one started, a session whose start is in no log
+#      given (matched by path alone), a file left by a receiver that stopped, and a name holding
+#      " FAILED: ";
 #   2. three rotated logs given in the wrong order, one gzip-compressed, across a new year (the
 #      text format has no year), and the same run as --log-format json, which must give the
 #      same report;
@@ -115,6 +116,7 @@ touch -d '2025-12-31 23:59:00' rx-old.log
   announce a/rep.bin 100
   echo "Info: a/rep.bin: complete after copy 2 of 3 (--repeat)"
   file_line a/rep.bin 100 "Key: 0x0000AAAA, B2B Passed"
+  echo "Info: a/rep.bin: repaired: FEC rebuilt 2 packet(s), repeats filled 5 chunk(s)"
   announce a/same.txt 11
   echo "Info: a/same.txt: the existing file of that name was kept as a/same.1.txt"
   file_line a/same.txt 11 "Key: 0x0000BBBB, B2B Passed"
@@ -123,6 +125,7 @@ touch -d '2025-12-31 23:59:00' rx-old.log
   announce 'a/odd FAILED: name.txt' 10
   echo "Error: a/odd FAILED: name.txt FAILED: no packet for 5.0 s: the sender stopped or the link went down before the file's end; received 0 of 10 bytes; missing bytes 0-10; record: $rec/x.json"
   file_line x/extra.txt 3 "Key: 0x0000EEEE, B2B Passed"
+  echo "Info: x/extra.txt: repaired: FEC rebuilt 1 packet(s), repeats filled 0 chunk(s)"
   announce a/slow.bin 1,000
   announce a/big.bin 777
   announce a/twice.bin 50
@@ -187,7 +190,7 @@ check $A a/bad.txt "key mismatch|manifest key 0x11111111, receive log key 0x2222
 check $A a/lost.bin "failed|the sender went on to the next file before this one was complete: data lost; received 1,000 of 2,000 bytes; missing bytes 1000-2000; record: $rec/20251231-235505-$A-4-lost.bin.json|"
 check $A ../evil "refused|path has a '..' component (record: $rec/20260101-000001-$A-5-evil.json)|"
 check $A a/skip.tmp "filtered|matches --exclude '*.tmp'|"
-check $A a/rep.bin "delivered|key 0x0000AAAA|complete after copy 2 of 3 (--repeat); on-complete: cannot start /usr/local/bin/scan: No such file or directory (Error)"
+check $A a/rep.bin "delivered|key 0x0000AAAA|complete after copy 2 of 3 (--repeat); repaired: FEC rebuilt 2 packet(s), repeats filled 5 chunk(s); on-complete: cannot start /usr/local/bin/scan: No such file or directory (Error)"
 check $A a/same.txt "delivered|key 0x0000BBBB|the existing file of that name was kept as a/same.1.txt; on-complete: exit 3 (0.012 s) (Warn)"
 check $A "a/odd FAILED: name.txt" "failed|no packet for 5.0 s: the sender stopped or the link went down before the file's end; received 0 of 10 bytes"
 check $A a/slow.bin "failed|sender restarted (new session); received 1,000 of 1,000 bytes; record: $rec/y.json|"
@@ -203,7 +206,20 @@ check $B a/ok.txt "delivered|key 0x7777AAAA|"
 check $B a/half.bin "unfinished|announced, no outcome after it in the logs given|"
 check $B a/aborted.bin "not sent|read error on '/data/a/aborted.bin': Input/output error|"
 expect "x/extra.txt is session A's" "" "$(outcome_of report.json $D x/extra.txt)"
-check $A x/extra.txt "not in manifest||"
+check $A x/extra.txt "not in manifest||repaired: FEC rebuilt 1 packet(s), repeats filled 0 chunk(s)"
+# The repair counts as JSON fields (null where the log has no "repaired:" line).
+repairs_of() {
+  python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("session") == sys.argv[2] and r.get("path") == sys.argv[3]:
+        print(json.dumps([r["fec_rebuilt"], r["repeat_filled"]]))
+' "$@"
+}
+expect "a/rep.bin repairs" "[2, 5]" "$(repairs_of report.json $A a/rep.bin)"
+expect "x/extra.txt repairs" "[1, 0]" "$(repairs_of report.json $A x/extra.txt)"
+expect "a/ok.txt repairs" "[null, null]" "$(repairs_of report.json $A a/ok.txt)"
 check $D d/other.txt "not in manifest||"
 summary=$(tail -n 1 report.json)
 for kv in '"delivered": 8' '"key mismatch": 1' '"failed": 7' '"refused": 1' '"filtered": 1' \
@@ -225,7 +241,7 @@ expect "logs copied without their times" "$(cat report.json)" "$(cat copied.json
 "$reconcile" --json manifest.jsonl rx-new.log rx-mid.log > partial.json
 check_p() { local got; got=$(outcome_of partial.json "$1" "$2"); [[ "$got" == "$3"* ]] && ok || bad "partial: $2: expected '$3...', got '$got'"; }
 check_p $A a/ok.txt "never seen||session $A does not start in the receive logs"
-check_p $A a/rep.bin "delivered|key 0x0000AAAA|complete after copy 2 of 3 (--repeat); on-complete: cannot start /usr/local/bin/scan: No such file or directory (Error); session $A does not start in the receive logs: matched by path alone"
+check_p $A a/rep.bin "delivered|key 0x0000AAAA|complete after copy 2 of 3 (--repeat); repaired: FEC rebuilt 2 packet(s), repeats filled 5 chunk(s); on-complete: cannot start /usr/local/bin/scan: No such file or directory (Error); session $A does not start in the receive logs: matched by path alone"
 
 # --- 2. The same run as --log-format json (msg is the text line's message) gives the same report.
 to_json() {

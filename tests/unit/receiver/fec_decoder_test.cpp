@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 
@@ -215,6 +216,38 @@ TEST(FecWindows, ParityThatContradictsItsWindowIsDropped) {
   other.index = 1;
   dec.add_parity(other, shard.first(shard.size() - 1), none);  // a shard of another length
   EXPECT_EQ(dec.counters().bad_parity, 2u);
+}
+
+// A window's sources offered again (after a rebuilt announce) say which ones were rebuilt, so
+// that the file that takes them counts its repairs (receiver/file_repairs.hpp).
+TEST(FecWindows, ReplayTellsTheRebuiltSourcesFromTheReceivedOnes) {
+  const common::FecParams p{4, 1, 2};  // a window of 8 sources in 2 groups of 4, 1 parity each
+  const Stream s = make_stream(p, 8, 6);
+  ASSERT_EQ(s.wire.size(), 10u);
+  receiver::FecDecoder dec(9216, 1 << 20);
+  size_t rebuilt = 0;
+  auto count = [&](std::span<const uint8_t>) { ++rebuilt; };
+  for (size_t i = 0; i < s.wire.size(); ++i) {
+    if (i == 0 || i == 1) continue;  // place 0 (group 0) and place 1 (group 1) lost
+    common::Packet pk;
+    ASSERT_EQ(common::decode_packet(s.wire[i], &pk), common::DecodeStatus::kOk);
+    if (!s.is_parity[i]) {
+      EXPECT_TRUE(dec.add_source(pk.header, s.wire[i], count));
+      continue;
+    }
+    common::Parity pa;
+    std::span<const uint8_t> shard;
+    ASSERT_EQ(common::decode_parity(pk.payload, &pa, &shard), common::DecodeStatus::kOk);
+    if (pa.group == 0) dec.add_parity(pa, shard, count);  // group 1's parity is lost too
+  }
+  ASSERT_EQ(rebuilt, 1u);
+  ASSERT_EQ(dec.open_windows(), 1u);  // group 1 still waits
+  std::map<uint64_t, bool> offered;
+  dec.replay(0, [&](std::span<const uint8_t> d, bool was_rebuilt) {
+    offered[common::peek_seq(d.data())] = was_rebuilt;
+  });
+  ASSERT_EQ(offered.size(), 7u);
+  for (const auto& [seq, was_rebuilt] : offered) EXPECT_EQ(was_rebuilt, seq == 0) << seq;
 }
 
 }  // namespace

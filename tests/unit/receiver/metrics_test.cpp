@@ -49,7 +49,8 @@ TEST(ReceiverMetrics, EveryFamilyRendersAndStartsAtZero) {
   const std::string text = registry.render();
   for (const char* family :
        {"ddft_receive_files_delivered_total", "ddft_receive_files_failed_total",
-        "ddft_receive_files_refused_total", "ddft_receive_files_filtered_total"}) {
+        "ddft_receive_files_refused_total", "ddft_receive_files_filtered_total",
+        "ddft_receive_fec_rebuilt_packets_used_total", "ddft_receive_repeat_filled_chunks_total"}) {
     EXPECT_NE(text.find(std::string("# TYPE ") + family + " counter"), std::string::npos)
         << family << "\n"
         << text;

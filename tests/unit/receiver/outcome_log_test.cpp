@@ -128,6 +128,50 @@ TEST(OutcomeFormat, RefusesDamagedLines) {
   }
 }
 
+// A P line carries the file's repairs after its path when they are known; a P line without them
+// (an earlier version's, or one the start-up wrote) still reads, as unknown.
+TEST(OutcomeFormat, APassedLineCarriesItsRepairs) {
+  Outcome o = make(Outcome::Kind::kPassed, 0x0123456789abcdefULL, 7, "a b");
+  o.repairs = FileRepairs{3, UINT64_MAX};
+  const std::string line = format_outcome(o);
+  EXPECT_EQ(line,
+            "P 0123456789abcdef 7 1007 B2B 00112233445566778899aabbccddeeff \"a b\" 3 "
+            "18446744073709551615\n");
+  Outcome back;
+  ASSERT_TRUE(parse_outcome(std::string_view(line).substr(0, line.size() - 1), &back)) << line;
+  EXPECT_TRUE(same(o, back));
+  ASSERT_TRUE(back.repairs);
+  EXPECT_EQ(back.repairs->fec_rebuilt, 3u);
+  EXPECT_EQ(back.repairs->repeat_filled, UINT64_MAX);
+
+  o.repairs.reset();
+  EXPECT_EQ(format_outcome(o),
+            "P 0123456789abcdef 7 1007 B2B 00112233445566778899aabbccddeeff \"a b\"\n");
+  ASSERT_TRUE(parse_outcome("P 0123456789abcdef 7 100 B2B 00ff \"a\"", &back));
+  EXPECT_FALSE(back.repairs);
+  // Only P lines have them: a C line's repairs are not written.
+  o.kind = Outcome::Kind::kCommitting;
+  o.repairs = FileRepairs{1, 1};
+  EXPECT_EQ(format_outcome(o).find("\" 1 1"), std::string::npos);
+
+  const std::vector<std::string> bad = {
+      "P 0123456789abcdef 7 100 B2B 00ff \"a\" 1",                       // one count
+      "P 0123456789abcdef 7 100 B2B 00ff \"a\" 1 2 3",                   // three
+      "P 0123456789abcdef 7 100 B2B 00ff \"a\" 1 x",                     // not a number
+      "P 0123456789abcdef 7 100 B2B 00ff \"a\" -1 2",                    // negative
+      "P 0123456789abcdef 7 100 B2B 00ff \"a\" +1 2",                    // signed
+      "P 0123456789abcdef 7 100 B2B 00ff \"a\"  1 2",                    // two spaces
+      "P 0123456789abcdef 7 100 B2B 00ff \"a\" 1 2 ",                    // trailing space
+      "P 0123456789abcdef 7 100 B2B 00ff \"a\" 1 18446744073709551616",  // past 64 bits
+      "C 0123456789abcdef 7 100 B2B 00ff \"a\" 1 2",                     // not a P line
+  };
+  for (const std::string& text : bad) {
+    Outcome out = make(Outcome::Kind::kPassed, 1, 1, "untouched");
+    EXPECT_FALSE(parse_outcome(text, &out)) << "accepted: " << text;
+    EXPECT_EQ(out.rel_path, "untouched") << text;
+  }
+}
+
 // Fixed (found by this test): json_quote() never leaves a quote unescaped inside the string, but
 // parse_outcome() takes everything between the first and the last quote, so a line glued to a
 // half line (previous test) passes as one entry.

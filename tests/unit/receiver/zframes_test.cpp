@@ -41,12 +41,13 @@ common::ZDataHeader header_of(uint64_t offset, size_t raw_len, size_t frame_len)
   return z;
 }
 
-// Adds piece `i` of `frame`.
+// Adds piece `i` of `frame` (`rebuilt`: as FEC made it).
 ZFrames::Result add_piece(ZFrames& zf, common::ZDataHeader z, const std::vector<uint8_t>& frame,
-                          size_t i, uint32_t file = 1) {
+                          size_t i, uint32_t file = 1, bool rebuilt = false) {
   z.frame_off = static_cast<uint32_t>(i * kPiece);
   const size_t len = std::min(kPiece, frame.size() - i * kPiece);
-  return zf.add(7, file, z, std::span<const uint8_t>(frame.data() + i * kPiece, len), kPiece);
+  return zf.add(7, file, z, std::span<const uint8_t>(frame.data() + i * kPiece, len), kPiece,
+                rebuilt);
 }
 
 size_t pieces(const std::vector<uint8_t>& frame) { return (frame.size() + kPiece - 1) / kPiece; }
@@ -72,6 +73,29 @@ TEST(ZFrames, GathersPiecesInAnyOrderAndGivesTheBlockBack) {
   EXPECT_EQ(zf.held_bytes(), 0u);
   EXPECT_EQ(zf.counters().frames_done, 1u);
   EXPECT_EQ(zf.counters().raw_bytes, raw.size());
+}
+
+// The pieces FEC rebuilt are counted when the frame they went into is whole; a rebuilt piece
+// the frame had already is a duplicate, not counted.
+TEST(ZFrames, CountsTheRebuiltPiecesOfAWholeFrame) {
+  const auto raw = text_block(100000, 2);
+  const auto frame = compress(raw);
+  ASSERT_GT(pieces(frame), 4u);
+  ZFrames zf(8 << 20);
+  const auto z = header_of(0, raw.size(), frame.size());
+  EXPECT_EQ(add_piece(zf, z, frame, 0, 1, true).status, ZFrames::Status::kPending);
+  EXPECT_EQ(add_piece(zf, z, frame, 0, 1, true).status, ZFrames::Status::kDuplicate);
+  EXPECT_EQ(add_piece(zf, z, frame, 2, 1, true).status, ZFrames::Status::kPending);
+  ZFrames::Result r;
+  for (size_t i = 1; i < pieces(frame); ++i) {
+    if (i != 2) r = add_piece(zf, z, frame, i);
+  }
+  ASSERT_EQ(r.status, ZFrames::Status::kComplete);
+  EXPECT_EQ(r.rebuilt, 2u);
+  // The next frame starts from none.
+  for (size_t i = 0; i < pieces(frame); ++i) r = add_piece(zf, z, frame, i);
+  ASSERT_EQ(r.status, ZFrames::Status::kComplete);
+  EXPECT_EQ(r.rebuilt, 0u);
 }
 
 TEST(ZFrames, ABombIsRefusedWithinTheBlocksSize) {
