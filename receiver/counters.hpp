@@ -72,6 +72,14 @@ struct AssemblerCounters {
   // rebuilt that went into a file, and chunks a later copy (--repeat) filled.
   uint64_t fec_rebuilt_used = 0;
   uint64_t repeat_filled = 0;
+  // --compress (receiver/zframes.hpp): blocks decompressed whole, refused (bomb, damaged), and
+  // dropped from the side buffer to stay within --compress-buffer-mb; their frames' bytes and
+  // what those decompressed to.
+  uint64_t zblocks_done = 0;
+  uint64_t zblocks_bad = 0;
+  uint64_t zblocks_evicted = 0;
+  uint64_t zframe_bytes = 0;
+  uint64_t zraw_bytes = 0;
   uint64_t auth_rejected[kAuthRejectCount] = {};
   uint64_t files_evicted = 0;       // failed to make room under --max-files-in-flight
   uint64_t records_suppressed = 0;  // refusals past the record rate limit (logged, no record)

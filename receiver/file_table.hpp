@@ -156,6 +156,8 @@ class FileTable final : private Finisher::Owner {
   // meanwhile (f is null).
   bool store_chunk(File*& f, uint64_t idx, std::span<const uint8_t> data, uint8_t copy);
   bool zdata_fits(const File& f, const common::ZDataHeader& z, size_t piece_len) const;
+  // Copies the ZFrames counters into the published AssemblerCounters (for the metrics).
+  void publish_zframe_counters();
   bool evict_one();
   void process_completions();
   void advance(File& f);

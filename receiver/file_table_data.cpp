@@ -119,6 +119,7 @@ void FileTable::handle_zdata(const Packet& p, bool rebuilt) {
   }
   const ZFrames::Result r =
       zframes_.add(session_, f->id, z, piece, common::zdata_piece_size(f->chunk_size), rebuilt);
+  publish_zframe_counters();
   switch (r.status) {
     case ZFrames::Status::kPending:
       return;
@@ -145,6 +146,15 @@ void FileTable::handle_zdata(const Packet& p, bool rebuilt) {
   f->repairs.fec_rebuilt += r.rebuilt;
   counters_.fec_rebuilt_used += r.rebuilt;
   if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
+}
+
+void FileTable::publish_zframe_counters() {
+  const ZFrames::Counters& z = zframes_.counters();
+  counters_.zblocks_done = z.frames_done;
+  counters_.zblocks_bad = z.frames_bad;
+  counters_.zblocks_evicted = z.frames_evicted;
+  counters_.zframe_bytes = z.frame_bytes;
+  counters_.zraw_bytes = z.raw_bytes;
 }
 
 }  // namespace ddft::receiver

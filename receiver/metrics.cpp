@@ -148,6 +148,25 @@ void add_packet_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size_
           "filled, the first copy having missed them; a compressed block counts every chunk it "
           "filled when a later copy's piece completed it",
           [st] { return num(st->writer.counters.repeat_filled); });
+  const char* zblocks_help =
+      "Compressed blocks (sender --compress), by outcome: done (decompressed whole into their "
+      "file), bad (refused: a frame expanding past its block's size, or damaged; the file "
+      "failed), evicted (dropped to stay within --compress-buffer-mb: their bytes then missing)";
+  const std::pair<const char*, uint64_t AssemblerCounters::*> zblocks[] = {
+      {"done", &AssemblerCounters::zblocks_done},
+      {"bad", &AssemblerCounters::zblocks_bad},
+      {"evicted", &AssemblerCounters::zblocks_evicted}};
+  for (const auto& entry : zblocks) {
+    const auto field = entry.second;
+    reg.add(kCounter, "ddft_receive_compressed_blocks_total", zblocks_help,
+            [st, field] { return num(st->writer.counters.*field); }, {{"outcome", entry.first}});
+  }
+  reg.add(kCounter, "ddft_receive_compressed_frame_bytes_total",
+          "Bytes of the compressed blocks done, as they crossed (their zstd frames)",
+          [st] { return num(st->writer.counters.zframe_bytes); });
+  reg.add(kCounter, "ddft_receive_compressed_raw_bytes_total",
+          "Bytes the compressed blocks done decompressed to (the files' own bytes)",
+          [st] { return num(st->writer.counters.zraw_bytes); });
 }
 
 // Datagrams not used, by reason, and those dropped for want of room (the ring, and with the UDP

@@ -87,33 +87,43 @@ void Compressor::run(Worker& w) {
 void Compressor::compress(Worker& w, WorkItem& item) {
   uint8_t* block = pool_.data(item.buffer);
   const size_t len = item.len;
-  blocks_.fetch_add(1, std::memory_order_relaxed);
-  raw_bytes_.fetch_add(len, std::memory_order_relaxed);
+  bool worth = len > 64;
+  if (worth && w.probe != nullptr && len > kProbeSize) {
+    const uint8_t* sample = block + (len - kProbeSize) / 2;
+    const size_t n = ZSTD_compress2(w.probe, w.scratch.data(),
+                                    common::zdata_frame_limit(kProbeSize), sample, kProbeSize);
+    worth = !ZSTD_isError(n);
+  }
   size_t sent = len;
-  if (len > 64) {
-    bool worth = true;
-    if (w.probe != nullptr && len > kProbeSize) {
-      const uint8_t* sample = block + (len - kProbeSize) / 2;
-      const size_t n = ZSTD_compress2(w.probe, w.scratch.data(),
-                                      common::zdata_frame_limit(kProbeSize), sample, kProbeSize);
-      worth = !ZSTD_isError(n);
-    }
-    if (worth) {
-      // A frame that would not save 1/kZMinSavingDiv does not fit the limit: ZSTD says so
-      // with an error, and the block goes raw.
-      const size_t n =
-          ZSTD_compress2(w.cctx, w.scratch.data(), common::zdata_frame_limit(len), block, len);
-      if (!ZSTD_isError(n)) {
-        std::memcpy(block, w.scratch.data(), n);
-        item.raw_len = static_cast<uint32_t>(len);
-        item.len = n;
-        item.compressed = true;
-        sent = n;
-        compressed_.fetch_add(1, std::memory_order_relaxed);
-      }
+  if (worth) {
+    // A frame that would not save 1/kZMinSavingDiv does not fit the limit: ZSTD says so with
+    // an error, and the block goes raw.
+    const size_t n =
+        ZSTD_compress2(w.cctx, w.scratch.data(), common::zdata_frame_limit(len), block, len);
+    if (!ZSTD_isError(n)) {
+      std::memcpy(block, w.scratch.data(), n);
+      item.raw_len = static_cast<uint32_t>(len);
+      item.len = n;
+      item.compressed = true;
+      sent = n;
     }
   }
-  sent_bytes_.fetch_add(sent, std::memory_order_relaxed);
+  count(len, sent, item.compressed);
+}
+
+void Compressor::count(size_t raw, size_t sent, bool compressed) {
+  const auto add = [](std::atomic<uint64_t>& a, uint64_t n) {
+    a.fetch_add(n, std::memory_order_relaxed);
+  };
+  add(blocks_, 1);
+  add(raw_bytes_, raw);
+  add(sent_bytes_, sent);
+  if (compressed) add(compressed_, 1);
+  if (status_ == nullptr) return;
+  add(status_->compress_blocks, 1);
+  add(status_->compress_in_bytes, raw);
+  add(status_->compress_out_bytes, sent);
+  if (compressed) add(status_->compress_blocks_compressed, 1);
 }
 
 void Compressor::hand_on(uint64_t ticket, WorkItem&& item) {

@@ -30,6 +30,7 @@
 #include "common/bounded_queue.hpp"
 #include "common/buffer_pool.hpp"
 #include "sender/config.hpp"
+#include "sender/send_status.hpp"
 #include "sender/work_item.hpp"
 
 namespace ddft::sender {
@@ -56,6 +57,8 @@ class Compressor final : public WorkSink {
   void close() override;
 
   CompressTotals totals() const;
+  // Counts into `status` too (--metrics), from now on; set before the first push().
+  void set_status(SendStatus* status) { status_ = status; }
 
  private:
   struct Job {
@@ -69,6 +72,7 @@ class Compressor final : public WorkSink {
   };
   void run(Worker& w);
   void compress(Worker& w, WorkItem& item);
+  void count(size_t raw, size_t sent, bool compressed);
   void hand_on(uint64_t ticket, WorkItem&& item);
 
   const SenderConfig& cfg_;
@@ -84,6 +88,7 @@ class Compressor final : public WorkSink {
   std::vector<Worker> workers_;
   std::vector<std::jthread> threads_;
   std::atomic<uint64_t> blocks_{0}, compressed_{0}, raw_bytes_{0}, sent_bytes_{0};
+  SendStatus* status_ = nullptr;
 };
 
 }  // namespace ddft::sender

@@ -19,8 +19,15 @@
 
 namespace ddft::sender {
 
-double ratio(uint64_t raw, uint64_t sent) {
-  return sent == 0 ? 1.0 : static_cast<double>(raw) / static_cast<double>(sent);
+// The session's last word on --compress: what it saved.
+void log_compression(const CompressTotals& c) {
+  const double ratio = c.sent_bytes == 0
+                           ? 1.0
+                           : static_cast<double>(c.raw_bytes) / static_cast<double>(c.sent_bytes);
+  spdlog::info(
+      "Info: compression: {} of {} block(s) compressed; {} bytes of data sent as {} ({:.2f}x)",
+      c.blocks_compressed, c.blocks, common::with_commas(c.raw_bytes),
+      common::with_commas(c.sent_bytes), ratio);
 }
 
 size_t reader_block_size(const SenderConfig& cfg) {
@@ -96,7 +103,10 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
   LaneRouter router(lane_queues, uint64_t{cfg_.stripe_mb} << 20, block);
   // --compress: blocks pass through the dd-zstdN workers on their way to the lanes.
   std::optional<Compressor> compressor;
-  if (cfg_.compress != CompressMode::kOff) compressor.emplace(cfg_, pool, router);
+  if (cfg_.compress != CompressMode::kOff) {
+    compressor.emplace(cfg_, pool, router);
+    compressor->set_status(status_);
+  }
   Reader reader(files, cfg_, clock_, pool,
                 compressor ? static_cast<WorkSink&>(*compressor) : static_cast<WorkSink&>(router));
   LaneHub hub(lanes, cfg_.watch_dir.empty(), observers_);
@@ -150,14 +160,7 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
     sum.datagrams += t.datagrams;
     sum.wire_bytes += t.wire_bytes;
   }
-  if (compressor) {
-    const CompressTotals c = compressor->totals();
-    spdlog::info(
-        "Info: compression: {} of {} block(s) compressed; {} bytes of data sent as {} "
-        "({:.2f}x)",
-        c.blocks_compressed, c.blocks, common::with_commas(c.raw_bytes),
-        common::with_commas(c.sent_bytes), ratio(c.raw_bytes, c.sent_bytes));
-  }
+  if (compressor) log_compression(compressor->totals());
   return sum;
 }
 

@@ -178,5 +178,28 @@ TEST(Compressor, ARefusingDownstreamEndsTheStreamAndReturnsEveryBuffer) {
   EXPECT_EQ(sink.items_.size(), 2u);
 }
 
+TEST(Compressor, CountsIntoTheSendStatusForTheMetrics) {
+  BufferPool pool(4, kBlock);
+  RecordingSink sink(pool);
+  SendStatus status;
+  Compressor c(config(CompressMode::kAuto, 2), pool, sink);
+  c.set_status(&status);
+  auto meta = std::make_shared<FileMeta>();
+  meta->rel_path = "f";
+  for (int i = 0; i < 6; ++i) {
+    const auto b = block_bytes(i % 2 == 0, static_cast<unsigned>(i));
+    const int buf = pool.acquire();
+    std::copy(b.begin(), b.end(), pool.data(buf));
+    ASSERT_TRUE(c.push(WorkItem{WorkItem::Kind::kBlock, meta, buf, i * kBlock, kBlock}));
+  }
+  c.close();
+  const CompressTotals t = c.totals();
+  EXPECT_EQ(status.compress_blocks.load(), 6u);
+  EXPECT_EQ(status.compress_blocks_compressed.load(), 3u);  // the text ones
+  EXPECT_EQ(status.compress_in_bytes.load(), 6 * kBlock);
+  EXPECT_EQ(status.compress_out_bytes.load(), t.sent_bytes);
+  EXPECT_LT(t.sent_bytes, 4 * kBlock);  // three random blocks as they are, three frames
+}
+
 }  // namespace
 }  // namespace ddft::sender
