@@ -89,9 +89,10 @@ bool FileTable::store_chunk(File*& f, uint64_t idx, std::span<const uint8_t> dat
 // end, and the piece sits where the file's piece size puts it.
 bool FileTable::zdata_fits(const File& f, const common::ZDataHeader& z, size_t piece_len) const {
   const uint64_t piece = common::zdata_piece_size(f.chunk_size);
-  const uint64_t end = z.offset + z.raw_len;
-  return z.offset % f.chunk_size == 0 && z.offset < f.size && end <= f.size &&
-         (z.raw_len % f.chunk_size == 0 || end == f.size) && z.frame_off % piece == 0 &&
+  // Written so that nothing wraps, whatever the announce claimed.
+  return z.offset % f.chunk_size == 0 && z.offset < f.size && z.raw_len <= f.size - z.offset &&
+         (z.raw_len % f.chunk_size == 0 || z.raw_len == f.size - z.offset) &&
+         z.frame_off % piece == 0 &&
          piece_len == std::min<uint64_t>(piece, z.frame_len - z.frame_off);
 }
 
@@ -150,6 +151,15 @@ void FileTable::handle_zdata(const Packet& p, bool rebuilt) {
 
 void FileTable::publish_zframe_counters() {
   const ZFrames::Counters& z = zframes_.counters();
+  // Dropped unfinished blocks: the first, then each time the count doubles (a bounded log).
+  if (z.frames_evicted > counters_.zblocks_evicted &&
+      (z.frames_evicted & (z.frames_evicted - 1)) == 0) {
+    spdlog::warn(
+        "Warn: the compressed-block buffer (--compress-buffer-mb {}) is full: {} unfinished "
+        "block(s) dropped so far, each missing unless a later copy brings it whole; on a lossy "
+        "link use --fec, or a larger --compress-buffer-mb",
+        cfg_.compress_buffer_mb, z.frames_evicted);
+  }
   counters_.zblocks_done = z.frames_done;
   counters_.zblocks_bad = z.frames_bad;
   counters_.zblocks_evicted = z.frames_evicted;

@@ -63,6 +63,11 @@ class ZFrames {
   void drop_file(uint64_t session, uint32_t file);
   void clear();
 
+  // What one held frame costs beyond its bytes (map node, piece bitmap), charged to the budget so
+  // that a stream of tiny partial frames is bounded as well as a few large ones.
+  static constexpr size_t kFrameOverhead = 256;
+
+  // Bytes charged for the frames held: their lengths plus kFrameOverhead each.
   size_t held_bytes() const { return held_; }
   size_t frames() const { return frames_.size(); }
   const Counters& counters() const { return counters_; }
@@ -77,14 +82,17 @@ class ZFrames {
     uint32_t rebuilt = 0;  // pieces taken that FEC rebuilt
     uint64_t born = 0;     // for eviction, oldest first
   };
-  Result decompress(const Frame& f, uint64_t offset);
+  using Iter = std::map<Key, Frame>::iterator;
+  Result decompress(std::span<const uint8_t> frame, uint32_t raw_len, uint64_t offset);
   void make_room(size_t need);
+  void erase(Iter it);
 
   size_t budget_;
   size_t held_ = 0;
   uint64_t births_ = 0;
   std::map<Key, Frame> frames_;
-  std::vector<uint8_t> out_;  // the decompressed block, kMaxZBlockSize once used
+  std::map<uint64_t, Key> by_birth_;  // the frames held, oldest first (eviction order)
+  std::vector<uint8_t> out_;          // the decompressed block, kMaxZBlockSize once used
   ZSTD_DCtx* dctx_ = nullptr;
   Counters counters_;
 };

@@ -31,23 +31,31 @@ Compressor::Compressor(const SenderConfig& cfg, BufferPool& pool, WorkSink& out)
     : cfg_(cfg), pool_(pool), out_(out), jobs_(std::max(1u, cfg.compress_workers) * 2) {
   const unsigned n = std::max(1u, cfg.compress_workers);
   workers_.resize(n);
-  for (Worker& w : workers_) {
-    w.cctx = new_cctx(cfg.compress_level, true);
-    if (cfg.compress == CompressMode::kAuto) w.probe = new_cctx(1, false);
-    w.scratch.resize(pool.buffer_size());
-  }
-  for (unsigned i = 0; i < n; ++i) {
-    threads_.push_back(common::start_named_thread(fmt::format("dd-zstd{}", i + 1),
-                                                  [this, i] { run(workers_[i]); }));
+  try {
+    for (Worker& w : workers_) {
+      w.cctx = new_cctx(cfg.compress_level, true);
+      if (cfg.compress == CompressMode::kAuto) w.probe = new_cctx(1, false);
+      w.scratch.resize(pool.buffer_size());
+    }
+    for (unsigned i = 0; i < n; ++i) {
+      threads_.push_back(common::start_named_thread(fmt::format("dd-zstd{}", i + 1),
+                                                    [this, i] { run(workers_[i]); }));
+    }
+  } catch (...) {
+    shut_down();  // the workers started wait on the queue: closed, they end and join
+    throw;
   }
 }
 
-Compressor::~Compressor() {
+Compressor::~Compressor() { shut_down(); }
+
+void Compressor::shut_down() {
   jobs_.close();
   threads_.clear();  // joins
   for (Worker& w : workers_) {
     ZSTD_freeCCtx(w.cctx);
     ZSTD_freeCCtx(w.probe);
+    w.cctx = w.probe = nullptr;
   }
 }
 
@@ -131,10 +139,19 @@ void Compressor::hand_on(uint64_t ticket, WorkItem&& item) {
   turn_cv_.wait(lock, [&] { return turn_ == ticket; });
   // Pushed under the turn lock: one item at a time, in the reader's order.
   const int buffer = item.kind == WorkItem::Kind::kBlock ? item.buffer : -1;
-  if (refused_.load(std::memory_order_relaxed) || !out_.push(std::move(item))) {
+  bool taken = false;
+  if (!refused_.load(std::memory_order_relaxed)) {
+    try {
+      taken = out_.push(std::move(item));
+    } catch (const std::exception& e) {  // the stream ends here, as if refused: no thread dies
+      spdlog::error("Error: the compressed stream stopped: {}", e.what());
+    }
+  }
+  if (!taken) {
     refused_.store(true, std::memory_order_release);
     if (buffer >= 0) pool_.release(buffer);  // nobody takes it any more
   }
+  // Every ticket's turn ends, whatever happened: the workers after it must not wait forever.
   ++turn_;
   turn_cv_.notify_all();
 }

@@ -71,6 +71,9 @@ class Compressor final : public WorkSink {
     std::vector<uint8_t> scratch;
   };
   void run(Worker& w);
+  // Closes the queue, joins the workers and frees their contexts (the destructor, or a
+  // constructor that failed half-way).
+  void shut_down();
   void compress(Worker& w, WorkItem& item);
   void count(size_t raw, size_t sent, bool compressed);
   void hand_on(uint64_t ticket, WorkItem&& item);

@@ -105,7 +105,7 @@ void add_protection_options(CLI::App& app, SenderConfig& cfg) {
       ->group(loss)
       ->capture_default_str();
   app.add_option("--compress-workers", cfg.compress_workers,
-                 "Threads compressing blocks (dd-zstdN); 0: one per core")
+                 "Threads compressing blocks (dd-zstdN); 0: one per core, at most 8")
       ->check(CLI::Range(0u, 64u))
       ->group(loss)
       ->capture_default_str();

@@ -54,9 +54,10 @@ class LaneRouter final : public WorkSink {
   LaneRouter(const LaneRouter&) = delete;
   LaneRouter& operator=(const LaneRouter&) = delete;
 
-  // Reader thread only: routes `item` (see the rules above). Blocks while the lane (or, for an
-  // item every lane takes, any of them) is full. Returns false once closed, with `item` untouched;
-  // an item for every lane may then have reached some of them.
+  // One thread at a time (the reader, or the dd-zstdN worker whose turn it is under
+  // --compress, sender/compressor.hpp): routes `item` (see the rules above). Blocks while the lane
+  // (or, for an item every lane takes, any of them) is full. Returns false once closed, with `item`
+  // untouched; an item for every lane may then have reached some of them.
   bool push(WorkItem&& item) override;
   // Closes every lane's queue. Any thread.
   void close() override;
@@ -101,7 +102,7 @@ class LaneRouter final : public WorkSink {
   std::atomic<size_t> up_;
   uint64_t stripe_threshold_;
   uint64_t stripe_bytes_;
-  // Reader thread only: the file being routed (items of one file come together, in order).
+  // push()'s thread only: the file being routed (items of one file come together, in order).
   std::shared_ptr<const FileMeta> file_;
   bool file_striped_ = false;
   uint64_t file_lanes_ = 0;   // the lanes that carry it (a striped file: those up at its begin)

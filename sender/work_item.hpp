@@ -55,7 +55,8 @@ struct WorkItem {
 };
 
 // Where the reader hands its items: one transmitter's queue, or the lane router that spreads them
-// over several. Called from the reader thread only.
+// over several. Called from one thread at a time: the reader's, or (under --compress) the
+// Compressor's worker whose turn it is, each push ordered after the one before.
 class WorkSink {
  public:
   virtual ~WorkSink() = default;

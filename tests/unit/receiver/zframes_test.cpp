@@ -65,7 +65,7 @@ TEST(ZFrames, GathersPiecesInAnyOrderAndGivesTheBlockBack) {
   }
   EXPECT_EQ(add_piece(zf, z, frame, order[1]).status, ZFrames::Status::kDuplicate);
   EXPECT_EQ(zf.frames(), 1u);
-  EXPECT_EQ(zf.held_bytes(), frame.size());
+  EXPECT_EQ(zf.held_bytes(), frame.size() + ZFrames::kFrameOverhead);
   const ZFrames::Result r = add_piece(zf, z, frame, order.back());
   ASSERT_EQ(r.status, ZFrames::Status::kComplete);
   EXPECT_TRUE(std::equal(r.raw.begin(), r.raw.end(), raw.begin(), raw.end()));
@@ -189,6 +189,24 @@ TEST(ZFrames, StaysWithinItsBudgetDroppingTheOldestFrame) {
   EXPECT_EQ(zf.counters().frames_evicted, 2u);
 }
 
+TEST(ZFrames, AOnePieceFrameIsDoneAtOnceAndDropsNothingForRoom) {
+  std::vector<uint8_t> big(3 << 19);
+  std::mt19937 rng(5);
+  for (auto& b : big) b = static_cast<uint8_t>(rng());
+  const auto big_frame = compress(big);
+  ZFrames zf(1);  // 4 MiB: two big partial frames fill it
+  add_piece(zf, header_of(0, big.size(), big_frame.size()), big_frame, 0);
+  add_piece(zf, header_of(3 << 19, big.size(), big_frame.size()), big_frame, 0, 2);
+  const auto raw = text_block(5000, 6);
+  const auto small = compress(raw);
+  ASSERT_LE(small.size(), kPiece);
+  const ZFrames::Result r = add_piece(zf, header_of(1 << 22, raw.size(), small.size()), small, 0);
+  ASSERT_EQ(r.status, ZFrames::Status::kComplete);
+  EXPECT_TRUE(std::equal(r.raw.begin(), r.raw.end(), raw.begin(), raw.end()));
+  EXPECT_EQ(zf.counters().frames_evicted, 0u);
+  EXPECT_EQ(zf.frames(), 2u);
+}
+
 TEST(ZFrames, DropsWhatAFileHeldWhenItEnds) {
   const auto raw = text_block(100000, 4);
   const auto frame = compress(raw);
@@ -199,7 +217,7 @@ TEST(ZFrames, DropsWhatAFileHeldWhenItEnds) {
   EXPECT_EQ(zf.frames(), 2u);
   zf.drop_file(7, 1);
   EXPECT_EQ(zf.frames(), 1u);
-  EXPECT_EQ(zf.held_bytes(), frame.size());
+  EXPECT_EQ(zf.held_bytes(), frame.size() + ZFrames::kFrameOverhead);
   zf.clear();
   EXPECT_EQ(zf.frames(), 0u);
   EXPECT_EQ(zf.held_bytes(), 0u);
