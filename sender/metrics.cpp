@@ -11,13 +11,18 @@ namespace ddft::sender {
 
 namespace {
 
-// --compress: what the compressor tried and saved (all 0 with --compress off).
-void add_compress_metrics(common::MetricsRegistry& reg, const SendStatus& st) {
-  constexpr auto kCounter = common::MetricType::kCounter;
-  auto read = [&st](const std::atomic<uint64_t> SendStatus::*field) {
+// A metric that reads one of SendStatus's counters.
+auto status_reader(const SendStatus& st) {
+  return [&st](const std::atomic<uint64_t> SendStatus::*field) {
     return
         [&st, field] { return static_cast<double>((st.*field).load(std::memory_order_relaxed)); };
   };
+}
+
+// --compress: what the compressor tried and saved (all 0 with --compress off).
+void add_compress_metrics(common::MetricsRegistry& reg, const SendStatus& st) {
+  constexpr auto kCounter = common::MetricType::kCounter;
+  const auto read = status_reader(st);
   reg.add(kCounter, "ddft_send_compress_blocks_total",
           "Blocks --compress tried (0 with --compress off)", read(&SendStatus::compress_blocks));
   reg.add(kCounter, "ddft_send_compress_blocks_compressed_total",
@@ -39,10 +44,7 @@ void add_sender_metrics(common::MetricsRegistry& reg, const SendStatus& st, cons
   using common::MetricType;
   constexpr auto kCounter = MetricType::kCounter;
   constexpr auto kGauge = MetricType::kGauge;
-  auto read = [&st](const std::atomic<uint64_t> SendStatus::*field) {
-    return
-        [&st, field] { return static_cast<double>((st.*field).load(std::memory_order_relaxed)); };
-  };
+  const auto read = status_reader(st);
 
   reg.add(kGauge, "ddft_build_info", "The program and its version; always 1", [] { return 1.0; },
           {{"program", "dd_file_send"}, {"version", common::kVersion}});
