@@ -204,7 +204,9 @@ void FileTable::record_unannounced(const common::FileListEntry& e, const std::st
   ++session_files_.failed;
   FailureRecord rec = unannounced_record(e, session_);
   rec.reason += lane_note;
-  if (gate_ != nullptr && gate_->lanes() > 1 && e.lane >= 0) {
+  if (gate_ != nullptr && gate_->lanes() > 1 && e.lane == common::kLaneAll) {
+    rec.lane = common::kLaneAll;  // "lane": "striped", as for a striped file that failed
+  } else if (gate_ != nullptr && gate_->lanes() > 1 && e.lane >= 0) {
     const int lane = gate_->lane_of_sender(e.lane);
     rec.lane = lane >= 0 ? lane : e.lane;
   }

@@ -214,6 +214,26 @@ TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
   EXPECT_NE(rec.find("\"lane\": 1"), std::string::npos) << rec;
 }
 
+// A striped file that only the list names (every packet of it lost) is recorded once every lane
+// is gone, and its record says it was striped, as a striped file that failed says.
+TEST_F(FileTableLanesTest, AStripedFileOnlyTheListNamesIsRecordedAsStriped) {
+  const std::string gone = lane_content(5000, 10);
+  feed(0, lane_[0].file_list(
+              {{11, "gone.bin", gone, common::VerifyType::kB2B, false, common::kLaneAll}}));
+  later(1);
+  settle();
+  EXPECT_EQ(counters_.files_unannounced, 0u) << "lane 1 may still bring it";
+  feed(0, lane_[0].heartbeat(true, 1000, 0, 2));
+  feed(1, lane_[1].heartbeat(true, 1000, 1, 2));
+  later(2);
+  settle();
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("gone.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("\"lane\": \"striped\""), std::string::npos) << rec;
+  EXPECT_NE(rec.find("striped over every lane"), std::string::npos) << rec;
+}
+
 TEST_F(FileTableLanesTest, AListEntryOfALaneNoLaneHereCarriesIsLeftToItsReceiver) {
   // The sender drives three lanes; this receiver's two carry its lanes 0 and 1.
   const std::string other = lane_content(1000, 9);
