@@ -4,20 +4,15 @@
 #include <isa-l/erasure_code.h>
 
 #include <algorithm>
-#include <charconv>
 #include <stdexcept>
+
+#include "common/parse_number.hpp"
 
 namespace ddft::common {
 namespace {
 
 constexpr size_t kDecodeCacheLimit = 4096;
 constexpr size_t kDecodeCacheBytes = size_t{32} << 20;
-
-bool parse_unsigned(std::string_view s, unsigned* out) {
-  if (s.empty()) return false;
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
 
 }  // namespace
 
@@ -29,8 +24,8 @@ bool parse_fec(std::string_view text, FecParams* out, std::string* error) {
   const size_t colon = text.find(':');
   unsigned k = 0;
   unsigned m = 0;
-  if (colon == std::string_view::npos || !parse_unsigned(text.substr(0, colon), &k) ||
-      !parse_unsigned(text.substr(colon + 1), &m)) {
+  if (colon == std::string_view::npos || !parse_whole_number(text.substr(0, colon), &k) ||
+      !parse_whole_number(text.substr(colon + 1), &m)) {
     *error = fmt::format("'{}' is not K:M (source and parity packets per group, e.g. 32:4)", text);
     return false;
   }

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <thread>
 
 #include "common/log_format.hpp"
 #include "common/metrics.hpp"
+#include "common/parse_number.hpp"
 
 namespace ddft::sender {
 
@@ -409,11 +409,8 @@ void finalize_compress(SenderConfig& cfg) {
   if (mode != "zstd" && mode != "auto") throw CLI::ValidationError("--compress", expected);
   cfg.compress = mode == "zstd" ? CompressMode::kZstd : CompressMode::kAuto;
   if (colon != std::string::npos) {
-    const std::string level = t.substr(colon + 1);
     int v = 0;
-    const auto [end, ec] = std::from_chars(level.data(), level.data() + level.size(), v);
-    if (level.empty() || ec != std::errc() || end != level.data() + level.size() || v < 1 ||
-        v > 19) {
+    if (!common::parse_whole_number(std::string_view(t).substr(colon + 1), &v) || v < 1 || v > 19) {
       throw CLI::ValidationError("--compress", expected);
     }
     cfg.compress_level = v;

@@ -2,23 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 #include "common/hash.hpp"
+#include "common/parse_number.hpp"
 
 namespace ddft::sender {
-
-namespace {
-
-// A whole decimal number, digits only (no sign, space or base prefix), that fits 32 bits.
-bool parse_count(std::string_view text, uint32_t* out) {
-  if (text.empty()) return false;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  return ec == std::errc() && ptr == end;
-}
-
-}  // namespace
 
 uint32_t shard_of(std::string_view rel_path, uint32_t n) {
   return static_cast<uint32_t>(common::xxh3_64(rel_path) % n);
@@ -32,8 +19,8 @@ bool parse_shard(std::string_view text, Shard* out, std::string* error) {
   const size_t slash = text.find('/');
   uint32_t k = 0;
   uint32_t n = 0;
-  if (slash == std::string_view::npos || !parse_count(text.substr(0, slash), &k) ||
-      !parse_count(text.substr(slash + 1), &n)) {
+  if (slash == std::string_view::npos || !common::parse_whole_number(text.substr(0, slash), &k) ||
+      !common::parse_whole_number(text.substr(slash + 1), &n)) {
     *error = fmt::format(
         "'{}' is not K/N (this host takes shard K of N, counted from 0: 0/2 and 1/2 for two "
         "hosts)",

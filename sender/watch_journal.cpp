@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "common/hash.hpp"
+#include "common/parse_number.hpp"
 
 namespace ddft::sender {
 using common::write_all;
@@ -63,12 +64,6 @@ std::optional<std::string> unescape_path(std::string_view p) {
     i += 2;
   }
   return out;
-}
-
-template <typename T>
-bool parse_number(std::string_view s, T* out) {
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && ptr == s.data() + s.size() && !s.empty();
 }
 
 // Syncs the folder holding `path`, so that a rename or a new file in it survives a crash.
@@ -153,8 +148,10 @@ std::optional<JournalRecord> parse_journal_line(std::string_view line, bool* don
     *why = "not a record";
     return std::nullopt;
   }
-  if (!parse_number(f[1], &r.id.dev) || !parse_number(f[2], &r.id.ino) ||
-      !parse_number(f[3], &r.id.size) || !parse_number(f[4], &r.id.mtime_ns)) {
+  if (!common::parse_whole_number(f[1], &r.id.dev) ||
+      !common::parse_whole_number(f[2], &r.id.ino) ||
+      !common::parse_whole_number(f[3], &r.id.size) ||
+      !common::parse_whole_number(f[4], &r.id.mtime_ns)) {
     *why = "bad number";
     return std::nullopt;
   }
