@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/protocol.hpp"
+#include "support/fake_sender.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 
@@ -153,42 +154,16 @@ TEST_F(CompressEndToEnd, ALostPieceCostsItsBlockAndTheRecordNamesItsBytes) {
 
 // A forged session: an announce of a 1 MiB file, then a frame of 4 MiB of zeros that claims to
 // be that file's block, and another whose header leaves the size out.
-std::vector<std::vector<uint8_t>> bomb_session(bool declare_size) {
-  common::Header h;
-  h.session_id = declare_size ? 0xB0B0 : 0xB0B1;
-  common::Announce a;
-  a.file_id = 1;
-  a.size = 1 << 20;
-  a.chunk_size = 8904;
-  a.verify = common::VerifyType::kB2B;
-  a.path = "bomb.bin";
-  std::vector<std::vector<uint8_t>> out;
-  std::vector<uint8_t> d(9000);
-  d.resize(common::encode_announce(h, a, d));
-  out.push_back(d);
-  const std::vector<uint8_t> zeros(4 << 20, 0);
-  std::vector<uint8_t> frame(ZSTD_compressBound(zeros.size()));
+std::vector<Datagram> bomb_session(bool declare_size) {
+  FakeSender tx(declare_size ? 0xB0B0 : 0xB0B1, 8904);
+  std::vector<Datagram> out = {tx.announce(1, "bomb.bin", 1 << 20)};
+  const std::string zeros(4 << 20, '\0');
+  std::string frame(ZSTD_compressBound(zeros.size()), '\0');
   ZSTD_CCtx* c = ZSTD_createCCtx();
   ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, declare_size ? 1 : 0);
   frame.resize(ZSTD_compress2(c, frame.data(), frame.size(), zeros.data(), zeros.size()));
   ZSTD_freeCCtx(c);
-  common::ZDataHeader z;
-  z.file_id = 1;
-  z.offset = 0;
-  z.raw_len = 1 << 20;
-  z.frame_len = static_cast<uint32_t>(frame.size());
-  const size_t piece = common::zdata_piece_size(a.chunk_size);
-  for (size_t off = 0; off < frame.size(); off += piece) {
-    const size_t len = std::min(piece, frame.size() - off);
-    std::vector<uint8_t> p(9000);
-    std::copy(frame.begin() + static_cast<std::ptrdiff_t>(off),
-              frame.begin() + static_cast<std::ptrdiff_t>(off + len),
-              common::zdata_bytes_of(p.data()));
-    z.frame_off = static_cast<uint32_t>(off);
-    h.seq += 1;
-    p.resize(common::encode_zdata_in_place(h, z, len, p));
-    out.push_back(p);
-  }
+  for (auto& d : tx.zframe(1, 0, 1 << 20, frame)) out.push_back(std::move(d));
   return out;
 }
 
