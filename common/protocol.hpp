@@ -303,6 +303,15 @@ inline constexpr uint16_t kListComplete = 1;
 // kFileList entry_flags: the sender aborted the file (its key_len is 0).
 inline constexpr uint8_t kListAborted = 1;
 
+// File ids: a session numbers its files 1, 2, 3 and so on; 0 names no file. Past 2^32 - 1 the
+// numbering wraps to 1, never to 0. The id after `id`:
+inline constexpr uint32_t next_file_id(uint32_t id) { return id == UINT32_MAX ? 1 : id + 1; }
+// Whether file id `a` was numbered before `b`, across a wrap (serial number arithmetic, as in
+// RFC 1982: of two ids less than 2^31 apart, the one behind the other came first).
+inline constexpr bool file_id_before(uint32_t a, uint32_t b) {
+  return a != b && static_cast<uint32_t>(b - a) < (uint32_t{1} << 31);
+}
+
 enum class PacketType : uint8_t {
   kAnnounce = 1,
   kData = 2,

@@ -116,6 +116,7 @@ void Assembler::on_admitted(std::span<const uint8_t> data, Packet& p, size_t lan
 void Assembler::start_session(uint64_t s) {
   if (gate_.session() != 0) {
     table_.fail_receiving("sender restarted (new session)");
+    table_.end_session();
     log_summary();
     gate_.retire();
   }
@@ -221,6 +222,7 @@ void Assembler::fail_all(const std::string& reason) {
   // Files still receiving never get the rest; those with all their data in finish (writes,
   // verification, the committer).
   table_.fail_receiving(reason);
+  table_.end_session();
   while (io_pending()) table_.pump(true);
   // Files still waiting (none should be) are closed as failed now.
   table_.close_unrecorded(reason);

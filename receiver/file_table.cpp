@@ -16,12 +16,6 @@ using namespace std::chrono;
 using common::DecodeStatus;
 using common::Packet;
 
-namespace {
-// More than a session's complete file list names (the sender lists at most 100,000 files at
-// the end of a session), so that no file of the list is taken for one never announced.
-constexpr size_t kSeenIdsKept = 262144;
-}  // namespace
-
 FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common::Clock& clock,
                      WriteEngine& engine, FailureRecords& records, AssemblerCounters& counters)
     : cfg_(cfg),
@@ -85,10 +79,7 @@ File* FileTable::find(uint32_t id) {
   return it == files_.end() ? nullptr : it->second.get();
 }
 
-void FileTable::remember_seen(uint32_t id) {
-  seen_ids_.insert(id);
-  if (seen_ids_.size() > kSeenIdsKept) seen_ids_.erase(seen_ids_.begin());
-}
+void FileTable::remember_seen(uint32_t id) { seen_ids_.insert(id); }
 
 void FileTable::handle_announce(const Packet& p, size_t lane) {
   common::Announce a;
@@ -100,9 +91,9 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
     announce_again(*known, p, lane);
     return;
   }
-  if (seen_ids_.count(a.file_id) != 0) return;  // a repeat of a file finished already
-  held_.erase(a.file_id);                       // a list named it before it came
-  remember_seen(a.file_id);                     // from now on a repeat of this announce is ignored
+  if (seen_ids_.contains(a.file_id)) return;  // a repeat of a file finished already
+  held_.erase(a.file_id);                     // a list named it before it came
+  remember_seen(a.file_id);                   // from now on a repeat of this announce is ignored
   // An earlier run of this receiver finished it, or named it as failed at start-up (the file it
   // left behind): the rest of its packets are not recorded a second time.
   if (known_earlier(a.file_id)) {
@@ -143,7 +134,6 @@ bool FileTable::filtered(const File& f) {
   ++counters_.files_filtered;
   ++session_files_.filtered;
   filtered_ids_.insert(f.id);
-  if (filtered_ids_.size() > kSeenIdsKept) filtered_ids_.erase(filtered_ids_.begin());
   spdlog::info("Info: filtered {}: {}", common::json_quote(f.path), *why);
   return true;
 }

@@ -38,6 +38,7 @@
 #include "receiver/outcome_log.hpp"
 #include "receiver/output_dir.hpp"
 #include "receiver/progress.hpp"
+#include "receiver/recent_ids.hpp"
 #include "receiver/session_gate.hpp"
 #include "receiver/write_engine.hpp"
 #include "receiver/zframes.hpp"
@@ -46,6 +47,11 @@ namespace ddft::receiver {
 
 class FileTable final : private Finisher::Owner {
  public:
+  // File ids remembered per session, to ignore a finished file's late repeats: more than a
+  // session's complete file list names (the sender lists at most 100,000 files at the end of a
+  // session), so that no file of the list is taken for one never announced.
+  static constexpr size_t kSeenIdsKept = 262144;
+
   // References must outlive the table.
   FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common::Clock& clock,
             WriteEngine& engine, FailureRecords& records, AssemblerCounters& counters);
@@ -61,6 +67,10 @@ class FileTable final : private Finisher::Owner {
 
   // `s` is the sender's session from now on: its file ids start afresh.
   void start_session(uint64_t s);
+  // The current session is over (a new one starts, or the receiver stops) while the gate still
+  // knows its lanes: every held list entry is settled now, under this session, as if each of its
+  // lanes were gone: recorded, or left to another receiver. Call before start_session().
+  void end_session();
   // Fails every file still receiving with `reason` (a new session, shutdown). Files with all
   // their data finish on their own.
   void fail_receiving(const std::string& reason);
@@ -144,10 +154,11 @@ class FileTable final : private Finisher::Owner {
   std::string lane_note(const File& f) const;
   // Held list entries: hold one, settle those whose lane is gone (release_held()).
   void hold(const common::FileListEntry& e);
-  void release_held(common::Clock::time_point now);
+  // `over`: the session ended, so every lane is taken as gone.
+  void release_held(common::Clock::time_point now, bool over = false);
   // Why a held entry's file is recorded now, or nothing while its lane may still bring it.
   // *drop: it belongs to another receiver's lane (nothing to record).
-  std::optional<std::string> held_due(int sender_lane, common::Clock::time_point now,
+  std::optional<std::string> held_due(int sender_lane, common::Clock::time_point now, bool over,
                                       bool* drop) const;
   Block* get_block(File*& f, uint64_t index);
   // The file a data packet names when it is receiving, else nullptr (counted).
@@ -181,8 +192,8 @@ class FileTable final : private Finisher::Owner {
   // Files in flight by (session, file id): a restarted sender reuses ids while the old session's
   // failed files may still be finishing their I/O.
   std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;
-  std::set<uint32_t> seen_ids_;      // recent file ids of the session, to ignore late repeats
-  std::set<uint32_t> filtered_ids_;  // the session's files the filter dropped (as many kept)
+  RecentIds seen_ids_{kSeenIdsKept};      // recent file ids of the session, to ignore late repeats
+  RecentIds filtered_ids_{kSeenIdsKept};  // the session's files the filter dropped
   common::Clock::time_point last_timeout_check_{};
   const SessionGate* gate_ = nullptr;
   // List entries of files not heard of, waiting for their lane, by file id (handle_file_list()).

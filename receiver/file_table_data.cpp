@@ -16,7 +16,7 @@ File* FileTable::receiving(uint32_t id) {
   if (f != nullptr && f->state == FileState::kReceiving) return f;
   // A filtered file's packets are expected: counted apart from those of unknown files, which
   // point at trouble.
-  if (f == nullptr && filtered_ids_.count(id) != 0) {
+  if (f == nullptr && filtered_ids_.contains(id)) {
     ++counters_.filtered_packets;
   } else {
     ++counters_.unknown_file;

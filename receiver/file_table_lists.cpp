@@ -35,8 +35,8 @@ void FileTable::close_lane(size_t lane, uint32_t next_id) {
   const uint64_t bit = uint64_t{1} << lane;
   for (auto& [key, other] : files_) {
     File& o = *other;
-    if (key.first != session_ || o.id >= next_id || o.state != FileState::kReceiving ||
-        (o.open_lanes & bit) == 0) {
+    if (key.first != session_ || !common::file_id_before(o.id, next_id) ||
+        o.state != FileState::kReceiving || (o.open_lanes & bit) == 0) {
       continue;
     }
     o.open_lanes &= ~bit;
@@ -85,8 +85,8 @@ void FileTable::handle_file_list(const Packet& p, size_t lane) {
       records_.write_named(std::move(*rec), /*vouched=*/true);
       continue;
     }
-    if (find(e.file_id) != nullptr || seen_ids_.count(e.file_id) != 0 ||
-        filtered_ids_.count(e.file_id) != 0) {
+    if (find(e.file_id) != nullptr || seen_ids_.contains(e.file_id) ||
+        filtered_ids_.contains(e.file_id)) {
       continue;
     }
     if (known_earlier(e.file_id)) {
@@ -119,13 +119,14 @@ void FileTable::hold(const common::FileListEntry& e) {
 }
 
 std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::time_point now,
-                                               bool* drop) const {
+                                               bool over, bool* drop) const {
   *drop = false;
   if (now == common::Clock::time_point::max()) return std::string(" (too many files waiting)");
   const size_t lanes = gate_ == nullptr ? 1 : gate_->lanes();
+  const auto gone = [&](size_t lane) { return over || gate_ == nullptr || gate_->gone(lane, now); };
   const auto all_gone = [&] {
     for (size_t i = 0; i < lanes; ++i) {
-      if (gate_ != nullptr && !gate_->gone(i, now)) return false;
+      if (!gone(i)) return false;
     }
     return true;
   };
@@ -135,8 +136,9 @@ std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::t
   }
   const int lane = gate_ == nullptr ? 0 : gate_->lane_of_sender(sender_lane);
   if (lane >= 0) {
-    if (gate_ != nullptr && !gate_->gone(static_cast<size_t>(lane), now)) return std::nullopt;
-    return fmt::format(" (lane {}, {})", lane, cfg_.lane_name(static_cast<size_t>(lane)));
+    if (!gone(static_cast<size_t>(lane))) return std::nullopt;
+    return fmt::format(" (lane {}, {}{})", lane, cfg_.lane_name(static_cast<size_t>(lane)),
+                       over ? "; the session ended before that lane brought it" : "");
   }
   // No lane here carries it: another receiver's lane when every lane here has said which it
   // carries; else perhaps the one that never came up, settled once every lane is gone.
@@ -148,15 +150,20 @@ std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::t
   return fmt::format(" (the sender's lane {}: no packet of it reached this receiver)", sender_lane);
 }
 
-void FileTable::release_held(common::Clock::time_point now) {
+void FileTable::end_session() {
+  release_held(clock_.now(), /*over=*/true);
+  held_.clear();  // none is left: each was recorded or left to another receiver
+}
+
+void FileTable::release_held(common::Clock::time_point now, bool over) {
   for (auto it = held_.begin(); it != held_.end();) {
     const uint32_t id = it->first;
-    if (find(id) != nullptr || seen_ids_.count(id) != 0 || filtered_ids_.count(id) != 0) {
+    if (find(id) != nullptr || seen_ids_.contains(id) || filtered_ids_.contains(id)) {
       it = held_.erase(it);  // it came after all
       continue;
     }
     bool drop = false;
-    const std::optional<std::string> note = held_due(it->second->entry.lane, now, &drop);
+    const std::optional<std::string> note = held_due(it->second->entry.lane, now, over, &drop);
     if (drop) {
       ++counters_.listed_elsewhere;
       it = held_.erase(it);

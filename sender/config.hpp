@@ -64,7 +64,10 @@ struct SenderConfig {
   unsigned control_repeat = 3;  // copies of each announce / end / abort / list / heartbeat
   common::FecParams fec;        // --fec K:M, --fec-interleave D; off by default
   std::string fec_text = "off";
-  unsigned repeat = 1;                         // --repeat N: each file sent N times
+  unsigned repeat = 1;  // --repeat N: each file sent N times
+  // The id of the session's first file (common::next_file_id() numbers the rest). Not an
+  // option: 1 in every run; tests start near the wrap.
+  uint32_t first_file_id = 1;
   CompressMode compress = CompressMode::kOff;  // from compress_text
   std::string compress_text = "off";           // --compress as given
   int compress_level = 1;                      // zstd's level, 1..19 (1: see README)

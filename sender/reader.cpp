@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "common/fd.hpp"
 
@@ -99,14 +100,14 @@ bool Reader::skip(const SourceFile& src, const std::string& why) {
 
 void Reader::run(std::stop_token stop) {
   try {
-    uint32_t next_id = 1;
+    uint32_t next_id = cfg_.first_file_id;
     while (true) {
       std::optional<SourceFile> next = files_.next(stop);
       if (!next || stop.stop_requested()) break;
       SourceFile& src = *next;
       if (src.synthetic) {
         auto meta = std::make_shared<FileMeta>();
-        meta->file_id = next_id++;
+        meta->file_id = std::exchange(next_id, common::next_file_id(next_id));
         meta->rel_path = src.rel_path;
         meta->size = src.synthetic_size;
         meta->mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -138,7 +139,7 @@ void Reader::run(std::stop_token stop) {
       }
       ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
       auto meta = std::make_shared<FileMeta>();
-      meta->file_id = next_id++;
+      meta->file_id = std::exchange(next_id, common::next_file_id(next_id));
       meta->rel_path = src.rel_path;
       meta->src_path = src.path;
       meta->size = static_cast<uint64_t>(st.st_size);

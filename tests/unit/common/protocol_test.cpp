@@ -44,6 +44,17 @@ TEST(Protocol, LittleEndianHelpers) {
   EXPECT_EQ(load_le16(b), 0xBEEF);
 }
 
+TEST(Protocol, FileIdsWrapToOneAndKeepTheirOrderAcrossTheWrap) {
+  EXPECT_EQ(next_file_id(1), 2u);
+  EXPECT_EQ(next_file_id(UINT32_MAX), 1u);
+  EXPECT_TRUE(file_id_before(1, 2));
+  EXPECT_FALSE(file_id_before(2, 1));
+  EXPECT_FALSE(file_id_before(7, 7));
+  EXPECT_TRUE(file_id_before(UINT32_MAX, 1));
+  EXPECT_TRUE(file_id_before(UINT32_MAX - 5, 3));
+  EXPECT_FALSE(file_id_before(3, UINT32_MAX - 5));
+}
+
 TEST(Protocol, HeaderLayoutIsFixed) {
   auto d = announce_datagram();
   // Magic "DDFT" in memory order, version, type, payload length.

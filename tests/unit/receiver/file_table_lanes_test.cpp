@@ -1,6 +1,7 @@
 // The file table with two lanes: the gate that tracks each lane's liveness, a real output folder,
 // the pwrite engine, a FakeClock. Packets are built per lane by a FakeSender each (one session,
 // a sequence numbering per lane).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -184,6 +185,22 @@ TEST_F(FileTableLanesTest, ANextFileSupersedesOnlyTheFilesOfItsOwnLane) {
   EXPECT_NE(rec.find("[2000, 5000]"), std::string::npos) << rec;
 }
 
+// A session's ids wrap from 2^32 - 1 to 1: the lane's next file is still a later one, so the
+// file before it that lost its end fails after the grace, not after the silence timeout.
+TEST_F(FileTableLanesTest, ANextFileAfterTheIdWrapStillSupersedesTheOneBefore) {
+  constexpr uint32_t kLast = UINT32_MAX;
+  const std::string a = lane_content(5000, 1);
+  const std::string b = lane_content(3000, 2);
+  feed(0, lane_[0].announce(kLast, "a.bin", a.size()));
+  feed_all(0, lane_[0].data(kLast, a, 0, 0, 2000));  // the rest (and the end) lost
+  feed_all(0, lane_[0].file(common::next_file_id(kLast), "b.bin", b));
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(counters_.files_failed, 1u) << "file 1 comes after file 2^32 - 1 on its lane";
+  EXPECT_NE(records().find("[2000, 5000]"), std::string::npos) << records();
+}
+
 TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
   const std::string late = lane_content(3000, 4);
   const std::string lost = lane_content(2000, 6);
@@ -212,6 +229,38 @@ TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
   EXPECT_NE(rec.find("own.bin"), std::string::npos) << rec;
   EXPECT_EQ(rec.find("late.bin"), std::string::npos) << rec;
   EXPECT_NE(rec.find("\"lane\": 1"), std::string::npos) << rec;
+}
+
+// A list entry still waiting for its lane when the sender starts a new session is settled under
+// the session that listed it: the new session's ids start afresh and must not inherit it.
+TEST_F(FileTableLanesTest, AHeldListEntryIsSettledUnderItsOwnSessionWhenANewOneStarts) {
+  const std::string lost = lane_content(2000, 6);
+  feed(0, lane_[0].file_list({{8, "lost.bin", lost, common::VerifyType::kB2B, false, 1}}));
+  ASSERT_TRUE(table_->holds_list_entries());
+  // What the assembler does when a packet of another session comes.
+  constexpr uint64_t kNext = 0x6262;
+  table_->fail_receiving("sender restarted (new session)");
+  table_->end_session();
+  gate_->retire();
+  gate_->start(kNext);
+  table_->start_session(kNext);
+  settle();
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("lost.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find(fmt::format("\"session\": \"{:016x}\"", kSession)), std::string::npos) << rec;
+  EXPECT_NE(rec.find("the session ended before that lane brought it"), std::string::npos) << rec;
+  // The new session's own file 8 is a file of its own, delivered.
+  testing::FakeSender next{kNext};
+  const std::string fresh = lane_content(1500, 2);
+  feed(0, next.heartbeat(false, 1000, 0, 2));
+  feed_all(0, next.file(8, "fresh.bin", fresh));
+  later(5);
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  EXPECT_EQ(records().find(fmt::format("{:016x}", kNext)), std::string::npos) << records();
 }
 
 // A striped file that only the list names (every packet of it lost) is recorded once every lane

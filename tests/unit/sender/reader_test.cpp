@@ -56,6 +56,23 @@ TEST_F(ReaderTest, ReadsBlocksAndDigest) {
                                 {reinterpret_cast<const uint8_t*>(content.data()), 25000}));
 }
 
+// A session's ids go on past 2^32 - 1 at 1: never at 0, which names no file.
+TEST_F(ReaderTest, FileIdsWrapPastTheLastToOneNeverToZero) {
+  std::ofstream(dir_ / "b.txt") << "b";
+  std::ofstream(dir_ / "c.txt") << "c";
+  files_.push_back({(dir_ / "b.txt").string(), "b.txt"});
+  files_.push_back({(dir_ / "c.txt").string(), "c.txt"});
+  cfg_.first_file_id = UINT32_MAX - 1;
+  BufferPool pool(2, 10000);
+  common::BoundedQueue<WorkItem> q(4);
+  Reader r(files_, cfg_, clock_, pool, q);
+  std::vector<uint32_t> ids;
+  for (const WorkItem& item : read_all(r, pool, q)) {
+    if (item.kind == WorkItem::Kind::kBegin) ids.push_back(item.meta->file_id);
+  }
+  EXPECT_EQ(ids, (std::vector<uint32_t>{UINT32_MAX - 1, UINT32_MAX, 1}));
+}
+
 // --readers 3: reads complete out of order on three IO threads; blocks must still go on in file
 // order with the right data, with more reads wanted than the pool has buffers.
 TEST_F(ReaderTest, ParallelReadersHandBlocksOnInFileOrder) {
