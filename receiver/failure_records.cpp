@@ -21,11 +21,7 @@ constexpr size_t kUnwrittenKept = 10000;
 Outcome failed_outcome(const FailureRecord& rec, const std::string& record) {
   Outcome o;
   o.kind = Outcome::Kind::kFailed;
-  o.session = rec.session;
-  o.file_id = rec.file_id;
-  o.size = rec.expected_size;
-  o.verify = rec.verify;
-  o.rel_path = rec.rel_path;
+  o.file = rec.file;
   o.record = record;
   o.reason = rec.reason;
   o.received = rec.bytes_received;
@@ -78,7 +74,7 @@ void FailureRecords::roll_window(common::Clock::time_point now, bool force) {
 
 void FailureRecords::refuse(const FailureRecord& rec, const std::string& reason) {
   if (!take_slot()) return;
-  write(rec, nullptr, [path = rec.rel_path, reason](const std::string& where) {
+  write(rec, nullptr, [path = rec.file.path, reason](const std::string& where) {
     spdlog::error("Error: refused file {}: {} (record: {})", common::json_quote(path), reason,
                   where.empty() ? "not written" : where);
   });
@@ -94,7 +90,7 @@ void FailureRecords::write(const FailureRecord& rec, std::shared_ptr<TempFile> t
   fs_.post(
       [this, rec, tmp, where, j = journal_] {
         const std::string name = out_.record_name(rec);
-        if (j != nullptr && rec.session != 0 && !rec.no_record) {
+        if (j != nullptr && rec.file.session != 0 && !rec.no_record) {
           j->append(failed_outcome(rec, out_.record_path(name)));
         }
         TempFile none;
@@ -116,7 +112,7 @@ void FailureRecords::write(const FailureRecord& rec, std::shared_ptr<TempFile> t
 }
 
 void FailureRecords::note_logged(const FailureRecord& rec) {
-  if (journal_ == nullptr || rec.session == 0 || rec.no_record) return;
+  if (journal_ == nullptr || rec.file.session == 0 || rec.no_record) return;
   Outcome o = failed_outcome(rec, "");
   o.kind = Outcome::Kind::kLogged;
   fs_.post([j = journal_, o] { j->append(o); }, nullptr);
@@ -137,9 +133,9 @@ void FailureRecords::write_named(FailureRecord rec, bool vouched) {
   const std::string ranges = format_missing(rec.missing);
   const std::string line =
       rec.no_record ? std::string()
-                    : fmt::format("Error: {} FAILED: {}; received {} of {} bytes{}", rec.rel_path,
+                    : fmt::format("Error: {} FAILED: {}; received {} of {} bytes{}", rec.file.path,
                                   rec.reason, common::with_commas(rec.bytes_received),
-                                  common::with_commas(rec.expected_size),
+                                  common::with_commas(rec.file.size),
                                   ranges.empty() ? "" : "; missing bytes " + ranges);
   write(rec, nullptr, [line](const std::string& where) {
     if (line.empty()) return;
@@ -163,7 +159,7 @@ void FailureRecords::retry(common::Clock::time_point now, bool force) {
           const std::string name = out_.record_name(u.rec);
           const std::string where = out_.fail(u.tmp ? *u.tmp : none, u.rec, name);
           if (where.empty()) break;
-          if (j != nullptr && u.rec.session != 0) {
+          if (j != nullptr && u.rec.file.session != 0) {
             j->append(failed_outcome(u.rec, where));
             Outcome logged = failed_outcome(u.rec, "");
             logged.kind = Outcome::Kind::kLogged;  // its Error line was logged when it failed
@@ -178,7 +174,7 @@ void FailureRecords::retry(common::Clock::time_point now, bool force) {
           spdlog::info(
               "Info: {}: its failure record is written now (the file system takes "
               "writes again): {}",
-              (*batch)[i].rec.rel_path, (*written)[i]);
+              (*batch)[i].rec.file.path, (*written)[i]);
         }
         // What is still unwritten goes back in front of anything that failed meanwhile.
         for (size_t i = batch->size(); i > written->size(); --i) {

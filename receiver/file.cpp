@@ -4,6 +4,25 @@
 
 namespace ddft::receiver {
 
+common::Digest sent_key(const File& f) {
+  common::Digest d;
+  d.type = f.verify;
+  d.size = f.end.key_len;
+  d.bytes = f.end.key;
+  return d;
+}
+
+common::FileIdentity identity_of(const File& f) {
+  common::FileIdentity id;
+  id.session = f.session;
+  id.file_id = f.id;
+  id.path = f.path;
+  id.size = f.size;
+  id.verify = f.verify;
+  if (f.verify != common::VerifyType::kNone) id.digest = sent_key(f).hex();
+  return id;
+}
+
 std::vector<std::pair<uint64_t, uint64_t>> missing_ranges(const File& f, size_t limit,
                                                           uint64_t* total) {
   std::vector<std::pair<uint64_t, uint64_t>> out;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/clock.hpp"
+#include "common/file_identity.hpp"
 #include "common/hash.hpp"
 #include "common/protocol.hpp"
 #include "receiver/file_repairs.hpp"
@@ -87,6 +88,11 @@ struct File {
     return size / block_size + (size % block_size != 0);
   }
 };
+
+// The sender's digest of `f`, from its end packet (size 0 before its end came, or with kNone).
+common::Digest sent_key(const File& f);
+// `f` as its sender named it; the digest once its end came.
+common::FileIdentity identity_of(const File& f);
 
 // The byte ranges [start, end) of `f` that have not arrived, at most `limit` of them; *total
 // gets how many there are in all.

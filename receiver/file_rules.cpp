@@ -78,13 +78,10 @@ std::string size_refusal(const ReceiverConfig& cfg, uint64_t size, uint64_t chun
 
 Origin origin_of(const File& f, std::string sender) {
   Origin o;
-  o.rel_path = f.path;
-  o.size = f.size;
+  o.file = identity_of(f);
+  o.file.digest.clear();  // the end has not come
   o.mtime_ns = f.mtime_ns;
   o.mode = f.mode;
-  o.verify = std::string(common::verify_type_name(f.verify));
-  o.session = f.session;
-  o.file_id = f.id;
   o.chunk_size = static_cast<uint32_t>(f.chunk_size);
   o.sender = std::move(sender);
   o.announced_ns = duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count();
@@ -103,34 +100,27 @@ File listed_file(const common::FileListEntry& e, uint64_t session) {
 
 FailureRecord refusal_record(const File& f, uint64_t session, const std::string& reason) {
   FailureRecord rec;
-  rec.rel_path = f.path;
-  rec.session = session;
-  rec.file_id = f.id;
-  rec.expected_size = f.size;
+  rec.file = identity_of(f);
+  rec.file.session = session;
   rec.reason = "refused: " + reason;
-  rec.verify = std::string(common::verify_type_name(f.verify));
   return rec;
 }
 
 FailureRecord unannounced_record(const common::FileListEntry& e, uint64_t session) {
   FailureRecord rec;
-  rec.rel_path = std::string(e.path);
-  rec.session = session;
-  rec.file_id = e.file_id;
-  rec.expected_size = e.size;
+  rec.file = {session, e.file_id, std::string(e.path), e.size, e.verify, {}};
   if (e.size > 0) {
     rec.missing.emplace_back(0, e.size);
     rec.missing_ranges_total = 1;
   }
   rec.reason = e.aborted ? "never announced: all its packets were lost (and the sender aborted it)"
                          : "never announced: all its packets were lost";
-  rec.verify = std::string(common::verify_type_name(e.verify));
   if (e.key_len > 0) {
     common::Digest d;
     d.type = e.verify;
     d.size = e.key_len;
     d.bytes = e.key;
-    rec.expected_key = d.hex();
+    rec.file.digest = d.hex();
   }
   return rec;
 }

@@ -206,7 +206,7 @@ void FileTable::accept(std::unique_ptr<File> f, bool joined_late) {
   auto why = std::make_shared<std::string>();
   fs_.post(
       [this, raw, o = std::move(o), ok, why, tmp = temp_name(session_, raw->id)] {
-        *ok = out_.create_temp(o.rel_path, tmp, &raw->tmp, why.get(), &o);
+        *ok = out_.create_temp(o.file.path, tmp, &raw->tmp, why.get(), &o);
       },
       [this, raw, ok, why] { on_created(*raw, *ok, *why); });
 }

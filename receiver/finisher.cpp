@@ -18,15 +18,6 @@ namespace {
 // Committer::kCookieTag in theirs.
 static_assert(alignof(std::max_align_t) >= 4 && Committer::kCookieTag != 0);
 
-// The sender's key of `f` (from its end packet).
-common::Digest sent_key(const File& f) {
-  common::Digest d;
-  d.type = f.verify;
-  d.size = f.end.key_len;
-  d.bytes = f.end.key;
-  return d;
-}
-
 // Reads `size` bytes of `fd` and hashes them; on failure sets *error.
 common::Digest hash_file(int fd, uint64_t size, common::VerifyType type, std::string* error) {
   std::vector<uint8_t> buf(1 << 20);
@@ -140,12 +131,7 @@ void Finisher::commit(File& f) {
   r.mtime_ns = f.mtime_ns;
   r.cookie = reinterpret_cast<uint64_t>(&f);
   r.journal.kind = Outcome::Kind::kCommitting;
-  r.journal.session = f.session;
-  r.journal.file_id = f.id;
-  r.journal.size = f.size;
-  r.journal.verify = std::string(common::verify_type_name(f.verify));
-  if (f.verify != common::VerifyType::kNone) r.journal.key_hex = sent_key(f).hex();
-  r.journal.rel_path = f.path;
+  r.journal.file = identity_of(f);
   committer_->add(r);
 }
 
@@ -198,11 +184,7 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
   // which takes the file's descriptors with it.
   Outcome o;
   o.kind = Outcome::Kind::kPassed;
-  o.session = f.session;
-  o.file_id = f.id;
-  o.size = f.size;
-  o.verify = std::string(common::verify_type_name(f.verify));
-  o.rel_path = f.path;
+  o.file = identity_of(f);
   o.repairs = f.repairs;
   auto tmp = std::make_shared<TempFile>(std::move(f.tmp));
   fs_.post(
@@ -221,11 +203,9 @@ void Finisher::notify_delivered(const File& f, const std::string& moved_old) {
   std::string_view root = out_.root();
   while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
   d.final_path = std::string(root) + (root == "/" ? "" : "/") + f.path;
-  d.rel_path = f.path;
-  d.size = f.size;
+  d.file = identity_of(f);
   d.key = f.verify == common::VerifyType::kNone ? std::string("none")
                                                 : fmt::format("0x{:08X}", sent_key(f).key32());
-  d.session = f.session;
   if (!moved_old.empty()) {
     // The old file was moved within the new one's folder.
     const size_t slash = d.final_path.rfind('/');
@@ -237,10 +217,7 @@ void Finisher::notify_delivered(const File& f, const std::string& moved_old) {
 // The record of failed `f`, its reason completed with what the file's history explains.
 FailureRecord Finisher::failure_record(File& f) {
   FailureRecord rec;
-  rec.rel_path = f.path;
-  rec.session = f.session;
-  rec.file_id = f.id;
-  rec.expected_size = f.size;
+  rec.file = identity_of(f);
   rec.bytes_received = f.bytes_received;
   rec.repairs = f.repairs;
   rec.missing = missing_ranges(f, kMissingRangesInRecord, &rec.missing_ranges_total);
@@ -257,11 +234,9 @@ FailureRecord Finisher::failure_record(File& f) {
   }
   rec.reason = f.fail_reason;
   if (cfg_.lanes() > 1) rec.lane = f.striped ? common::kLaneAll : static_cast<int>(f.lane);
-  rec.verify = std::string(common::verify_type_name(f.verify));
   // A full disk: keeping the partial data would keep the disk full for the files that follow.
   // A failed flush or sync: the data in the page cache can no longer be trusted.
   rec.discard_data = f.io_error == ENOSPC || f.io_error == EDQUOT || f.sync_failed;
-  if (f.end_seen) rec.expected_key = sent_key(f).hex();
   return rec;
 }
 

@@ -105,10 +105,10 @@ struct SpawnArgs {
       : args{opts.shell, "-c", opts.command + " \"$@\"", "ddft-on-complete", file.final_path},
         env_own{
             "DDFT_PATH=" + file.final_path,
-            "DDFT_REL_PATH=" + file.rel_path,
-            "DDFT_SIZE=" + std::to_string(file.size),
+            "DDFT_REL_PATH=" + file.file.path,
+            "DDFT_SIZE=" + std::to_string(file.file.size),
             "DDFT_KEY=" + file.key,
-            fmt::format("DDFT_SESSION={:016x}", file.session),
+            fmt::format("DDFT_SESSION={:016x}", file.file.session),
         } {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -201,7 +201,7 @@ HookExit wait_for_hook(pid_t pid, common::UniqueFd& out_r, const HookOptions& op
 void report_exit(const DeliveredFile& file, const HookExit& ended, nanoseconds took,
                  const HookOptions& opts, HookCounters& counters) {
   const int status = ended.status;
-  const std::string quoted = common::json_quote(file.rel_path);
+  const std::string quoted = common::json_quote(file.file.path);
   const std::string tail = output_tail(ended.output);
   const std::string more = tail.empty() ? "" : "; output: " + tail;
   if (ended.timed_out) {
@@ -312,7 +312,7 @@ void HookRunner::worker() {
     try {
       run_one(file);
     } catch (const std::exception& e) {
-      spdlog::error("Error: on-complete {}: {}", common::json_quote(file.rel_path), e.what());
+      spdlog::error("Error: on-complete {}: {}", common::json_quote(file.file.path), e.what());
       ++counters_.failed;
     }
     lock.lock();
@@ -322,7 +322,7 @@ void HookRunner::worker() {
 }
 
 void HookRunner::not_run(const DeliveredFile& file, const std::string& why) {
-  spdlog::warn("Warn: on-complete {}: not run ({}; file: {})", common::json_quote(file.rel_path),
+  spdlog::warn("Warn: on-complete {}: not run ({}; file: {})", common::json_quote(file.file.path),
                why, common::json_quote(file.final_path));
   ++counters_.not_run;  // after the line: whoever sees the count finds the line
 }

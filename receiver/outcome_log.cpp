@@ -16,9 +16,10 @@
 namespace ddft::receiver {
 
 std::string format_outcome(const Outcome& o) {
-  std::string line = fmt::format("{} {:016x} {} {} {} {} {}", static_cast<char>(o.kind), o.session,
-                                 o.file_id, o.size, o.verify, o.key_hex.empty() ? "-" : o.key_hex,
-                                 common::json_quote(o.rel_path));
+  const common::FileIdentity& f = o.file;
+  std::string line = fmt::format("{} {:016x} {} {} {} {} {}", static_cast<char>(o.kind), f.session,
+                                 f.file_id, f.size, f.verify_name(),
+                                 f.digest.empty() ? "-" : f.digest, common::json_quote(f.path));
   if (o.kind == Outcome::Kind::kFailed) {
     line += fmt::format(" {} {} {}", common::json_quote(o.record), common::json_quote(o.reason),
                         o.received);
@@ -149,15 +150,16 @@ bool parse_outcome(std::string_view line, Outcome* out) {
   }
   const std::string session(fields[1]), id(fields[2]), size(fields[3]);
   char* end = nullptr;
-  o.session = std::strtoull(session.c_str(), &end, 16);
+  common::FileIdentity& f = o.file;
+  f.session = std::strtoull(session.c_str(), &end, 16);
   if (session.size() != 16 || *end != '\0') return false;
-  o.file_id = static_cast<uint32_t>(std::strtoul(id.c_str(), &end, 10));
+  f.file_id = static_cast<uint32_t>(std::strtoul(id.c_str(), &end, 10));
   if (id.empty() || *end != '\0') return false;
-  o.size = std::strtoull(size.c_str(), &end, 10);
+  f.size = std::strtoull(size.c_str(), &end, 10);
   if (size.empty() || *end != '\0') return false;
-  o.verify = std::string(fields[4]);
-  o.key_hex = fields[5] == "-" ? "" : std::string(fields[5]);
-  if (!take_quoted(&line, &o.rel_path)) return false;
+  if (!common::parse_verify_type(fields[4], &f.verify)) return false;
+  f.digest = fields[5] == "-" ? "" : std::string(fields[5]);
+  if (!take_quoted(&line, &f.path)) return false;
   if (o.kind == Outcome::Kind::kFailed) {
     if (line.size() < 2 || line.front() != ' ') return false;
     line.remove_prefix(1);
@@ -247,7 +249,7 @@ bool OutcomeLog::keep_session(uint64_t session) {
   std::vector<Outcome> keep;
   std::lock_guard lock(mu_);
   for (Outcome& o : read_locked()) {
-    if (o.session == session) keep.push_back(std::move(o));
+    if (o.file.session == session) keep.push_back(std::move(o));
   }
   return rewrite_locked(keep);
 }

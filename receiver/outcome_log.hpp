@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "common/file_identity.hpp"
 #include "receiver/file_repairs.hpp"
 
 namespace ddft::receiver {
@@ -34,12 +35,7 @@ struct Outcome {
   // the start-up finishes one that has only the first (recover_at_start()).
   enum class Kind : char { kCommitting = 'C', kPassed = 'P', kFailed = 'F', kLogged = 'L' };
   Kind kind = Kind::kFailed;
-  uint64_t session = 0;
-  uint32_t file_id = 0;
-  uint64_t size = 0;
-  std::string verify = "NONE";
-  std::string key_hex;  // "" when unknown
-  std::string rel_path;
+  common::FileIdentity file;
   // kFailed only (they follow the path on its line):
   std::string record;  // the record's path
   std::string reason;

@@ -367,8 +367,8 @@ FlushErrors OutputDir::flush_files(const std::vector<TempFile*>& files, bool dat
   return errors;
 }
 
-bool OutputDir::finish_renamed(const std::string& rel_path, uint64_t session, uint32_t file_id,
-                               uint64_t size, std::string* error) {
+bool OutputDir::finish_renamed(const common::FileIdentity& file, std::string* error) {
+  const std::string& rel_path = file.path;
   if (null_sink_ || !check_path(rel_path).empty()) return false;
   common::UniqueFd dir;
   std::string base;
@@ -378,15 +378,15 @@ bool OutputDir::finish_renamed(const std::string& rel_path, uint64_t session, ui
       ::openat(dir.get(), base.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      static_cast<uint64_t>(st.st_size) != size) {
+      static_cast<uint64_t>(st.st_size) != file.size) {
     return false;
   }
   // Only our file: its origin still names the session and the file (the origin is removed after
   // the Passed line, so a file that has one was never logged).
-  const std::string tmp = temp_name(session, file_id);
+  const std::string tmp = temp_name(file.session, file.file_id);
   Origin o;
-  if (!read_origin_of(dir.get(), tmp, fd.get(), &o) || o.session != session ||
-      o.file_id != file_id || o.rel_path != rel_path) {
+  if (!read_origin_of(dir.get(), tmp, fd.get(), &o) || o.file.session != file.session ||
+      o.file.file_id != file.file_id || o.file.path != rel_path) {
     return false;
   }
   if (::fsync(fd.get()) != 0 || ::fsync(dir.get()) != 0) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/fd.hpp"
+#include "common/file_identity.hpp"
 #include "common/protocol.hpp"
 #include "receiver/file_repairs.hpp"
 
@@ -58,13 +59,9 @@ bool is_temp_name(std::string_view name);
 // by a crash or a power cut can still be named at the next start: the announce, the sender
 // session, where it came from and when.
 struct Origin {
-  std::string rel_path;  // as announced
-  uint64_t size = 0;
+  common::FileIdentity file;  // as announced (no digest: the end has not come)
   int64_t mtime_ns = 0;
   uint32_t mode = 0644;
-  std::string verify = "NONE";  // "B2B", "SHA256", "NONE"
-  uint64_t session = 0;
-  uint32_t file_id = 0;
   uint32_t chunk_size = 0;
   std::string sender;        // the sender's address ("127.0.0.1:40000", the device path), may be ""
   int64_t announced_ns = 0;  // wall clock (ns since the epoch) of the announce
@@ -94,16 +91,11 @@ struct TempFile {
 };
 
 struct FailureRecord {
-  std::string rel_path;
-  uint64_t session = 0;
-  uint32_t file_id = 0;
-  uint64_t expected_size = 0;
+  common::FileIdentity file;  // the size and digest the sender announced
   uint64_t bytes_received = 0;
   std::vector<std::pair<uint64_t, uint64_t>> missing;  // [start, end) byte ranges, maybe cut
   uint64_t missing_ranges_total = 0;                   // before the cut
   std::string reason;
-  std::string verify;         // "B2B", "SHA256", "NONE"
-  std::string expected_key;   // hex digest from the sender, "" when unknown
   std::string computed_key;   // hex digest of what arrived, "" when not computed
   bool discard_data = false;  // remove the partial data instead of keeping it (disk full)
   bool no_record = false;     // remove the temporary file and write no record (flood bound)
@@ -119,12 +111,11 @@ struct FailureRecord {
 
 // A temporary file an earlier run left behind, found at start-up.
 struct Leftover {
-  std::string rel_path;   // the announced path (from its origin), else the temporary file's
-  std::string temp_path;  // the temporary file, below the output folder
-  bool named = false;     // its origin was found: rel_path, session and file_id are the sender's
-  uint64_t session = 0;
-  uint32_t file_id = 0;
-  uint64_t size = 0;           // announced size (0 when unknown)
+  // Its origin's, when found; else the path is the temporary file's and session and file id
+  // those its name holds.
+  common::FileIdentity file;
+  std::string temp_path;       // the temporary file, below the output folder
+  bool named = false;          // its origin was found: the identity is the sender's
   uint64_t bytes_present = 0;  // bytes of data the file held
   std::string missing_text;    // "bytes 0-1048576, 2097152-3000000" (as far as known)
   std::string record;          // where its failure record went ("" when it could not be written)
@@ -190,11 +181,10 @@ class OutputDir {
   // durable, whichever file finishes first. Thread-safe.
   std::vector<common::UniqueFd> take_new_folder_parents();
   // At start-up, for a file the journal says was being renamed into place when the receiver
-  // stopped: true when `rel_path` is that very file (regular, `size` bytes, its origin still
-  // naming `session` and `file_id`); it is then synced with its folder and its origin removed.
-  // False when it is not there or not ours (*error set when a sync failed).
-  bool finish_renamed(const std::string& rel_path, uint64_t session, uint32_t file_id,
-                      uint64_t size, std::string* error);
+  // stopped: true when `file.path` is that very file (regular, `file.size` bytes, its origin
+  // still naming its session and file id); it is then synced with its folder and its origin
+  // removed. False when it is not there or not ours (*error set when a sync failed).
+  bool finish_renamed(const common::FileIdentity& file, std::string* error);
 
   // Moves the temporary file (when there is one) to the failed folder and writes the record
   // beside it (whole: written beside and renamed), under `name` (record_name() when empty).

@@ -19,8 +19,8 @@ std::string format_origin(const Origin& o) {
   return fmt::format(
       "ddft-origin=1\npath={}\nsize={}\nmtime_ns={}\nmode={:o}\nverify={}\n"
       "session={:016x}\nfile_id={}\nchunk_size={}\nsender={}\nannounced_ns={}\n",
-      o.rel_path, o.size, o.mtime_ns, o.mode, o.verify, o.session, o.file_id, o.chunk_size,
-      o.sender, o.announced_ns);
+      o.file.path, o.file.size, o.mtime_ns, o.mode, o.file.verify_name(), o.file.session,
+      o.file.file_id, o.chunk_size, o.sender, o.announced_ns);
 }
 
 bool parse_origin(std::string_view text, Origin* out) {
@@ -60,20 +60,20 @@ bool parse_origin(std::string_view text, Origin* out) {
     if (key == "ddft-origin") {
       magic = value == "1";
     } else if (key == "path") {
-      o.rel_path = value;
+      o.file.path = value;
     } else if (key == "size") {
-      number(value, 10, 1, &o.size);
+      number(value, 10, 1, &o.file.size);
     } else if (key == "mtime_ns") {
       number(value, 10, 2, &o.mtime_ns);
     } else if (key == "mode") {
       number(value, 8, 4, &o.mode);
     } else if (key == "verify") {
-      o.verify = value;
+      if (!common::parse_verify_type(value, &o.file.verify)) bad = true;
       seen |= 128;
     } else if (key == "session") {
-      number(value, 16, 8, &o.session);
+      number(value, 16, 8, &o.file.session);
     } else if (key == "file_id") {
-      number(value, 10, 16, &o.file_id);
+      number(value, 10, 16, &o.file.file_id);
     } else if (key == "chunk_size") {
       number(value, 10, 32, &o.chunk_size);
     } else if (key == "sender") {
@@ -85,7 +85,7 @@ bool parse_origin(std::string_view text, Origin* out) {
   }
   // Every key, each well formed, and the last line whole: a cut or damaged origin (a sidecar
   // half written when the power went) names nothing rather than a wrong file.
-  if (!magic || bad || o.rel_path.empty() || seen != 511 || !whole) return false;
+  if (!magic || bad || o.file.path.empty() || seen != 511 || !whole) return false;
   *out = std::move(o);
   return true;
 }

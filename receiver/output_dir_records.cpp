@@ -29,12 +29,13 @@ std::string OutputDir::record_name(const FailureRecord& rec) const {
   ::localtime_r(&now, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  std::string base = rec.rel_path.substr(
-      rec.rel_path.rfind('/') == std::string::npos ? 0 : rec.rel_path.rfind('/') + 1);
+  std::string base = rec.file.path.substr(
+      rec.file.path.rfind('/') == std::string::npos ? 0 : rec.file.path.rfind('/') + 1);
   for (char& c : base) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '_';
   }
-  std::string name = fmt::format("{}-{:016x}-{}-{}", stamp, rec.session, rec.file_id, base);
+  std::string name =
+      fmt::format("{}-{:016x}-{}-{}", stamp, rec.file.session, rec.file.file_id, base);
   if (name.size() > kNameMax - 9) name.resize(kNameMax - 9);
   return name;
 }
@@ -73,10 +74,10 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
   if (rec.no_record || !failed_fd_) return "";
 
   std::string json = "{\n";
-  json += fmt::format("  \"name\": {},\n", common::json_quote(rec.rel_path));
-  json +=
-      fmt::format("  \"session\": \"{:016x}\",\n  \"file_id\": {},\n", rec.session, rec.file_id);
-  json += fmt::format("  \"expected_size\": {},\n  \"bytes_received\": {},\n", rec.expected_size,
+  json += fmt::format("  \"name\": {},\n", common::json_quote(rec.file.path));
+  json += fmt::format("  \"session\": \"{:016x}\",\n  \"file_id\": {},\n", rec.file.session,
+                      rec.file.file_id);
+  json += fmt::format("  \"expected_size\": {},\n  \"bytes_received\": {},\n", rec.file.size,
                       rec.bytes_received);
   if (rec.repairs_known) {
     json += fmt::format("  \"fec_rebuilt\": {},\n  \"repeat_filled\": {},\n",
@@ -93,8 +94,8 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
   json += fmt::format("  \"reason\": {},\n", common::json_quote(rec.reason));
   if (rec.lane >= 0) json += fmt::format("  \"lane\": {},\n", rec.lane);
   if (rec.lane == common::kLaneAll) json += "  \"lane\": \"striped\",\n";
-  json += fmt::format("  \"verify\": {},\n", common::json_quote(rec.verify));
-  json += fmt::format("  \"expected_key\": {},\n", common::json_quote(rec.expected_key));
+  json += fmt::format("  \"verify\": {},\n", common::json_quote(rec.file.verify_name()));
+  json += fmt::format("  \"expected_key\": {},\n", common::json_quote(rec.file.digest));
   json += fmt::format("  \"computed_key\": {},\n", common::json_quote(rec.computed_key));
   json += fmt::format("  \"data_file\": {},\n", common::json_quote(data_path.empty() ? "" : name));
   json += fmt::format("  \"time\": \"{}\"\n}}\n", stamp);
@@ -198,7 +199,6 @@ Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::s
                                 bool keep_partial) {
   Leftover l;
   l.temp_path = rel + name;
-  l.rel_path = l.temp_path;
   TempFile f;
   f.dir.reset(::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   f.tmp_name = name;
@@ -209,26 +209,22 @@ Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::s
       name.substr(kTempPrefix.size(), name.size() - kTempPrefix.size() - kTempSuffix.size());
   const size_t dash = core.find('-');
   if (dash != std::string::npos) {
-    r.session = std::strtoull(core.substr(0, dash).c_str(), nullptr, 16);
-    r.file_id = static_cast<uint32_t>(std::strtoul(core.substr(dash + 1).c_str(), nullptr, 10));
+    r.file.session = std::strtoull(core.substr(0, dash).c_str(), nullptr, 16);
+    r.file.file_id =
+        static_cast<uint32_t>(std::strtoul(core.substr(dash + 1).c_str(), nullptr, 10));
   }
   common::UniqueFd fd(
       ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (fd && ::fstat(fd.get(), &st) == 0) r.bytes_received = static_cast<uint64_t>(st.st_size);
   Origin o;
-  r.verify = "NONE";
   r.missing_known = false;
   r.repairs_known = false;
   if (fd && read_origin_of(dir_fd, name, fd.get(), &o)) {
     l.named = true;
-    r.rel_path = o.rel_path;
-    r.session = o.session;
-    r.file_id = o.file_id;
-    r.expected_size = o.size;
-    r.verify = o.verify;
-    f.rel_path = o.rel_path;
-    const auto present = data_ranges(fd.get(), o.size);
+    r.file = o.file;
+    f.rel_path = o.file.path;
+    const auto present = data_ranges(fd.get(), o.file.size);
     uint64_t have = 0;
     uint64_t at = 0;
     for (const auto& [a, b] : present) {
@@ -236,7 +232,7 @@ Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::s
       if (a > at) r.missing.emplace_back(at, a);
       at = b;
     }
-    if (at < o.size) r.missing.emplace_back(at, o.size);
+    if (at < o.file.size) r.missing.emplace_back(at, o.file.size);
     r.missing_ranges_total = r.missing.size();
     r.bytes_received = have;
     std::string ranges;
@@ -252,16 +248,13 @@ Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::s
     const std::string side = sidecar_name(name);
     if (::faccessat(dir_fd, side.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) f.sidecar = side;
   } else {
-    r.rel_path = l.temp_path;
+    r.file.path = l.temp_path;
     r.reason =
         "left by an earlier run of the receiver, which stopped before the file was "
         "complete (found at start-up; its origin could not be read, so only its "
         "temporary name is known)";
   }
-  l.rel_path = r.rel_path;
-  l.session = r.session;
-  l.file_id = r.file_id;
-  l.size = r.expected_size;
+  l.file = r.file;
   l.bytes_present = r.bytes_received;
   // Whatever reached the page cache before the stop, unverified and maybe torn by a power cut:
   // removed unless the operator asked to keep it. A file without an origin keeps its data (as

@@ -34,7 +34,7 @@ JournalView read_journal(OutcomeLog& journal) {
   auto& last = v.last;
   auto& failed = v.failed;
   for (Outcome& o : journal.read_all()) {
-    const FileKey key{o.session, o.file_id};
+    const FileKey key{o.file.session, o.file.file_id};
     if (o.kind == Outcome::Kind::kFailed) failed[key] = {o, false};
     if (o.kind == Outcome::Kind::kLogged) {
       // An L line whose F line a crash cut short (a damaged line is skipped): logged, and
@@ -56,14 +56,14 @@ void finish_committed(OutputDir& out, OutcomeLog& journal, std::map<FileKey, Out
     r.known.push_back(key);
     if (o.kind != Outcome::Kind::kCommitting) continue;
     std::string error;
-    if (!out.finish_renamed(o.rel_path, o.session, o.file_id, o.size, &error)) {
+    if (!out.finish_renamed(o.file, &error)) {
       if (!error.empty()) {
         // Not delivered: it stays under its name, but the next file list names it as failed.
         r.known.pop_back();
         spdlog::error(
             "Error: {}: renamed into place by an earlier run, but it cannot be synced "
             "now: {}",
-            o.rel_path, error);
+            o.file.path, error);
       }
       continue;  // not there: its temporary file, if any, is a leftover below
     }
@@ -73,13 +73,14 @@ void finish_committed(OutputDir& out, OutcomeLog& journal, std::map<FileKey, Out
     spdlog::info(
         "Info: {}: delivered by an earlier run of the receiver (session {:016x}, file "
         "{}), which stopped before logging it; synced now",
-        o.rel_path, o.session, o.file_id);
+        o.file.path, o.file.session, o.file.file_id);
     const std::string key_text =
-        o.key_hex.size() >= 8
-            ? fmt::format("Key: 0x{}, {} Passed", upper(o.key_hex.substr(0, 8)), o.verify)
+        o.file.digest.size() >= 8
+            ? fmt::format("Key: 0x{}, {} Passed", upper(o.file.digest.substr(0, 8)),
+                          o.file.verify_name())
             : std::string("Key: none, NONE Not verified");
     spdlog::info("File: {}, Trans: {} (bytes), Time: 00:00:00.000, Rate: 0.000 (MB/s), {}",
-                 o.rel_path, common::with_commas(o.size), key_text);
+                 o.file.path, common::with_commas(o.file.size), key_text);
   }
 }
 
@@ -92,16 +93,13 @@ std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool kee
     const std::string where = l.record.empty() ? "could not be written" : l.record;
     Outcome o;
     o.kind = Outcome::Kind::kFailed;
-    o.session = l.session;
-    o.file_id = l.file_id;
-    o.size = l.size;
-    o.rel_path = l.rel_path;
+    o.file = l.file;
     o.record = l.record;
     o.reason = "the receiver stopped while the file was being received";
     o.received = l.bytes_present;
     // Named now, once: the journal says so before the line, and the line after says it is in
     // the log (the next start does not name it again, and the file list does not either).
-    if (l.session != 0) journal.append(o);
+    if (l.file.session != 0) journal.append(o);
     if (!l.named) {
       // A file from before origins were written (or whose origin is damaged): only its
       // temporary name says which session and file it was.
@@ -114,16 +112,16 @@ std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool kee
           "Error: {} FAILED: the receiver stopped (crash, kill or power cut) while the "
           "file was being received; found at start-up (session {:016x}, file {}); "
           "received {} of {} bytes{}{}; record: {}",
-          l.rel_path, l.session, l.file_id, common::with_commas(l.bytes_present),
-          common::with_commas(l.size),
+          l.file.path, l.file.session, l.file.file_id, common::with_commas(l.bytes_present),
+          common::with_commas(l.file.size),
           l.missing_text.empty() ? "" : "; missing bytes " + l.missing_text + " (as far as known)",
           l.data_kept ? "; partial data kept" : "; partial data removed", where);
     }
-    if (l.session != 0) {
+    if (l.file.session != 0) {
       o.kind = Outcome::Kind::kLogged;
       journal.append(o);
-      r.known.emplace_back(l.session, l.file_id);
-      named_now.insert({l.session, l.file_id});
+      r.known.emplace_back(l.file.session, l.file.file_id);
+      named_now.insert({l.file.session, l.file.file_id});
     }
   }
   return named_now;
@@ -147,13 +145,9 @@ void finish_failures(OutputDir& out, OutcomeLog& journal,
     if (!out.record_exists(f.record)) {
       wrote_now = true;
       FailureRecord rec;
-      rec.rel_path = f.rel_path;
-      rec.session = f.session;
-      rec.file_id = f.file_id;
-      rec.expected_size = f.size;
+      rec.file = f.file;
       rec.bytes_received = f.received;
       rec.reason = f.reason;
-      rec.verify = f.verify;
       rec.repairs_known = false;  // the journal's F line does not carry them
       TempFile none;
       where = out.fail(none, rec);
@@ -165,7 +159,7 @@ void finish_failures(OutputDir& out, OutcomeLog& journal,
         spdlog::info(
             "Info: {}: its failure record is written now (an earlier run of the receiver "
             "could not): {}",
-            f.rel_path, where.empty() ? "could not be written" : where);
+            f.file.path, where.empty() ? "could not be written" : where);
       }
       continue;
     }
@@ -173,8 +167,8 @@ void finish_failures(OutputDir& out, OutcomeLog& journal,
         "Error: {} FAILED: {} (an earlier run of the receiver recorded it and stopped "
         "before logging it); found at start-up (session {:016x}, file {}); received {} "
         "of {} bytes; record: {}",
-        f.rel_path, f.reason, f.session, f.file_id, common::with_commas(f.received),
-        common::with_commas(f.size), where.empty() ? "could not be written" : where);
+        f.file.path, f.reason, f.file.session, f.file.file_id, common::with_commas(f.received),
+        common::with_commas(f.file.size), where.empty() ? "could not be written" : where);
     Outcome l = f;
     l.kind = Outcome::Kind::kLogged;
     journal.append(l);

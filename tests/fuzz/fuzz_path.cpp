@@ -47,13 +47,13 @@ bool receive_one(receiver::OutputDir& out, const Sandbox& box, std::string_view 
     require(!reason.empty(), "finalize failed without a reason");
   }
   receiver::FailureRecord rec;
-  rec.rel_path = std::string(path);
-  rec.session = 7;
-  rec.file_id = id;
-  rec.expected_size = 5;
+  rec.file.path = std::string(path);
+  rec.file.session = 7;
+  rec.file.file_id = id;
+  rec.file.size = 5;
   rec.bytes_received = 5;
   rec.reason = finalize ? "finalize refused: " + reason : "failed by the fuzz harness";
-  rec.verify = "NONE";
+  rec.file.verify = common::VerifyType::kNone;
   require(!out.fail(tmp, rec).empty(), "the failure record could not be written");
   return true;
 }

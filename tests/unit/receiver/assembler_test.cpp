@@ -126,7 +126,7 @@ class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
   // The journal's P line of `path`, if any.
   std::optional<Outcome> passed_line(const std::string& path) const {
     for (const Outcome& o : journal_->read_all()) {
-      if (o.kind == Outcome::Kind::kPassed && o.rel_path == path) return o;
+      if (o.kind == Outcome::Kind::kPassed && o.file.path == path) return o;
     }
     return std::nullopt;
   }
@@ -1342,9 +1342,9 @@ TEST_P(AssemblerTest, EachDeliveredFileIsReportedWithItsFinalPathAndKey) {
   ASSERT_EQ(got.size(), 3u);
   const std::string root = base_.string() + "/out/";
   EXPECT_EQ(got[0].final_path, root + "d/x.txt");
-  EXPECT_EQ(got[0].rel_path, "d/x.txt");
-  EXPECT_EQ(got[0].size, 5u);
-  EXPECT_EQ(got[0].session, 0x0f3c9a7d12e45b60u);
+  EXPECT_EQ(got[0].file.path, "d/x.txt");
+  EXPECT_EQ(got[0].file.size, 5u);
+  EXPECT_EQ(got[0].file.session, 0x0f3c9a7d12e45b60u);
   EXPECT_EQ(got[0].displaced_to, "");
   EXPECT_EQ(got[1].final_path, root + "d/x.txt");
   EXPECT_EQ(got[1].displaced_to, root + "d/x.1.txt");

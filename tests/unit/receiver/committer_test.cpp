@@ -92,11 +92,11 @@ class CommitterTest : public ::testing::Test {
   CommitRequest prepare(const std::string& rel, const std::string& content, uint32_t id) {
     auto f = std::make_unique<TempFile>();
     Origin o;
-    o.rel_path = rel;
-    o.size = content.size();
-    o.session = kCommitSession;
-    o.file_id = id;
-    o.verify = "B2B";
+    o.file.path = rel;
+    o.file.size = content.size();
+    o.file.session = kCommitSession;
+    o.file.file_id = id;
+    o.file.verify = common::VerifyType::kB2B;
     std::string reason;
     EXPECT_TRUE(out_->create_temp(rel, temp_name(kCommitSession, id), f.get(), &reason, &o))
         << reason;
@@ -106,12 +106,12 @@ class CommitterTest : public ::testing::Test {
     r.mode = 0640;
     r.mtime_ns = 1'600'000'000'000'000'000;
     r.journal.kind = Outcome::Kind::kCommitting;
-    r.journal.session = kCommitSession;
-    r.journal.file_id = id;
-    r.journal.size = content.size();
-    r.journal.verify = "B2B";
-    r.journal.key_hex = "00112233445566778899aabbccddeeff";
-    r.journal.rel_path = rel;
+    r.journal.file.session = kCommitSession;
+    r.journal.file.file_id = id;
+    r.journal.file.size = content.size();
+    r.journal.file.verify = common::VerifyType::kB2B;
+    r.journal.file.digest = "00112233445566778899aabbccddeeff";
+    r.journal.file.path = rel;
     r.cookie = id;
     files_.push_back(std::move(f));
     return r;
@@ -414,10 +414,10 @@ TEST_F(CommitterTest, TheJournalGetsOneCLinePerFileBeforeAnyRename) {
   ASSERT_EQ(lines.size(), 6u);
   for (size_t i = 0; i < lines.size(); ++i) {
     EXPECT_EQ(lines[i].kind, Outcome::Kind::kCommitting);
-    EXPECT_EQ(lines[i].session, kCommitSession);
-    EXPECT_EQ(lines[i].file_id, i + 1);
-    EXPECT_EQ(lines[i].rel_path, "j" + std::to_string(i + 1) + ".bin");
-    EXPECT_EQ(lines[i].key_hex, "00112233445566778899aabbccddeeff");
+    EXPECT_EQ(lines[i].file.session, kCommitSession);
+    EXPECT_EQ(lines[i].file.file_id, i + 1);
+    EXPECT_EQ(lines[i].file.path, "j" + std::to_string(i + 1) + ".bin");
+    EXPECT_EQ(lines[i].file.digest, "00112233445566778899aabbccddeeff");
   }
 }
 

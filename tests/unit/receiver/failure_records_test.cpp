@@ -34,11 +34,11 @@ class FailureRecordsTest : public ::testing::Test {
   }
   static FailureRecord rec(uint32_t id) {
     FailureRecord r;
-    r.rel_path = "f" + std::to_string(id) + ".bin";
-    r.session = 1;
-    r.file_id = id;
+    r.file.path = "f" + std::to_string(id) + ".bin";
+    r.file.session = 1;
+    r.file.file_id = id;
     r.reason = "test";
-    r.verify = "B2B";
+    r.file.verify = common::VerifyType::kB2B;
     return r;
   }
   fs::path base_;
@@ -75,7 +75,7 @@ TEST_F(FailureRecordsTest, UnnamedFailuresAreKeptUntilAListNamesThem) {
   EXPECT_FALSE(r.take_unnamed(8).has_value());
   auto got = r.take_unnamed(9);
   ASSERT_TRUE(got.has_value());
-  EXPECT_EQ(got->rel_path, "f9.bin");
+  EXPECT_EQ(got->file.path, "f9.bin");
   EXPECT_FALSE(r.take_unnamed(9).has_value());
   r.keep_unnamed(10, rec(10));
   r.clear_unnamed();

@@ -22,9 +22,9 @@ TEST(FileRules, AnAnnounceMakesAFileWithItsChunkCount) {
   EXPECT_EQ(f->announced, now);
   EXPECT_EQ(f->next_report, 1u << 20);
   const Origin o = origin_of(*f, "10.0.0.1:4000");
-  EXPECT_EQ(o.rel_path, "d/x.bin");
+  EXPECT_EQ(o.file.path, "d/x.bin");
   EXPECT_EQ(o.sender, "10.0.0.1:4000");
-  EXPECT_EQ(o.file_id, 7u);
+  EXPECT_EQ(o.file.file_id, 7u);
 }
 
 TEST(FileRules, SizeRefusalsInOrder) {
@@ -54,12 +54,12 @@ TEST(FileRules, RecordsOfRefusedAndUnannouncedFiles) {
   EXPECT_EQ(u.reason, "never announced: all its packets were lost (and the sender aborted it)");
   ASSERT_EQ(u.missing.size(), 1u);
   EXPECT_EQ(u.missing[0].second, 300u);
-  EXPECT_TRUE(u.expected_key.empty());
+  EXPECT_TRUE(u.file.digest.empty());
   const File f = listed_file(e, 5);
   const FailureRecord r = refusal_record(f, 5, "bad name");
   EXPECT_EQ(r.reason, "refused: bad name");
-  EXPECT_EQ(r.rel_path, "gone.bin");
-  EXPECT_EQ(r.verify, "B2B");
+  EXPECT_EQ(r.file.path, "gone.bin");
+  EXPECT_EQ(r.file.verify_name(), "B2B");
 }
 
 TEST(FileRules, ExpiryReasons) {

@@ -108,8 +108,8 @@ TEST_F(FinisherTest, AVerifiedFileIsCommittedDeliveredAndEnded) {
   EXPECT_EQ(counters_.files_passed, 1u);
   EXPECT_EQ(session_files_.passed, 1u);
   ASSERT_EQ(delivered.size(), 1u);
-  EXPECT_EQ(delivered[0].rel_path, "ok.bin");
-  EXPECT_EQ(delivered[0].size, 11u);
+  EXPECT_EQ(delivered[0].file.path, "ok.bin");
+  EXPECT_EQ(delivered[0].file.size, 11u);
 }
 
 TEST_F(FinisherTest, AMismatchFailsAndTheRecordEndsTheFile) {

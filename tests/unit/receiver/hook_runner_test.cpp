@@ -83,11 +83,11 @@ class HookRunnerTest : public ::testing::Test {
   void start(HookOptions o) { runner_ = std::make_unique<HookRunner>(std::move(o), clock_); }
   DeliveredFile file(const std::string& rel) {
     DeliveredFile f;
-    f.rel_path = rel;
+    f.file.path = rel;
     f.final_path = (dir_ / "out" / rel).string();
-    f.size = 1234;
+    f.file.size = 1234;
     f.key = "0x6999CF78";
-    f.session = 0x0f3c9a7d12e45b60;
+    f.file.session = 0x0f3c9a7d12e45b60;
     return f;
   }
   uint64_t finished() const {

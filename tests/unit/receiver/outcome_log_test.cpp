@@ -24,19 +24,20 @@ namespace {
 namespace fs = std::filesystem;
 
 bool same(const Outcome& a, const Outcome& b) {
-  return a.kind == b.kind && a.session == b.session && a.file_id == b.file_id && a.size == b.size &&
-         a.verify == b.verify && a.key_hex == b.key_hex && a.rel_path == b.rel_path;
+  return a.kind == b.kind && a.file.session == b.file.session && a.file.file_id == b.file.file_id &&
+         a.file.size == b.file.size && a.file.verify == b.file.verify &&
+         a.file.digest == b.file.digest && a.file.path == b.file.path;
 }
 
 Outcome make(Outcome::Kind kind, uint64_t session, uint32_t id, std::string path) {
   Outcome o;
   o.kind = kind;
-  o.session = session;
-  o.file_id = id;
-  o.size = 1000 + id;
-  o.verify = "B2B";
-  o.key_hex = "00112233445566778899aabbccddeeff";
-  o.rel_path = std::move(path);
+  o.file.session = session;
+  o.file.file_id = id;
+  o.file.size = 1000 + id;
+  o.file.verify = common::VerifyType::kB2B;
+  o.file.digest = "00112233445566778899aabbccddeeff";
+  o.file.path = std::move(path);
   return o;
 }
 
@@ -65,13 +66,13 @@ TEST(OutcomeFormat, RoundTripsEveryField) {
     }
   }
   Outcome edge = make(Outcome::Kind::kFailed, UINT64_MAX, UINT32_MAX, "edge");
-  edge.size = UINT64_MAX;
-  edge.verify = "SHA256";
-  edge.key_hex = "";  // unknown: written as "-"
+  edge.file.size = UINT64_MAX;
+  edge.file.verify = common::VerifyType::kSha256;
+  edge.file.digest = "";  // unknown: written as "-"
   all.push_back(edge);
   Outcome zero = make(Outcome::Kind::kPassed, 0, 0, "zero");
-  zero.size = 0;
-  zero.verify = "NONE";
+  zero.file.size = 0;
+  zero.file.verify = common::VerifyType::kNone;
   all.push_back(zero);
 
   for (const Outcome& o : all) {
@@ -81,10 +82,10 @@ TEST(OutcomeFormat, RoundTripsEveryField) {
     // One line whatever the path holds, so a reader splitting at newlines finds it whole.
     EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
     EXPECT_EQ(line.find('\r'), std::string::npos) << line;
-    EXPECT_NE(line.find(common::json_quote(o.rel_path)), std::string::npos) << line;
+    EXPECT_NE(line.find(common::json_quote(o.file.path)), std::string::npos) << line;
     Outcome back;
     ASSERT_TRUE(parse_outcome(std::string_view(line).substr(0, line.size() - 1), &back)) << line;
-    EXPECT_TRUE(same(o, back)) << line << " came back as path '" << back.rel_path << "'";
+    EXPECT_TRUE(same(o, back)) << line << " came back as path '" << back.file.path << "'";
   }
   // An F line carries its record, reason and bytes received after the path.
   EXPECT_EQ(format_outcome(edge),
@@ -99,7 +100,7 @@ TEST(OutcomeFormat, RefusesDamagedLines) {
   const std::string good = "C 0123456789abcdef 7 100 B2B 00ff \"a b\"";
   Outcome o;
   ASSERT_TRUE(parse_outcome(good, &o));
-  EXPECT_EQ(o.rel_path, "a b");
+  EXPECT_EQ(o.file.path, "a b");
   const std::vector<std::string> bad = {
       "",
       "C",
@@ -124,7 +125,7 @@ TEST(OutcomeFormat, RefusesDamagedLines) {
   for (const std::string& line : bad) {
     Outcome out = make(Outcome::Kind::kPassed, 1, 1, "untouched");
     EXPECT_FALSE(parse_outcome(line, &out)) << "accepted: " << line;
-    EXPECT_EQ(out.rel_path, "untouched") << line;  // nothing written on failure
+    EXPECT_EQ(out.file.path, "untouched") << line;  // nothing written on failure
   }
 }
 
@@ -168,7 +169,7 @@ TEST(OutcomeFormat, APassedLineCarriesItsRepairs) {
   for (const std::string& text : bad) {
     Outcome out = make(Outcome::Kind::kPassed, 1, 1, "untouched");
     EXPECT_FALSE(parse_outcome(text, &out)) << "accepted: " << text;
-    EXPECT_EQ(out.rel_path, "untouched") << text;
+    EXPECT_EQ(out.file.path, "untouched") << text;
   }
 }
 
@@ -179,7 +180,7 @@ TEST(OutcomeFormat, RefusesAnUnescapedQuoteInsideThePath) {
   Outcome o;
   EXPECT_FALSE(
       parse_outcome("F 0000000000000001 2 5 B2B - \"cut shP 0000000000000001 1 5 B2B - \"a\"", &o))
-      << "parsed with path: " << o.rel_path;
+      << "parsed with path: " << o.file.path;
 }
 
 class OutcomeLogTest : public ::testing::Test {
@@ -285,10 +286,10 @@ TEST_F(OutcomeLogTest, AppendsFromManyThreadsLoseNothing) {
   EXPECT_EQ(got.size(), size_t{kThreads * kEach});
   std::set<uint32_t> ids;
   for (const Outcome& o : got) {
-    EXPECT_TRUE(ids.insert(o.file_id).second) << "twice: " << o.file_id;
-    const int t = static_cast<int>(o.file_id) / kEach;
-    const int i = static_cast<int>(o.file_id) % kEach;
-    EXPECT_EQ(o.rel_path,
+    EXPECT_TRUE(ids.insert(o.file.file_id).second) << "twice: " << o.file.file_id;
+    const int t = static_cast<int>(o.file.file_id) / kEach;
+    const int i = static_cast<int>(o.file.file_id) % kEach;
+    EXPECT_EQ(o.file.path,
               "t" + std::to_string(t) + "/" + (i % 10 == 0 ? long_part : "f") + std::to_string(i));
   }
   EXPECT_EQ(ids.size(), size_t{kThreads * kEach});
@@ -362,7 +363,7 @@ TEST_F(OutcomeLogTest, TheFileIsNotHeldOpenBetweenCalls) {
   }
   const auto got = log.read_all();
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].rel_path, "new");
+  EXPECT_EQ(got[0].file.path, "new");
 }
 
 TEST_F(OutcomeLogTest, RefusesAJournalThatIsNotARegularFile) {

@@ -94,9 +94,9 @@ class OutputDirTest : public ::testing::Test {
     if (reason_out) *reason_out = reason;
     if (!ok) {
       FailureRecord rec;
-      rec.rel_path = rel;
-      rec.file_id = id_;
-      rec.expected_size = rec.bytes_received = content.size();
+      rec.file.path = rel;
+      rec.file.file_id = id_;
+      rec.file.size = rec.bytes_received = content.size();
       rec.reason = reason;
       od.fail(f, rec);
     }
@@ -178,10 +178,10 @@ TEST_F(OutputDirTest, FailWritesRecordWithMissingRanges) {
   ASSERT_TRUE(od.create_temp("dir/part.bin", temp_name(9, 3), &f, &reason));
   ASSERT_EQ(::write(f.fd.get(), "abc", 3), 3);
   FailureRecord rec;
-  rec.rel_path = "dir/part.bin";
-  rec.session = 9;
-  rec.file_id = 3;
-  rec.expected_size = 100;
+  rec.file.path = "dir/part.bin";
+  rec.file.session = 9;
+  rec.file.file_id = 3;
+  rec.file.size = 100;
   rec.bytes_received = 3;
   rec.missing = {{3, 100}};
   rec.missing_ranges_total = 1;
@@ -226,7 +226,7 @@ TEST_F(OutputDirTest, NullSinkWithoutAFolderTouchesNothing) {
   ASSERT_TRUE(od.create_temp("a/b.txt", temp_name(1, 1), &f, &reason)) << reason;
   EXPECT_EQ(::write(f.fd.get(), "data", 4), 4);
   FailureRecord rec;
-  rec.rel_path = "a/b.txt";
+  rec.file.path = "a/b.txt";
   rec.reason = "lost";
   EXPECT_EQ(od.fail(f, rec), "");
   EXPECT_FALSE(f.fd);
@@ -244,13 +244,13 @@ TEST_F(OutputDirTest, NullSinkWithoutAFolderTouchesNothing) {
 
 Origin sample_origin(std::string path, uint64_t session, uint32_t id, uint64_t size) {
   Origin o;
-  o.rel_path = std::move(path);
-  o.size = size;
+  o.file.path = std::move(path);
+  o.file.size = size;
   o.mtime_ns = 1'600'000'000'123'456'789;
   o.mode = 0640;
-  o.verify = "B2B";
-  o.session = session;
-  o.file_id = id;
+  o.file.verify = common::VerifyType::kB2B;
+  o.file.session = session;
+  o.file.file_id = id;
   o.chunk_size = 8192;
   o.sender = "127.0.0.1:40000";
   o.announced_ns = 1'700'000'000'000'000'001;
@@ -258,9 +258,9 @@ Origin sample_origin(std::string path, uint64_t session, uint32_t id, uint64_t s
 }
 
 bool same_origin(const Origin& a, const Origin& b) {
-  return a.rel_path == b.rel_path && a.size == b.size && a.mtime_ns == b.mtime_ns &&
-         a.mode == b.mode && a.verify == b.verify && a.session == b.session &&
-         a.file_id == b.file_id && a.chunk_size == b.chunk_size && a.sender == b.sender &&
+  return a.file.path == b.file.path && a.file.size == b.file.size && a.mtime_ns == b.mtime_ns &&
+         a.mode == b.mode && a.file.verify == b.file.verify && a.file.session == b.file.session &&
+         a.file.file_id == b.file.file_id && a.chunk_size == b.chunk_size && a.sender == b.sender &&
          a.announced_ns == b.announced_ns;
 }
 
@@ -270,13 +270,13 @@ TEST(OriginText, RoundTrips) {
                            UINT32_MAX, UINT64_MAX);
   o.mtime_ns = -1'000'000'001;  // before 1970
   o.mode = 04755;
-  o.verify = "SHA256";
+  o.file.verify = common::VerifyType::kSha256;
   o.chunk_size = 0;
   o.sender = "";  // a device, unnamed
   o.announced_ns = INT64_MAX;
   all.push_back(o);
   Origin zero = sample_origin("z", 0, 0, 0);
-  zero.verify = "NONE";
+  zero.file.verify = common::VerifyType::kNone;
   zero.mode = 0;
   zero.mtime_ns = 0;
   zero.announced_ns = 0;
@@ -310,7 +310,7 @@ TEST(OriginText, RefusesGarbage) {
   for (const std::string& text : bad) {
     Origin o = sample_origin("untouched", 5, 5, 5);
     EXPECT_FALSE(parse_origin(text, &o)) << "accepted: " << text;
-    EXPECT_EQ(o.rel_path, "untouched");
+    EXPECT_EQ(o.file.path, "untouched");
   }
 }
 
@@ -396,7 +396,8 @@ class OriginFsTest : public ::testing::TestWithParam<FsKind> {
   TempFile create(const std::string& rel, const Origin& o) {
     TempFile f;
     std::string reason;
-    EXPECT_TRUE(od_->create_temp(rel, temp_name(o.session, o.file_id), &f, &reason, &o)) << reason;
+    EXPECT_TRUE(od_->create_temp(rel, temp_name(o.file.session, o.file.file_id), &f, &reason, &o))
+        << reason;
     return f;
   }
   static std::string sidecar_name(uint64_t session, uint32_t id) {
@@ -432,7 +433,7 @@ class OriginFsTest : public ::testing::TestWithParam<FsKind> {
 
 TEST_P(OriginFsTest, CreateTempWritesTheOriginBesideTheFile) {
   const Origin o = sample_origin("d/e/sub file.bin", 0x1234, 5, 1000);
-  TempFile f = create(o.rel_path, o);
+  TempFile f = create(o.file.path, o);
   ASSERT_TRUE(f.fd);
   const fs::path dir = root_ / "d/e";
   ASSERT_TRUE(fs::exists(dir / temp_name(0x1234, 5)));
@@ -452,7 +453,7 @@ TEST_P(OriginFsTest, CreateTempWritesTheOriginBesideTheFile) {
 
 TEST_P(OriginFsTest, ForgetOriginRemovesIt) {
   const Origin o = sample_origin("f.bin", 0x99, 1, 3);
-  TempFile f = create(o.rel_path, o);
+  TempFile f = create(o.file.path, o);
   ASSERT_EQ(origin_text(root_, temp_name(0x99, 1), 0x99, 1), format_origin(o));
   od_->forget_origin(f);
   EXPECT_EQ(origin_text(root_, temp_name(0x99, 1), 0x99, 1), "");
@@ -463,7 +464,7 @@ TEST_P(OriginFsTest, ForgetOriginRemovesIt) {
 
 TEST_P(OriginFsTest, RenameIntoPlaceSetsRenamedAndKeepsTheDescriptor) {
   const Origin o = sample_origin("r/file.txt", 0x42, 2, 5);
-  TempFile f = create(o.rel_path, o);
+  TempFile f = create(o.file.path, o);
   ASSERT_EQ(::write(f.fd.get(), "hello", 5), 5);
   std::string moved, reason;
   ASSERT_TRUE(od_->rename_into_place(f, &moved, &reason)) << reason;
@@ -484,7 +485,7 @@ TEST_P(OriginFsTest, RenameIntoPlaceSetsRenamedAndKeepsTheDescriptor) {
 
   // A second file of that name: the first is moved aside under the collision policy.
   const Origin o2 = sample_origin("r/file.txt", 0x42, 3, 3);
-  TempFile f2 = create(o2.rel_path, o2);
+  TempFile f2 = create(o2.file.path, o2);
   ASSERT_EQ(::write(f2.fd.get(), "two", 3), 3);
   ASSERT_TRUE(od_->rename_into_place(f2, &moved, &reason)) << reason;
   EXPECT_EQ(moved, "file.1.txt");
@@ -509,7 +510,7 @@ TEST_P(OriginFsTest, FlushFilesReturnsZeroForEachFile) {
 TEST_P(OriginFsTest, RecoversALeftoverNamedByItsOrigin) {
   const Origin o = sample_origin("in/some dir/big file.bin", 0x1234abcd, 42, 200000);
   {
-    TempFile f = create(o.rel_path, o);
+    TempFile f = create(o.file.path, o);
     // Data at [0, 8192) and [65536, 69632); the rest never came (the receiver "crashed").
     const std::string a(8192, 'A'), b(4096, 'B');
     ASSERT_EQ(::pwrite(f.fd.get(), a.data(), a.size(), 0), ssize_t(a.size()));
@@ -519,11 +520,11 @@ TEST_P(OriginFsTest, RecoversALeftoverNamedByItsOrigin) {
   ASSERT_EQ(got.size(), 1u);
   const Leftover& l = got[0];
   EXPECT_TRUE(l.named);
-  EXPECT_EQ(l.rel_path, o.rel_path);
+  EXPECT_EQ(l.file.path, o.file.path);
   EXPECT_EQ(l.temp_path, "in/some dir/" + temp_name(0x1234abcd, 42));
-  EXPECT_EQ(l.session, 0x1234abcdu);
-  EXPECT_EQ(l.file_id, 42u);
-  EXPECT_EQ(l.size, 200000u);
+  EXPECT_EQ(l.file.session, 0x1234abcdu);
+  EXPECT_EQ(l.file.file_id, 42u);
+  EXPECT_EQ(l.file.size, 200000u);
   EXPECT_FALSE(l.data_kept);
   // Where the file system reports holes they are what is missing; where it does not (ramfs) all
   // of the file's length counts as data.
@@ -558,7 +559,7 @@ TEST_P(OriginFsTest, RecoversALeftoverNamedByItsOrigin) {
 TEST_P(OriginFsTest, KeepPartialMovesTheLeftoversDataToTheFailedFolder) {
   const Origin o = sample_origin("k/part.bin", 0x77, 9, 100000);
   {
-    TempFile f = create(o.rel_path, o);
+    TempFile f = create(o.file.path, o);
     const std::string a(4096, 'A');
     ASSERT_EQ(::pwrite(f.fd.get(), a.data(), a.size(), 0), ssize_t(a.size()));
   }
@@ -583,7 +584,7 @@ TEST_P(OriginFsTest, KeepPartialMovesTheLeftoversDataToTheFailedFolder) {
 TEST_P(OriginFsTest, KeptLeftoverDataCarriesNoOrigin) {
   const Origin o = sample_origin("k/part.bin", 0x77, 9, 100000);
   {
-    TempFile f = create(o.rel_path, o);
+    TempFile f = create(o.file.path, o);
     ASSERT_EQ(::write(f.fd.get(), "abc", 3), 3);
   }
   ASSERT_EQ(od_->recover_leftovers(/*keep_partial=*/true).size(), 1u);
@@ -607,9 +608,9 @@ TEST_P(OriginFsTest, ALeftoverWithoutOriginIsRecordedUnderItsTemporaryName) {
   const Leftover& l = got[0];
   EXPECT_FALSE(l.named);
   EXPECT_EQ(l.temp_path, "u/" + temp_name(0xaa, 3));
-  EXPECT_EQ(l.rel_path, l.temp_path);
-  EXPECT_EQ(l.session, 0xaau);  // from the temporary name
-  EXPECT_EQ(l.file_id, 3u);
+  EXPECT_EQ(l.file.path, l.temp_path);
+  EXPECT_EQ(l.file.session, 0xaau);  // from the temporary name
+  EXPECT_EQ(l.file.file_id, 3u);
   EXPECT_EQ(l.bytes_present, 3u);
   EXPECT_EQ(l.missing_text, "");
   ASSERT_FALSE(l.record.empty());
@@ -653,8 +654,8 @@ TEST_P(OriginFsTest, ADamagedOriginLeavesTheLeftoverUnnamed) {
   const auto got = od_->recover_leftovers();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_FALSE(got[0].named);
-  EXPECT_EQ(got[0].session, 0xbbu);
-  EXPECT_EQ(got[0].file_id, 4u);
+  EXPECT_EQ(got[0].file.session, 0xbbu);
+  EXPECT_EQ(got[0].file.file_id, 4u);
   EXPECT_FALSE(fs::exists(root_ / "bad" / sidecar_name(0xbb, 4)));
 }
 
@@ -676,33 +677,44 @@ TEST_P(OriginFsTest, TheSweepRemovesOrphanSidecarsAndLeavesTheRestAlone) {
 TEST_P(OriginFsTest, FinishRenamedRecognisesOnlyItsOwnFile) {
   const Origin o = sample_origin("fin/done.bin", 0xfeed, 11, 6);
   {
-    TempFile f = create(o.rel_path, o);
+    TempFile f = create(o.file.path, o);
     ASSERT_EQ(::write(f.fd.get(), "123456", 6), 6);
     std::string moved, reason;
     ASSERT_TRUE(od_->rename_into_place(f, &moved, &reason)) << reason;
   }
   std::string error;
   // Not ours: another session, another file id, another size, or nothing there.
-  EXPECT_FALSE(od_->finish_renamed(o.rel_path, 0xbeef, 11, 6, &error));
-  EXPECT_FALSE(od_->finish_renamed(o.rel_path, 0xfeed, 12, 6, &error));
-  EXPECT_FALSE(od_->finish_renamed(o.rel_path, 0xfeed, 11, 7, &error));
-  EXPECT_FALSE(od_->finish_renamed("fin/other.bin", 0xfeed, 11, 6, &error));
-  EXPECT_FALSE(od_->finish_renamed("nowhere/done.bin", 0xfeed, 11, 6, &error));
-  EXPECT_FALSE(od_->finish_renamed("../escape", 0xfeed, 11, 6, &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xbeef, 11, o.file.path, 6, common::VerifyType::kNone, {}}, &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 12, o.file.path, 6, common::VerifyType::kNone, {}}, &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 11, o.file.path, 7, common::VerifyType::kNone, {}}, &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 11, "fin/other.bin", 6, common::VerifyType::kNone, {}}, &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 11, "nowhere/done.bin", 6, common::VerifyType::kNone, {}},
+      &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 11, "../escape", 6, common::VerifyType::kNone, {}}, &error));
   EXPECT_EQ(error, "");
   // A symlink under the final name is not followed.
   fs::create_symlink(root_ / "fin/done.bin", root_ / "fin/link.bin");
-  EXPECT_FALSE(od_->finish_renamed("fin/link.bin", 0xfeed, 11, 6, &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 11, "fin/link.bin", 6, common::VerifyType::kNone, {}}, &error));
   // None of that touched the origin.
   ASSERT_EQ(origin_text(root_ / "fin", "done.bin", 0xfeed, 11), format_origin(o));
 
-  EXPECT_TRUE(od_->finish_renamed(o.rel_path, 0xfeed, 11, 6, &error)) << error;
+  EXPECT_TRUE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 11, o.file.path, 6, common::VerifyType::kNone, {}}, &error))
+      << error;
   EXPECT_EQ(error, "");
   EXPECT_EQ(origin_text(root_ / "fin", "done.bin", 0xfeed, 11), "");
   EXPECT_FALSE(fs::exists(root_ / "fin" / sidecar_name(0xfeed, 11)));
   EXPECT_EQ(testing::read_file(root_ / "fin/done.bin"), "123456");
   // Once its origin is gone it is an ordinary file: never finished twice.
-  EXPECT_FALSE(od_->finish_renamed(o.rel_path, 0xfeed, 11, 6, &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 11, o.file.path, 6, common::VerifyType::kNone, {}}, &error));
 }
 
 TEST_P(OriginFsTest, FinishRenamedRefusesAFileOfTheRightNameWithoutItsOrigin) {
@@ -710,7 +722,8 @@ TEST_P(OriginFsTest, FinishRenamedRefusesAFileOfTheRightNameWithoutItsOrigin) {
   fs::create_directories(root_ / "fin");
   std::ofstream(root_ / "fin/done.bin") << "123456";
   std::string error;
-  EXPECT_FALSE(od_->finish_renamed("fin/done.bin", 0xfeed, 11, 6, &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 11, "fin/done.bin", 6, common::VerifyType::kNone, {}}, &error));
   EXPECT_EQ(error, "");
   // Nor does another file's origin make it ours.
   const Origin other = sample_origin("fin/done.bin", 0xfeed, 12, 6);
@@ -721,7 +734,8 @@ TEST_P(OriginFsTest, FinishRenamedRefusesAFileOfTheRightNameWithoutItsOrigin) {
   } else {
     std::ofstream(root_ / "fin" / sidecar_name(0xfeed, 11)) << format_origin(other);
   }
-  EXPECT_FALSE(od_->finish_renamed("fin/done.bin", 0xfeed, 11, 6, &error));
+  EXPECT_FALSE(od_->finish_renamed(
+      common::FileIdentity{0xfeed, 11, "fin/done.bin", 6, common::VerifyType::kNone, {}}, &error));
   EXPECT_EQ(error, "");
 }
 

@@ -62,11 +62,11 @@ class RecoveryTest : public ::testing::TestWithParam<bool> {
 
   static Origin origin(const std::string& rel, uint64_t session, uint32_t id, uint64_t size) {
     Origin o;
-    o.rel_path = rel;
-    o.size = size;
-    o.session = session;
-    o.file_id = id;
-    o.verify = "B2B";
+    o.file.path = rel;
+    o.file.size = size;
+    o.file.session = session;
+    o.file.file_id = id;
+    o.file.verify = common::VerifyType::kB2B;
     o.chunk_size = 8192;
     o.sender = "127.0.0.1:40000";
     return o;
@@ -75,12 +75,12 @@ class RecoveryTest : public ::testing::TestWithParam<bool> {
                          const std::string& rel) {
     Outcome o;
     o.kind = kind;
-    o.session = session;
-    o.file_id = id;
-    o.size = size;
-    o.verify = "B2B";
-    o.key_hex = kKey;
-    o.rel_path = rel;
+    o.file.session = session;
+    o.file.file_id = id;
+    o.file.size = size;
+    o.file.verify = common::VerifyType::kB2B;
+    o.file.digest = kKey;
+    o.file.path = rel;
     return o;
   }
   // A temporary file with its origin and `content` at offset 0, as a crash leaves it.
@@ -219,10 +219,10 @@ TEST_P(RecoveryTest, ALeftoverIsNamedWithWhatItHeld) {
   const auto lines = journal_->read_all();
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].kind, Outcome::Kind::kFailed);
-  EXPECT_EQ(lines[0].session, kRecoverySession);
-  EXPECT_EQ(lines[0].file_id, 9u);
-  EXPECT_EQ(lines[0].size, 100000u);
-  EXPECT_EQ(lines[0].rel_path, "x/left.bin");
+  EXPECT_EQ(lines[0].file.session, kRecoverySession);
+  EXPECT_EQ(lines[0].file.file_id, 9u);
+  EXPECT_EQ(lines[0].file.size, 100000u);
+  EXPECT_EQ(lines[0].file.path, "x/left.bin");
   EXPECT_EQ(lines[0].record, recs[0].string());
   EXPECT_EQ(lines[1].kind, Outcome::Kind::kLogged);
 }
@@ -233,11 +233,11 @@ TEST_P(RecoveryTest, ALeftoverIsNamedWithWhatItHeld) {
 TEST_P(RecoveryTest, AFailureCutShortByACrashIsRecordedAndLoggedOnce) {
   Outcome f;
   f.kind = Outcome::Kind::kFailed;
-  f.session = kRecoverySession;
-  f.file_id = 12;
-  f.size = 5000;
-  f.verify = "B2B";
-  f.rel_path = "gone/never.bin";
+  f.file.session = kRecoverySession;
+  f.file.file_id = 12;
+  f.file.size = 5000;
+  f.file.verify = common::VerifyType::kB2B;
+  f.file.path = "gone/never.bin";
   f.record = (root_ / ".failed/20260101-000000-00c0ffee00c0ffee-12-never.bin.json").string();
   f.reason = "never announced: all its packets were lost";
   journal_->append(f);
