@@ -240,6 +240,42 @@ DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out) 
   return DecodeStatus::kOk;
 }
 
+namespace {
+bool hosts_valid(std::span<const uint8_t> host) {
+  if (host.empty() || host.size() > kMaxLanes) return false;
+  for (size_t k = 0; k < host.size(); ++k) {
+    if (host[k] > k || host[host[k]] != host[k]) return false;
+  }
+  return true;
+}
+}  // namespace
+
+DecodeStatus decode_sender_info(std::span<const uint8_t> payload, SenderInfo* out) {
+  if (payload.size() < kSenderInfoFixedSize) return DecodeStatus::kBadPayload;
+  const uint8_t* p = payload.data();
+  const size_t lanes = load_le16(p + 8);
+  if (payload.size() < kSenderInfoFixedSize + lanes) return DecodeStatus::kBadPayload;
+  const std::span<const uint8_t> host = payload.subspan(kSenderInfoFixedSize, lanes);
+  if (!hosts_valid(host)) return DecodeStatus::kBadPayload;
+  out->sender_id = load_le64(p);
+  out->host.assign(host.begin(), host.end());
+  return DecodeStatus::kOk;
+}
+
+size_t encode_sender_info(const Header& h, const SenderInfo& si, std::span<uint8_t> buf) {
+  if (!hosts_valid(si.host)) return 0;
+  const size_t payload_len = kSenderInfoFixedSize + si.host.size();
+  if (kHeaderSize + payload_len > buf.size()) return 0;
+  uint8_t* p = buf.data() + kHeaderSize;
+  store_le64(p, si.sender_id);
+  store_le16(p + 8, static_cast<uint16_t>(si.host.size()));
+  store_le16(p + 10, 0);
+  std::copy(si.host.begin(), si.host.end(), p + kSenderInfoFixedSize);
+  Header hh = h;
+  hh.type = PacketType::kSenderInfo;
+  return seal(hh, payload_len, buf);
+}
+
 size_t encode_announce(const Header& h, const Announce& a, std::span<uint8_t> buf) {
   if (a.path.empty() || a.path.size() > kMaxPathSize) return 0;
   const size_t payload_len = kAnnounceFixedSize + a.path.size();

@@ -180,6 +180,22 @@
 //  of its chunks: the end's digest is of the file's own bytes. A block that does not shrink by
 //  kZMinSaving goes as kData packets; one file mixes both.
 //
+//  kSenderInfo (type 9): who the sender is and where its lanes go
+//  +---------------------------------------------------------------+
+//  |                 sender_id (u64; 0: the sender has none)       |  0
+//  |                                                               |
+//  +-------------------------------+-------------------------------+
+//  |     lanes (1..kMaxLanes)      |             rsvd              |  8
+//  +-------------------------------+-------------------------------+
+//  |  host: `lanes` bytes; host[k] is the lowest lane number whose | 12
+//  |  destination is on lane k's host (so host[k] <= k)            |
+//  +---------------------------------------------------------------+
+//  Bytes after the hosts are ignored (room for later fields). Sent on every lane, like a
+//  heartbeat (control_repeat times, FEC-covered, sealed), with the session's first heartbeat and
+//  then every kSenderInfoInterval. A receiver that drains some lanes of a host learns from it
+//  which of the sender's lanes went to that host without being listened on. A receiver before
+//  this type refuses it (kBadType): it counts it as rejected, and its sequence number as lost.
+//
 // A sealed datagram (--key-file, flags kFlagAuth, see common/seal.hpp for the keys and what the
 // tag covers): the inner datagram's payload (the "body", encrypted with kFlagEncrypt) is
 // followed by a 32-byte trailer that payload_len counts:
@@ -297,6 +313,9 @@ inline constexpr size_t kMinPacketSize = 512;
 inline constexpr size_t kMinChunkSize =
     kMinPacketSize - kHeaderSize - kDataHeaderSize - kFecOverhead - kSealOverhead;
 inline constexpr uint32_t kHeartbeatFinal = 1u;
+inline constexpr size_t kSenderInfoFixedSize = 12;
+// How often each lane repeats its kSenderInfo after the session's first.
+inline constexpr uint32_t kSenderInfoIntervalS = 30;
 // kFileList flags: the list (with the other datagrams of the same list) names every file of the
 // session so far; without it, the files finished since the previous list.
 inline constexpr uint16_t kListComplete = 1;
@@ -321,9 +340,10 @@ enum class PacketType : uint8_t {
   kParity = 6,
   kFileList = 7,
   kZData = 8,
+  kSenderInfo = 9,
 };
 // The highest PacketType value; decode_packet() refuses a type above it (kBadType).
-inline constexpr uint8_t kMaxPacketType = static_cast<uint8_t>(PacketType::kZData);
+inline constexpr uint8_t kMaxPacketType = static_cast<uint8_t>(PacketType::kSenderInfo);
 
 // How a file is verified end to end. Values are on the wire.
 enum class VerifyType : uint8_t {
@@ -405,6 +425,13 @@ struct Heartbeat {
   uint16_t lanes = 1;  // lanes of the session
 };
 
+// The fields of a kSenderInfo datagram.
+struct SenderInfo {
+  uint64_t sender_id = 0;
+  // host[k]: the lowest lane going to lane k's host; one entry per lane of the session.
+  std::vector<uint8_t> host;
+};
+
 struct Parity {
   uint64_t window_seq = 0;
   uint16_t count = 0;
@@ -467,6 +494,9 @@ DecodeStatus decode_zdata(std::span<const uint8_t> payload, ZDataHeader* out,
 DecodeStatus decode_end(std::span<const uint8_t> payload, End* out);
 DecodeStatus decode_abort(std::span<const uint8_t> payload, Abort* out);
 DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out);
+// Checks 1 <= lanes <= kMaxLanes, that the hosts follow, and host[k] <= k with host[host[k]] ==
+// host[k]; bytes after the hosts are ignored.
+DecodeStatus decode_sender_info(std::span<const uint8_t> payload, SenderInfo* out);
 // Checks the window geometry (k, m >= 1, k + m <= 255, interleave >= 1, count <= k x interleave,
 // group < interleave, index < m) and that a shard follows.
 DecodeStatus decode_parity(std::span<const uint8_t> payload, Parity* out,
@@ -484,6 +514,9 @@ size_t encode_announce(const Header& h, const Announce& a, std::span<uint8_t> bu
 size_t encode_end(const Header& h, const End& e, std::span<uint8_t> buf);
 size_t encode_abort(const Header& h, const Abort& a, std::span<uint8_t> buf);
 size_t encode_heartbeat(const Header& h, const Heartbeat& hb, std::span<uint8_t> buf);
+// Returns 0 too when si.host is empty, longer than kMaxLanes, or not as decode_sender_info()
+// requires.
+size_t encode_sender_info(const Header& h, const SenderInfo& si, std::span<uint8_t> buf);
 size_t encode_parity(const Header& h, const Parity& pa, std::span<const uint8_t> shard,
                      std::span<uint8_t> buf);
 // Encodes a kFileList datagram of entries[0..], as many as fit in `buf` (at most 65535), in
@@ -532,57 +565,9 @@ inline constexpr size_t kDataOffsetAt = 8;
 inline constexpr size_t kAnnouncePathLenAt = 6;
 }  // namespace layout
 
-// ---- Regions of a datagram --------------------------------------------------------------------
-// The header bytes the checksum's seed and a seal's associated data cover: all but the checksum.
-inline constexpr size_t kHeaderSansChecksumSize = layout::kChecksumAt;
-// The payload of a datagram whose header starts at `d`.
-inline uint8_t* payload_of(uint8_t* d) { return d + kHeaderSize; }
-inline const uint8_t* payload_of(const uint8_t* d) { return d + kHeaderSize; }
-// Where encode_data_in_place() expects the file's bytes, in a buffer that will hold a kData
-// datagram (at least kHeaderSize + kDataHeaderSize bytes).
-inline uint8_t* data_bytes_of(uint8_t* buf) { return buf + kHeaderSize + kDataHeaderSize; }
-inline const uint8_t* data_bytes_of(const uint8_t* d) { return d + kHeaderSize + kDataHeaderSize; }
-// Where encode_zdata_in_place() expects the piece's bytes.
-inline uint8_t* zdata_bytes_of(uint8_t* buf) { return buf + kHeaderSize + kZDataHeaderSize; }
-
-// Datagram sizes, for buffers and for budgets computed before encoding.
-// A kData datagram of `data_len` file bytes.
-inline constexpr size_t data_datagram_size(size_t data_len) {
-  return kHeaderSize + kDataHeaderSize + data_len;
-}
-// An announce datagram with a path of `path_len` bytes.
-inline constexpr size_t announce_datagram_size(size_t path_len) {
-  return kHeaderSize + kAnnounceFixedSize + path_len;
-}
-// One kFileList entry with a key of `key_len` and a path of `path_len` bytes.
-inline constexpr size_t file_list_entry_size(size_t key_len, size_t path_len) {
-  return kFileListEntryFixedSize + key_len + path_len;
-}
-// Room for entries in a kFileList datagram of `datagram_size` bytes (at least kHeaderSize +
-// kFileListFixedSize).
-inline constexpr size_t file_list_room(size_t datagram_size) {
-  return datagram_size - kHeaderSize - kFileListFixedSize;
-}
-
-// A sealed datagram (kFlagAuth) of `sealed_size` bytes (at least kHeaderSize + kSealOverhead):
-// the length of its body (the inner payload), and where its salt and tag sit.
-inline constexpr size_t sealed_body_len(size_t sealed_size) {
-  return sealed_size - kHeaderSize - kSealOverhead;
-}
-inline uint8_t* sealed_salt(uint8_t* d, size_t sealed_size) {
-  return d + kHeaderSize + sealed_body_len(sealed_size);
-}
-inline const uint8_t* sealed_salt(const uint8_t* d, size_t sealed_size) {
-  return d + kHeaderSize + sealed_body_len(sealed_size);
-}
-inline uint8_t* sealed_tag(uint8_t* d, size_t sealed_size) {
-  return sealed_salt(d, sealed_size) + kSaltSize;
-}
-inline const uint8_t* sealed_tag(const uint8_t* d, size_t sealed_size) {
-  return sealed_salt(d, sealed_size) + kSaltSize;
-}
-
 }  // namespace ddft::common
 
-// The in-place field accessors (peek_*, poke_*), in a header of their own.
-#include "common/protocol_peek.hpp"  // IWYU pragma: export
+// The in-place field accessors (peek_*, poke_*) and the regions and sizes of a datagram, in
+// headers of their own.
+#include "common/protocol_peek.hpp"     // IWYU pragma: export
+#include "common/protocol_regions.hpp"  // IWYU pragma: export

@@ -180,6 +180,9 @@ void Assembler::dispatch(const Packet& p, size_t lane, bool rebuilt) {
       case PacketType::kFileList:
         table_.handle_file_list(p, lane);
         break;
+      case PacketType::kSenderInfo:
+        handle_sender_info(p);
+        break;
       case PacketType::kParity:
         break;  // handled before
     }
@@ -188,6 +191,19 @@ void Assembler::dispatch(const Packet& p, size_t lane, bool rebuilt) {
     spdlog::error("Error: a {} packet could not be handled: {}", static_cast<int>(p.header.type),
                   e.what());
   }
+}
+
+void Assembler::handle_sender_info(const Packet& p) {
+  common::SenderInfo si;
+  if (common::decode_sender_info(p.payload, &si) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  if (gate_.sender_id() != si.sender_id && si.sender_id != 0) {
+    spdlog::info("Info: sender session {:016x} comes from sender {:016x}", gate_.session(),
+                 si.sender_id);
+  }
+  gate_.on_sender_info(si);
 }
 
 void Assembler::handle_heartbeat(const Packet& p, size_t lane) {

@@ -134,6 +134,7 @@ class Assembler {
   // `rebuilt`: FEC made the packet (it did not come over the link); the file it fills counts it.
   void dispatch(const common::Packet& p, size_t lane, bool rebuilt = false);
   void handle_heartbeat(const common::Packet& p, size_t lane);
+  void handle_sender_info(const common::Packet& p);
 
   const ReceiverConfig& cfg_;
   common::Clock& clock_;

@@ -140,9 +140,16 @@ std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::t
     return fmt::format(" (lane {}, {}{})", lane, cfg_.lane_name(static_cast<size_t>(lane)),
                        over ? "; the session ended before that lane brought it" : "");
   }
-  // No lane here carries it: another receiver's lane when every lane here has said which it
-  // carries; else perhaps the one that never came up, settled once every lane is gone.
+  // No lane here carries it. When every lane here has said which it carries, that lane is not
+  // listened on here: if the sender says it goes to this host, nothing here will ever bring the
+  // file; else it is another receiver's. Otherwise it is perhaps the lane here that never came
+  // up, settled once every lane is gone.
   if (gate_ != nullptr && gate_->all_lanes_named()) {
+    if (gate_->sender_lane_to_this_host(sender_lane)) {
+      return fmt::format(
+          " (the sender's lane {} goes to this receiver's host, but no --listen here takes it)",
+          sender_lane);
+    }
     *drop = true;
     return std::nullopt;
   }
@@ -166,6 +173,10 @@ void FileTable::release_held(common::Clock::time_point now, bool over) {
     const std::optional<std::string> note = held_due(it->second->entry.lane, now, over, &drop);
     if (drop) {
       ++counters_.listed_elsewhere;
+      spdlog::info("Info: {}: left to the receiver of the sender's lane {}{}",
+                   common::json_quote(it->second->path), it->second->entry.lane,
+                   gate_->knows_lane_hosts() ? " (another host)"
+                                             : " (the sender does not say where its lanes go)");
       it = held_.erase(it);
       continue;
     }

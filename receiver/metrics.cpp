@@ -106,6 +106,10 @@ void add_file_metrics(common::MetricsRegistry& reg, const StatusPtr& st, const R
   reg.add(kCounter, "ddft_receive_files_filtered_total",
           "Announced files dropped by --include/--exclude (policy: logged, no record)",
           [st] { return num(st->writer.counters.files_filtered); });
+  reg.add(kCounter, "ddft_receive_files_left_to_other_receivers_total",
+          "Files the sender's file list names that went down a lane of the sender no lane of "
+          "this receiver carries, on another host (each logged; that host's receiver names them)",
+          [st] { return num(st->writer.counters.listed_elsewhere); });
   // The runner's counters are atomics of their own, read live.
   if (const HookRunner* hooks = rx.hooks()) add_hook_metrics(reg, hooks);
   reg.add(kCounter, "ddft_receive_bytes_delivered_total",

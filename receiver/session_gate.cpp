@@ -244,6 +244,8 @@ void SessionGate::start(uint64_t s) {
   session_ = s;
   session_start_ = clock_.now();
   sender_lanes_ = 1;
+  sender_id_ = 0;
+  lane_hosts_.clear();
   silence_logged_ = false;
   counters_.lost_in_past_sessions += lost();
   for (LaneState& l : lanes_) {
@@ -289,6 +291,20 @@ void SessionGate::on_heartbeat(size_t lane, const common::Heartbeat& hb) {
     // Whatever is still receiving gets a short grace for reordered packets, then fails.
     l.final_deadline = clock_.now() + seconds(1);
   }
+}
+
+void SessionGate::on_sender_info(const common::SenderInfo& si) {
+  sender_id_ = si.sender_id;
+  lane_hosts_ = si.host;
+}
+
+bool SessionGate::sender_lane_to_this_host(int sender_lane) const {
+  if (sender_lane < 0 || static_cast<size_t>(sender_lane) >= lane_hosts_.size()) return false;
+  const uint8_t host = lane_hosts_[static_cast<size_t>(sender_lane)];
+  return std::any_of(lanes_.begin(), lanes_.end(), [&](const LaneState& l) {
+    return l.sender_lane >= 0 && static_cast<size_t>(l.sender_lane) < lane_hosts_.size() &&
+           lane_hosts_[static_cast<size_t>(l.sender_lane)] == host;
+  });
 }
 
 int SessionGate::lane_of_sender(int sender_lane) const {

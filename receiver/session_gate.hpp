@@ -84,6 +84,8 @@ class SessionGate {
   // A heartbeat of the session on `lane` (its interval, whether it is the final one, and which of
   // the sender's lanes it is).
   void on_heartbeat(size_t lane, const common::Heartbeat& hb);
+  // The session's kSenderInfo (any lane): the sender's id and which of its lanes share a host.
+  void on_sender_info(const common::SenderInfo& si);
 
   // Logs the loss of the session so far (at once, then at most every 10 s); `rebuilt` is what
   // FEC rebuilt in this session.
@@ -123,6 +125,13 @@ class SessionGate {
   size_t sender_lanes() const { return sender_lanes_; }
   // Whether every lane has named the sender's lane it carries.
   bool all_lanes_named() const;
+  // The sender's id as its kSenderInfo says (0 before, or from a sender without one).
+  uint64_t sender_id() const { return sender_id_; }
+  // Whether the session's kSenderInfo has said where the sender's lanes go.
+  bool knows_lane_hosts() const { return !lane_hosts_.empty(); }
+  // Whether the sender's lane `sender_lane` goes to this receiver's host: the sender says it
+  // shares a host with a lane that one of this receiver's lanes carries. False while unknown.
+  bool sender_lane_to_this_host(int sender_lane) const;
   const SeqCounter& seq(size_t lane = 0) const { return lanes_[lane].seq; }
   // Over every lane: packets received and lost (sequence gaps) in the session.
   uint64_t received() const;
@@ -176,7 +185,9 @@ class SessionGate {
 
   uint64_t session_ = 0;
   common::Clock::time_point session_start_{};
-  size_t sender_lanes_ = 1;  // as the session's heartbeats say
+  size_t sender_lanes_ = 1;          // as the session's heartbeats say
+  uint64_t sender_id_ = 0;           // as its kSenderInfo says
+  std::vector<uint8_t> lane_hosts_;  // as its kSenderInfo says; empty while unknown
   std::set<uint64_t> retired_;
   std::vector<LaneState> lanes_;
   mutable bool silence_logged_ = false;

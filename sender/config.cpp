@@ -325,6 +325,21 @@ size_t SenderConfig::lanes() const {
   return std::max<size_t>(1, n);
 }
 
+std::vector<uint8_t> SenderConfig::lane_hosts() const {
+  std::vector<uint8_t> host(lanes());
+  for (size_t k = 0; k < host.size(); ++k) {
+    host[k] = static_cast<uint8_t>(k);
+    if (transport == common::TransportKind::kDevice || k >= dests.size()) continue;
+    for (size_t j = 0; j < k; ++j) {
+      if (dests[j].host == dests[k].host) {
+        host[k] = host[j];
+        break;
+      }
+    }
+  }
+  return host;
+}
+
 std::string SenderConfig::lane_name(size_t i) const {
   if (transport == common::TransportKind::kDevice) {
     if (i < devices.size()) return "device " + devices[i];

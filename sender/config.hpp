@@ -68,6 +68,8 @@ struct SenderConfig {
   // The id of the session's first file (common::next_file_id() numbers the rest). Not an
   // option: 1 in every run; tests start near the wrap.
   uint32_t first_file_id = 1;
+  // The sender's identity on the wire (kSenderInfo); 0: none.
+  uint64_t sender_id = 0;
   CompressMode compress = CompressMode::kOff;  // from compress_text
   std::string compress_text = "off";           // --compress as given
   int compress_level = 1;                      // zstd's level, 1..19 (1: see README)
@@ -130,6 +132,9 @@ struct SenderConfig {
   // The lanes of the session: --dest (or --device) given several times, or --lanes. At least 1,
   // also for a config never finalized (tests).
   size_t lanes() const;
+  // For each lane k of lanes(), the lowest lane whose destination is on lane k's host (the same
+  // --dest address; each device lane is a host of its own): what kSenderInfo tells receivers.
+  std::vector<uint8_t> lane_hosts() const;
   // How the logs name lane `i` (< lanes()): "127.0.0.1:5000", "device /dev/x".
   std::string lane_name(size_t i) const;
 };

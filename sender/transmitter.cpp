@@ -193,7 +193,25 @@ common::Heartbeat Transmitter::heartbeat_of(bool final) const {
   return hb;
 }
 
+void Transmitter::send_sender_info_if_due() {
+  const auto now = clock_.now();
+  if (info_sent_ && now - last_info_ < std::chrono::seconds(common::kSenderInfoIntervalS)) return;
+  common::SenderInfo si;
+  si.sender_id = cfg_.sender_id;
+  si.host = cfg_.lane_hosts();
+  // A config that names fewer lanes than the session drives (tests): each other lane a host of
+  // its own.
+  for (size_t k = si.host.size(); k < hub_.lanes(); ++k) si.host.push_back(static_cast<uint8_t>(k));
+  si.host.resize(hub_.lanes());
+  send_control([&](const Header& h, std::span<uint8_t> buf) {
+    return common::encode_sender_info(h, si, buf);
+  });
+  last_info_ = now;
+  info_sent_ = true;
+}
+
 void Transmitter::send_heartbeat(bool final) {
+  send_sender_info_if_due();
   common::Heartbeat hb = heartbeat_of(final);
   send_control([&](const Header& h, std::span<uint8_t> buf) {
     hb.packets_sent = h.seq;
@@ -436,6 +454,7 @@ void Transmitter::run(std::stop_token stop) {
 
 void Transmitter::send_session(std::stop_token stop) {
   const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
+  send_sender_info_if_due();
   while (true) {
     auto item = in_.pop_for(heartbeat);
     if (!item) {

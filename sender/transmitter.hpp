@@ -187,6 +187,8 @@ class Transmitter {
   void repeat_announce_if_due(uint64_t done, uint64_t data_end, const FileMeta& meta);
   void block_sent(const WorkItem& item, size_t raw);
   void send_heartbeat(bool final);
+  // The session's kSenderInfo, at its start and then every kSenderInfoIntervalS.
+  void send_sender_info_if_due();
   void begin_file(const WorkItem& item);
   // The announce of `meta` as its first copy sends it, but for pause_s (0).
   common::Announce announce_of(const FileMeta& meta) const;
@@ -244,6 +246,8 @@ class Transmitter {
   // while down): the rest of its items are dropped. Items of one file come together.
   std::optional<uint32_t> dropped_;
   common::Clock::time_point last_list_{};
+  common::Clock::time_point last_info_{};
+  bool info_sent_ = false;
   SendTotals totals_;
   SendStatus* status_ = nullptr;
 };

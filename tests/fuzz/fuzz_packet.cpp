@@ -153,6 +153,27 @@ void round_trip(PacketType type, const Header& sent, Bytes payload) {
               "a heartbeat changed through decode and encode");
       break;
     }
+    case PacketType::kSenderInfo: {
+      SenderInfo si;
+      if (decode_sender_info(payload, &si) != DecodeStatus::kOk) return;
+      require(!si.host.empty() && si.host.size() <= kMaxLanes &&
+                  kSenderInfoFixedSize + si.host.size() <= payload.size(),
+              "a sender info with a bad lane count was accepted");
+      for (size_t k = 0; k < si.host.size(); ++k) {
+        require(si.host[k] <= k && si.host[si.host[k]] == si.host[k],
+                "a sender info with a bad host was accepted");
+      }
+      // Bytes after the hosts are not kept: the encoding is the payload up to them.
+      const size_t n = encode_sender_info(h, si, buf);
+      require(n == kHeaderSize + kSenderInfoFixedSize + si.host.size(),
+              "a decoded sender info does not encode");
+      const Packet p = decode_encoded(std::span(buf).first(n), h, type);
+      SenderInfo si2;
+      require(decode_sender_info(p.payload, &si2) == DecodeStatus::kOk &&
+                  si2.sender_id == si.sender_id && si2.host == si.host,
+              "a sender info changed through decode and encode");
+      break;
+    }
     case PacketType::kParity: {
       Parity pa;
       Bytes shard;

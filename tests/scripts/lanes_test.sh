@@ -4,7 +4,8 @@
 #     mid-transfer: every file arrives byte for byte or has a record naming lane 2 and its
 #     missing ranges; nothing damaged under a final name; every failed file used lane 2;
 #  2. three lanes, the third dead from the start (nobody listens where the sender sends it):
-#     the files it carried are named in records (lane 2), the others arrive;
+#     the files it carried are named in records (lane 2), the others arrive; and four lanes to
+#     one host whose receiver listens on three: lane 3's files are named, none dropped;
 #  3. a 2 GiB file striped over four lanes arrives byte for byte: plain, sealed (--key-file),
 #     and with FEC (at 50 MB/s per lane: a test of correctness on a busy machine, not of speed;
 #     scripts/bench_lanes.sh measures that).
@@ -157,6 +158,28 @@ grep PROBLEM "$work/check2" && bad "dead lane: problems" || ok
 grep -q "no packet of it reached this receiver" "$work/out2/.failed/"*.json && ok ||
   bad "dead lane: no record says the lane never came up"
 echo "dead lane 2 of 3: $delivered delivered, $failed named as lost"
+
+# --- 2b. four lanes to one host, the receiver listening on three of them ------------------------
+mkdir -p "$work/src2b" "$work/out2b"
+for i in $(seq -w 1 40); do head -c 50000 /dev/urandom > "$work/src2b/h$i.bin"; done
+base=$(ports 4)
+"$recv_bin" --listen "127.0.0.1:$base" --lanes 3 --output "$work/out2b" --once \
+  --buffer-mb 64 --write-buffers 16 --log-file "$work/rx2b.log" > /dev/null 2>&1 &
+rx=$!
+pids+=("$rx")
+wait_receiving "$work/rx2b.log" || bad "three of four: the receiver did not start"
+"$send_bin" "$work/src2b/" --dest "127.0.0.1:$base" --lanes 4 --rate 20 > "$work/tx2b.log" 2>&1 ||
+  bad "three of four: the sender failed: $(tail -3 "$work/tx2b.log")"
+wait_for "$rx" 60
+[[ $status == 1 ]] && ok || bad "three of four: receiver exit $status (want 1)"
+read -r delivered failed < <(check_outcomes "$work/src2b" "$work/out2b" 3 | tee "$work/check2b" |
+  tail -1)
+grep PROBLEM "$work/check2b" && bad "three of four: problems" || ok
+[[ ${failed:-0} -ge 1 && ${delivered:-0} -ge 1 && $((delivered + failed)) == 40 ]] && ok ||
+  bad "three of four: delivered ${delivered:-?}, failed ${failed:-?} of 40"
+grep -q "goes to this receiver's host, but no --listen here takes it" \
+  "$work/out2b/.failed/"*.json && ok || bad "three of four: no record names the unheard lane"
+echo "receiver on 3 of 4 lanes: $delivered delivered, $failed named (lane 3), 0 lost"
 
 # --- 3. a 2 GiB file striped over four lanes ---------------------------------------------------
 mkdir -p "$work/src3"

@@ -143,6 +143,12 @@ Datagram FakeSender::heartbeat(bool final, uint32_t interval_ms, uint16_t lane, 
   return b;
 }
 
+Datagram FakeSender::sender_info(uint64_t sender_id, const std::vector<uint8_t>& host) {
+  Datagram b(common::kHeaderSize + common::kSenderInfoFixedSize + host.size());
+  b.resize(common::encode_sender_info(next(), {sender_id, host}, b));
+  return b;
+}
+
 Datagram FakeSender::file_list(const std::vector<Listed>& files, uint16_t flags) {
   std::vector<common::FileListEntry> entries;
   for (const Listed& f : files) {

@@ -57,6 +57,8 @@ class FakeSender {
   // the sender's lane `lane` of `lanes`.
   Datagram heartbeat(bool final, uint32_t interval_ms = 1000, uint16_t lane = 0,
                      uint16_t lanes = 1);
+  // The sender's kSenderInfo: its id, and for each of its lanes the lowest lane on the same host.
+  Datagram sender_info(uint64_t sender_id, const std::vector<uint8_t>& host);
 
   // A file as the sender's file list names it: finished (with the key of `content` under
   // `verify`) or aborted (no key).

@@ -543,7 +543,8 @@ TEST(Protocol, RejectsMalformedFileLists) {
     const std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<long>(len));
     EXPECT_EQ(decode_file_list(cut, &list), DecodeStatus::kBadPayload) << len;
   }
-  // And through decode_packet: type 7 is a known type now, type 8 (kZData) too, type 9 is not.
+  // And through decode_packet: type 7 is a known type now, 8 (kZData) and 9 (kSenderInfo) too,
+  // type 10 is not.
   std::vector<uint8_t> d(kHeaderSize + good.size());
   std::memcpy(d.data() + kHeaderSize, good.data(), good.size());
   store_le32(d.data(), kMagic);
@@ -553,7 +554,7 @@ TEST(Protocol, RejectsMalformedFileLists) {
   reseal(d);
   Packet p;
   EXPECT_EQ(decode_packet(d, &p), DecodeStatus::kOk);
-  d[5] = 9;
+  d[5] = 10;
   reseal(d);
   EXPECT_EQ(decode_packet(d, &p), DecodeStatus::kBadType);
 }
@@ -659,6 +660,58 @@ TEST(ProtocolGolden, Announce) {
   EXPECT_EQ(got.mode, a.mode);
   EXPECT_EQ(got.chunk_size, a.chunk_size);
   EXPECT_EQ(got.path, a.path);
+}
+
+TEST(ProtocolGolden, SenderInfo) {
+  const std::vector<uint8_t> want = {
+      'D',  'D',  'F',  'T',                           // 0 magic
+      0x01, 0x09, 0x0F, 0x00,                          // 4 version 1, type 9, payload_len 15
+      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // 8 session_id
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // 16 seq
+      0x00, 0x00, 0x00, 0x00,                          // 24 flags 0, fec_pos 0
+      0x2B, 0xF5, 0x7A, 0x14,                          // 28 checksum
+      0x0F, 0x0E, 0x0D, 0x0C, 0x0B, 0x0A, 0x09, 0x08,  // +0 sender_id 0x08090A0B0C0D0E0F
+      0x03, 0x00, 0x00, 0x00,                          // +8 lanes 3, reserved
+      0x00, 0x00, 0x02,                                // +12 hosts: lanes 0 and 1 on one host
+  };
+  std::vector<uint8_t> buf(256, 0xEE);
+  buf.resize(encode_sender_info(golden_header(), {0x08090A0B0C0D0E0Full, {0, 0, 2}}, buf));
+  expect_bytes(buf, want);
+
+  const Packet p = decode_golden(want, PacketType::kSenderInfo);
+  SenderInfo got;
+  ASSERT_EQ(decode_sender_info(p.payload, &got), DecodeStatus::kOk);
+  EXPECT_EQ(got.sender_id, 0x08090A0B0C0D0E0Full);
+  EXPECT_EQ(got.host, (std::vector<uint8_t>{0, 0, 2}));
+}
+
+TEST(Protocol, SenderInfoBoundsAndLaterFieldsIgnored) {
+  std::vector<uint8_t> buf(256);
+  const auto payload = [&](const SenderInfo& si) {
+    buf.resize(256);
+    buf.resize(encode_sender_info(header(), si, buf));
+    return std::span<const uint8_t>(buf).subspan(kHeaderSize);
+  };
+  SenderInfo got;
+  // Bytes after the hosts (a later version's fields) are ignored.
+  const std::span<const uint8_t> two = payload({7, {0, 1}});
+  std::vector<uint8_t> longer(two.begin(), two.end());
+  longer.insert(longer.end(), {1, 2, 3, 4});
+  ASSERT_EQ(decode_sender_info(longer, &got), DecodeStatus::kOk);
+  EXPECT_EQ(got.host, (std::vector<uint8_t>{0, 1}));
+  // Cut short, no lanes, a host after its lane, a host that is not its own host's first lane.
+  EXPECT_EQ(decode_sender_info(std::span(longer).first(13), &got), DecodeStatus::kBadPayload);
+  EXPECT_EQ(decode_sender_info(std::span(longer).first(11), &got), DecodeStatus::kBadPayload);
+  std::vector<uint8_t> bad = longer;
+  bad[8] = 0;
+  EXPECT_EQ(decode_sender_info(bad, &got), DecodeStatus::kBadPayload);
+  bad = longer;
+  bad[12] = 1;
+  EXPECT_EQ(decode_sender_info(bad, &got), DecodeStatus::kBadPayload);
+  std::vector<uint8_t> out(256);
+  EXPECT_EQ(encode_sender_info(header(), {7, {0, 2, 1}}, out), 0u);
+  EXPECT_EQ(encode_sender_info(header(), {7, {}}, out), 0u);
+  EXPECT_EQ(encode_sender_info(header(), {7, std::vector<uint8_t>(kMaxLanes + 1, 0)}, out), 0u);
 }
 
 TEST(ProtocolGolden, Data) {

@@ -14,6 +14,7 @@
 #include "receiver/file_table.hpp"
 #include "receiver/session_gate.hpp"
 #include "support/fake_sender.hpp"
+#include "support/log_capture.hpp"
 
 namespace ddft::receiver {
 namespace {
@@ -80,6 +81,12 @@ class FileTableLanesTest : public ::testing::Test {
       case common::PacketType::kFileList:
         table_->handle_file_list(p, lane);
         break;
+      case common::PacketType::kSenderInfo: {
+        common::SenderInfo si;
+        ASSERT_EQ(common::decode_sender_info(p.payload, &si), common::DecodeStatus::kOk);
+        gate_->on_sender_info(si);
+        break;
+      }
       case common::PacketType::kHeartbeat: {
         common::Heartbeat hb;
         ASSERT_EQ(common::decode_heartbeat(p.payload, &hb), common::DecodeStatus::kOk);
@@ -291,6 +298,45 @@ TEST_F(FileTableLanesTest, AListEntryOfALaneNoLaneHereCarriesIsLeftToItsReceiver
   EXPECT_FALSE(table_->holds_list_entries());
   EXPECT_EQ(counters_.listed_elsewhere, 1u);
   EXPECT_EQ(counters_.files_unannounced, 0u);
+}
+
+// The sender drives three lanes to this host, whose receiver listens on two: the third lane's
+// files can come from nowhere else, so the list's entries for them are recorded, not dropped.
+TEST_F(FileTableLanesTest, AListEntryOfALaneToThisHostThatNoListenTakesIsRecorded) {
+  feed(0, lane_[0].heartbeat(false, 1000, 0, 3));
+  feed(0, lane_[0].sender_info(0xabc, {0, 0, 0}));
+  EXPECT_EQ(gate_->sender_id(), 0xabcu);
+  const std::string unheard = lane_content(1000, 9);
+  feed(0, lane_[0].file_list({{5, "unheard.bin", unheard, common::VerifyType::kB2B, false, 2}}));
+  later(1);
+  settle();
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.listed_elsewhere, 0u);
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("unheard.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("the sender's lane 2 goes to this receiver's host, but no --listen here "
+                     "takes it"),
+            std::string::npos)
+      << rec;
+}
+
+// The same lane on another host is left to that host's receiver: logged and counted.
+TEST_F(FileTableLanesTest, AListEntryOfALaneToAnotherHostIsLoggedAndLeftToItsReceiver) {
+  testing::LogCapture log;
+  feed(0, lane_[0].heartbeat(false, 1000, 0, 3));
+  feed(0, lane_[0].sender_info(0xabc, {0, 0, 2}));
+  const std::string other = lane_content(1000, 9);
+  feed(0, lane_[0].file_list({{5, "other.bin", other, common::VerifyType::kB2B, false, 2}}));
+  later(1);
+  settle();
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.listed_elsewhere, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 0u);
+  EXPECT_NE(log.text().find("\"other.bin\": left to the receiver of the sender's lane 2 (another "
+                            "host)"),
+            std::string::npos)
+      << log.text();
 }
 
 TEST_F(FileTableLanesTest, AFileStripedOverMoreLanesThanThisReceiverHasIsRefused) {

@@ -370,8 +370,9 @@ TEST_F(TransmitterTest, IntraPacketIntervalSplitsBatchesExactly) {
   std::map<size_t, size_t> per_call;
   for (const auto& s : sink.log) ++per_call[s.call];
   for (const auto& [call, n] : per_call) EXPECT_LE(n, 10u) << call;
-  const size_t total = sink.log.size();  // 3 + 100 + 3, the file list x 3, 3 = 112 packets
-  EXPECT_EQ(total, 112u);
+  // The sender info x 3, then 3 + 100 + 3, the file list x 3, 3 = 115 packets.
+  const size_t total = sink.log.size();
+  EXPECT_EQ(total, 115u);
   EXPECT_EQ(clock_.slept(), milliseconds(7) * (total / 10));
 }
 
@@ -385,8 +386,12 @@ TEST_F(TransmitterTest, SleepAlgorithmPausesBetweenAnnounceAndData) {
     return s.type == common::PacketType::kData;
   });
   ASSERT_NE(first_data, sink.log.end());
-  EXPECT_EQ(sink.log[0].pause_s, 3);  // the announce tells the receiver
-  EXPECT_EQ(first_data->at - sink.log[0].at, seconds(3));
+  const auto announce = std::find_if(sink.log.begin(), sink.log.end(), [](const Sent& s) {
+    return s.type == common::PacketType::kAnnounce;
+  });
+  ASSERT_NE(announce, sink.log.end());
+  EXPECT_EQ(announce->pause_s, 3);  // the announce tells the receiver
+  EXPECT_EQ(first_data->at - announce->at, seconds(3));
   // EOF_DELAY: the second file's announce leaves 50 ms after the first file's last end packet.
   size_t second = 0;
   for (size_t i = 0; i < sink.log.size(); ++i) {
@@ -408,7 +413,8 @@ TEST_F(TransmitterTest, FullLinkBufferWaitsAndLosesNothing) {
   cfg_.buff_full_delay_ms = 20;
   RecordingSink sink(clock_, /*refuse_first=*/3);
   run({5000}, sink);
-  EXPECT_EQ(sink.log.size(), 3u + 5u + 3u + 3u + 3u);  // every packet, once (list before the last)
+  // Every packet, once: the sender info, the file, the list, the final heartbeat.
+  EXPECT_EQ(sink.log.size(), 3u + 3u + 5u + 3u + 3u + 3u);
   for (size_t i = 0; i < sink.log.size(); ++i) EXPECT_EQ(sink.log[i].seq, i);
   EXPECT_EQ(clock_.slept(), milliseconds(60));
 }
@@ -834,8 +840,9 @@ TEST_F(TransmitterTest, AFullLinkBufferIsRetriedAtLeastEveryHeartbeatInterval) {
   RecordingSink sink(clock_, /*refuse_first=*/3);
   run({5000}, sink);
   EXPECT_EQ(clock_.slept(), seconds(3));  // each wait cut to the 1 s interval
-  // Every packet once; the file took 3 s, so a heartbeat (3 copies) follows its end.
-  EXPECT_EQ(sink.log.size(), 3u + 5u + 3u + 3u + 3u + 3u);
+  // Every packet once (the sender info first); the file took 3 s, so a heartbeat (3 copies)
+  // follows its end.
+  EXPECT_EQ(sink.log.size(), 3u + 3u + 5u + 3u + 3u + 3u + 3u);
   EXPECT_EQ(count(sink, common::PacketType::kHeartbeat), 3u + 3u);
   expect_in_sequence(sink);
 }
