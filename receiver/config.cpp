@@ -91,6 +91,16 @@ void add_write_options(CLI::App& app, ReceiverConfig& cfg) {
                  "Seconds without a packet of a file before it fails")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
+  app.add_option("--journal-hours", cfg.journal_hours,
+                 "How long the journal (OUTPUT/.ddft-outcomes) remembers each file delivered or "
+                 "named, across sender sessions and restarts, so that what a sender repeats "
+                 "(file lists, its history) is not named twice")
+      ->check(CLI::Range(0.01, 24.0 * 366))
+      ->capture_default_str();
+  app.add_option("--journal-mb", cfg.journal_mb,
+                 "The journal's size bound, MiB: past it the oldest lines go (with a warning)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
   app.add_option("--write-block-kb", cfg.write_block_kb, "Write block size in KiB")
       ->check(CLI::Range(size_t{64}, size_t{65536}))
       ->capture_default_str();

@@ -67,6 +67,8 @@ struct ReceiverConfig {
   CollisionPolicy on_collision = CollisionPolicy::kRename;
   std::string on_collision_text = "rename";
   double file_timeout_s = 30;      // no packet of a file for this long: it fails
+  double journal_hours = 25;       // what the journal remembers (receiver/outcome_log.hpp)
+  size_t journal_mb = 256;         // and how big it may grow
   size_t fec_buffer_mb = 64;       // FEC windows kept until their parity comes
   size_t compress_buffer_mb = 64;  // compressed blocks gathered until whole (receiver/zframes.hpp)
   size_t write_block_kb = 1024;    // assembly / write block size

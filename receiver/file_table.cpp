@@ -43,12 +43,12 @@ void FileTable::start_session(uint64_t s) {
   filtered_ids_.clear();
   records_.clear_unnamed();
   session_files_ = {};
-  // Earlier runs' outcomes matter for the session they belong to only: a receiver restarted in
-  // the middle of a session keeps them, a new session drops the rest (memory and journal).
+  // Earlier runs' outcomes matter in memory for the session they belong to only (a receiver
+  // restarted in the middle of a session keeps them); the journal keeps every session of its
+  // window.
   for (auto it = earlier_.begin(); it != earlier_.end();) {
     it = it->first == s ? std::next(it) : earlier_.erase(it);
   }
-  if (journal_ != nullptr) fs_.post([j = journal_, s] { j->keep_session(s); }, nullptr);
 }
 
 void FileTable::fail_receiving(const std::string& reason) {

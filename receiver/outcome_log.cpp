@@ -2,18 +2,30 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "common/json.hpp"
 
 namespace ddft::receiver {
+
+namespace {
+// A time mark goes before the first line of each minute.
+constexpr int64_t kMarkEveryNs = int64_t{60} * 1'000'000'000;
+// "T <ns>\n" at most.
+constexpr uint64_t kMaxMarkLine = 2 + 20 + 1;
+// The journal is not compacted below this size.
+constexpr uint64_t kCompactAtLeast = uint64_t{1} << 20;
+}  // namespace
 
 std::string format_outcome(const Outcome& o) {
   const common::FileIdentity& f = o.file;
@@ -181,7 +193,15 @@ bool parse_outcome(std::string_view line, Outcome* out) {
   return true;
 }
 
-OutcomeLog::OutcomeLog(int root_fd) : root_fd_(root_fd) {
+OutcomeLog::OutcomeLog(int root_fd, JournalLimits limits, std::function<int64_t()> wall_ns)
+    : root_fd_(root_fd), limits_(limits), wall_ns_(std::move(wall_ns)) {
+  if (!wall_ns_) {
+    wall_ns_ = [] {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+  }
   common::UniqueFd fd = open_journal(O_RDWR | O_CREAT);
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -189,6 +209,7 @@ OutcomeLog::OutcomeLog(int root_fd) : root_fd_(root_fd) {
                                          kOutcomeLogName,
                                          fd ? "not a regular file" : std::strerror(errno)));
   }
+  compacted_size_ = static_cast<uint64_t>(st.st_size);
 }
 
 // Opened for each use, never held: a descriptor open for writing would keep an operator from
@@ -203,11 +224,10 @@ std::vector<Outcome> OutcomeLog::read_all() const {
   return read_locked();
 }
 
-std::vector<Outcome> OutcomeLog::read_locked() const {
-  std::vector<Outcome> out;
-  const common::UniqueFd fd = open_journal(O_RDONLY);
-  if (!fd) return out;
+std::string OutcomeLog::read_text_locked() const {
   std::string text;
+  const common::UniqueFd fd = open_journal(O_RDONLY);
+  if (!fd) return text;
   char buf[65536];
   off_t pos = 0;
   for (;;) {
@@ -217,6 +237,12 @@ std::vector<Outcome> OutcomeLog::read_locked() const {
     text.append(buf, static_cast<size_t>(n));
     pos += n;
   }
+  return text;
+}
+
+std::vector<Outcome> OutcomeLog::read_locked() const {
+  std::vector<Outcome> out;
+  const std::string text = read_text_locked();
   size_t start = 0;
   while (start < text.size()) {
     const size_t nl = text.find('\n', start);
@@ -233,6 +259,9 @@ std::vector<Outcome> OutcomeLog::read_locked() const {
 bool OutcomeLog::append(const Outcome& o) {
   std::string line = format_outcome(o);
   std::lock_guard lock(mu_);
+  const int64_t now = wall_ns_();
+  const bool mark = now - last_mark_ns_ >= kMarkEveryNs;
+  if (mark) line.insert(0, fmt::format("T {}\n", now));
   const common::UniqueFd fd = open_journal(O_RDWR | O_APPEND);
   if (!fd) return false;
   // A half line a crash left at the end would swallow this one: end it first.
@@ -242,16 +271,139 @@ bool OutcomeLog::append(const Outcome& o) {
       ::pread(fd.get(), &last, 1, st.st_size - 1) == 1 && last != '\n') {
     line.insert(line.begin(), '\n');
   }
-  return common::write_all(fd.get(), line);
+  if (!common::write_all(fd.get(), line)) return false;
+  if (mark) last_mark_ns_ = now;
+  const uint64_t size = static_cast<uint64_t>(st.st_size) + line.size();
+  if (size > std::max(2 * compacted_size_, kCompactAtLeast)) compact_locked();
+  return true;
 }
 
-bool OutcomeLog::keep_session(uint64_t session) {
-  std::vector<Outcome> keep;
+bool OutcomeLog::compact() {
   std::lock_guard lock(mu_);
-  for (Outcome& o : read_locked()) {
-    if (o.file.session == session) keep.push_back(std::move(o));
+  return compact_locked();
+}
+
+namespace {
+// "K <session hex> <file id> ...": the file a journal line is about; false for a line that is
+// not an outcome (a time mark, a damaged line).
+bool line_key(std::string_view line, std::pair<uint64_t, uint32_t>* key) {
+  if (line.size() < 21 || line[1] != ' ' || line[18] != ' ' ||
+      std::string_view("CPFL").find(line[0]) == std::string_view::npos) {
+    return false;
   }
-  return rewrite_locked(keep);
+  const char* end = line.data() + line.size();
+  auto [p, ec] = std::from_chars(line.data() + 2, line.data() + 18, key->first, 16);
+  if (ec != std::errc() || p != line.data() + 18) return false;
+  auto [q, ec2] = std::from_chars(line.data() + 19, end, key->second, 10);
+  return ec2 == std::errc() && q < end && *q == ' ';
+}
+
+// A time mark "T <ns>": its time.
+bool line_mark(std::string_view line, int64_t* ns) {
+  if (line.size() < 3 || line[0] != 'T' || line[1] != ' ') return false;
+  auto [p, ec] = std::from_chars(line.data() + 2, line.data() + line.size(), *ns);
+  return ec == std::errc() && p == line.data() + line.size();
+}
+
+struct PairHash {
+  size_t operator()(const std::pair<uint64_t, uint32_t>& k) const {
+    return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ull ^ k.second);
+  }
+};
+}  // namespace
+
+bool OutcomeLog::compact_locked() {
+  const std::string text = read_text_locked();
+  const int64_t now = wall_ns_();
+  const int64_t cutoff =
+      now - std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.keep_for).count();
+  struct Line {
+    std::string_view text;
+    int64_t time;
+  };
+  // What the start-up reads of each file (recover_at_start()): its last line, and its last F
+  // line with the first L line after it.
+  struct Needed {
+    size_t last = SIZE_MAX;
+    size_t last_f = SIZE_MAX;
+    size_t logged = SIZE_MAX;
+  };
+  std::vector<Line> lines;
+  std::unordered_map<std::pair<uint64_t, uint32_t>, Needed, PairHash> needed;
+  int64_t time = now;  // lines before any mark (an older receiver's) are taken as written now
+  for (size_t start = 0; start < text.size();) {
+    const size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) break;  // a half line: the end of a crash
+    const std::string_view line = std::string_view(text).substr(start, nl - start);
+    start = nl + 1;
+    std::pair<uint64_t, uint32_t> key;
+    if (line_mark(line, &time) || !line_key(line, &key) || time < cutoff) continue;
+    Needed& n = needed[key];
+    n.last = lines.size();
+    if (line[0] == 'F') {
+      n.last_f = lines.size();
+      n.logged = SIZE_MAX;
+    } else if (line[0] == 'L' && n.last_f != SIZE_MAX && n.logged == SIZE_MAX) {
+      n.logged = lines.size();
+    }
+    lines.push_back({line, time});
+  }
+  std::vector<bool> keep(lines.size(), false);
+  uint64_t bytes = 0;
+  for (const auto& [key, n] : needed) {
+    for (const size_t i : {n.last, n.last_f, n.logged}) {
+      if (i != SIZE_MAX && !keep[i]) {
+        keep[i] = true;
+        bytes += lines[i].text.size() + 1;
+      }
+    }
+  }
+  // Room for the time marks: one before each run of lines of one time (dropping lines only
+  // removes marks).
+  int64_t last_time = INT64_MIN;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (keep[i] && lines[i].time != last_time) {
+      last_time = lines[i].time;
+      bytes += kMaxMarkLine;
+    }
+  }
+  // Past the size bound the oldest lines go: the files they named are forgotten early.
+  size_t dropped = 0;
+  int64_t dropped_until = 0;
+  for (size_t i = 0; i < lines.size() && bytes > limits_.max_bytes; ++i) {
+    if (!keep[i]) continue;
+    keep[i] = false;
+    bytes -= lines[i].text.size() + 1;
+    ++dropped;
+    dropped_until = lines[i].time;
+  }
+  if (dropped > 0) {
+    spdlog::warn(
+        "Warn: the receiver's journal is over --journal-mb {}: its {} oldest line(s), written "
+        "before {}, were dropped; a file they named that the sender lists or repeats again may "
+        "be named again",
+        limits_.max_bytes >> 20, dropped,
+        common::iso8601_local(std::chrono::system_clock::time_point(
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                std::chrono::nanoseconds(dropped_until)))));
+  }
+  std::string out;
+  out.reserve(bytes + bytes / 16);
+  int64_t mark = INT64_MIN;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!keep[i]) continue;
+    if (lines[i].time != mark) {
+      mark = lines[i].time;
+      out += fmt::format("T {}\n", mark);
+    }
+    out.append(lines[i].text);
+    out += '\n';
+  }
+  // Nothing to drop (a start-up after a compaction): the journal stays as it is.
+  if (out != text && !replace_locked(out)) return false;
+  compacted_size_ = out.size();
+  last_mark_ns_ = mark == INT64_MIN ? 0 : mark;
+  return true;
 }
 
 bool OutcomeLog::rewrite(const std::vector<Outcome>& keep) {
@@ -262,15 +414,22 @@ bool OutcomeLog::rewrite(const std::vector<Outcome>& keep) {
 bool OutcomeLog::rewrite_locked(const std::vector<Outcome>& keep) {
   std::string text;
   for (const Outcome& o : keep) text += format_outcome(o);
+  return replace_locked(text);
+}
+
+bool OutcomeLog::replace_locked(const std::string& text) {
   const std::string tmp = std::string(kOutcomeLogName) + ".new";
   ::unlinkat(root_fd_, tmp.c_str(), 0);
   common::UniqueFd fd(
       ::openat(root_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd || !common::write_all(fd.get(), text) ||
+  // Synced before the rename, and the folder after it: a power cut leaves the old journal or
+  // the whole new one, never an empty one.
+  if (!fd || !common::write_all(fd.get(), text) || ::fdatasync(fd.get()) != 0 ||
       ::renameat(root_fd_, tmp.c_str(), root_fd_, kOutcomeLogName) != 0) {
     ::unlinkat(root_fd_, tmp.c_str(), 0);
     return false;
   }
+  ::fsync(root_fd_);
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -58,8 +59,15 @@ bool Receiver::open_output() {
   out_->set_path_limits(cfg_.path_limits);
   if (!cfg_.null_sink) {
     // Before any datagram: what an earlier run left is finished or named first.
-    journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
+    JournalLimits limits;
+    limits.keep_for = std::chrono::seconds(static_cast<int64_t>(cfg_.journal_hours * 3600));
+    limits.max_bytes = uint64_t{cfg_.journal_mb} << 20;
+    journal_ = std::make_unique<OutcomeLog>(out_->root_fd(), limits);
     recovery_ = recover_at_start(*out_, *journal_, cfg_.keep_partial);
+    if (!journal_->compact()) {
+      spdlog::warn("Warn: the receiver's journal '{}' could not be compacted: {}",
+                   kOutcomeLogName, std::strerror(errno));
+    }
   }
   if (cfg_.direct_io == DirectIo::kOff || cfg_.null_sink) return false;
   const bool direct = out_->enable_direct_io();

@@ -8,10 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -293,10 +296,13 @@ TEST_F(OutcomeLogTest, AppendsFromManyThreadsLoseNothing) {
               "t" + std::to_string(t) + "/" + (i % 10 == 0 ? long_part : "f") + std::to_string(i));
   }
   EXPECT_EQ(ids.size(), size_t{kThreads * kEach});
-  // Every byte belongs to a whole line: nothing torn or interleaved.
+  // Every byte belongs to a whole line: nothing torn or interleaved (the time marks aside).
   size_t lines = 0;
-  for (char c : testing::read_file(journal())) lines += c == '\n';
+  size_t marks = 0;
+  std::istringstream text(testing::read_file(journal()));
+  for (std::string line; std::getline(text, line);) (line.rfind("T ", 0) == 0 ? marks : lines)++;
   EXPECT_EQ(lines, size_t{kThreads * kEach});
+  EXPECT_EQ(marks, 1u) << "one time mark: every line was written within a minute";
 }
 
 TEST_F(OutcomeLogTest, RewriteKeepsExactlyWhatItIsGiven) {
@@ -386,6 +392,83 @@ TEST_F(OutcomeLogTest, RefusesAJournalThatIsNotARegularFile) {
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
   }
+}
+
+// A wall clock the test moves (ns since the epoch).
+struct FakeWall {
+  int64_t ns = int64_t{1'800'000'000} * 1'000'000'000;
+  std::function<int64_t()> fn() {
+    return [this] { return ns; };
+  }
+  void advance(std::chrono::seconds s) { ns += s.count() * 1'000'000'000; }
+};
+
+// What the start-up reads survives a compaction; the lines it does not read go.
+TEST_F(OutcomeLogTest, CompactionKeepsWhatTheStartUpReadsAndNothingElse) {
+  FakeWall wall;
+  OutcomeLog log(root_.get(), {}, wall.fn());
+  using K = Outcome::Kind;
+  const std::vector<Outcome> lines = {
+      make(K::kCommitting, 7, 1, "passed"),   make(K::kPassed, 7, 1, "passed"),
+      make(K::kFailed, 7, 2, "failed"),       make(K::kLogged, 7, 2, "failed"),
+      make(K::kCommitting, 7, 3, "renaming"), make(K::kFailed, 8, 1, "half-named"),
+      make(K::kCommitting, 8, 2, "x"),        make(K::kPassed, 8, 2, "x"),
+  };
+  for (const Outcome& o : lines) ASSERT_TRUE(log.append(o));
+  ASSERT_TRUE(log.compact());
+  const auto got = log.read_all();
+  const std::vector<Outcome> want = {lines[1], lines[2], lines[3], lines[4], lines[5], lines[7]};
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(same(got[i], want[i])) << i;
+}
+
+// Sessions are kept for the window (--journal-hours), not one session: what is older goes.
+TEST_F(OutcomeLogTest, CompactionKeepsEverySessionOfTheWindowAndDropsOlderLines) {
+  FakeWall wall;
+  JournalLimits limits;
+  limits.keep_for = std::chrono::hours(2);
+  OutcomeLog log(root_.get(), limits, wall.fn());
+  ASSERT_TRUE(log.append(make(Outcome::Kind::kPassed, 1, 1, "old")));
+  wall.advance(std::chrono::hours(1));
+  ASSERT_TRUE(log.append(make(Outcome::Kind::kPassed, 2, 1, "middle")));
+  wall.advance(std::chrono::hours(1) + std::chrono::minutes(30));
+  ASSERT_TRUE(log.append(make(Outcome::Kind::kPassed, 3, 1, "new")));
+  ASSERT_TRUE(log.compact());
+  auto got = log.read_all();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].file.path, "middle");
+  EXPECT_EQ(got[1].file.path, "new");
+  // A restart reads the same, and keeps the times: an hour on, "middle" is past the window.
+  wall.advance(std::chrono::hours(1));
+  OutcomeLog again(root_.get(), limits, wall.fn());
+  ASSERT_TRUE(again.compact());
+  got = again.read_all();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].file.path, "new");
+}
+
+// A journal that grows within one long session (a hot folder's) is compacted as it goes, and
+// stays within its size bound, dropping its oldest lines.
+TEST_F(OutcomeLogTest, AJournalIsCompactedAsItGrowsAndKeptWithinItsBound) {
+  FakeWall wall;
+  JournalLimits limits;
+  limits.max_bytes = uint64_t{3} << 20;
+  OutcomeLog log(root_.get(), limits, wall.fn());
+  const std::string pad(60, 'p');
+  constexpr uint32_t kFiles = 60'000;  // C and P lines: about 17 MiB unless compacted
+  for (uint32_t id = 1; id <= kFiles; ++id) {
+    ASSERT_TRUE(log.append(make(Outcome::Kind::kCommitting, 4, id, pad + std::to_string(id))));
+    ASSERT_TRUE(log.append(make(Outcome::Kind::kPassed, 4, id, pad + std::to_string(id))));
+    if (id % 1000 == 0) wall.advance(std::chrono::seconds(61));
+  }
+  EXPECT_LE(fs::file_size(journal()), 2 * limits.max_bytes + (uint64_t{1} << 20));
+  ASSERT_TRUE(log.compact());
+  EXPECT_LE(fs::file_size(journal()), limits.max_bytes);
+  const auto got = log.read_all();
+  ASSERT_FALSE(got.empty());
+  EXPECT_LT(got.size(), size_t{kFiles}) << "the oldest went";
+  EXPECT_EQ(got.back().file.file_id, kFiles) << "the newest stayed";
+  for (const Outcome& o : got) EXPECT_EQ(o.kind, Outcome::Kind::kPassed) << "only the last word";
 }
 
 }  // namespace
