@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <ctime>
 
 namespace ddft::common {
@@ -37,6 +38,73 @@ size_t utf8_length(std::string_view s, size_t i) {
 }
 
 }  // namespace
+
+namespace {
+// Undoes json_quote() for what it produces: \" \\ \n \t \r \b \f and \u00XX.
+bool unquote_json(std::string_view q, std::string* out) {
+  if (q.size() < 2 || q.front() != '"' || q.back() != '"') return false;
+  q = q.substr(1, q.size() - 2);
+  std::string s;
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (q[i] == '"') return false;  // json_quote never leaves one bare: two lines glued
+    if (q[i] != '\\') {
+      s += q[i];
+      continue;
+    }
+    if (++i >= q.size()) return false;
+    switch (q[i]) {
+      case '"':
+        s += '"';
+        break;
+      case '\\':
+        s += '\\';
+        break;
+      case '/':
+        s += '/';
+        break;
+      case 'n':
+        s += '\n';
+        break;
+      case 't':
+        s += '\t';
+        break;
+      case 'r':
+        s += '\r';
+        break;
+      case 'b':
+        s += '\b';
+        break;
+      case 'f':
+        s += '\f';
+        break;
+      case 'u': {
+        if (i + 4 >= q.size()) return false;  // four hex digits must follow
+        const std::string hex(q.substr(i + 1, 4));
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(hex.c_str(), &end, 16);
+        if (hex.size() != 4 || *end != '\0' || v > 0xFF) return false;
+        s += static_cast<char>(v);
+        i += 4;
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  *out = std::move(s);
+  return true;
+}
+}  // namespace
+
+bool take_json_string(std::string_view* rest, std::string* out) {
+  if (rest->empty() || rest->front() != '"') return false;
+  size_t i = 1;
+  while (i < rest->size() && (*rest)[i] != '"') i += (*rest)[i] == '\\' ? 2 : 1;
+  if (i >= rest->size()) return false;
+  if (!unquote_json(rest->substr(0, i + 1), out)) return false;
+  rest->remove_prefix(i + 1);
+  return true;
+}
 
 std::string json_quote(std::string_view s) {
   std::string out = "\"";

@@ -10,6 +10,10 @@ namespace ddft::common {
 // Returns `s` as a JSON string literal, quotes included. Bytes that are not valid UTF-8 and control
 // characters are escaped (\u00XX), so hostile file names from the wire stay one valid line.
 std::string json_quote(std::string_view s);
+// Takes the JSON string that json_quote() wrote at the front of `*rest` (its \" \\ \n \t \r
+// \b \f \/ and \u00XX escapes) into *out and moves *rest past it. False, with *rest as it was,
+// when `*rest` does not start with one (a bare quote inside: two lines glued).
+bool take_json_string(std::string_view* rest, std::string* out);
 
 // `t` as local ISO 8601 with milliseconds and the UTC offset, as JSON records carry it:
 // "2026-11-22T18:20:01.123+01:00" (the offset of the time zone in force, TZ as usual).

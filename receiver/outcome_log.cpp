@@ -44,72 +44,6 @@ std::string format_outcome(const Outcome& o) {
 
 namespace {
 
-// Undoes json_quote() for what it produces: \" \\ \n \t \r \b \f and \u00XX.
-bool unquote(std::string_view q, std::string* out) {
-  if (q.size() < 2 || q.front() != '"' || q.back() != '"') return false;
-  q = q.substr(1, q.size() - 2);
-  std::string s;
-  for (size_t i = 0; i < q.size(); ++i) {
-    if (q[i] == '"') return false;  // json_quote never leaves one bare: two lines glued
-    if (q[i] != '\\') {
-      s += q[i];
-      continue;
-    }
-    if (++i >= q.size()) return false;
-    switch (q[i]) {
-      case '"':
-        s += '"';
-        break;
-      case '\\':
-        s += '\\';
-        break;
-      case '/':
-        s += '/';
-        break;
-      case 'n':
-        s += '\n';
-        break;
-      case 't':
-        s += '\t';
-        break;
-      case 'r':
-        s += '\r';
-        break;
-      case 'b':
-        s += '\b';
-        break;
-      case 'f':
-        s += '\f';
-        break;
-      case 'u': {
-        if (i + 4 >= q.size()) return false;  // four hex digits must follow
-        const std::string hex(q.substr(i + 1, 4));
-        char* end = nullptr;
-        const unsigned long v = std::strtoul(hex.c_str(), &end, 16);
-        if (hex.size() != 4 || *end != '\0' || v > 0xFF) return false;
-        s += static_cast<char>(v);
-        i += 4;
-        break;
-      }
-      default:
-        return false;
-    }
-  }
-  *out = std::move(s);
-  return true;
-}
-
-// Takes the JSON string at the front of `rest` (its closing quote found past escapes).
-bool take_quoted(std::string_view* rest, std::string* out) {
-  if (rest->empty() || rest->front() != '"') return false;
-  size_t i = 1;
-  while (i < rest->size() && (*rest)[i] != '"') i += (*rest)[i] == '\\' ? 2 : 1;
-  if (i >= rest->size()) return false;
-  if (!unquote(rest->substr(0, i + 1), out)) return false;
-  rest->remove_prefix(i + 1);
-  return true;
-}
-
 // Takes " <decimal> <decimal>" (a P line's repairs), the whole of `rest`.
 bool take_counts(std::string_view* rest, FileRepairs* out) {
   uint64_t v[2] = {0, 0};
@@ -171,13 +105,13 @@ bool parse_outcome(std::string_view line, Outcome* out) {
   if (size.empty() || *end != '\0') return false;
   if (!common::parse_verify_type(fields[4], &f.verify)) return false;
   f.digest = fields[5] == "-" ? "" : std::string(fields[5]);
-  if (!take_quoted(&line, &f.path)) return false;
+  if (!common::take_json_string(&line, &f.path)) return false;
   if (o.kind == Outcome::Kind::kFailed) {
     if (line.size() < 2 || line.front() != ' ') return false;
     line.remove_prefix(1);
-    if (!take_quoted(&line, &o.record) || line.empty() || line.front() != ' ') return false;
+    if (!common::take_json_string(&line, &o.record) || line.empty() || line.front() != ' ') return false;
     line.remove_prefix(1);
-    if (!take_quoted(&line, &o.reason) || line.size() < 2 || line.front() != ' ') return false;
+    if (!common::take_json_string(&line, &o.reason) || line.size() < 2 || line.front() != ' ') return false;
     const std::string received(line.substr(1));
     o.received = std::strtoull(received.c_str(), &end, 10);
     if (received.empty() || *end != '\0' || received.front() == '-') return false;
