@@ -227,6 +227,7 @@ SessionGate::Session SessionGate::classify(const Packet& p) {
   // rebuilt from the window, which is only possible when its other packets were kept.
   const bool opener = p.header.type == PacketType::kAnnounce ||
                       p.header.type == PacketType::kHeartbeat ||
+                      p.header.type == PacketType::kSenderInfo ||
                       p.header.type == PacketType::kParity || (p.header.flags & common::kFlagFec);
   if (!opener || retired_.count(s) != 0) {
     ++counters_.other_session;

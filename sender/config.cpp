@@ -9,6 +9,7 @@
 #include "common/log_format.hpp"
 #include "common/metrics.hpp"
 #include "common/parse_number.hpp"
+#include "sender/history.hpp"
 
 namespace ddft::sender {
 
@@ -209,6 +210,34 @@ void add_dfts_options(CLI::App& app, SenderConfig& cfg) {
       ->capture_default_str();
 }
 
+// The sender's state on its host: its id and its history (sender/history.hpp).
+void add_state_options(CLI::App& app, SenderConfig& cfg) {
+  app.add_option("--state-dir", cfg.state_dir,
+                 "The sender's state folder (made when missing): its id (sender-id), sent with "
+                 "every session, and its history of every file it sent (history), shared by "
+                 "every run on this host; without it the sender has no id and keeps no history");
+  app.add_option("--sender-id", cfg.sender_id,
+                 "This sender's id, 1 to 16 hex digits, not 0 (kept in --state-dir, replacing "
+                 "the one there; default: the one kept there, made at random the first time)")
+      ->transform(
+          [](std::string text) {
+            uint64_t id = 0;
+            if (!parse_sender_id(text, &id)) {
+              throw CLI::ValidationError("'" + text + "' is not 1 to 16 hex digits, not all zero");
+            }
+            return std::to_string(id);
+          },
+          "HEX");
+  app.add_option("--history-hours", cfg.history_hours,
+                 "How long the history keeps a file sent (at least its last repeat on the wire)")
+      ->check(CLI::Range(0.01, 24.0 * 366))
+      ->capture_default_str();
+  app.add_option("--history-mb", cfg.history_mb,
+                 "The history's size bound, MiB: past it the oldest entries go, with a warning")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+}
+
 // Metrics, the hot folder, logging, progress and the manifest, and the test hooks.
 void add_output_options(CLI::App& app, SenderConfig& cfg) {
   common::add_metrics_option(app, cfg.metrics);
@@ -222,6 +251,7 @@ void add_output_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--manifest", cfg.manifest,
                  "Append one JSON line per file sent or failed to this file (time, session, file "
                  "id, path, size, verification key, status)");
+  add_state_options(app, cfg);
   app.add_option("--test-drop-data", cfg.test_drop_data)->group("");
 }
 

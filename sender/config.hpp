@@ -68,8 +68,12 @@ struct SenderConfig {
   // The id of the session's first file (common::next_file_id() numbers the rest). Not an
   // option: 1 in every run; tests start near the wrap.
   uint32_t first_file_id = 1;
-  // The sender's identity on the wire (kSenderInfo); 0: none.
+  // The sender's identity on the wire (kSenderInfo); 0: none. From --sender-id, or kept in
+  // --state-dir (sender/history.hpp).
   uint64_t sender_id = 0;
+  std::string state_dir;      // --state-dir: the sender id and the history; "": neither
+  double history_hours = 25;  // --history-hours: what the history keeps
+  size_t history_mb = 64;     // --history-mb: and how big it may grow
   CompressMode compress = CompressMode::kOff;  // from compress_text
   std::string compress_text = "off";           // --compress as given
   int compress_level = 1;                      // zstd's level, 1..19 (1: see README)

@@ -17,6 +17,7 @@
 #include "iotest/cli.hpp"
 #include "sender/config.hpp"
 #include "sender/file_list.hpp"
+#include "sender/history.hpp"
 #include "sender/hot_folder.hpp"
 #include "sender/manifest.hpp"
 #include "sender/metrics.hpp"
@@ -166,6 +167,22 @@ int main(int argc, char** argv) {
         cfg.manifest.empty() ? nullptr
                              : std::make_unique<sender::ManifestWriter>(
                                    cfg.manifest, cfg.verify, common::SteadyClock::instance());
+    // The sender's id and history (--state-dir), read before anything is sent.
+    std::unique_ptr<sender::History> history;
+    if (!cfg.state_dir.empty()) {
+      cfg.sender_id = sender::sender_id_in(
+          cfg.state_dir, cfg.sender_id != 0 ? std::optional(cfg.sender_id) : std::nullopt);
+      sender::HistoryLimits limits;
+      limits.keep_for = std::chrono::seconds(static_cast<int64_t>(cfg.history_hours * 3600));
+      limits.max_bytes = uint64_t{cfg.history_mb} << 20;
+      history = std::make_unique<sender::History>(cfg.state_dir, limits);
+      spdlog::info("Info: sender {:016x}; its history '{}' holds {} file(s) of the last {} h",
+                   cfg.sender_id, history->path(), history->entries().size(), cfg.history_hours);
+    }
+    std::unique_ptr<sender::HistoryRecorder> recorder;
+    if (history) {
+      recorder = std::make_unique<sender::HistoryRecorder>(*history, cfg.sender_id, cfg.verify);
+    }
     std::unique_ptr<sender::HotFolder> hot;
     sender::FileList list;
     if (!cfg.watch_dir.empty()) {
@@ -189,6 +206,10 @@ int main(int argc, char** argv) {
     if (manifest) {
       manifest->sync_each_line(hot != nullptr);
       s.add_observer(manifest.get());
+    }
+    if (recorder) {
+      recorder->sync_each_line(hot != nullptr);
+      s.add_observer(recorder.get());
     }
     if (hot) s.add_observer(hot.get());
     const std::unique_ptr<sender::ProgressDisplay> progress = make_progress(cfg, hot.get(), list);

@@ -193,6 +193,31 @@ TEST_F(EndToEnd, SameNameKeepsTheOldFile) {
   EXPECT_NE(rx_log().find("kept as same.1.txt"), std::string::npos) << rx_log();
 }
 
+// --state-dir: the sender makes its id once and keeps it; every session carries it to the
+// receiver (kSenderInfo), and each file sent is in the history a later run reads.
+TEST_F(EndToEnd, TheSenderIdCrossesWithEachSessionAndTheHistoryKeepsEachFile) {
+  std::ofstream(src_ / "a.txt") << "a";
+  std::ofstream(src_ / "b.txt") << "bb";
+  const fs::path state = base_ / "state";
+  for (int run = 0; run < 2; ++run) {
+    fs::remove(rx_log_path());  // the start waits for this run's own ready line
+    start_receiver();
+    ASSERT_EQ(send({src_.string() + "/", "--state-dir", state.string()}), 0) << tx_log();
+    ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  }
+  const std::string id = read_file(state / "sender-id").substr(0, 16);
+  ASSERT_EQ(id.size(), 16u);
+  EXPECT_NE(rx_log().find("comes from sender " + id), std::string::npos) << rx_log();
+  EXPECT_NE(tx_log().find("Info: sender " + id + "; its history"), std::string::npos) << tx_log();
+  EXPECT_NE(tx_log().find("holds 2 file(s)"), std::string::npos) << "the first run's";
+  const std::string history = read_file(state / "history");
+  size_t lines = 0;
+  for (char c : history) lines += c == '\n';
+  EXPECT_EQ(lines, 4u) << history;
+  EXPECT_NE(history.find("H " + id), std::string::npos) << history;
+  EXPECT_NE(history.find("\"b.txt\""), std::string::npos) << history;
+}
+
 // Issue 8's receive side with the real daemon: --on-complete gets each delivered file's final
 // path and a failing hook leaves its file delivered, --exclude drops a file without a failure
 // record, and --log-format json writes one JSON object per line.

@@ -689,11 +689,13 @@ else
     chmod 644 "$work/a.bin"
     p=$(port)
     mkdir -p "$work/send-emu"
+    # StateDirectory=: a state folder of the service's own, made for its user.
+    install -d -o 65534 -g 65534 -m "$(value StateDirectoryMode)" "$work/send-state"
     if start_rx "$work/send-emu.log" "$recv_bin" --listen "127.0.0.1:$p" \
       --output "$work/send-emu" --buffer-mb 128 --log-file "$work/send-emu.log" --quiet; then
       setpriv --reuid=65534 --regid=65534 --clear-groups --bounding-set=-all --inh-caps=-all \
         --no-new-privs -- "$send_bin" --config "$send_conf" "$work/a.bin" --dest "127.0.0.1:$p" \
-        > "$work/send.log" 2>&1
+        --state-dir "$work/send-state" > "$work/send.log" 2>&1
       expect "sender: emulation: send status" 0 "$?"
       for _ in $(seq 100); do
         grep -q "File: a.bin.*Passed" "$work/send-emu.log" && break

@@ -1,0 +1,296 @@
+#include "sender/history.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+
+#include "common/json.hpp"
+#include "sender/work_item.hpp"
+
+namespace ddft::sender {
+
+namespace {
+
+int64_t system_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Creates `dir` (and its parents) when missing, mode 0700. Throws one line.
+void make_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw std::runtime_error(
+        fmt::format("the sender's state folder '{}' cannot be made: {}", dir, ec.message()));
+  }
+  ::chmod(dir.c_str(), 0700);
+}
+
+// Writes `text` to `path` whole: a temporary file, synced, renamed over it, the folder synced.
+bool replace_file(const std::string& dir, const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".new";
+  ::unlink(tmp.c_str());
+  common::UniqueFd fd(
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd || !common::write_all(fd.get(), text) || ::fdatasync(fd.get()) != 0 ||
+      ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    errno = err;
+    return false;
+  }
+  common::UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return d && ::fsync(d.get()) == 0;
+}
+
+std::string read_all(int fd) {
+  std::string text;
+  char buf[65536];
+  for (off_t pos = 0;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, pos);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    pos += n;
+  }
+  return text;
+}
+
+// Takes the space-separated field at the front of `*rest` as a number in `base`.
+template <typename T>
+bool take_number(std::string_view* rest, int base, T* out) {
+  const size_t end = std::min(rest->find(' '), rest->size());
+  const auto [p, ec] = std::from_chars(rest->data(), rest->data() + end, *out, base);
+  if (ec != std::errc() || p != rest->data() + end || end == 0) return false;
+  rest->remove_prefix(end == rest->size() ? end : end + 1);
+  return true;
+}
+
+bool take_word(std::string_view* rest, std::string_view* out) {
+  const size_t end = rest->find(' ');
+  if (end == std::string_view::npos || end == 0) return false;
+  *out = rest->substr(0, end);
+  rest->remove_prefix(end + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string format_history_entry(const HistoryEntry& e) {
+  const common::FileIdentity& f = e.file;
+  return fmt::format("H {:016x} {:016x} {} {} {} {} {} {} {}", e.sender_id, f.session, f.file_id,
+                     f.size, e.mtime_ns, f.verify_name(), f.digest.empty() ? "-" : f.digest,
+                     e.sent_ns, common::json_quote(f.path));
+}
+
+bool parse_history_entry(std::string_view line, HistoryEntry* out) {
+  HistoryEntry e;
+  common::FileIdentity& f = e.file;
+  std::string_view verify;
+  std::string_view digest;
+  if (line.substr(0, 2) != "H ") return false;
+  line.remove_prefix(2);
+  if (!take_number(&line, 16, &e.sender_id) || !take_number(&line, 16, &f.session) ||
+      !take_number(&line, 10, &f.file_id) || !take_number(&line, 10, &f.size) ||
+      !take_number(&line, 10, &e.mtime_ns) || !take_word(&line, &verify) ||
+      !common::parse_verify_type(verify, &f.verify) || !take_word(&line, &digest) ||
+      !take_number(&line, 10, &e.sent_ns) || !common::take_json_string(&line, &f.path) ||
+      !line.empty() || f.path.empty()) {
+    return false;
+  }
+  if (digest != "-") f.digest = std::string(digest);
+  *out = std::move(e);
+  return true;
+}
+
+bool parse_sender_id(std::string_view text, uint64_t* out) {
+  uint64_t id = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), id, 16);
+  if (text.empty() || text.size() > 16 || ec != std::errc() || p != text.data() + text.size() ||
+      id == 0) {
+    return false;
+  }
+  *out = id;
+  return true;
+}
+
+uint64_t sender_id_in(const std::string& dir, std::optional<uint64_t> wanted) {
+  make_dir(dir);
+  const std::string path = dir + "/" + kSenderIdFile;
+  if (!wanted) {
+    common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd) {
+      std::string text = read_all(fd.get());
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      uint64_t id = 0;
+      if (!parse_sender_id(text, &id)) {
+        throw std::runtime_error(fmt::format(
+            "the sender id file '{}' holds no id (16 hex digits): remove it to make a new one, "
+            "or give --sender-id",
+            path));
+      }
+      return id;
+    }
+    if (errno != ENOENT) {
+      throw std::runtime_error(
+          fmt::format("the sender id file '{}' cannot be read: {}", path, errno_text()));
+    }
+  }
+  uint64_t id = wanted.value_or(0);
+  if (id == 0) {
+    std::random_device rd;
+    while (id == 0) id = (uint64_t{rd()} << 32) | rd();
+  }
+  if (!replace_file(dir, path, fmt::format("{:016x}\n", id))) {
+    throw std::runtime_error(
+        fmt::format("the sender id file '{}' cannot be written: {}", path, errno_text()));
+  }
+  return id;
+}
+
+History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
+    : dir_(dir), path_(dir + "/" + kHistoryFile), limits_(limits), wall_ns_(std::move(wall_ns)) {
+  if (!wall_ns_) wall_ns_ = system_now_ns;
+  make_dir(dir_);
+  common::UniqueFd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw std::runtime_error(fmt::format("the sender's history '{}' cannot be opened: {}", path_,
+                                         fd ? "not a regular file" : errno_text()));
+  }
+  // Exclusive while it is read and perhaps rewritten: no other run appends meanwhile.
+  if (::flock(fd.get(), LOCK_EX) != 0) {
+    throw std::runtime_error(
+        fmt::format("the sender's history '{}' cannot be locked: {}", path_, errno_text()));
+  }
+  const std::string text = read_all(fd.get());
+  const int64_t cutoff =
+      wall_ns_() - std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.keep_for).count();
+  size_t lines = 0;
+  uint64_t bytes = 0;
+  for (size_t start = 0; start < text.size();) {
+    const size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) break;  // a half line: the end of a crash
+    HistoryEntry e;
+    ++lines;
+    if (parse_history_entry(std::string_view(text).substr(start, nl - start), &e) &&
+        e.sent_ns >= cutoff) {
+      bytes += nl - start + 1;
+      entries_.push_back(std::move(e));
+    }
+    start = nl + 1;
+  }
+  // Past the size bound the oldest go.
+  size_t first = 0;
+  while (bytes > limits_.max_bytes && first < entries_.size()) {
+    bytes -= format_history_entry(entries_[first++]).size() + 1;
+  }
+  if (first > 0) {
+    spdlog::warn(
+        "Warn: the sender's history '{}' is over --history-mb {}: its {} oldest entries were "
+        "dropped before their window was over",
+        path_, limits_.max_bytes >> 20, first);
+    entries_.erase(entries_.begin(), entries_.begin() + static_cast<ptrdiff_t>(first));
+  }
+  if (entries_.size() != lines || text.size() != bytes) {
+    std::string kept;
+    kept.reserve(bytes);
+    for (const HistoryEntry& e : entries_) kept += format_history_entry(e) + "\n";
+    if (!replace_file(dir_, path_, kept)) {
+      throw std::runtime_error(
+          fmt::format("the sender's history '{}' cannot be rewritten: {}", path_, errno_text()));
+    }
+  }
+  std::lock_guard lock(mu_);
+  if (!open_locked()) {
+    throw std::runtime_error(
+        fmt::format("the sender's history '{}' cannot be opened: {}", path_, errno_text()));
+  }
+}
+
+bool History::open_locked() {
+  fd_.reset(::open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+  return static_cast<bool>(fd_);
+}
+
+bool History::append(const HistoryEntry& e) {
+  const std::string line = format_history_entry(e) + "\n";
+  std::lock_guard lock(mu_);
+  // Another run may have rewritten the file since it was opened (under its exclusive lock):
+  // the line goes into the file now under the name, never into the one it replaced.
+  for (int tries = 0; tries < 3; ++tries) {
+    if (!fd_ && !open_locked()) return false;
+    if (::flock(fd_.get(), LOCK_SH) != 0) return false;
+    struct stat mine {};
+    struct stat named {};
+    if (::fstat(fd_.get(), &mine) == 0 && ::stat(path_.c_str(), &named) == 0 &&
+        mine.st_ino == named.st_ino && mine.st_dev == named.st_dev) {
+      const bool ok = common::write_all(fd_.get(), line);
+      const int err = errno;
+      ::flock(fd_.get(), LOCK_UN);
+      errno = err;
+      return ok;
+    }
+    fd_.reset();
+  }
+  errno = ESTALE;
+  return false;
+}
+
+bool History::sync() {
+  std::lock_guard lock(mu_);
+  return fd_ && ::fdatasync(fd_.get()) == 0;
+}
+
+HistoryRecorder::HistoryRecorder(History& history, uint64_t sender_id, common::VerifyType verify,
+                                 History::WallNs wall_ns)
+    : history_(history), sender_id_(sender_id), verify_(verify), wall_ns_(std::move(wall_ns)) {
+  if (!wall_ns_) wall_ns_ = system_now_ns;
+}
+
+void HistoryRecorder::file_sent(const FileMeta& file, const common::Digest& digest) {
+  HistoryEntry e;
+  e.sender_id = sender_id_;
+  e.file.session = session_;
+  e.file.file_id = file.file_id;
+  e.file.path = file.rel_path;
+  e.file.size = file.size;
+  e.file.verify = verify_;
+  e.file.digest = digest.hex();
+  e.mtime_ns = file.mtime_ns;
+  e.sent_ns = wall_ns_();
+  if (!history_.append(e)) {
+    if (errors_++ == 0) {
+      spdlog::error("Error: the sender's history '{}' cannot be written: {}; {} is not in it",
+                    history_.path(), errno_text(), common::json_quote(file.rel_path));
+    }
+    return;
+  }
+  if (sync_each_ || e.sent_ns - last_sync_ns_ >= 1'000'000'000) {
+    history_.sync();
+    last_sync_ns_ = e.sent_ns;
+  }
+}
+
+void HistoryRecorder::session_finished(uint64_t /*session_id*/) {
+  if (!history_.sync()) {
+    spdlog::error("Error: the sender's history '{}' cannot be synced: {}", history_.path(),
+                  errno_text());
+  }
+}
+
+}  // namespace ddft::sender
