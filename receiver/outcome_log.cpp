@@ -109,9 +109,11 @@ bool parse_outcome(std::string_view line, Outcome* out) {
   if (o.kind == Outcome::Kind::kFailed) {
     if (line.size() < 2 || line.front() != ' ') return false;
     line.remove_prefix(1);
-    if (!common::take_json_string(&line, &o.record) || line.empty() || line.front() != ' ') return false;
+    if (!common::take_json_string(&line, &o.record) || line.empty() || line.front() != ' ')
+      return false;
     line.remove_prefix(1);
-    if (!common::take_json_string(&line, &o.reason) || line.size() < 2 || line.front() != ' ') return false;
+    if (!common::take_json_string(&line, &o.reason) || line.size() < 2 || line.front() != ' ')
+      return false;
     const std::string received(line.substr(1));
     o.received = std::strtoull(received.c_str(), &end, 10);
     if (received.empty() || *end != '\0' || received.front() == '-') return false;
@@ -244,27 +246,26 @@ struct PairHash {
     return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ull ^ k.second);
   }
 };
-}  // namespace
 
-bool OutcomeLog::compact_locked() {
-  const std::string text = read_text_locked();
-  const int64_t now = wall_ns_();
-  const int64_t cutoff =
-      now - std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.keep_for).count();
-  struct Line {
-    std::string_view text;
-    int64_t time;
-  };
-  // What the start-up reads of each file (recover_at_start()): its last line, and its last F
-  // line with the first L line after it.
+// A journal line within the window, and the time its mark gives it.
+struct JournalLine {
+  std::string_view text;
+  int64_t time;
+};
+
+// The outcome lines of `text` written at `cutoff` or later (lines before any mark, an older
+// receiver's, are taken as written at `now`), and which of them the start-up reads: of each
+// file its last line, and its last F line with the first L line after it (recover_at_start()).
+std::vector<JournalLine> needed_lines(const std::string& text, int64_t now, int64_t cutoff,
+                                      std::vector<bool>* keep) {
   struct Needed {
     size_t last = SIZE_MAX;
     size_t last_f = SIZE_MAX;
     size_t logged = SIZE_MAX;
   };
-  std::vector<Line> lines;
+  std::vector<JournalLine> lines;
   std::unordered_map<std::pair<uint64_t, uint32_t>, Needed, PairHash> needed;
-  int64_t time = now;  // lines before any mark (an older receiver's) are taken as written now
+  int64_t time = now;
   for (size_t start = 0; start < text.size();) {
     const size_t nl = text.find('\n', start);
     if (nl == std::string::npos) break;  // a half line: the end of a crash
@@ -282,47 +283,57 @@ bool OutcomeLog::compact_locked() {
     }
     lines.push_back({line, time});
   }
-  std::vector<bool> keep(lines.size(), false);
-  uint64_t bytes = 0;
+  keep->assign(lines.size(), false);
   for (const auto& [key, n] : needed) {
     for (const size_t i : {n.last, n.last_f, n.logged}) {
-      if (i != SIZE_MAX && !keep[i]) {
-        keep[i] = true;
-        bytes += lines[i].text.size() + 1;
-      }
+      if (i != SIZE_MAX) (*keep)[i] = true;
     }
   }
-  // Room for the time marks: one before each run of lines of one time (dropping lines only
-  // removes marks).
+  return lines;
+}
+
+// Drops the oldest kept lines until they and their time marks fit `max_bytes`; logs how many.
+void bound_lines(const std::vector<JournalLine>& lines, uint64_t max_bytes,
+                 std::vector<bool>* keep) {
+  uint64_t bytes = 0;
   int64_t last_time = INT64_MIN;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (keep[i] && lines[i].time != last_time) {
-      last_time = lines[i].time;
-      bytes += kMaxMarkLine;
-    }
+    if (!(*keep)[i]) continue;
+    bytes += lines[i].text.size() + 1;
+    // Room for a mark before each run of lines of one time (dropping lines only removes marks).
+    if (lines[i].time != last_time) bytes += kMaxMarkLine;
+    last_time = lines[i].time;
   }
-  // Past the size bound the oldest lines go: the files they named are forgotten early.
   size_t dropped = 0;
   int64_t dropped_until = 0;
-  for (size_t i = 0; i < lines.size() && bytes > limits_.max_bytes; ++i) {
-    if (!keep[i]) continue;
-    keep[i] = false;
+  for (size_t i = 0; i < lines.size() && bytes > max_bytes; ++i) {
+    if (!(*keep)[i]) continue;
+    (*keep)[i] = false;
     bytes -= lines[i].text.size() + 1;
     ++dropped;
     dropped_until = lines[i].time;
   }
-  if (dropped > 0) {
-    spdlog::warn(
-        "Warn: the receiver's journal is over --journal-mb {}: its {} oldest line(s), written "
-        "before {}, were dropped; a file they named that the sender lists or repeats again may "
-        "be named again",
-        limits_.max_bytes >> 20, dropped,
-        common::iso8601_local(std::chrono::system_clock::time_point(
-            std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                std::chrono::nanoseconds(dropped_until)))));
-  }
+  if (dropped == 0) return;
+  spdlog::warn(
+      "Warn: the receiver's journal is over --journal-mb {}: its {} oldest line(s), written "
+      "before {}, were dropped; a file they named that the sender lists or repeats again may be "
+      "named again",
+      max_bytes >> 20, dropped,
+      common::iso8601_local(std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::nanoseconds(dropped_until)))));
+}
+}  // namespace
+
+bool OutcomeLog::compact_locked() {
+  const std::string text = read_text_locked();
+  const int64_t now = wall_ns_();
+  const int64_t cutoff =
+      now - std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.keep_for).count();
+  std::vector<bool> keep;
+  const std::vector<JournalLine> lines = needed_lines(text, now, cutoff, &keep);
+  bound_lines(lines, limits_.max_bytes, &keep);
   std::string out;
-  out.reserve(bytes + bytes / 16);
   int64_t mark = INT64_MIN;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!keep[i]) continue;

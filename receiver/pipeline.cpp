@@ -65,8 +65,8 @@ bool Receiver::open_output() {
     journal_ = std::make_unique<OutcomeLog>(out_->root_fd(), limits);
     recovery_ = recover_at_start(*out_, *journal_, cfg_.keep_partial);
     if (!journal_->compact()) {
-      spdlog::warn("Warn: the receiver's journal '{}' could not be compacted: {}",
-                   kOutcomeLogName, std::strerror(errno));
+      spdlog::warn("Warn: the receiver's journal '{}' could not be compacted: {}", kOutcomeLogName,
+                   std::strerror(errno));
     }
   }
   if (cfg_.direct_io == DirectIo::kOff || cfg_.null_sink) return false;

@@ -122,6 +122,43 @@ std::unique_ptr<sender::ProgressDisplay> make_progress(const sender::SenderConfi
                                                    common::SteadyClock::instance(), std::move(po));
 }
 
+// The sender's state (--state-dir): its history and what records each file sent there.
+struct SenderState {
+  std::unique_ptr<sender::History> history;
+  std::unique_ptr<sender::HistoryRecorder> recorder;
+};
+
+// With --state-dir: sets cfg.sender_id to the one kept there (or --sender-id, kept there from
+// now on) and opens the history. Nothing without it. Throws std::runtime_error with one line.
+SenderState open_state(sender::SenderConfig& cfg) {
+  if (cfg.state_dir.empty()) return {};
+  cfg.sender_id = sender::sender_id_in(
+      cfg.state_dir, cfg.sender_id != 0 ? std::optional(cfg.sender_id) : std::nullopt);
+  sender::HistoryLimits limits;
+  limits.keep_for = std::chrono::seconds(static_cast<int64_t>(cfg.history_hours * 3600));
+  limits.max_bytes = uint64_t{cfg.history_mb} << 20;
+  SenderState st;
+  st.history = std::make_unique<sender::History>(cfg.state_dir, limits);
+  st.recorder = std::make_unique<sender::HistoryRecorder>(*st.history, cfg.sender_id, cfg.verify);
+  spdlog::info("Info: sender {:016x}; its history '{}' holds {} file(s) of the last {} h",
+               cfg.sender_id, st.history->path(), st.history->entries().size(), cfg.history_hours);
+  return st;
+}
+
+// The observers that keep a durable record of each file (either may be null); with a hot
+// folder each line is synced before the file is deleted or moved.
+void add_records(sender::Sender& s, sender::ManifestWriter* manifest,
+                 sender::HistoryRecorder* recorder, bool hot) {
+  if (manifest != nullptr) {
+    manifest->sync_each_line(hot);
+    s.add_observer(manifest);
+  }
+  if (recorder != nullptr) {
+    recorder->sync_each_line(hot);
+    s.add_observer(recorder);
+  }
+}
+
 // Sources that never reached the pipeline are in the manifest too, so that a reconciliation
 // lists them ("not sent"); the session is the one just run.
 void add_unread_sources(sender::ManifestWriter& manifest, const sender::FileList& list) {
@@ -168,21 +205,7 @@ int main(int argc, char** argv) {
                              : std::make_unique<sender::ManifestWriter>(
                                    cfg.manifest, cfg.verify, common::SteadyClock::instance());
     // The sender's id and history (--state-dir), read before anything is sent.
-    std::unique_ptr<sender::History> history;
-    if (!cfg.state_dir.empty()) {
-      cfg.sender_id = sender::sender_id_in(
-          cfg.state_dir, cfg.sender_id != 0 ? std::optional(cfg.sender_id) : std::nullopt);
-      sender::HistoryLimits limits;
-      limits.keep_for = std::chrono::seconds(static_cast<int64_t>(cfg.history_hours * 3600));
-      limits.max_bytes = uint64_t{cfg.history_mb} << 20;
-      history = std::make_unique<sender::History>(cfg.state_dir, limits);
-      spdlog::info("Info: sender {:016x}; its history '{}' holds {} file(s) of the last {} h",
-                   cfg.sender_id, history->path(), history->entries().size(), cfg.history_hours);
-    }
-    std::unique_ptr<sender::HistoryRecorder> recorder;
-    if (history) {
-      recorder = std::make_unique<sender::HistoryRecorder>(*history, cfg.sender_id, cfg.verify);
-    }
+    const SenderState state = open_state(cfg);
     std::unique_ptr<sender::HotFolder> hot;
     sender::FileList list;
     if (!cfg.watch_dir.empty()) {
@@ -202,15 +225,9 @@ int main(int argc, char** argv) {
 
     sender::Sender s(cfg, lanes, common::SteadyClock::instance());
     s.set_status(&status);
-    // The manifest hears of a file (and syncs its line) before the hot folder deletes or moves it.
-    if (manifest) {
-      manifest->sync_each_line(hot != nullptr);
-      s.add_observer(manifest.get());
-    }
-    if (recorder) {
-      recorder->sync_each_line(hot != nullptr);
-      s.add_observer(recorder.get());
-    }
+    // The manifest and the history hear of a file (and sync its line) before the hot folder
+    // deletes or moves it.
+    add_records(s, manifest.get(), state.recorder.get(), hot != nullptr);
     if (hot) s.add_observer(hot.get());
     const std::unique_ptr<sender::ProgressDisplay> progress = make_progress(cfg, hot.get(), list);
     if (progress) s.add_observer(progress.get());
