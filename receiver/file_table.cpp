@@ -41,6 +41,7 @@ void FileTable::start_session(uint64_t s) {
   session_ = s;
   seen_ids_.clear();
   filtered_ids_.clear();
+  first_id_ = 0;
   records_.clear_unnamed();
   session_files_ = {};
   // Earlier runs' outcomes matter in memory for the session they belong to only (a receiver
@@ -94,6 +95,7 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   if (seen_ids_.contains(a.file_id)) return;  // a repeat of a file finished already
   held_.erase(a.file_id);                     // a list named it before it came
   remember_seen(a.file_id);                   // from now on a repeat of this announce is ignored
+  if (first_id_ == 0) first_id_ = a.file_id;
   // An earlier run of this receiver finished it, or named it as failed at start-up (the file it
   // left behind): the rest of its packets are not recorded a second time.
   if (known_earlier(a.file_id)) {

@@ -143,6 +143,9 @@ class FileTable final : private Finisher::Owner {
   void on_created(File& f, bool ok, const std::string& reason);
   void refuse(const File& f, const std::string& reason);
   void record_unannounced(const common::FileListEntry& e, const std::string& lane_note = {});
+  // Why a listed file never heard of was never announced here, when the receiver can tell that
+  // it was sent before the receiver's first packet of the session; "" when it cannot.
+  std::string sent_before_joining(const common::FileListEntry& e) const;
   // handle_announce() of a file known already: a striped file's announce on one more lane.
   void announce_again(File& f, const common::Packet& p, size_t lane);
   // The lane announced file `next_id`: the files before it open on the lane are closed there.
@@ -189,6 +192,7 @@ class FileTable final : private Finisher::Owner {
   std::set<std::pair<uint64_t, uint32_t>> earlier_;  // see set_earlier()
   std::function<std::string()> sender_;
   uint64_t session_ = 0;
+  uint32_t first_id_ = 0;  // the first file of the session this receiver heard announced
   // Files in flight by (session, file id): a restarted sender reuses ids while the old session's
   // failed files may still be finishing their I/O.
   std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>> files_;

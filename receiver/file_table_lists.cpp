@@ -192,6 +192,23 @@ void FileTable::release_held(common::Clock::time_point now, bool over) {
   }
 }
 
+std::string FileTable::sent_before_joining(const common::FileListEntry& e) const {
+  if (gate_ == nullptr) return {};
+  const int lane = e.lane >= 0 ? gate_->lane_of_sender(e.lane) : gate_->lanes() == 1 ? 0 : -1;
+  if (lane < 0) return {};
+  const uint64_t first = gate_->first_seq(static_cast<size_t>(lane));
+  // The receiver heard its lane from the session's first packet on, or the file came after the
+  // first file it heard announced: it was on the wire while the receiver was receiving.
+  if (first == 0 || first == UINT64_MAX ||
+      (first_id_ != 0 && !common::file_id_before(e.file_id, first_id_))) {
+    return {};
+  }
+  return fmt::format(
+      "never announced to this receiver: sent before its first packet of the session (packet "
+      "{} of the lane{}), while it was not receiving",
+      first, e.aborted ? "; the sender aborted it" : "");
+}
+
 std::string FileTable::lane_note(const File& f) const {
   if (gate_ == nullptr || gate_->lanes() <= 1) return {};
   if (f.striped) return " (striped over every lane)";
@@ -221,6 +238,7 @@ void FileTable::record_unannounced(const common::FileListEntry& e, const std::st
   ++counters_.files_unannounced;
   ++session_files_.failed;
   FailureRecord rec = unannounced_record(e, session_);
+  if (std::string before = sent_before_joining(e); !before.empty()) rec.reason = std::move(before);
   rec.reason += lane_note;
   if (gate_ != nullptr && gate_->lanes() > 1 && e.lane == common::kLaneAll) {
     rec.lane = common::kLaneAll;  // "lane": "striped", as for a striped file that failed

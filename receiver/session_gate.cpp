@@ -251,6 +251,7 @@ void SessionGate::start(uint64_t s) {
   counters_.lost_in_past_sessions += lost();
   for (LaneState& l : lanes_) {
     l.heard = false;
+    l.first_seq = UINT64_MAX;
     l.sender_lane = -1;
     l.final = false;
     l.silence_warned = false;
@@ -273,6 +274,7 @@ bool SessionGate::note_packet(size_t lane, const Packet& p) {
   if (!l.heard && lanes_.size() > 1) {
     spdlog::info("Info: sender session {:016x}: first packet{}", session_, lane_suffix(lane));
   }
+  if (!l.heard) l.first_seq = p.header.seq;
   l.heard = true;
   l.last_packet = now;
   if (!l.seq.record(p.header.seq)) {

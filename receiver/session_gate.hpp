@@ -119,6 +119,9 @@ class SessionGate {
   // The receiver lane that carries the sender's lane `sender_lane` (as its heartbeats say), or
   // -1 when none heard so far does.
   int lane_of_sender(int sender_lane) const;
+  // The sequence number of the first packet of the session `lane` got (UINT64_MAX before it):
+  // above 0 when this receiver started after the sender, or lost the session's first packets.
+  uint64_t first_seq(size_t lane) const { return lanes_[lane].first_seq; }
   // The sender's lane that `lane` carries, -1 before its first heartbeat.
   int sender_lane(size_t lane) const { return lanes_[lane].sender_lane; }
   // The lanes the sender drives, as its heartbeats say (1 before the first).
@@ -145,8 +148,9 @@ class SessionGate {
     bool mark_saving = false;  // a save of the replay state is on the pool
     bool mark_dirty = false;   // and another is due when it is done
     common::Clock::time_point last_mark_save{};
-    bool heard = false;    // a packet of the current session came
-    int sender_lane = -1;  // the sender's lane, from its heartbeats
+    bool heard = false;               // a packet of the current session came
+    uint64_t first_seq = UINT64_MAX;  // the sequence number of the first one
+    int sender_lane = -1;             // the sender's lane, from its heartbeats
     bool final = false;
     common::Clock::time_point final_deadline{};
     common::Clock::time_point last_packet{};

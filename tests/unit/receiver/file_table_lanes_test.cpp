@@ -270,6 +270,40 @@ TEST_F(FileTableLanesTest, AHeldListEntryIsSettledUnderItsOwnSessionWhenANewOneS
   EXPECT_EQ(records().find(fmt::format("{:016x}", kNext)), std::string::npos) << records();
 }
 
+// A receiver that starts after the sender: the files the list names from before its first
+// packet were sent while it was not receiving, and their records say so; a file lost after it
+// joined keeps the reason of a loss.
+TEST_F(FileTableLanesTest, AListedFileSentBeforeTheReceiverJoinedIsNamedWithThatReason) {
+  constexpr uint64_t kLate = 0x7373;
+  table_->end_session();
+  gate_->retire();
+  gate_->start(kLate);
+  table_->start_session(kLate);
+  testing::FakeSender late{kLate};
+  *late.seq() = 500;  // the receiver's first packet of the session is the sender's 500th
+  const std::string early = lane_content(1000, 3);
+  const std::string seen = lane_content(1500, 4);
+  const std::string lost = lane_content(700, 5);
+  feed(0, late.heartbeat(false, 1000, 0, 2));
+  feed_all(0, late.file(5, "seen.bin", seen));
+  feed(0, late.file_list({{4, "early.bin", early, common::VerifyType::kB2B, false, 0},
+                          {5, "seen.bin", seen, common::VerifyType::kB2B, false, 0},
+                          {6, "lost.bin", lost, common::VerifyType::kB2B, false, 0}}));
+  later(5);
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 2u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("\"name\": \"early.bin\""), std::string::npos) << rec;
+  EXPECT_NE(rec.find("sent before its first packet of the session (packet 500 of the lane), "
+                     "while it was not receiving"),
+            std::string::npos)
+      << rec;
+  EXPECT_NE(rec.find("\"reason\": \"never announced: all its packets were lost\""),
+            std::string::npos)
+      << "lost.bin came after the receiver joined: " << rec;
+}
+
 // A striped file that only the list names (every packet of it lost) is recorded once every lane
 // is gone, and its record says it was striped, as a striped file that failed says.
 TEST_F(FileTableLanesTest, AStripedFileOnlyTheListNamesIsRecordedAsStriped) {
