@@ -238,6 +238,8 @@ void packet_seeds(Writer& w) {
   const auto z = s.zdata(7, log_text(5000, 3), 2000);  // --compress: kZData pieces
   w.put("packet", "zdata-first", with_ctl(0, z.front()));
   w.put("packet", "zdata-last", with_ctl(1, z.back()));
+  // The sender's id and where its lanes go: three lanes, the first two to one host.
+  w.put("packet", "sender-info", with_ctl(0, s.sender_info(0xfeedfacecafe, {0, 0, 2})));
 }
 
 void announce_seeds(Writer& w) {
