@@ -238,7 +238,7 @@ void Assembler::fail_all(const std::string& reason) {
   // Files still receiving never get the rest; those with all their data in finish (writes,
   // verification, the committer).
   table_.fail_receiving(reason);
-  table_.end_session();
+  table_.end_session(/*receiver_stopping=*/true);
   while (io_pending()) table_.pump(true);
   // Files still waiting (none should be) are closed as failed now.
   table_.close_unrecorded(reason);

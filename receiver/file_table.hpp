@@ -67,10 +67,11 @@ class FileTable final : private Finisher::Owner {
 
   // `s` is the sender's session from now on: its file ids start afresh.
   void start_session(uint64_t s);
-  // The current session is over (a new one starts, or the receiver stops) while the gate still
-  // knows its lanes: every held list entry is settled now, under this session, as if each of its
-  // lanes were gone: recorded, or left to another receiver. Call before start_session().
-  void end_session();
+  // The current session is over (a new one starts, or with `receiver_stopping` the receiver
+  // stops) while the gate still knows its lanes: every held list entry is settled now, under
+  // this session, as if each of its lanes were gone: recorded (its reason says which of the two
+  // ended it), or left to another receiver. Call before start_session().
+  void end_session(bool receiver_stopping = false);
   // Fails every file still receiving with `reason` (a new session, shutdown). Files with all
   // their data finish on their own.
   void fail_receiving(const std::string& reason);
@@ -157,12 +158,13 @@ class FileTable final : private Finisher::Owner {
   std::string lane_note(const File& f) const;
   // Held list entries: hold one, settle those whose lane is gone (release_held()).
   void hold(const common::FileListEntry& e);
-  // `over`: the session ended, so every lane is taken as gone.
-  void release_held(common::Clock::time_point now, bool over = false);
+  // `ended`: the session is over ("the session ended", "the receiver stopped"), so every lane
+  // is taken as gone; null while it goes on.
+  void release_held(common::Clock::time_point now, const char* ended = nullptr);
   // Why a held entry's file is recorded now, or nothing while its lane may still bring it.
   // *drop: it belongs to another receiver's lane (nothing to record).
-  std::optional<std::string> held_due(int sender_lane, common::Clock::time_point now, bool over,
-                                      bool* drop) const;
+  std::optional<std::string> held_due(int sender_lane, common::Clock::time_point now,
+                                      const char* ended, bool* drop) const;
   Block* get_block(File*& f, uint64_t index);
   // The file a data packet names when it is receiving, else nullptr (counted).
   File* receiving(uint32_t id);

@@ -119,11 +119,13 @@ void FileTable::hold(const common::FileListEntry& e) {
 }
 
 std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::time_point now,
-                                               bool over, bool* drop) const {
+                                               const char* ended, bool* drop) const {
   *drop = false;
   if (now == common::Clock::time_point::max()) return std::string(" (too many files waiting)");
   const size_t lanes = gate_ == nullptr ? 1 : gate_->lanes();
-  const auto gone = [&](size_t lane) { return over || gate_ == nullptr || gate_->gone(lane, now); };
+  const auto gone = [&](size_t lane) {
+    return ended != nullptr || gate_ == nullptr || gate_->gone(lane, now);
+  };
   const auto all_gone = [&] {
     for (size_t i = 0; i < lanes; ++i) {
       if (!gone(i)) return false;
@@ -137,8 +139,8 @@ std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::t
   const int lane = gate_ == nullptr ? 0 : gate_->lane_of_sender(sender_lane);
   if (lane >= 0) {
     if (!gone(static_cast<size_t>(lane))) return std::nullopt;
-    return fmt::format(" (lane {}, {}{})", lane, cfg_.lane_name(static_cast<size_t>(lane)),
-                       over ? "; the session ended before that lane brought it" : "");
+    return fmt::format(" (lane {}, {}{}{})", lane, cfg_.lane_name(static_cast<size_t>(lane)),
+                       ended != nullptr ? "; " : "", ended != nullptr ? ended : "");
   }
   // No lane here carries it. When every lane here has said which it carries, that lane is not
   // listened on here: if the sender says it goes to this host, nothing here will ever bring the
@@ -157,12 +159,13 @@ std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::t
   return fmt::format(" (the sender's lane {}: no packet of it reached this receiver)", sender_lane);
 }
 
-void FileTable::end_session() {
-  release_held(clock_.now(), /*over=*/true);
+void FileTable::end_session(bool receiver_stopping) {
+  release_held(clock_.now(), receiver_stopping ? "the receiver stopped before that lane brought it"
+                                               : "the session ended before that lane brought it");
   held_.clear();  // none is left: each was recorded or left to another receiver
 }
 
-void FileTable::release_held(common::Clock::time_point now, bool over) {
+void FileTable::release_held(common::Clock::time_point now, const char* ended) {
   for (auto it = held_.begin(); it != held_.end();) {
     const uint32_t id = it->first;
     if (find(id) != nullptr || seen_ids_.contains(id) || filtered_ids_.contains(id)) {
@@ -170,7 +173,7 @@ void FileTable::release_held(common::Clock::time_point now, bool over) {
       continue;
     }
     bool drop = false;
-    const std::optional<std::string> note = held_due(it->second->entry.lane, now, over, &drop);
+    const std::optional<std::string> note = held_due(it->second->entry.lane, now, ended, &drop);
     if (drop) {
       ++counters_.listed_elsewhere;
       spdlog::info("Info: {}: left to the receiver of the sender's lane {}{}",

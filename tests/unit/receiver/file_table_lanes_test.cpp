@@ -270,6 +270,22 @@ TEST_F(FileTableLanesTest, AHeldListEntryIsSettledUnderItsOwnSessionWhenANewOneS
   EXPECT_EQ(records().find(fmt::format("{:016x}", kNext)), std::string::npos) << records();
 }
 
+// The receiver stopping settles them too, and says so.
+TEST_F(FileTableLanesTest, AHeldListEntryIsRecordedWhenTheReceiverStops) {
+  const std::string lost = lane_content(2000, 6);
+  feed(0, lane_[0].file_list({{8, "lost.bin", lost, common::VerifyType::kB2B, false, 1}}));
+  ASSERT_TRUE(table_->holds_list_entries());
+  table_->fail_receiving("receiver stopped");
+  table_->end_session(/*receiver_stopping=*/true);
+  settle();
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  EXPECT_NE(records().find("(lane 1, 127.0.0.1:5001; the receiver stopped before that lane "
+                           "brought it)"),
+            std::string::npos)
+      << records();
+}
+
 // A receiver that starts after the sender: the files the list names from before its first
 // packet were sent while it was not receiving, and their records say so; a file lost after it
 // joined keeps the reason of a loss.
