@@ -4,9 +4,18 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 namespace ddft::common {
+
+// The wall clock in ns since the epoch (for what is written down with a date: journals,
+// histories); pass a function of this type where a test must set the date.
+inline int64_t wall_clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // A monotonic clock that can also sleep. Implementations are thread-safe.
 class Clock {

@@ -1,10 +1,12 @@
 // RAII owner of a POSIX file descriptor.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -60,6 +62,40 @@ inline bool write_all(int fd, std::string_view data) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Everything `fd` holds from offset 0 on (pread: its position stays), retrying on EINTR; what
+// was read before an error.
+inline std::string read_whole(int fd) {
+  std::string text;
+  char buf[65536];
+  for (off_t pos = 0;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, pos);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    pos += n;
+  }
+  return text;
+}
+
+// Replaces the file `name` in the folder `dir_fd` with `text`, durably: "<name>.new" (whatever
+// sits under that name is removed first, not opened; then made O_EXCL, mode 0600) is written
+// and synced, renamed over `name`, and the folder synced. A power cut leaves the old file or
+// the whole new one. False with errno set (the temporary file removed) when a step fails.
+inline bool replace_file_at(int dir_fd, const std::string& name, std::string_view text) {
+  const std::string tmp = name + ".new";
+  ::unlinkat(dir_fd, tmp.c_str(), 0);
+  UniqueFd fd(::openat(dir_fd, tmp.c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+  if (!fd || !write_all(fd.get(), text) || ::fsync(fd.get()) != 0 ||
+      ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0 || ::fsync(dir_fd) != 0) {
+    const int err = errno;
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    errno = err;
+    return false;
   }
   return true;
 }

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "common/clock.hpp"
 #include "common/json.hpp"
 
 namespace ddft::receiver {
@@ -131,13 +132,7 @@ bool parse_outcome(std::string_view line, Outcome* out) {
 
 OutcomeLog::OutcomeLog(int root_fd, JournalLimits limits, std::function<int64_t()> wall_ns)
     : root_fd_(root_fd), limits_(limits), wall_ns_(std::move(wall_ns)) {
-  if (!wall_ns_) {
-    wall_ns_ = [] {
-      return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
-  }
+  if (!wall_ns_) wall_ns_ = common::wall_clock_ns;
   common::UniqueFd fd = open_journal(O_RDWR | O_CREAT);
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -161,19 +156,8 @@ std::vector<Outcome> OutcomeLog::read_all() const {
 }
 
 std::string OutcomeLog::read_text_locked() const {
-  std::string text;
   const common::UniqueFd fd = open_journal(O_RDONLY);
-  if (!fd) return text;
-  char buf[65536];
-  off_t pos = 0;
-  for (;;) {
-    const ssize_t n = ::pread(fd.get(), buf, sizeof buf, pos);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    pos += n;
-  }
-  return text;
+  return fd ? common::read_whole(fd.get()) : std::string();
 }
 
 std::vector<Outcome> OutcomeLog::read_locked() const {
@@ -363,19 +347,8 @@ bool OutcomeLog::rewrite_locked(const std::vector<Outcome>& keep) {
 }
 
 bool OutcomeLog::replace_locked(const std::string& text) {
-  const std::string tmp = std::string(kOutcomeLogName) + ".new";
-  ::unlinkat(root_fd_, tmp.c_str(), 0);
-  common::UniqueFd fd(
-      ::openat(root_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  // Synced before the rename, and the folder after it: a power cut leaves the old journal or
-  // the whole new one, never an empty one.
-  if (!fd || !common::write_all(fd.get(), text) || ::fdatasync(fd.get()) != 0 ||
-      ::renameat(root_fd_, tmp.c_str(), root_fd_, kOutcomeLogName) != 0) {
-    ::unlinkat(root_fd_, tmp.c_str(), 0);
-    return false;
-  }
-  ::fsync(root_fd_);
-  return true;
+  // A power cut leaves the old journal or the whole new one, never an empty one.
+  return common::replace_file_at(root_fd_, kOutcomeLogName, text);
 }
 
 }  // namespace ddft::receiver

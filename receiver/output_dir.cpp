@@ -449,20 +449,11 @@ std::optional<std::string> OutputDir::read_state(const std::string& name) const 
 
 bool OutputDir::write_state(const std::string& name, std::string_view text, std::string* reason) {
   if (null_sink_) return true;
-  const std::string tmp = name + ".new";
-  // Whatever sits under the temporary name (a FIFO, a hard link to another file) is removed, not
-  // opened; O_EXCL then makes a new file or fails.
-  ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
-  common::UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(),
-                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-                               0600));
   // Durable before it counts: the data, the rename, and the folder entry (a replay mark lost in a
-  // power cut would reopen the door to what was taken before it).
-  if (!fd || !write_all(fd.get(), text) || ::fsync(fd.get()) != 0 ||
-      ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), name.c_str()) != 0 ||
-      ::fsync(root_fd_.get()) != 0) {
+  // power cut would reopen the door to what was taken before it). Whatever sits under the
+  // temporary name (a FIFO, a hard link to another file) is removed, not opened.
+  if (!common::replace_file_at(root_fd_.get(), name, text)) {
     *reason = errno_text(errno);
-    ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
     return false;
   }
   return true;

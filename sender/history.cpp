@@ -14,18 +14,13 @@
 #include <random>
 #include <stdexcept>
 
+#include "common/clock.hpp"
 #include "common/json.hpp"
 #include "sender/work_item.hpp"
 
 namespace ddft::sender {
 
 namespace {
-
-int64_t system_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -40,34 +35,10 @@ void make_dir(const std::string& dir) {
   ::chmod(dir.c_str(), 0700);
 }
 
-// Writes `text` to `path` whole: a temporary file, synced, renamed over it, the folder synced.
-bool replace_file(const std::string& dir, const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".new";
-  ::unlink(tmp.c_str());
-  common::UniqueFd fd(
-      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd || !common::write_all(fd.get(), text) || ::fdatasync(fd.get()) != 0 ||
-      ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    errno = err;
-    return false;
-  }
-  common::UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  return d && ::fsync(d.get()) == 0;
-}
-
-std::string read_all(int fd) {
-  std::string text;
-  char buf[65536];
-  for (off_t pos = 0;;) {
-    const ssize_t n = ::pread(fd, buf, sizeof buf, pos);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    pos += n;
-  }
-  return text;
+// Replaces `dir`/`name` with `text` whole (common::replace_file_at()).
+bool replace_file(const std::string& dir, const std::string& name, const std::string& text) {
+  const common::UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return d && common::replace_file_at(d.get(), name, text);
 }
 
 // Takes the space-separated field at the front of `*rest` as a number in `base`.
@@ -134,7 +105,7 @@ uint64_t sender_id_in(const std::string& dir, std::optional<uint64_t> wanted) {
   if (!wanted) {
     common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (fd) {
-      std::string text = read_all(fd.get());
+      std::string text = common::read_whole(fd.get());
       while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
       uint64_t id = 0;
       if (!parse_sender_id(text, &id)) {
@@ -155,7 +126,7 @@ uint64_t sender_id_in(const std::string& dir, std::optional<uint64_t> wanted) {
     std::random_device rd;
     while (id == 0) id = (uint64_t{rd()} << 32) | rd();
   }
-  if (!replace_file(dir, path, fmt::format("{:016x}\n", id))) {
+  if (!replace_file(dir, kSenderIdFile, fmt::format("{:016x}\n", id))) {
     throw std::runtime_error(
         fmt::format("the sender id file '{}' cannot be written: {}", path, errno_text()));
   }
@@ -164,7 +135,7 @@ uint64_t sender_id_in(const std::string& dir, std::optional<uint64_t> wanted) {
 
 History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
     : dir_(dir), path_(dir + "/" + kHistoryFile), limits_(limits), wall_ns_(std::move(wall_ns)) {
-  if (!wall_ns_) wall_ns_ = system_now_ns;
+  if (!wall_ns_) wall_ns_ = common::wall_clock_ns;
   make_dir(dir_);
   common::UniqueFd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   struct stat st {};
@@ -177,7 +148,7 @@ History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
     throw std::runtime_error(
         fmt::format("the sender's history '{}' cannot be locked: {}", path_, errno_text()));
   }
-  const std::string text = read_all(fd.get());
+  const std::string text = common::read_whole(fd.get());
   const int64_t cutoff =
       wall_ns_() - std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.keep_for).count();
   size_t lines = 0;
@@ -210,7 +181,7 @@ History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
     std::string kept;
     kept.reserve(bytes);
     for (const HistoryEntry& e : entries_) kept += format_history_entry(e) + "\n";
-    if (!replace_file(dir_, path_, kept)) {
+    if (!replace_file(dir_, kHistoryFile, kept)) {
       throw std::runtime_error(
           fmt::format("the sender's history '{}' cannot be rewritten: {}", path_, errno_text()));
     }
@@ -259,7 +230,7 @@ bool History::sync() {
 HistoryRecorder::HistoryRecorder(History& history, uint64_t sender_id, common::VerifyType verify,
                                  History::WallNs wall_ns)
     : history_(history), sender_id_(sender_id), verify_(verify), wall_ns_(std::move(wall_ns)) {
-  if (!wall_ns_) wall_ns_ = system_now_ns;
+  if (!wall_ns_) wall_ns_ = common::wall_clock_ns;
 }
 
 void HistoryRecorder::file_sent(const FileMeta& file, const common::Digest& digest) {
