@@ -153,23 +153,23 @@ History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
       wall_ns_() - std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.keep_for).count();
   size_t lines = 0;
   uint64_t bytes = 0;
+  std::vector<std::string_view> kept;  // the lines of entries_, as read
   for (size_t start = 0; start < text.size();) {
     const size_t nl = text.find('\n', start);
     if (nl == std::string::npos) break;  // a half line: the end of a crash
-    HistoryEntry e;
-    ++lines;
-    if (parse_history_entry(std::string_view(text).substr(start, nl - start), &e) &&
-        e.sent_ns >= cutoff) {
-      bytes += nl - start + 1;
-      entries_.push_back(std::move(e));
-    }
+    const std::string_view line = std::string_view(text).substr(start, nl - start + 1);
     start = nl + 1;
+    ++lines;
+    HistoryEntry e;
+    if (parse_history_entry(line.substr(0, line.size() - 1), &e) && e.sent_ns >= cutoff) {
+      bytes += line.size();
+      entries_.push_back(std::move(e));
+      kept.push_back(line);
+    }
   }
   // Past the size bound the oldest go.
   size_t first = 0;
-  while (bytes > limits_.max_bytes && first < entries_.size()) {
-    bytes -= format_history_entry(entries_[first++]).size() + 1;
-  }
+  while (bytes > limits_.max_bytes && first < kept.size()) bytes -= kept[first++].size();
   if (first > 0) {
     spdlog::warn(
         "Warn: the sender's history '{}' is over --history-mb {}: its {} oldest entries were "
@@ -178,10 +178,10 @@ History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
     entries_.erase(entries_.begin(), entries_.begin() + static_cast<ptrdiff_t>(first));
   }
   if (entries_.size() != lines || text.size() != bytes) {
-    std::string kept;
-    kept.reserve(bytes);
-    for (const HistoryEntry& e : entries_) kept += format_history_entry(e) + "\n";
-    if (!replace_file(dir_, kHistoryFile, kept)) {
+    std::string rest;
+    rest.reserve(bytes);
+    for (size_t i = first; i < kept.size(); ++i) rest += kept[i];
+    if (!replace_file(dir_, kHistoryFile, rest)) {
       throw std::runtime_error(
           fmt::format("the sender's history '{}' cannot be rewritten: {}", path_, errno_text()));
     }
