@@ -271,10 +271,12 @@ bool SessionGate::note_packet(size_t lane, const Packet& p) {
     spdlog::info("Info: sender session {:016x}{}: packets again after {:.1f} s of silence",
                  session_, lane_suffix(lane), duration<double>(now - l.last_packet).count());
   }
-  if (!l.heard && lanes_.size() > 1) {
-    spdlog::info("Info: sender session {:016x}: first packet{}", session_, lane_suffix(lane));
+  if (!l.heard) {
+    l.first_seq = p.header.seq;
+    if (lanes_.size() > 1) {
+      spdlog::info("Info: sender session {:016x}: first packet{}", session_, lane_suffix(lane));
+    }
   }
-  if (!l.heard) l.first_seq = p.header.seq;
   l.heard = true;
   l.last_packet = now;
   if (!l.seq.record(p.header.seq)) {
