@@ -276,6 +276,12 @@ size_t encode_sender_info(const Header& h, const SenderInfo& si, std::span<uint8
   return seal(hh, payload_len, buf);
 }
 
+size_t encode_payload(const Header& h, std::span<const uint8_t> payload, std::span<uint8_t> buf) {
+  if (kHeaderSize + payload.size() > buf.size()) return 0;
+  if (!payload.empty()) std::memcpy(buf.data() + kHeaderSize, payload.data(), payload.size());
+  return seal(h, payload.size(), buf);
+}
+
 size_t encode_announce(const Header& h, const Announce& a, std::span<uint8_t> buf) {
   if (a.path.empty() || a.path.size() > kMaxPathSize) return 0;
   const size_t payload_len = kAnnounceFixedSize + a.path.size();

@@ -196,6 +196,9 @@
 //  which of the sender's lanes went to that host without being listened on. A receiver before
 //  this type refuses it (kBadType): it counts it as rejected, and its sequence number as lost.
 //
+//  kHistory (type 10): files the sender sent earlier, repeated on a schedule: drawn in
+//  common/history_wire.hpp.
+//
 // A sealed datagram (--key-file, flags kFlagAuth, see common/seal.hpp for the keys and what the
 // tag covers): the inner datagram's payload (the "body", encrypted with kFlagEncrypt) is
 // followed by a 32-byte trailer that payload_len counts:
@@ -341,9 +344,10 @@ enum class PacketType : uint8_t {
   kFileList = 7,
   kZData = 8,
   kSenderInfo = 9,
+  kHistory = 10,  // the sender's history: common/history_wire.hpp
 };
 // The highest PacketType value; decode_packet() refuses a type above it (kBadType).
-inline constexpr uint8_t kMaxPacketType = static_cast<uint8_t>(PacketType::kSenderInfo);
+inline constexpr uint8_t kMaxPacketType = static_cast<uint8_t>(PacketType::kHistory);
 
 // How a file is verified end to end. Values are on the wire.
 enum class VerifyType : uint8_t {
@@ -527,6 +531,9 @@ size_t encode_parity(const Header& h, const Parity& pa, std::span<const uint8_t>
 // long list by calling again with entries.subspan(*taken).
 size_t encode_file_list(const Header& h, uint16_t flags, std::span<const FileListEntry> entries,
                         std::span<uint8_t> buf, size_t* taken);
+// A datagram of type h.type whose payload is `payload`, as it is (for payloads packed elsewhere:
+// common/history_wire.hpp). Returns 0 when it does not fit `buf` or 65535 bytes.
+size_t encode_payload(const Header& h, std::span<const uint8_t> payload, std::span<uint8_t> buf);
 // Data is encoded in place: the caller has put `data_len` bytes at buf[kHeaderSize +
 // kDataHeaderSize], which avoids a copy on the hot path. Returns the datagram size, or 0 when it
 // does not fit.

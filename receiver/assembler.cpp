@@ -183,6 +183,9 @@ void Assembler::dispatch(const Packet& p, size_t lane, bool rebuilt) {
       case PacketType::kSenderInfo:
         handle_sender_info(p);
         break;
+      case PacketType::kHistory:
+        table_.handle_history(p);
+        break;
       case PacketType::kParity:
         break;  // handled before
     }

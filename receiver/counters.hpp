@@ -91,6 +91,7 @@ struct AssemblerCounters {
   uint64_t files_joined_late = 0;  // their first packets went before this receiver started
   uint64_t listed_known = 0;       // listed files an earlier run of the receiver had finished
   uint64_t listed_elsewhere = 0;   // listed files another receiver's lanes carried
+  uint64_t files_missed = 0;       // failed: named by the sender's history (sent while not here)
   uint64_t bytes_delivered = 0;
   uint64_t sessions = 0;
   uint64_t lost_in_past_sessions = 0;  // sequence gaps of the sessions before the current one

@@ -28,12 +28,14 @@ FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, comm
       blocks_(engine),
       finisher_(cfg, out, fs, clock, engine, blocks_, records, counters, session_files_, *this),
       files_bound_(files_in_flight_bound(cfg.max_files_in_flight)),
+      settled_(duration_cast<nanoseconds>(duration<double>(cfg.journal_hours * 3600))),
       zframes_(cfg.compress_buffer_mb << 20) {}
 
 void FileTable::set_earlier(OutcomeLog* journal,
                             const std::vector<std::pair<uint64_t, uint32_t>>& known) {
   journal_ = journal;
-  earlier_.insert(known.begin(), known.end());
+  const auto now = clock_.now();
+  for (const auto& [session, id] : known) settled_.add(session, id, now);
   finisher_.set_journal(journal);
 }
 
@@ -44,12 +46,6 @@ void FileTable::start_session(uint64_t s) {
   first_id_ = 0;
   records_.clear_unnamed();
   session_files_ = {};
-  // Earlier runs' outcomes matter in memory for the session they belong to only (a receiver
-  // restarted in the middle of a session keeps them); the journal keeps every session of its
-  // window.
-  for (auto it = earlier_.begin(); it != earlier_.end();) {
-    it = it->first == s ? std::next(it) : earlier_.erase(it);
-  }
 }
 
 void FileTable::fail_receiving(const std::string& reason) {
@@ -80,7 +76,10 @@ File* FileTable::find(uint32_t id) {
   return it == files_.end() ? nullptr : it->second.get();
 }
 
-void FileTable::remember_seen(uint32_t id) { seen_ids_.insert(id); }
+void FileTable::remember_seen(uint32_t id) {
+  seen_ids_.insert(id);
+  settled_.add(session_, id, clock_.now());
+}
 
 void FileTable::handle_announce(const Packet& p, size_t lane) {
   common::Announce a;
@@ -94,11 +93,13 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   }
   if (seen_ids_.contains(a.file_id)) return;  // a repeat of a file finished already
   held_.erase(a.file_id);                     // a list named it before it came
-  remember_seen(a.file_id);                   // from now on a repeat of this announce is ignored
-  if (first_id_ == 0) first_id_ = a.file_id;
   // An earlier run of this receiver finished it, or named it as failed at start-up (the file it
-  // left behind): the rest of its packets are not recorded a second time.
-  if (known_earlier(a.file_id)) {
+  // left behind), or the sender's history named it missed: the rest of its packets are not
+  // recorded a second time.
+  const bool earlier = known_earlier(a.file_id);
+  remember_seen(a.file_id);  // from now on a repeat of this announce is ignored
+  if (first_id_ == 0) first_id_ = a.file_id;
+  if (earlier) {
     ++counters_.listed_known;
     return;
   }

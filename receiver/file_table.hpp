@@ -19,13 +19,13 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/block_io.hpp"
 #include "common/clock.hpp"
+#include "common/history_wire.hpp"
 #include "common/protocol.hpp"
 #include "receiver/config.hpp"
 #include "receiver/counters.hpp"
@@ -40,6 +40,7 @@
 #include "receiver/progress.hpp"
 #include "receiver/recent_ids.hpp"
 #include "receiver/session_gate.hpp"
+#include "receiver/settled_files.hpp"
 #include "receiver/write_engine.hpp"
 #include "receiver/zframes.hpp"
 
@@ -108,6 +109,10 @@ class FileTable final : private Finisher::Owner {
   // True while list entries wait for their lane (the session is not over before they are
   // settled).
   bool holds_list_entries() const { return !held_.empty(); }
+  // The sender's history (common/history_wire.hpp): each file it names that this receiver
+  // neither delivered nor named, in any session of the journal's window, is recorded as missed
+  // once, with when it was sent (receiver/file_table_history.cpp).
+  void handle_history(const common::Packet& p);
 
   // Reaps the FsPool and the write engine and moves files on (with `wait`, blocks until
   // something completes when anything is pending). The one point where completions come in.
@@ -133,7 +138,7 @@ class FileTable final : private Finisher::Owner {
   void fail(File& f, const std::string& reason) override;
   void end(File& f) override;
   File* find(uint32_t id);
-  bool known_earlier(uint32_t id) const { return earlier_.count({session_, id}) != 0; }
+  bool known_earlier(uint32_t id) const { return settled_.contains(session_, id); }
   void remember_seen(uint32_t id);
   void supersede_receiving();
   bool filtered(const File& f);
@@ -144,6 +149,13 @@ class FileTable final : private Finisher::Owner {
   void on_created(File& f, bool ok, const std::string& reason);
   void refuse(const File& f, const std::string& reason);
   void record_unannounced(const common::FileListEntry& e, const std::string& lane_note = {});
+  // A file of session `session` named only by the sender's history, recorded with `reason`
+  // (as record_unannounced(), but for any session).
+  void record_missed(const common::HistoryRecord& r, const std::string& reason);
+  // Whether history record `r`'s lane goes to another receiver's host.
+  bool left_elsewhere(const common::HistoryRecord& r) const;
+  // Why the file of `r` never reached this receiver.
+  std::string missed_reason(const common::HistoryRecord& r) const;
   // Why a listed file never heard of was never announced here, when the receiver can tell that
   // it was sent before the receiver's first packet of the session; "" when it cannot.
   std::string sent_before_joining(const common::FileListEntry& e) const;
@@ -191,7 +203,7 @@ class FileTable final : private Finisher::Owner {
   Finisher finisher_;
   size_t files_bound_;  // files in flight at most, whatever their state (make_room())
   OutcomeLog* journal_ = nullptr;
-  std::set<std::pair<uint64_t, uint32_t>> earlier_;  // see set_earlier()
+  SettledFiles settled_;  // this run's and the journal's (set_earlier())
   std::function<std::string()> sender_;
   uint64_t session_ = 0;
   uint32_t first_id_ = 0;  // the first file of the session this receiver heard announced

@@ -110,6 +110,10 @@ void add_file_metrics(common::MetricsRegistry& reg, const StatusPtr& st, const R
           "Files the sender's file list names that went down a lane of the sender no lane of "
           "this receiver carries, on another host (each logged; that host's receiver names them)",
           [st] { return num(st->writer.counters.listed_elsewhere); });
+  reg.add(kCounter, "ddft_receive_files_missed_total",
+          "Files the sender's history names that this receiver never got nor named (sent while "
+          "it was not receiving): each recorded once in the failed folder",
+          [st] { return num(st->writer.counters.files_missed); });
   // The runner's counters are atomics of their own, read live.
   if (const HookRunner* hooks = rx.hooks()) add_hook_metrics(reg, hooks);
   reg.add(kCounter, "ddft_receive_bytes_delivered_total",

@@ -236,6 +236,21 @@ void add_state_options(CLI::App& app, SenderConfig& cfg) {
                  "The history's size bound, MiB: past it the oldest entries go, with a warning")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--history-repeat",
+         [&cfg](const std::string& text) {
+           if (text == "none") {
+             cfg.history_repeats.clear();
+           } else if (!common::parse_delay_list(text, &cfg.history_repeats)) {
+             throw CLI::ValidationError(
+                 "--history-repeat", "'" + text +
+                                         "' is not 'none' or delays like 1m,10m,1h,6h,24h "
+                                         "(s, m, h or d; each longer than the one before)");
+           }
+         },
+         "When each file of the history (--state-dir) goes on the wire again after it was "
+         "sent, so that a receiver that was down names what it missed; 'none': never")
+      ->default_str("1m,10m,1h,6h,24h");
 }
 
 // Metrics, the hot folder, logging, progress and the manifest, and the test hooks.
@@ -433,6 +448,13 @@ void finalize_sender_config(SenderConfig& cfg) {
   }
   finalize_compress(cfg);
   finalize_hot_folder_config(cfg);
+  if (!cfg.state_dir.empty() && !cfg.history_repeats.empty() &&
+      static_cast<double>(cfg.history_repeats.back().count()) > cfg.history_hours * 3600) {
+    throw CLI::ValidationError(
+        "--history-repeat", fmt::format("its last delay ({} s) is longer than --history-hours "
+                                        "({}): the history would forget a file before it",
+                                        cfg.history_repeats.back().count(), cfg.history_hours));
+  }
   if (!cfg.key_file.empty()) {
     try {
       cfg.key = common::load_key_file(cfg.key_file);

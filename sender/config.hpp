@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -74,6 +75,11 @@ struct SenderConfig {
   std::string state_dir;      // --state-dir: the sender id and the history; "": neither
   double history_hours = 25;  // --history-hours: what the history keeps
   size_t history_mb = 64;     // --history-mb: and how big it may grow
+  // --history-repeat: when each file of the history goes on the wire again after it was sent
+  // (sender/history_feed.hpp); empty ("none"): never.
+  std::vector<std::chrono::seconds> history_repeats{
+      std::chrono::minutes(1), std::chrono::minutes(10), std::chrono::hours(1),
+      std::chrono::hours(6), std::chrono::hours(24)};
   CompressMode compress = CompressMode::kOff;  // from compress_text
   std::string compress_text = "off";           // --compress as given
   int compress_level = 1;                      // zstd's level, 1..19 (1: see README)

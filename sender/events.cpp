@@ -21,6 +21,9 @@ void ObserverList::file_progress(const FileMeta& f, uint64_t sent) {
 void ObserverList::file_sent(const FileMeta& f, const common::Digest& d) {
   for (auto* o : observers_) o->file_sent(f, d);
 }
+void ObserverList::file_sent_via(const FileMeta& f, const common::Digest& d, int list_lane) {
+  for (auto* o : observers_) o->file_sent_via(f, d, list_lane);
+}
 void ObserverList::file_failed(const FileMeta& f, const std::string& reason) {
   for (auto* o : observers_) o->file_failed(f, reason);
 }

@@ -68,6 +68,12 @@ class SendObserver {
   // Every copy of the file and its end are on the wire. `digest` is what the receiver will check
   // (empty with --verify none).
   virtual void file_sent(const FileMeta& /*file*/, const common::Digest& /*digest*/) {}
+  // file_sent(), told which lane carried the file (`list_lane` as its file list entry says:
+  // common::kLaneUnsaid with one lane, common::kLaneAll striped). The session calls this one;
+  // by default it is file_sent().
+  virtual void file_sent_via(const FileMeta& file, const common::Digest& digest, int /*list_lane*/) {
+    file_sent(file, digest);
+  }
   // The file was not sent whole: it could not be opened or read, or the sender stopped. `file`
   // has file_id 0 when the file never got an announce.
   virtual void file_failed(const FileMeta& /*file*/, const std::string& /*reason*/) {}
@@ -87,6 +93,7 @@ class ObserverList final : public SendObserver {
   void file_started(const FileMeta& f) override;
   void file_progress(const FileMeta& f, uint64_t sent) override;
   void file_sent(const FileMeta& f, const common::Digest& d) override;
+  void file_sent_via(const FileMeta& f, const common::Digest& d, int list_lane) override;
   void file_failed(const FileMeta& f, const std::string& reason) override;
   void idle() override;
   void session_finished(uint64_t id) override;

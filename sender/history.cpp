@@ -16,6 +16,7 @@
 
 #include "common/clock.hpp"
 #include "common/json.hpp"
+#include "sender/history_feed.hpp"
 #include "sender/work_item.hpp"
 
 namespace ddft::sender {
@@ -59,13 +60,41 @@ bool take_word(std::string_view* rest, std::string_view* out) {
   return true;
 }
 
+// A lane field: '-' not said, '*' striped, else its number (below kMaxLanes).
+bool take_lane(std::string_view* rest, int* out) {
+  std::string_view word;
+  if (!take_word(rest, &word)) return false;
+  if (word == "-" || word == "*") {
+    *out = word == "-" ? common::kLaneUnsaid : common::kLaneAll;
+    return true;
+  }
+  int lane = 0;
+  const auto [p, ec] = std::from_chars(word.data(), word.data() + word.size(), lane);
+  if (ec != std::errc() || p != word.data() + word.size() || lane < 0 ||
+      lane >= static_cast<int>(common::kMaxLanes)) {
+    return false;
+  }
+  *out = lane;
+  return true;
+}
+
+// A "W <ns>" line's mark; false when `line` is not one.
+bool parse_mark(std::string_view line, int64_t* out) {
+  if (line.substr(0, 2) != "W ") return false;
+  line.remove_prefix(2);
+  return take_number(&line, 10, out) && line.empty();
+}
+
 }  // namespace
 
 std::string format_history_entry(const HistoryEntry& e) {
   const common::FileIdentity& f = e.file;
-  return fmt::format("H {:016x} {:016x} {} {} {} {} {} {} {}", e.sender_id, f.session, f.file_id,
-                     f.size, e.mtime_ns, f.verify_name(), f.digest.empty() ? "-" : f.digest,
-                     e.sent_ns, common::json_quote(f.path));
+  const std::string lane = e.lane == common::kLaneAll ? "*"
+                           : e.lane < 0               ? "-"
+                                                      : std::to_string(e.lane);
+  return fmt::format("H {:016x} {:016x} {} {} {} {} {} {} {} {}", e.sender_id, f.session,
+                     f.file_id, f.size, e.mtime_ns, f.verify_name(),
+                     f.digest.empty() ? "-" : f.digest, e.sent_ns, lane, common::json_quote(f.path));
 }
 
 bool parse_history_entry(std::string_view line, HistoryEntry* out) {
@@ -79,8 +108,8 @@ bool parse_history_entry(std::string_view line, HistoryEntry* out) {
       !take_number(&line, 10, &f.file_id) || !take_number(&line, 10, &f.size) ||
       !take_number(&line, 10, &e.mtime_ns) || !take_word(&line, &verify) ||
       !common::parse_verify_type(verify, &f.verify) || !take_word(&line, &digest) ||
-      !take_number(&line, 10, &e.sent_ns) || !common::take_json_string(&line, &f.path) ||
-      !line.empty() || f.path.empty()) {
+      !take_number(&line, 10, &e.sent_ns) || !take_lane(&line, &e.lane) ||
+      !common::take_json_string(&line, &f.path) || !line.empty() || f.path.empty()) {
     return false;
   }
   if (digest != "-") f.digest = std::string(digest);
@@ -151,7 +180,6 @@ History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
   const std::string text = common::read_whole(fd.get());
   const int64_t cutoff =
       wall_ns_() - std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.keep_for).count();
-  size_t lines = 0;
   uint64_t bytes = 0;
   std::vector<std::string_view> kept;  // the lines of entries_, as read
   for (size_t start = 0; start < text.size();) {
@@ -159,12 +187,14 @@ History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
     if (nl == std::string::npos) break;  // a half line: the end of a crash
     const std::string_view line = std::string_view(text).substr(start, nl - start + 1);
     start = nl + 1;
-    ++lines;
     HistoryEntry e;
+    int64_t mark = 0;
     if (parse_history_entry(line.substr(0, line.size() - 1), &e) && e.sent_ns >= cutoff) {
       bytes += line.size();
       entries_.push_back(std::move(e));
       kept.push_back(line);
+    } else if (parse_mark(line.substr(0, line.size() - 1), &mark)) {
+      sent_up_to_ = std::max(sent_up_to_, mark);
     }
   }
   // Past the size bound the oldest go.
@@ -177,10 +207,16 @@ History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
         path_, limits_.max_bytes >> 20, first);
     entries_.erase(entries_.begin(), entries_.begin() + static_cast<ptrdiff_t>(first));
   }
-  if (entries_.size() != lines || text.size() != bytes) {
+  // Rewritten when entries went over the size bound, when a quarter of it (at least 1 MiB) is
+  // past its window, marks or damage, and after a crash's half line (the next line appended
+  // would join it).
+  const uint64_t stale = text.size() - bytes;
+  if (first > 0 || stale >= std::max<uint64_t>(uint64_t{1} << 20, text.size() / 4) ||
+      (!text.empty() && text.back() != '\n')) {
     std::string rest;
-    rest.reserve(bytes);
+    rest.reserve(bytes + 32);
     for (size_t i = first; i < kept.size(); ++i) rest += kept[i];
+    if (sent_up_to_ != 0) rest += fmt::format("W {}\n", sent_up_to_);
     if (!replace_file(dir_, kHistoryFile, rest)) {
       throw std::runtime_error(
           fmt::format("the sender's history '{}' cannot be rewritten: {}", path_, errno_text()));
@@ -198,8 +234,11 @@ bool History::open_locked() {
   return static_cast<bool>(fd_);
 }
 
-bool History::append(const HistoryEntry& e) {
-  const std::string line = format_history_entry(e) + "\n";
+bool History::append(const HistoryEntry& e) { return append_line(format_history_entry(e) + "\n"); }
+
+bool History::mark_sent_up_to(int64_t ns) { return append_line(fmt::format("W {}\n", ns)); }
+
+bool History::append_line(const std::string& line) {
   std::lock_guard lock(mu_);
   // Another run may have rewritten the file since it was opened (under its exclusive lock):
   // the line goes into the file now under the name, never into the one it replaced.
@@ -233,7 +272,8 @@ HistoryRecorder::HistoryRecorder(History& history, uint64_t sender_id, common::V
   if (!wall_ns_) wall_ns_ = common::wall_clock_ns;
 }
 
-void HistoryRecorder::file_sent(const FileMeta& file, const common::Digest& digest) {
+void HistoryRecorder::file_sent_via(const FileMeta& file, const common::Digest& digest,
+                                    int list_lane) {
   HistoryEntry e;
   e.sender_id = sender_id_;
   e.file.session = session_;
@@ -244,6 +284,8 @@ void HistoryRecorder::file_sent(const FileMeta& file, const common::Digest& dige
   e.file.digest = digest.hex();
   e.mtime_ns = file.mtime_ns;
   e.sent_ns = wall_ns_();
+  e.lane = list_lane;
+  if (feed_ != nullptr) feed_->add(e);
   if (!history_.append(e)) {
     if (errors_++ == 0) {
       spdlog::error("Error: the sender's history '{}' cannot be written: {}; {} is not in it",
@@ -251,13 +293,25 @@ void HistoryRecorder::file_sent(const FileMeta& file, const common::Digest& dige
     }
     return;
   }
+  mark(false);
   if (sync_each_ || e.sent_ns - last_sync_ns_ >= 1'000'000'000) {
     history_.sync();
     last_sync_ns_ = e.sent_ns;
   }
 }
 
+void HistoryRecorder::idle() { mark(false); }
+
+void HistoryRecorder::mark(bool now_anyway) {
+  if (feed_ == nullptr) return;
+  const int64_t now = wall_ns_();
+  if (!now_anyway && now - last_mark_ns_ < int64_t{60'000'000'000}) return;
+  last_mark_ns_ = now;
+  history_.mark_sent_up_to(feed_->sent_up_to());
+}
+
 void HistoryRecorder::session_finished(uint64_t /*session_id*/) {
+  mark(true);
   if (!history_.sync()) {
     spdlog::error("Error: the sender's history '{}' cannot be synced: {}", history_.path(),
                   errno_text());

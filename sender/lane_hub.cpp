@@ -103,7 +103,7 @@ void LaneHub::file_done(const FileMeta& file, const Outcome& outcome, int list_l
     if (outcome.aborted) {
       observers_.file_failed(file, outcome.reason);
     } else {
-      observers_.file_sent(file, outcome.digest);
+      observers_.file_sent_via(file, outcome.digest, list_lane);
     }
   }
   ListedFile f;

@@ -18,6 +18,7 @@
 #include "sender/config.hpp"
 #include "sender/file_list.hpp"
 #include "sender/history.hpp"
+#include "sender/history_feed.hpp"
 #include "sender/hot_folder.hpp"
 #include "sender/manifest.hpp"
 #include "sender/metrics.hpp"
@@ -126,7 +127,14 @@ std::unique_ptr<sender::ProgressDisplay> make_progress(const sender::SenderConfi
 struct SenderState {
   std::unique_ptr<sender::History> history;
   std::unique_ptr<sender::HistoryRecorder> recorder;
+  std::unique_ptr<sender::HistoryFeed> feed;  // the history on the wire (--history-repeat)
 };
+
+// The history's budget on the wire, payload bytes a second on each lane: 1/32 of --rate, or
+// 8 MiB/s unpaced.
+uint64_t history_budget(const sender::SenderConfig& cfg) {
+  return cfg.rate_mb > 0 ? static_cast<uint64_t>(cfg.rate_mb * 1024 * 1024 / 32) : uint64_t{8} << 20;
+}
 
 // With --state-dir: sets cfg.sender_id to the one kept there (or --sender-id, kept there from
 // now on) and opens the history. Nothing without it. Throws std::runtime_error with one line.
@@ -140,6 +148,14 @@ SenderState open_state(sender::SenderConfig& cfg) {
   SenderState st;
   st.history = std::make_unique<sender::History>(cfg.state_dir, limits);
   st.recorder = std::make_unique<sender::HistoryRecorder>(*st.history, cfg.sender_id, cfg.verify);
+  if (!cfg.history_repeats.empty()) {
+    st.feed = std::make_unique<sender::HistoryFeed>(
+        cfg.sender_id, cfg.history_repeats,
+        sender::source_datagram_size(cfg) - common::kHeaderSize, history_budget(cfg),
+        limits.max_bytes);
+    st.feed->add_earlier(st.history->entries(), st.history->sent_up_to());
+    st.recorder->set_feed(st.feed.get());
+  }
   spdlog::info("Info: sender {:016x}; its history '{}' holds {} file(s) of the last {} h",
                cfg.sender_id, st.history->path(), st.history->entries().size(), cfg.history_hours);
   return st;
@@ -225,6 +241,7 @@ int main(int argc, char** argv) {
 
     sender::Sender s(cfg, lanes, common::SteadyClock::instance());
     s.set_status(&status);
+    s.set_history(state.feed.get());
     // The manifest and the history hear of a file (and sync its line) before the hot folder
     // deletes or moves it.
     add_records(s, manifest.get(), state.recorder.get(), hot != nullptr);
@@ -237,9 +254,14 @@ int main(int argc, char** argv) {
     if (manifest && !list.errors.empty()) add_unread_sources(*manifest, list);
     const uint64_t failed = t.files_failed + list.errors.size() + (hot ? hot->links_failed() : 0);
     const uint64_t links = hot ? hot->links_skipped() : list.skipped_links.size();
-    spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams{}",
-                 t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams,
-                 links == 0 ? std::string() : fmt::format(", {} symbolic link(s) skipped", links));
+    spdlog::info(
+        "Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams{}{}",
+        t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams,
+        t.history_bytes == 0
+            ? std::string()
+            : fmt::format(" ({} bytes of them the history's repeats)",
+                          common::with_commas(t.history_bytes)),
+        links == 0 ? std::string() : fmt::format(", {} symbolic link(s) skipped", links));
     // A hot folder runs until stopped: SIGTERM is its clean end (what failed stays in DIR).
     if (hot) return hot->lost_root() ? 1 : 0;
     if (stop.stop_requested()) return 130;

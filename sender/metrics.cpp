@@ -63,6 +63,13 @@ void add_sender_metrics(common::MetricsRegistry& reg, const SendStatus& st, cons
   reg.add(kCounter, "ddft_send_wire_bytes_total",
           "Bytes of the datagrams sent, headers, parity and seals included (what --rate limits)",
           read(&SendStatus::wire_bytes));
+  reg.add(kCounter, "ddft_send_history_bytes_total",
+          "Of ddft_send_wire_bytes_total, the history's repeats (kHistory datagrams, every lane)",
+          read(&SendStatus::history_bytes));
+  reg.add(kGauge, "ddft_send_history_entries_waiting",
+          "History entries due on the wire and not sent yet (gathered for a second, or held "
+          "back by the history's budget)",
+          read(&SendStatus::history_waiting));
   reg.add(kGauge, "ddft_send_file_bytes",
           "Bytes of the file being sent packetised so far (of its current copy); 0 between files",
           read(&SendStatus::file_bytes));

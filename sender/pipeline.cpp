@@ -12,6 +12,7 @@
 #include "common/logging.hpp"
 #include "common/named_thread.hpp"
 #include "sender/compressor.hpp"
+#include "sender/history_feed.hpp"
 #include "sender/lane_hub.hpp"
 #include "sender/lane_router.hpp"
 #include "sender/reader.hpp"
@@ -115,7 +116,9 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
     txs.push_back(std::make_unique<Transmitter>(cfg_, session_id_, *sinks_[i], clock_, pool,
                                                 *queues[i], hub, i, &router));
     txs.back()->set_status(status_);
+    txs.back()->set_history(history_);
   }
+  if (history_ != nullptr) history_->start_session(lanes);
   if (status_) status_->lanes_up.store(lanes, std::memory_order_relaxed);
   log_start(files);
 
@@ -159,6 +162,7 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
     sum.bytes += t.bytes;
     sum.datagrams += t.datagrams;
     sum.wire_bytes += t.wire_bytes;
+    sum.history_bytes += t.history_bytes;
   }
   if (compressor) log_compression(compressor->totals());
   return sum;

@@ -73,6 +73,8 @@
 
 namespace ddft::sender {
 
+class HistoryFeed;
+
 // Runs one sending session over one lane per sink: every file of `files`, then the final
 // heartbeat on every lane. `clock` paces; it and the sinks must outlive the call. Thread-safe to
 // construct; run() once.
@@ -95,6 +97,8 @@ class Sender {
   size_t lanes() const { return sinks_.size(); }
   // Publishes this session's numbers into `status` (must outlive run()). Call before run().
   void set_status(SendStatus* status) { status_ = status; }
+  // Every lane sends the history `feed` packs (must outlive run()). Call before run().
+  void set_history(HistoryFeed* feed) { history_ = feed; }
 
  private:
   // The session's first log line.
@@ -106,6 +110,7 @@ class Sender {
   uint64_t session_id_;
   ObserverList observers_;
   SendStatus* status_ = nullptr;
+  HistoryFeed* history_ = nullptr;
 };
 
 // The reader's block size: --read-block-kb rounded down to whole data chunks, so that no data

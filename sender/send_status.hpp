@@ -14,6 +14,7 @@ struct SendTotals {
   uint64_t bytes = 0;  // file bytes
   uint64_t datagrams = 0;
   uint64_t wire_bytes = 0;
+  uint64_t history_bytes = 0;  // of wire_bytes, the history's repeats (kHistory)
   uint64_t session_id = 0;
 };
 
@@ -26,6 +27,8 @@ struct SendStatus {
   std::atomic<uint64_t> bytes{0};         // file bytes packetised (every --repeat copy)
   std::atomic<uint64_t> datagrams{0};
   std::atomic<uint64_t> wire_bytes{0};
+  std::atomic<uint64_t> history_bytes{0};    // of wire_bytes, the history's repeats
+  std::atomic<uint64_t> history_waiting{0};  // history entries due, not sent yet
   // The file being sent (with lanes: the one a lane began or sent a block of last): bytes of it
   // that lane packetised, and its size (0 between files).
   std::atomic<uint64_t> file_bytes{0};

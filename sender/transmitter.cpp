@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "common/logging.hpp"
+#include "sender/history_feed.hpp"
 
 namespace ddft::sender {
 using common::Header;
@@ -433,6 +434,7 @@ void Transmitter::wait_for_lanes() {
   // others finish, and its last list waits for their last files.
   while (!list.wait_all_done(std::chrono::milliseconds(cfg_.heartbeat_ms))) {
     send_list_if_due();
+    send_history_if_due();
     send_heartbeat(false);
   }
 }
@@ -447,8 +449,10 @@ void Transmitter::run(std::stop_token stop) {
   try {
     send_session(stop);
   } catch (const LinkError& e) {
+    if (history_ != nullptr) history_->lane_done(lane_);
     go_down(e);  // or rethrows: the session ends
   }
+  if (history_ != nullptr) history_->lane_done(lane_);
   hub_.session_finished(session_id_);
 }
 
@@ -459,8 +463,10 @@ void Transmitter::send_session(std::stop_token stop) {
     auto item = in_.pop_for(heartbeat);
     if (!item) {
       if (in_.closed()) break;
-      // A hot folder waiting for files: the last files' list still goes out on time.
+      // A hot folder waiting for files: the last files' list still goes out on time, and the
+      // history's repeats as they come due.
       send_list_if_due();
+      send_history_if_due();
       flush();
       send_heartbeat(false);
       hub_.idle();
@@ -469,6 +475,7 @@ void Transmitter::send_session(std::stop_token stop) {
     send_item(*item, stop);
     // Mid-file too: a long file must not hold back the list of the files before it.
     send_list_if_due();
+    send_history_if_due();
   }
   if (current_.meta) abort_file(current_.meta, "sender stopped", current_.striped);
   flush();

@@ -51,6 +51,8 @@
 
 namespace ddft::sender {
 
+class HistoryFeed;
+
 // Bytes of a file's data (per copy) between two repeated announces, for an announce datagram of
 // `announce_bytes` bytes on the wire: max(1 MiB, 1024 x announce_bytes), so that the repeats
 // cost at most 1/1024 of the data.
@@ -89,6 +91,8 @@ class Transmitter {
   const SendTotals& totals() const { return totals_; }
   // Also publishes the totals into `status` as they change (null: not). Call before run().
   void set_status(SendStatus* status);
+  // Sends the sender's history as `feed` packs it (null: none). Call before run().
+  void set_history(HistoryFeed* feed) { history_ = feed; }
 
  private:
   // Both public constructors: `own_hub` (may be null) is kept, `hub` used when not null.
@@ -189,6 +193,8 @@ class Transmitter {
   void send_heartbeat(bool final);
   // The session's kSenderInfo, at its start and then every kSenderInfoIntervalS.
   void send_sender_info_if_due();
+  // What the history feed has packed since this lane's last call (sender/transmitter_history.cpp).
+  void send_history_if_due();
   void begin_file(const WorkItem& item);
   // The announce of `meta` as its first copy sends it, but for pause_s (0).
   common::Announce announce_of(const FileMeta& meta) const;
@@ -250,6 +256,7 @@ class Transmitter {
   bool info_sent_ = false;
   SendTotals totals_;
   SendStatus* status_ = nullptr;
+  HistoryFeed* history_ = nullptr;
 };
 
 }  // namespace ddft::sender

@@ -554,7 +554,7 @@ TEST(Protocol, RejectsMalformedFileLists) {
   reseal(d);
   Packet p;
   EXPECT_EQ(decode_packet(d, &p), DecodeStatus::kOk);
-  d[5] = 10;
+  d[5] = static_cast<uint8_t>(kMaxPacketType + 1);
   reseal(d);
   EXPECT_EQ(decode_packet(d, &p), DecodeStatus::kBadType);
 }

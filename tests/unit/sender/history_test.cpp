@@ -66,6 +66,14 @@ TEST(HistoryFormat, RoundTripsEveryFieldAndRefusesDamage) {
     EXPECT_EQ(got.file, e.file);
     EXPECT_EQ(got.mtime_ns, e.mtime_ns);
     EXPECT_EQ(got.sent_ns, e.sent_ns);
+    EXPECT_EQ(got.lane, e.lane);
+  }
+  for (const int lane : {common::kLaneUnsaid, common::kLaneAll, 0, 63}) {
+    HistoryEntry e = entry(7, "l", 99);
+    e.lane = lane;
+    HistoryEntry got;
+    ASSERT_TRUE(parse_history_entry(format_history_entry(e), &got)) << lane;
+    EXPECT_EQ(got.lane, lane);
   }
   HistoryEntry none = entry(8, "n", 1);
   none.file.verify = common::VerifyType::kNone;
@@ -167,8 +175,10 @@ TEST_F(HistoryTest, AppendsOfOneRunSurviveAnotherRunsRewrite) {
   HistoryLimits limits;
   limits.keep_for = std::chrono::hours(1);
   {
+    // Over 1 MiB of them: enough for an opening to rewrite the file.
     History seed(state(), limits, wall.fn());
-    for (uint32_t id = 1; id <= 100; ++id) ASSERT_TRUE(seed.append(entry(id, "old", wall.ns)));
+    const std::string old = "old/" + std::string(4000, 'o');
+    for (uint32_t id = 1; id <= 300; ++id) ASSERT_TRUE(seed.append(entry(id, old, wall.ns)));
   }
   wall.advance(std::chrono::hours(2));  // every entry so far is past the window
   const int64_t now = wall.ns;
@@ -202,7 +212,7 @@ TEST_F(HistoryTest, TheRecorderAppendsEachFileSentWithItsSessionAndDigest) {
   d.type = common::VerifyType::kB2B;
   d.size = 16;
   d.bytes[0] = 0xAB;
-  rec.file_sent(meta, d);
+  rec.file_sent_via(meta, d, 3);
   rec.session_finished(0x77);
   EXPECT_EQ(rec.errors(), 0u);
   History again(state(), {}, wall.fn());
@@ -213,6 +223,35 @@ TEST_F(HistoryTest, TheRecorderAppendsEachFileSentWithItsSessionAndDigest) {
             (common::FileIdentity{0x77, 4, "d/f.bin", 12, common::VerifyType::kB2B, d.hex()}));
   EXPECT_EQ(e.mtime_ns, 55);
   EXPECT_EQ(e.sent_ns, wall.ns);
+  EXPECT_EQ(e.lane, 3);
+}
+
+TEST_F(HistoryTest, TheLatestSentUpToMarkIsReadBackAndSurvivesARewrite) {
+  FakeWall wall;
+  HistoryLimits limits;
+  limits.keep_for = std::chrono::hours(1);
+  {
+    History h(state(), limits, wall.fn());
+    EXPECT_EQ(h.sent_up_to(), 0);
+    ASSERT_TRUE(h.append(entry(1, "one", wall.ns)));
+    ASSERT_TRUE(h.mark_sent_up_to(500));
+    ASSERT_TRUE(h.mark_sent_up_to(900));
+    ASSERT_TRUE(h.mark_sent_up_to(700));  // another run's, behind
+  }
+  {
+    History h(state(), limits, wall.fn());
+    EXPECT_EQ(h.sent_up_to(), 900);
+    ASSERT_EQ(h.entries().size(), 1u);
+  }
+  // A crash's half line makes the next opening rewrite the file: the mark stays, once.
+  std::ofstream(fs::path(state()) / kHistoryFile, std::ios::app) << "W 12";
+  {
+    History h(state(), limits, wall.fn());
+    EXPECT_EQ(h.sent_up_to(), 900);
+  }
+  EXPECT_EQ(lines_of(fs::path(state()) / kHistoryFile), 2u);
+  History h(state(), limits, wall.fn());
+  EXPECT_EQ(h.sent_up_to(), 900);
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+// The file table's side of the sender's history (kHistory, common/history_wire.hpp): files sent
+// while this receiver was not receiving (stopped, restarting, not yet started, or its lanes not
+// listened on) are named once, each in a record that says when it was sent.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/json.hpp"
+#include "receiver/file_rules.hpp"
+#include "receiver/file_table.hpp"
+
+namespace ddft::receiver {
+using common::DecodeStatus;
+using common::HistoryRecord;
+using common::Packet;
+
+void FileTable::handle_history(const Packet& p) {
+  common::HistoryBundle bundle;
+  if (common::decode_history(p.payload, &bundle) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  for (const HistoryRecord& r : bundle.records) {
+    const uint64_t s = r.file.session;
+    const uint32_t id = r.file.file_id;
+    if (s == 0 || id == 0 || settled_.contains(s, id) || files_.count({s, id}) != 0) continue;
+    // This session's: in flight, seen, filtered, or waiting for its lane.
+    if (s == session_ && (seen_ids_.contains(id) || filtered_ids_.contains(id) ||
+                          held_.count(id) != 0)) {
+      continue;
+    }
+    if (left_elsewhere(r)) continue;
+    record_missed(r, missed_reason(r));
+  }
+}
+
+bool FileTable::left_elsewhere(const HistoryRecord& r) const {
+  if (gate_ == nullptr || r.lane < 0 || !gate_->all_lanes_named()) return false;
+  if (gate_->lane_of_sender(r.lane) >= 0) return false;  // a lane here carried it
+  return !gate_->sender_lane_to_this_host(r.lane);
+}
+
+std::string FileTable::missed_reason(const HistoryRecord& r) const {
+  const std::string when = common::iso8601_local(std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(r.sent_ns))));
+  // This session's, after the first file this receiver heard announced: it was receiving.
+  if (r.file.session == session_ && first_id_ != 0 &&
+      !common::file_id_before(r.file.file_id, first_id_)) {
+    return fmt::format(
+        "never reached this receiver: sent at {} in this session, all its packets lost (named "
+        "by the sender's history)",
+        when);
+  }
+  return fmt::format(
+      "sent at {} in session {:016x} while this receiver was not receiving (named by the "
+      "sender's history)",
+      when, r.file.session);
+}
+
+void FileTable::record_missed(const HistoryRecord& r, const std::string& reason) {
+  const bool current = r.file.session == session_;
+  settled_.add(r.file.session, r.file.file_id, clock_.now());
+  if (current) seen_ids_.insert(r.file.file_id);
+  // What its announce would have met: a name the receiver refuses is refused, a filtered one is
+  // policy.
+  if (std::string why = out_.check_path(r.file.path); !why.empty()) {
+    ++counters_.files_refused;
+    FailureRecord rec;
+    rec.file = r.file;
+    rec.reason = "refused: " + why;
+    records_.refuse(rec, why);
+    return;
+  }
+  if (!cfg_.filter.empty()) {
+    if (auto why = cfg_.filter.refusal(r.file.path)) {
+      ++counters_.files_filtered;
+      if (current) filtered_ids_.insert(r.file.file_id);
+      spdlog::info("Info: filtered {}: {} (named by the sender's history)",
+                   common::json_quote(r.file.path), *why);
+      return;
+    }
+  }
+  ++counters_.files_failed;
+  ++counters_.files_missed;
+  if (current) ++session_files_.failed;
+  FailureRecord rec;
+  rec.file = r.file;
+  if (r.file.size > 0) {
+    rec.missing.emplace_back(0, r.file.size);
+    rec.missing_ranges_total = 1;
+  }
+  rec.reason = reason;
+  if (current && gate_ != nullptr && gate_->lanes() > 1) {
+    const int lane = r.lane >= 0 ? gate_->lane_of_sender(r.lane) : -1;
+    rec.lane = r.lane == common::kLaneAll ? common::kLaneAll : lane >= 0 ? lane : r.lane;
+  }
+  records_.write_named(std::move(rec), /*vouched=*/true);
+}
+
+}  // namespace ddft::receiver
