@@ -52,9 +52,9 @@ std::string FileTable::missed_reason(const HistoryRecord& r) const {
         when);
   }
   return fmt::format(
-      "sent at {} in session {:016x} while this receiver was not receiving (named by the "
-      "sender's history)",
-      when, r.file.session);
+      "sent at {} in session {:016x}, file {}, while this receiver was not receiving (named by "
+      "the sender's history)",
+      when, r.file.session, r.file.file_id);
 }
 
 void FileTable::record_missed(const HistoryRecord& r, const std::string& reason) {

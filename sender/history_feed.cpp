@@ -100,7 +100,7 @@ void HistoryFeed::schedule_locked(Item item) {
   }
 }
 
-void HistoryFeed::pack_locked(int64_t now) {
+void HistoryFeed::pack_locked(int64_t now, bool all) {
   while (!schedule_.empty() && schedule_.begin()->first <= now) {
     auto node = schedule_.extract(schedule_.begin());
     scheduled_bytes_ -= item_bytes(node.mapped().record);
@@ -125,7 +125,7 @@ void HistoryFeed::pack_locked(int64_t now) {
       raw += raw_bytes(w.second);
       if (raw >= 2 * max_payload_) break;
     }
-    if (raw < 2 * max_payload_ && now - waiting_.front().first < kGatherNs) break;
+    if (!all && raw < 2 * max_payload_ && now - waiting_.front().first < kGatherNs) break;
     batch.clear();
     for (const auto& w : waiting_) {
       batch.push_back(w.second);
@@ -166,11 +166,11 @@ void HistoryFeed::start_session(size_t lanes) {
   cursor_.assign(lanes, first_payload_ + payloads_.size());
 }
 
-std::vector<HistoryFeed::Payload> HistoryFeed::take(size_t lane, uint64_t* waiting) {
+std::vector<HistoryFeed::Payload> HistoryFeed::take(size_t lane, uint64_t* waiting, bool last) {
   const int64_t now = wall_ns_();
   std::lock_guard lock(mu_);
   if (lane >= cursor_.size() || cursor_[lane] == UINT64_MAX) return {};
-  pack_locked(now);
+  pack_locked(now, last);
   if (waiting != nullptr) *waiting = waiting_.size();
   std::vector<Payload> out;
   for (uint64_t n = std::max(cursor_[lane], first_payload_); n < first_payload_ + payloads_.size();

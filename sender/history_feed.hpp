@@ -68,8 +68,9 @@ class HistoryFeed {
   // A session of `lanes` lanes starts: each lane gets what is packed from now on.
   void start_session(size_t lanes);
   // Packs what is due (within the budget) and returns what lane `lane` has not sent yet;
-  // *waiting (when not null): the entries due and not packed.
-  std::vector<Payload> take(size_t lane, uint64_t* waiting = nullptr);
+  // *waiting (when not null): the entries due and not packed. `last`: the lane's last call of
+  // the session: what is due is packed without gathering more.
+  std::vector<Payload> take(size_t lane, uint64_t* waiting = nullptr, bool last = false);
   // Lane `lane` sends nothing more this session (it ended, or its link went down).
   void lane_done(size_t lane);
 
@@ -84,8 +85,9 @@ class HistoryFeed {
   };
   // The next repeat of `item` after the one at index item.next - 1, or drops it (mu_ held).
   void schedule_locked(Item item);
-  // Moves what is due by `now` to waiting_, packs it within the budget (mu_ held).
-  void pack_locked(int64_t now);
+  // Moves what is due by `now` to waiting_, packs it within the budget (mu_ held); `all`:
+  // without gathering more first.
+  void pack_locked(int64_t now, bool all = false);
   void trim_payloads_locked();
 
   const uint64_t sender_id_;

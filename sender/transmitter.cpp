@@ -480,6 +480,7 @@ void Transmitter::send_session(std::stop_token stop) {
   if (current_.meta) abort_file(current_.meta, "sender stopped", current_.striped);
   flush();
   wait_for_lanes();
+  send_history_if_due(/*last=*/true);
   send_last_list();
   send_heartbeat(true);
 }

@@ -193,8 +193,9 @@ class Transmitter {
   void send_heartbeat(bool final);
   // The session's kSenderInfo, at its start and then every kSenderInfoIntervalS.
   void send_sender_info_if_due();
-  // What the history feed has packed since this lane's last call (sender/transmitter_history.cpp).
-  void send_history_if_due();
+  // What the history feed has packed since this lane's last call (sender/transmitter_history.cpp);
+  // `last`: the session's last call, which packs what is due without waiting to gather more.
+  void send_history_if_due(bool last = false);
   void begin_file(const WorkItem& item);
   // The announce of `meta` as its first copy sends it, but for pause_s (0).
   common::Announce announce_of(const FileMeta& meta) const;

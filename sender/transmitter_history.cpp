@@ -8,10 +8,10 @@
 
 namespace ddft::sender {
 
-void Transmitter::send_history_if_due() {
+void Transmitter::send_history_if_due(bool last) {
   if (history_ == nullptr) return;
   uint64_t waiting = 0;
-  const std::vector<HistoryFeed::Payload> payloads = history_->take(lane_, &waiting);
+  const std::vector<HistoryFeed::Payload> payloads = history_->take(lane_, &waiting, last);
   if (status_) status_->history_waiting.store(waiting, std::memory_order_relaxed);
   for (const HistoryFeed::Payload& payload : payloads) {
     auto slot = next_slot();
