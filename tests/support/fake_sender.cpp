@@ -149,6 +149,19 @@ Datagram FakeSender::sender_info(uint64_t sender_id, const std::vector<uint8_t>&
   return b;
 }
 
+Datagram FakeSender::history(uint64_t sender_id,
+                             const std::vector<common::HistoryRecord>& records) {
+  size_t taken = 0;
+  const std::vector<uint8_t> payload = common::pack_history(
+      sender_id, records, common::kMaxDatagramSize - common::kHeaderSize, &taken);
+  if (taken != records.size()) throw std::runtime_error("history records do not fit a datagram");
+  common::Header h = next();
+  h.type = common::PacketType::kHistory;
+  Datagram b(common::kHeaderSize + payload.size());
+  b.resize(common::encode_payload(h, payload, b));
+  return b;
+}
+
 Datagram FakeSender::file_list(const std::vector<Listed>& files, uint16_t flags) {
   std::vector<common::FileListEntry> entries;
   for (const Listed& f : files) {

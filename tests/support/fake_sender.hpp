@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/hash.hpp"
+#include "common/history_wire.hpp"
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 
@@ -59,6 +60,10 @@ class FakeSender {
                      uint16_t lanes = 1);
   // The sender's kSenderInfo: its id, and for each of its lanes the lowest lane on the same host.
   Datagram sender_info(uint64_t sender_id, const std::vector<uint8_t>& host);
+
+  // A kHistory datagram of `records`, all of them (throws std::runtime_error when they do not
+  // fit in one).
+  Datagram history(uint64_t sender_id, const std::vector<common::HistoryRecord>& records);
 
   // A file as the sender's file list names it: finished (with the key of `content` under
   // `verify`) or aborted (no key).
