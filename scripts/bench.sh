@@ -51,11 +51,16 @@
 # bash scripts/bench.sh --lanes [options of scripts/bench_lanes.sh] runs the lane-scaling
 # benchmark instead (1, 2 and 4 lanes, each paced; then unpaced): see that script's header.
 # bash scripts/bench.sh --journal [--entries N] [--runs N] runs the receiver's start-up benchmark
-# with a journal of 1,000,000 files instead (scripts/bench_journal.sh).
+# with a journal of 1,000,000 files instead (scripts/bench_journal.sh); --history [--runs N] the
+# cost on the wire of the sender's history (scripts/bench_history.sh).
 # bash scripts/bench.sh --compress [options of scripts/bench_compress.sh] runs the compression
 # benchmark instead (text and random corpora at --rate 100, --compress off/zstd/auto).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ "${1:-}" == --history ]]; then
+  shift
+  exec bash "$repo/scripts/bench_history.sh" "$@"
+fi
 if [[ "${1:-}" == --journal ]]; then
   shift
   exec bash "$repo/scripts/bench_journal.sh" "$@"
