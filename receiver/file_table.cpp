@@ -35,6 +35,7 @@ void FileTable::set_earlier(OutcomeLog* journal,
                             const std::vector<std::pair<uint64_t, uint32_t>>& known) {
   journal_ = journal;
   const auto now = clock_.now();
+  settled_.reserve(known.size());
   for (const auto& [session, id] : known) settled_.add(session, id, now);
   finisher_.set_journal(journal);
 }

@@ -34,6 +34,8 @@ class SettledFiles {
     }
     newer_.emplace(session, id);
   }
+  // Room for `n` more without rehashing (a start-up's journal, all at once).
+  void reserve(size_t n) { newer_.reserve(newer_.size() + n); }
   bool contains(uint64_t session, uint32_t id) const {
     const Key k{session, id};
     return newer_.count(k) != 0 || older_.count(k) != 0;
