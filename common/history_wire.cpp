@@ -20,14 +20,14 @@ int hex_value(char c) {
   return -1;
 }
 
-// The digest of `r` as bytes into `out`; false when it is not digest_size(verify) bytes of hex.
-bool digest_bytes(const HistoryRecord& r, std::vector<uint8_t>* out) {
-  const size_t n = digest_size(r.file.verify);
-  if (r.file.digest.size() != 2 * n) return false;
+// The digest of `f` as bytes into `out`; false when it is not digest_size(verify) bytes of hex.
+bool digest_bytes(const FileIdentity& f, std::vector<uint8_t>* out) {
+  const size_t n = digest_size(f.verify);
+  if (f.digest.size() != 2 * n) return false;
   out->clear();
   for (size_t i = 0; i < n; ++i) {
-    const int hi = hex_value(r.file.digest[2 * i]);
-    const int lo = hex_value(r.file.digest[2 * i + 1]);
+    const int hi = hex_value(f.digest[2 * i]);
+    const int lo = hex_value(f.digest[2 * i + 1]);
     if (hi < 0 || lo < 0) return false;
     out->push_back(static_cast<uint8_t>(hi << 4 | lo));
   }
@@ -48,7 +48,7 @@ std::string hex_of(const uint8_t* p, size_t n) {
 // Appends the entry of `r` to `raw`; false when it cannot go on the wire.
 bool append_entry(const HistoryRecord& r, std::vector<uint8_t>* raw) {
   std::vector<uint8_t> key;
-  if (r.file.path.empty() || r.file.path.size() > kMaxPathSize || !digest_bytes(r, &key)) {
+  if (r.file.path.empty() || r.file.path.size() > kMaxPathSize || !digest_bytes(r.file, &key)) {
     return false;
   }
   const size_t at = raw->size();
@@ -94,6 +94,43 @@ std::vector<uint8_t> payload_of(uint64_t sender_id, const std::vector<uint8_t>& 
 }
 
 }  // namespace
+
+size_t encode_resend(const Header& h, const Resend& r, std::span<uint8_t> buf) {
+  std::vector<uint8_t> key;
+  if (!digest_bytes(r.of, &key)) return 0;
+  std::vector<uint8_t> payload(kResendFixedSize + key.size());
+  uint8_t* p = payload.data();
+  store_le32(p, r.file_id);
+  store_le32(p + 4, r.of.file_id);
+  store_le64(p + 8, r.of.session);
+  p[16] = static_cast<uint8_t>(r.of.verify);
+  p[17] = static_cast<uint8_t>(key.size());
+  store_le16(p + 18, 0);
+  std::copy(key.begin(), key.end(), p + kResendFixedSize);
+  Header hh = h;
+  hh.type = PacketType::kResend;
+  return encode_payload(hh, payload, buf);
+}
+
+DecodeStatus decode_resend(std::span<const uint8_t> payload, Resend* out) {
+  if (payload.size() < kResendFixedSize) return DecodeStatus::kBadPayload;
+  const uint8_t* p = payload.data();
+  const uint8_t verify = p[16];
+  const size_t key_len = p[17];
+  if (verify > static_cast<uint8_t>(VerifyType::kSha256) ||
+      key_len != digest_size(static_cast<VerifyType>(verify)) ||
+      payload.size() < kResendFixedSize + key_len) {
+    return DecodeStatus::kBadPayload;
+  }
+  Resend r;
+  r.file_id = load_le32(p);
+  r.of.file_id = load_le32(p + 4);
+  r.of.session = load_le64(p + 8);
+  r.of.verify = static_cast<VerifyType>(verify);
+  r.of.digest = hex_of(p + kResendFixedSize, key_len);
+  *out = std::move(r);
+  return DecodeStatus::kOk;
+}
 
 std::vector<uint8_t> pack_history(uint64_t sender_id, std::span<const HistoryRecord> records,
                                   size_t max_payload, size_t* taken) {

@@ -39,6 +39,25 @@
 // Sent once per repeat (not control_repeat times: the schedule is the redundancy), FEC-covered
 // and sealed like every datagram of the session, on every lane. A receiver before this type
 // refuses it (kBadType): it counts it as rejected, and its sequence number as lost.
+//
+//  kResend payload: the file this session announces next as `file_id` is a copy of the file
+//  `of_file_id` of session `of_session` (a resend: --resend-after, --resend-request)
+//  +---------------------------------------------------------------+
+//  |        file_id: the copy's id in this session                 |  0
+//  +---------------------------------------------------------------+
+//  |        of_file_id: the file's id where it was first sent      |  4
+//  +---------------------------------------------------------------+
+//  |        of_session (u64): the session it was first sent in     |  8
+//  |                                                               |
+//  +---------------+---------------+-------------------------------+
+//  | verify (enum) |    key_len    |             rsvd              | 16
+//  +---------------+---------------+-------------------------------+
+//  |  key: key_len bytes (digest_size(verify)): the file's digest  | 20
+//  +---------------------------------------------------------------+
+//  Sent control_repeat times just before the copy's announce, on each lane that announces it.
+//  A receiver that delivered the file skips the copy without writing it; one that failed or
+//  missed it delivers the copy under its name and marks the failure resolved. A receiver before
+//  this type refuses it (kBadType) and takes the copy for a new file.
 #pragma once
 
 #include <cstddef>
@@ -79,6 +98,18 @@ struct HistoryBundle {
 // `max_payload`). Wrap it in a datagram with encode_payload().
 std::vector<uint8_t> pack_history(uint64_t sender_id, std::span<const HistoryRecord> records,
                                   size_t max_payload, size_t* taken);
+// The fields of a kResend datagram.
+struct Resend {
+  uint32_t file_id = 0;
+  FileIdentity of;  // session, file id, verify and digest (hex) of the first send; no path/size
+};
+inline constexpr size_t kResendFixedSize = 20;
+// One whole kResend datagram into `buf`; 0 when it does not fit, or the digest is not
+// digest_size(verify) bytes of hex.
+size_t encode_resend(const Header& h, const Resend& r, std::span<uint8_t> buf);
+// Checks a known verify and key_len == digest_size(verify); bytes after the key are ignored.
+DecodeStatus decode_resend(std::span<const uint8_t> payload, Resend* out);
+
 // Checks the header (count >= 1, a known codec, raw_len 1..kMaxHistoryRaw), that the body is
 // (or decompresses to) exactly raw_len bytes, and that `count` entries fill them, each with a
 // known verify, key_len == digest_size(verify) and path_len 1..kMaxPathSize. Unknown bits and

@@ -139,6 +139,75 @@ std::string json_quote(std::string_view s) {
   return out;
 }
 
+namespace {
+
+void skip_spaces(std::string_view* s) {
+  while (!s->empty() && (s->front() == ' ' || s->front() == '\t')) s->remove_prefix(1);
+}
+
+// A number, true, false or null at the front of `*s`: its text (null: nothing).
+bool take_bare_value(std::string_view* s, std::optional<std::string>* out) {
+  size_t n = 0;
+  while (n < s->size() && std::string_view("+-.0123456789eEtrufalsn").find((*s)[n]) !=
+                              std::string_view::npos) {
+    ++n;
+  }
+  const std::string_view word = s->substr(0, n);
+  if (word.empty()) return false;
+  if (word == "null") {
+    *out = std::nullopt;
+  } else if (word == "true" || word == "false" ||
+             std::string_view("-0123456789").find(word.front()) != std::string_view::npos) {
+    *out = std::string(word);
+  } else {
+    return false;
+  }
+  s->remove_prefix(n);
+  return true;
+}
+
+}  // namespace
+
+bool parse_flat_json(std::string_view line,
+                     std::map<std::string, std::optional<std::string>>* out) {
+  std::map<std::string, std::optional<std::string>> m;
+  skip_spaces(&line);
+  if (line.empty() || line.front() != '{') return false;
+  line.remove_prefix(1);
+  skip_spaces(&line);
+  bool first = true;
+  while (!line.empty() && line.front() != '}') {
+    if (!first) {
+      if (line.front() != ',') return false;
+      line.remove_prefix(1);
+      skip_spaces(&line);
+    }
+    first = false;
+    std::string key;
+    if (!take_json_string(&line, &key)) return false;
+    skip_spaces(&line);
+    if (line.empty() || line.front() != ':') return false;
+    line.remove_prefix(1);
+    skip_spaces(&line);
+    std::optional<std::string> value;
+    if (!line.empty() && line.front() == '"') {
+      std::string text;
+      if (!take_json_string(&line, &text)) return false;
+      value = std::move(text);
+    } else if (!take_bare_value(&line, &value)) {
+      return false;
+    }
+    if (!m.emplace(std::move(key), std::move(value)).second) return false;
+    skip_spaces(&line);
+  }
+  if (line.empty()) return false;
+  line.remove_prefix(1);
+  skip_spaces(&line);
+  if (!line.empty() && line != "\r") return false;
+  *out = std::move(m);
+  return true;
+}
+
 std::string iso8601_local(std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   const auto ms = duration_cast<milliseconds>(t.time_since_epoch()).count();

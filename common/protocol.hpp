@@ -196,7 +196,8 @@
 //  which of the sender's lanes went to that host without being listened on. A receiver before
 //  this type refuses it (kBadType): it counts it as rejected, and its sequence number as lost.
 //
-//  kHistory (type 10): files the sender sent earlier, repeated on a schedule: drawn in
+//  kHistory (type 10): files the sender sent earlier, repeated on a schedule, and kResend
+//  (type 11): the file announced next is a copy of one sent earlier; both drawn in
 //  common/history_wire.hpp.
 //
 // A sealed datagram (--key-file, flags kFlagAuth, see common/seal.hpp for the keys and what the
@@ -345,9 +346,10 @@ enum class PacketType : uint8_t {
   kZData = 8,
   kSenderInfo = 9,
   kHistory = 10,  // the sender's history: common/history_wire.hpp
+  kResend = 11,   // the next file is a copy of one sent before: common/history_wire.hpp
 };
 // The highest PacketType value; decode_packet() refuses a type above it (kBadType).
-inline constexpr uint8_t kMaxPacketType = static_cast<uint8_t>(PacketType::kHistory);
+inline constexpr uint8_t kMaxPacketType = static_cast<uint8_t>(PacketType::kResend);
 
 // How a file is verified end to end. Values are on the wire.
 enum class VerifyType : uint8_t {

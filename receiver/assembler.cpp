@@ -49,10 +49,11 @@ Assembler::~Assembler() {
   }
 }
 
-void Assembler::set_earlier(OutcomeLog* journal,
-                            const std::vector<std::pair<uint64_t, uint32_t>>& known) {
+void Assembler::set_earlier(
+    OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
+    const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>& failed) {
   records_.set_journal(journal);
-  table_.set_earlier(journal, known);
+  table_.set_earlier(journal, known, failed);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,6 +186,9 @@ void Assembler::dispatch(const Packet& p, size_t lane, bool rebuilt) {
         break;
       case PacketType::kHistory:
         table_.handle_history(p);
+        break;
+      case PacketType::kResend:
+        table_.handle_resend(p);
         break;
       case PacketType::kParity:
         break;  // handled before

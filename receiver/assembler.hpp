@@ -98,8 +98,11 @@ class Assembler {
   // What earlier runs of the receiver finished or named (its journal, and the files left behind
   // that the start-up recorded as failed): a repeated announce or a file list naming one of
   // them is not recorded again. Call before the first datagram. `journal` (may be null) gets
-  // this run's outcomes; it must outlive the assembler.
-  void set_earlier(OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known);
+  // this run's outcomes; it must outlive the assembler. `failed`: of `known`, those whose last
+  // word is a failure, with their records (a resend of one is delivered and resolves it).
+  void set_earlier(OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
+                   const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>&
+                       failed = {});
   uint64_t current_session() const { return gate_.session(); }
   const AssemblerCounters& counters() const { return counters_; }
   // Packets lost on the link (sequence gaps) in the current session, over every lane.

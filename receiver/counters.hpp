@@ -92,6 +92,8 @@ struct AssemblerCounters {
   uint64_t listed_known = 0;       // listed files an earlier run of the receiver had finished
   uint64_t listed_elsewhere = 0;   // listed files another receiver's lanes carried
   uint64_t files_missed = 0;       // failed: named by the sender's history (sent while not here)
+  uint64_t resends_skipped = 0;    // resent copies of files delivered already: not written
+  uint64_t resends_delivered = 0;  // resent copies of files failed or missed: delivered
   uint64_t bytes_delivered = 0;
   uint64_t sessions = 0;
   uint64_t lost_in_past_sessions = 0;  // sequence gaps of the sessions before the current one

@@ -106,6 +106,7 @@ void FailureRecords::write(const FailureRecord& rec, std::shared_ptr<TempFile> t
         // Not written (a read-only or full file system): kept, and tried again until the file
         // system takes it (retry()), so that the file is named on disk too.
         if (where->empty() && !rec.no_record) keep_unwritten(rec, tmp);
+        if (!where->empty() && on_recorded_) on_recorded_(rec.file, *where);
         then(*where);
         note_logged(rec);
       });

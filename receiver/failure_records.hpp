@@ -51,6 +51,10 @@ class FailureRecords {
 
   // The journal that gets F and L lines (may be null); it must outlive this.
   void set_journal(OutcomeLog* journal) { journal_ = journal; }
+  // Called on this thread with each file whose record was written, and where.
+  void set_on_recorded(std::function<void(const common::FileIdentity&, const std::string&)> fn) {
+    on_recorded_ = std::move(fn);
+  }
   // True when one more record of a refused file, or of a failed one that received nothing,
   // fits this minute's budget; `vouched`: the sender's end packet or file list names the file
   // (a budget of its own, kVouchedRecordsPerMinute, else kRecordsPerMinute).
@@ -92,6 +96,7 @@ class FailureRecords {
   bool keyed_;
   AssemblerCounters& counters_;
   OutcomeLog* journal_ = nullptr;
+  std::function<void(const common::FileIdentity&, const std::string&)> on_recorded_;
   common::Clock::time_point window_{};
   uint64_t in_window_ = 0;
   uint64_t vouched_in_window_ = 0;

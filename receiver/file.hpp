@@ -75,6 +75,9 @@ struct File {
   common::Clock::time_point superseded_at{};
   bool tmp_ready = false;      // its temporary file exists (created on the pool)
   bool joined_late = false;    // announced by a repeat: its start went before this receiver
+  // A resend (kResend): the file it is a copy of (session, id, digest), which failed or was
+  // missed here; delivering it resolves that failure.
+  std::optional<common::FileIdentity> resend_of;
   bool record_posted = false;  // its failure record is being written
   bool sync_failed = false;    // a flush or folder sync failed: its data is not to be kept
   // Failed with nothing received: whether its record and Error line fit the budget, decided

@@ -29,14 +29,24 @@ FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, comm
       finisher_(cfg, out, fs, clock, engine, blocks_, records, counters, session_files_, *this),
       files_bound_(files_in_flight_bound(cfg.max_files_in_flight)),
       settled_(duration_cast<nanoseconds>(duration<double>(cfg.journal_hours * 3600))),
-      zframes_(cfg.compress_buffer_mb << 20) {}
+      zframes_(cfg.compress_buffer_mb << 20) {
+  records_.set_on_recorded([this](const common::FileIdentity& f, const std::string& where) {
+    settled_.add(f.session, f.file_id, clock_.now(), SettledFiles::Fate::kFailed, where);
+  });
+}
 
-void FileTable::set_earlier(OutcomeLog* journal,
-                            const std::vector<std::pair<uint64_t, uint32_t>>& known) {
+void FileTable::set_earlier(
+    OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
+    const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>& failed) {
   journal_ = journal;
   const auto now = clock_.now();
   settled_.reserve(known.size());
-  for (const auto& [session, id] : known) settled_.add(session, id, now);
+  for (const auto& [session, id] : known) {
+    settled_.add(session, id, now, SettledFiles::Fate::kPassed);
+  }
+  for (const auto& [key, record] : failed) {
+    settled_.add(key.first, key.second, now, SettledFiles::Fate::kFailed, record);
+  }
   finisher_.set_journal(journal);
 }
 
@@ -47,6 +57,7 @@ void FileTable::start_session(uint64_t s) {
   first_id_ = 0;
   records_.clear_unnamed();
   session_files_ = {};
+  resends_.clear();
 }
 
 void FileTable::fail_receiving(const std::string& reason) {
@@ -118,6 +129,7 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   f->open_lanes = !f->striped   ? f->lanes_seen
                   : lanes >= 64 ? ~uint64_t{0}
                                 : (uint64_t{1} << lanes) - 1;
+  if (skip_copy(*f)) return;
   if (filtered(*f)) return;
   std::string reason = f->striped ? striped_refusal() : std::string();
   if (reason.empty()) reason = refusal(a, *f);

@@ -60,7 +60,9 @@ class FileTable final : private Finisher::Owner {
   FileTable& operator=(const FileTable&) = delete;
 
   // See Assembler::set_earlier(), set_sender() and set_on_delivered().
-  void set_earlier(OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known);
+  void set_earlier(OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
+                   const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>&
+                       failed = {});
   void set_sender(std::function<std::string()> sender) { sender_ = std::move(sender); }
   void set_on_delivered(std::function<void(const DeliveredFile&)> fn) {
     finisher_.set_on_delivered(std::move(fn));
@@ -113,6 +115,10 @@ class FileTable final : private Finisher::Owner {
   // neither delivered nor named, in any session of the journal's window, is recorded as missed
   // once, with when it was sent (receiver/file_table_history.cpp).
   void handle_history(const common::Packet& p);
+  // The next announce of the file a kResend names is a copy of a file sent before: a copy of a
+  // file delivered here is skipped unwritten; one of a file that failed or never came is
+  // delivered and resolves the failure (receiver/file_table_history.cpp).
+  void handle_resend(const common::Packet& p);
 
   // Reaps the FsPool and the write engine and moves files on (with `wait`, blocks until
   // something completes when anything is pending). The one point where completions come in.
@@ -137,6 +143,12 @@ class FileTable final : private Finisher::Owner {
  private:
   void fail(File& f, const std::string& reason) override;
   void end(File& f) override;
+  void passed(File& f) override;
+  // A resend of a file that failed or never came here is delivered: the failure is resolved.
+  void resolve(const File& f);
+  // A resend's announce: true when the copy is of a file delivered here (skipped); else `f`
+  // learns what it is a copy of.
+  bool skip_copy(File& f);
   File* find(uint32_t id);
   bool known_earlier(uint32_t id) const { return settled_.contains(session_, id); }
   void remember_seen(uint32_t id);
@@ -220,6 +232,8 @@ class FileTable final : private Finisher::Owner {
     std::string path;
   };
   std::map<uint32_t, std::unique_ptr<HeldEntry>> held_;
+  // kResend of this session by the copy's file id, until its announce.
+  std::map<uint32_t, common::FileIdentity> resends_;
   Progress progress_;
   ZFrames zframes_;
 };

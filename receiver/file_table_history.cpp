@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/json.hpp"
+#include "common/logging.hpp"
 #include "receiver/file_rules.hpp"
 #include "receiver/file_table.hpp"
 
@@ -95,6 +96,68 @@ void FileTable::record_missed(const HistoryRecord& r, const std::string& reason)
     rec.lane = r.lane == common::kLaneAll ? common::kLaneAll : lane >= 0 ? lane : r.lane;
   }
   records_.write_named(std::move(rec), /*vouched=*/true);
+}
+
+void FileTable::handle_resend(const Packet& p) {
+  common::Resend r;
+  if (common::decode_resend(p.payload, &r) != DecodeStatus::kOk || r.file_id == 0) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  // At most one per file in flight and a few more: the oldest go first.
+  if (resends_.size() >= 4096) resends_.erase(resends_.begin());
+  resends_[r.file_id] = std::move(r.of);
+}
+
+bool FileTable::skip_copy(File& f) {
+  auto it = resends_.find(f.id);
+  if (it == resends_.end()) return false;
+  common::FileIdentity of = std::move(it->second);
+  resends_.erase(it);
+  if (settled_.fate(of.session, of.file_id) == SettledFiles::Fate::kPassed) {
+    ++counters_.resends_skipped;
+    spdlog::info(
+        "Info: {}: a copy of the file delivered in session {:016x} (file {}); not written "
+        "(resent as file {} of session {:016x})",
+        common::json_quote(f.path), of.session, of.file_id, f.id, f.session);
+    return true;
+  }
+  f.resend_of = std::move(of);
+  return false;
+}
+
+void FileTable::passed(File& f) {
+  settled_.add(f.session, f.id, clock_.now(), SettledFiles::Fate::kPassed);
+  if (f.resend_of) resolve(f);
+}
+
+void FileTable::resolve(const File& f) {
+  const common::FileIdentity& of = *f.resend_of;
+  const std::string record = settled_.record(of.session, of.file_id);
+  settled_.add(of.session, of.file_id, clock_.now(), SettledFiles::Fate::kPassed);
+  ++counters_.resends_delivered;
+  const std::string how =
+      fmt::format("delivered on resend (session {:016x}, file {}) at {}", f.session, f.id,
+                  common::iso8601_local(std::chrono::system_clock::now()));
+  spdlog::info("Info: {}: {}: the failure of session {:016x}, file {} is resolved{}",
+               common::json_quote(f.path), how, of.session, of.file_id,
+               record.empty() ? "" : "; record: " + record);
+  // The journal's R line: a later copy of it is skipped, and the start-up knows it delivered.
+  Outcome o;
+  o.kind = Outcome::Kind::kResolved;
+  o.file = identity_of(f);
+  o.file.session = of.session;
+  o.file.file_id = of.file_id;
+  o.record = record;
+  o.reason = how;
+  fs_.post(
+      [o, how, record, j = journal_, &out = out_] {
+        if (j != nullptr) j->append(o);
+        if (!record.empty() && !out.resolve_record(record, how)) {
+          spdlog::warn("Warn: the record {} could not be marked resolved", record);
+        }
+      },
+      nullptr);
 }
 
 }  // namespace ddft::receiver

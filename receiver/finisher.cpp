@@ -178,6 +178,7 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
   }
   ++counters_.files_passed;
   if (f.session == owner_.current_session()) ++session_files_.passed;
+  owner_.passed(f);
   counters_.bytes_delivered += f.size;
   if (on_delivered_) notify_delivered(f, moved_old);
   // The journal says it passed; the origin it carried is no longer needed. Both on the pool,

@@ -40,6 +40,8 @@ class Finisher {
     virtual void fail(File& f, const std::string& reason) = 0;
     // `f` is delivered or recorded: its life is over.
     virtual void end(File& f) = 0;
+    // `f` is delivered (its File: line logged), before end().
+    virtual void passed(File& f) = 0;
     // The session whose files the summary line counts.
     virtual uint64_t current_session() const = 0;
 

@@ -114,6 +114,14 @@ void add_file_metrics(common::MetricsRegistry& reg, const StatusPtr& st, const R
           "Files the sender's history names that this receiver never got nor named (sent while "
           "it was not receiving): each recorded once in the failed folder",
           [st] { return num(st->writer.counters.files_missed); });
+  reg.add(kCounter, "ddft_receive_resends_skipped_total",
+          "Resent copies (--resend-after, --resend-request) of files delivered already: "
+          "recognised at their announce and not written",
+          [st] { return num(st->writer.counters.resends_skipped); });
+  reg.add(kCounter, "ddft_receive_resends_delivered_total",
+          "Resent copies of files that failed or were missed here: delivered, and the failure's "
+          "record marked resolved",
+          [st] { return num(st->writer.counters.resends_delivered); });
   // The runner's counters are atomics of their own, read live.
   if (const HookRunner* hooks = rx.hooks()) add_hook_metrics(reg, hooks);
   reg.add(kCounter, "ddft_receive_bytes_delivered_total",

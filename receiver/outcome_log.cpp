@@ -33,7 +33,7 @@ std::string format_outcome(const Outcome& o) {
   std::string line = fmt::format("{} {:016x} {} {} {} {} {}", static_cast<char>(o.kind), f.session,
                                  f.file_id, f.size, f.verify_name(),
                                  f.digest.empty() ? "-" : f.digest, common::json_quote(f.path));
-  if (o.kind == Outcome::Kind::kFailed) {
+  if (o.kind == Outcome::Kind::kFailed || o.kind == Outcome::Kind::kResolved) {
     line += fmt::format(" {} {} {}", common::json_quote(o.record), common::json_quote(o.reason),
                         o.received);
   }
@@ -92,6 +92,9 @@ bool parse_outcome(std::string_view line, Outcome* out) {
     case 'L':
       o.kind = Outcome::Kind::kLogged;
       break;
+    case 'R':
+      o.kind = Outcome::Kind::kResolved;
+      break;
     default:
       return false;
   }
@@ -107,7 +110,7 @@ bool parse_outcome(std::string_view line, Outcome* out) {
   if (!common::parse_verify_type(fields[4], &f.verify)) return false;
   f.digest = fields[5] == "-" ? "" : std::string(fields[5]);
   if (!common::take_json_string(&line, &f.path)) return false;
-  if (o.kind == Outcome::Kind::kFailed) {
+  if (o.kind == Outcome::Kind::kFailed || o.kind == Outcome::Kind::kResolved) {
     if (line.size() < 2 || line.front() != ' ') return false;
     line.remove_prefix(1);
     if (!common::take_json_string(&line, &o.record) || line.empty() || line.front() != ' ')

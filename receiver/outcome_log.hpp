@@ -7,7 +7,7 @@
 // logged.
 //
 // One line per event, appended: "<kind> <session hex> <file id> <size> <verify> <key hex or ->
-// <path as a JSON string>", and for F lines " <record as a JSON string> <reason as a JSON
+// <path as a JSON string>", and for F and R lines " <record as a JSON string> <reason as a JSON
 // string> <bytes received>"; for P lines, when the file's repairs are known (not for a file the
 // start-up finished), " <FEC rebuilt> <repeat filled>" (receiver/file_repairs.hpp). A time mark
 // "T <ns since the epoch>" goes before the first line of each minute: every line after it was
@@ -41,8 +41,15 @@ inline constexpr const char* kOutcomeLogName = ".ddft-outcomes";
 struct Outcome {
   // kFailed: its record is being written (record, reason and received say what it holds);
   // kLogged: its Error line is in the log too. A failure is whole once both lines are there:
-  // the start-up finishes one that has only the first (recover_at_start()).
-  enum class Kind : char { kCommitting = 'C', kPassed = 'P', kFailed = 'F', kLogged = 'L' };
+  // the start-up finishes one that has only the first (recover_at_start()). kResolved: a failed
+  // file delivered since by a resend (record: its record; reason: which copy delivered it).
+  enum class Kind : char {
+    kCommitting = 'C',
+    kPassed = 'P',
+    kFailed = 'F',
+    kLogged = 'L',
+    kResolved = 'R'
+  };
   Kind kind = Kind::kFailed;
   common::FileIdentity file;
   // kFailed only (they follow the path on its line):

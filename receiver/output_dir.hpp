@@ -195,6 +195,10 @@ class OutputDir {
   std::string record_name(const FailureRecord& rec) const;
   std::string record_path(const std::string& name) const;
   bool record_exists(const std::string& path) const;
+  // Marks the record at `path` resolved: its JSON gains a first member "resolved": `note`,
+  // the file replaced whole. False (nothing changed) when it is not a record of the failed
+  // folder or cannot be rewritten.
+  bool resolve_record(const std::string& path, const std::string& note) const;
 
   // Records a failure for every temporary file left below the output folder by an earlier run
   // (it stopped, crashed or lost power before those files were complete), named from its origin

@@ -150,6 +150,19 @@ bool OutputDir::record_exists(const std::string& path) const {
          S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
+bool OutputDir::resolve_record(const std::string& path, const std::string& note) const {
+  if (!record_exists(path)) return false;
+  const std::string name = path.substr(failed_path_.size() + 1);
+  if (name.find('/') != std::string::npos) return false;
+  const common::UniqueFd fd(
+      ::openat(failed_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return false;
+  std::string text = common::read_whole(fd.get());
+  if (!text.starts_with("{\n") || text.find("\"resolved\":") != std::string::npos) return false;
+  text.insert(2, "  \"resolved\": " + common::json_quote(note) + ",\n");
+  return common::replace_file_at(failed_fd_.get(), name, text);
+}
+
 std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial) {
   std::vector<Leftover> out;
   if (null_sink_) return out;

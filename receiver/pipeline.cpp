@@ -244,7 +244,7 @@ std::vector<std::jthread> Receiver::start_ingest() {
 
 ReceiveTotals Receiver::run(std::stop_token stop) {
   Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
-  assembler.set_earlier(journal_.get(), recovery_.known);
+  assembler.set_earlier(journal_.get(), recovery_.known, recovery_.failed);
   if (cfg_.transport == common::TransportKind::kDevice) {
     assembler.set_sender([d = "device " + cfg_.device] { return d; });
   } else {

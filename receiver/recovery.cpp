@@ -121,6 +121,7 @@ std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool kee
       o.kind = Outcome::Kind::kLogged;
       journal.append(o);
       r.known.emplace_back(l.file.session, l.file.file_id);
+      r.failed.push_back({{l.file.session, l.file.file_id}, l.record});
       named_now.insert({l.file.session, l.file.file_id});
     }
   }
@@ -183,6 +184,11 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
   finish_committed(out, journal, view.last, r);
   const std::set<FileKey> named_now = record_leftovers(out, journal, keep_partial, r);
   finish_failures(out, journal, view.failed, named_now);
+  for (const auto& [key, o] : view.last) {
+    if (o.kind != Outcome::Kind::kFailed && o.kind != Outcome::Kind::kLogged) continue;
+    auto it = view.failed.find(key);
+    r.failed.emplace_back(key, it != view.failed.end() ? it->second.first.record : std::string());
+  }
   return r;
 }
 

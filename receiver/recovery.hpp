@@ -15,6 +15,9 @@ struct StartRecovery {
   // (session, file id) of every file an earlier run finished or that was named now: the
   // assembler does not record them again (Assembler::set_earlier()).
   std::vector<std::pair<uint64_t, uint32_t>> known;
+  // Of those, the files whose last word is a failure (not resolved by a resend since), with the
+  // path of their record: a resend of one is delivered and resolves it.
+  std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>> failed;
   size_t delivered = 0;  // renamed into place before the stop, logged Passed now
   size_t leftovers = 0;  // recorded as failed now
 };

@@ -172,7 +172,7 @@ expect "conffiles" "/etc/ddft/dd_file_receive.conf /etc/ddft/dd_file_send.conf /
 
 # --- 3. The files: these and no others, owned by root; programs and scripts 0755, the rest 0644.
 programs=(dd_file_send dd_file_receive dd_iotest dd_linksim)
-scripts=(owlDftsSend dd_file_receive_daemon dd_reconcile)
+scripts=(owlDftsSend dd_file_receive_daemon dd_reconcile dd_resend_request)
 expected=(
   "-rw-r--r-- ./etc/ddft/dd_file_receive.conf"
   "-rw-r--r-- ./etc/ddft/dd_file_send.conf"

@@ -251,6 +251,11 @@ void add_state_options(CLI::App& app, SenderConfig& cfg) {
          "When each file of the history (--state-dir) goes on the wire again after it was "
          "sent, so that a receiver that was down names what it missed; 'none': never")
       ->default_str("1m,10m,1h,6h,24h");
+  app.add_option("--resend-request", cfg.resend_request,
+                 "Send again exactly the files this request names (JSON lines, written on the "
+                 "receiving side by dd_resend_request), each from the retention folder of "
+                 "--state-dir or the files and folders given, refusing each one whose bytes "
+                 "changed since it was sent");
 }
 
 // Metrics, the hot folder, logging, progress and the manifest, and the test hooks.

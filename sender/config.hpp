@@ -75,6 +75,8 @@ struct SenderConfig {
   std::string state_dir;      // --state-dir: the sender id and the history; "": neither
   double history_hours = 25;  // --history-hours: what the history keeps
   size_t history_mb = 64;     // --history-mb: and how big it may grow
+  // --resend-request FILE: send again exactly the files it names (sender/resend_request.hpp).
+  std::string resend_request;
   // --history-repeat: when each file of the history goes on the wire again after it was sent
   // (sender/history_feed.hpp); empty ("none"): never.
   std::vector<std::chrono::seconds> history_repeats{

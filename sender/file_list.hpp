@@ -3,11 +3,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/fd.hpp"
+#include "common/file_identity.hpp"
 #include "common/path_filter.hpp"
 #include "sender/shard.hpp"
 
@@ -31,6 +33,9 @@ struct SourceFile {
   // found settled, and not one renamed over the name since). The reader reads this descriptor
   // (taking it over) instead of opening `path`, which still names the file in messages.
   std::shared_ptr<common::UniqueFd> opened = nullptr;
+  // A resend (--resend-request, --resend-after): the file as it was first sent; the receiver
+  // is told (kResend) before its announce.
+  std::optional<common::FileIdentity> resend_of = std::nullopt;
 };
 
 // A source, or an entry of a folder, that cannot be sent.

@@ -85,8 +85,14 @@ void finalize_hot_folder_config(SenderConfig& cfg) {
     throw CLI::ValidationError("--symlinks", "expected skip, follow or error");
   }
   if (cfg.watch_dir.empty()) {
-    if (cfg.sources.empty()) throw CLI::RequiredError("files or folders to send (or --watch DIR)");
+    if (cfg.sources.empty() && cfg.resend_request.empty()) {
+      throw CLI::RequiredError("files or folders to send (or --watch DIR)");
+    }
     return;
+  }
+  if (!cfg.resend_request.empty()) {
+    throw CLI::ValidationError("--resend-request",
+                               "sends the files a request names, once: not with --watch");
   }
   if (cfg.symlinks == SymlinkMode::kFollow) {
     throw CLI::ValidationError("--symlinks",

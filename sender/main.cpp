@@ -19,6 +19,7 @@
 #include "sender/file_list.hpp"
 #include "sender/history.hpp"
 #include "sender/history_feed.hpp"
+#include "sender/resend_request.hpp"
 #include "sender/hot_folder.hpp"
 #include "sender/manifest.hpp"
 #include "sender/metrics.hpp"
@@ -175,6 +176,20 @@ void add_records(sender::Sender& s, sender::ManifestWriter* manifest,
   }
 }
 
+// --resend-request: `list` becomes the files the request names, found in the retention folder
+// or among the sources listed; each that cannot be sent is one error line and a failed file.
+void resend_from_request(const sender::SenderConfig& cfg, sender::FileList& list) {
+  const std::vector<sender::ResendRequest> requests =
+      sender::read_resend_requests(cfg.resend_request);
+  const size_t before = list.errors.size();
+  list.files = sender::resend_sources(
+      requests, list.files, cfg.state_dir.empty() ? std::string() : cfg.state_dir + "/retention",
+      cfg.sender_id, &list.errors);
+  spdlog::info("Info: the resend request '{}' names {} file(s): {} to send again, {} refused",
+               cfg.resend_request, requests.size(), list.files.size(),
+               list.errors.size() - before);
+}
+
 // Sources that never reached the pipeline are in the manifest too, so that a reconciliation
 // lists them ("not sent"); the session is the one just run.
 void add_unread_sources(sender::ManifestWriter& manifest, const sender::FileList& list) {
@@ -227,7 +242,8 @@ int main(int argc, char** argv) {
     if (!cfg.watch_dir.empty()) {
       hot = open_hot_folder(cfg, manifest.get(), status);
     } else {
-      list = list_sources(cfg, manifest.get());
+      if (!cfg.sources.empty()) list = list_sources(cfg, manifest.get());
+      if (!cfg.resend_request.empty()) resend_from_request(cfg, list);
     }
     for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);

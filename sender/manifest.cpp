@@ -57,9 +57,16 @@ void ManifestWriter::file_sent(const FileMeta& file, const common::Digest& diges
   const std::string key = verify_ == common::VerifyType::kNone
                               ? std::string()
                               : fmt::format("0x{:08X}", digest.key32());
+  std::string line = manifest_line(wall_(), session_id_, file.file_id, file.rel_path, file.size,
+                                   verify_, key, ManifestStatus::kSent, "");
+  if (file.resend_of) {
+    // A resend: which file it is a copy of, for dd_reconcile.
+    line.pop_back();
+    line += fmt::format(R"(,"resend_of":{{"session":"{:016x}","file_id":{}}}}})",
+                        file.resend_of->session, file.resend_of->file_id);
+  }
   std::lock_guard lock(mu_);
-  append(manifest_line(wall_(), session_id_, file.file_id, file.rel_path, file.size, verify_, key,
-                       ManifestStatus::kSent, ""));
+  append(line);
 }
 
 void ManifestWriter::file_failed(const FileMeta& file, const std::string& reason) {

@@ -146,6 +146,7 @@ void Reader::run(std::stop_token stop) {
       meta->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
       meta->mode = st.st_mode & 07777;
       meta->tag = src.tag;
+      meta->resend_of = src.resend_of;
       if (!send_copies([&](uint8_t c) { return read_file(fd.get(), meta, c, stop); })) break;
     }
   } catch (const std::exception& e) {

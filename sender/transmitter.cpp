@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 
+#include "common/history_wire.hpp"
 #include "common/logging.hpp"
 #include "sender/history_feed.hpp"
 
@@ -260,6 +261,12 @@ void Transmitter::begin_file(const WorkItem& item) {
   // The hub hears of the file before anything of it is sent: a link failing on the announce
   // fails a file the hub knows of, carried by the lanes the hub counts.
   if (item.copy == 0) hub_.file_begun(*item.meta, carriers(item), current_.started);
+  if (item.copy == 0 && item.meta->resend_of) {
+    // A copy of a file sent before: the receiver learns which, before the announce.
+    const common::Resend r{item.meta->file_id, *item.meta->resend_of};
+    send_control(
+        [&](const Header& h, std::span<uint8_t> buf) { return common::encode_resend(h, r, buf); });
+  }
   common::Announce a = announce_of(*item.meta);
   a.pause_s = item.copy == 0 ? static_cast<uint8_t>(pacer_.pause_for(item.meta->size)) : 0;
   send_control(

@@ -6,10 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/bounded_queue.hpp"
 #include "common/buffer_pool.hpp"
+#include "common/file_identity.hpp"
 #include "common/hash.hpp"
 
 namespace ddft::sender {
@@ -26,6 +28,7 @@ struct FileMeta {
   int64_t mtime_ns = 0;
   uint32_t mode = 0644;
   uint64_t tag = 0;  // SourceFile::tag
+  std::optional<common::FileIdentity> resend_of;  // SourceFile::resend_of
 };
 
 // One unit of work from the reader to the transmitter. Blocks refer to a pool buffer by index;

@@ -192,6 +192,22 @@ void round_trip(PacketType type, const Header& sent, Bytes payload) {
               "a history changed through decode and pack");
       break;
     }
+    case PacketType::kResend: {
+      Resend r;
+      if (decode_resend(payload, &r) != DecodeStatus::kOk) return;
+      require(r.of.digest.size() == 2 * digest_size(r.of.verify),
+              "a resend whose digest does not fit its verify was accepted");
+      // Bytes after the key are not kept: the encoding is the payload up to it.
+      const size_t n = encode_resend(h, r, buf);
+      require(n == kHeaderSize + kResendFixedSize + digest_size(r.of.verify),
+              "a decoded resend does not encode");
+      const Packet p = decode_encoded(std::span(buf).first(n), h, type);
+      Resend r2;
+      require(decode_resend(p.payload, &r2) == DecodeStatus::kOk && r2.file_id == r.file_id &&
+                  r2.of == r.of,
+              "a resend changed through decode and encode");
+      break;
+    }
     case PacketType::kParity: {
       Parity pa;
       Bytes shard;

@@ -42,6 +42,7 @@ class FinisherTest : public ::testing::Test, public Finisher::Owner {
     f.fail_reason = reason;
   }
   void end(File& f) override { ended_.push_back(f.path); }
+  void passed(File& f) override { passed_.push_back(f.path); }
   uint64_t current_session() const override { return 1; }
 
   // A file whose data `content` is written to its temporary file, with the sender's key.
@@ -94,6 +95,7 @@ class FinisherTest : public ::testing::Test, public Finisher::Owner {
   std::unique_ptr<Finisher> finisher_;
   std::vector<std::string> failed_;
   std::vector<std::string> ended_;
+  std::vector<std::string> passed_;
 };
 
 TEST_F(FinisherTest, AVerifiedFileIsCommittedDeliveredAndEnded) {
@@ -104,6 +106,7 @@ TEST_F(FinisherTest, AVerifiedFileIsCommittedDeliveredAndEnded) {
   settle();
   EXPECT_TRUE(failed_.empty());
   ASSERT_EQ(ended_.size(), 1u);
+  EXPECT_EQ(passed_, std::vector<std::string>{"ok.bin"}) << "the owner hears it passed";
   EXPECT_TRUE(fs::exists(base_ / "ok.bin"));
   EXPECT_EQ(counters_.files_passed, 1u);
   EXPECT_EQ(session_files_.passed, 1u);
@@ -123,6 +126,7 @@ TEST_F(FinisherTest, AMismatchFailsAndTheRecordEndsTheFile) {
   settle();
   EXPECT_TRUE(f->record_posted);
   ASSERT_EQ(ended_.size(), 1u);
+  EXPECT_TRUE(passed_.empty());
   EXPECT_EQ(counters_.files_failed, 1u);
   EXPECT_FALSE(fs::exists(base_ / "bad.bin"));
   EXPECT_FALSE(fs::is_empty(base_ / ".failed"));
