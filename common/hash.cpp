@@ -26,6 +26,29 @@ std::string Digest::hex() const {
   return out;
 }
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool parse_digest(VerifyType type, std::string_view hex, Digest* out) {
+  const size_t n = digest_size(type);
+  if (hex.size() != 2 * n) return false;
+  Digest d;
+  d.type = type;
+  d.size = static_cast<uint8_t>(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int hi = hex_digit(hex[2 * i]);
+    const int lo = hex_digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    d.bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  *out = d;
+  return true;
+}
+
 bool Digest::operator==(const Digest& o) const {
   return type == o.type && size == o.size &&
          std::equal(bytes.begin(), bytes.begin() + size, o.bytes.begin());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/hash.hpp"
 #include "common/le_bytes.hpp"
 
 namespace ddft::common {
@@ -13,36 +14,20 @@ namespace {
 // Compression level of a kHistory body: small bodies, where a higher level gains little.
 constexpr int kHistoryLevel = 3;
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // The digest of `f` as bytes into `out`; false when it is not digest_size(verify) bytes of hex.
 bool digest_bytes(const FileIdentity& f, std::vector<uint8_t>* out) {
-  const size_t n = digest_size(f.verify);
-  if (f.digest.size() != 2 * n) return false;
-  out->clear();
-  for (size_t i = 0; i < n; ++i) {
-    const int hi = hex_value(f.digest[2 * i]);
-    const int lo = hex_value(f.digest[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<uint8_t>(hi << 4 | lo));
-  }
+  Digest d;
+  if (!parse_digest(f.verify, f.digest, &d)) return false;
+  out->assign(d.bytes.begin(), d.bytes.begin() + d.size);
   return true;
 }
 
+// The hex of `n` digest bytes at `p`.
 std::string hex_of(const uint8_t* p, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    s.push_back(kDigits[p[i] >> 4]);
-    s.push_back(kDigits[p[i] & 15]);
-  }
-  return s;
+  Digest d;
+  d.size = static_cast<uint8_t>(n);
+  std::copy(p, p + n, d.bytes.begin());
+  return d.hex();
 }
 
 // Appends the entry of `r` to `raw`; false when it cannot go on the wire.

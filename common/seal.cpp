@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "common/fd.hpp"
+#include "common/hash.hpp"
 
 namespace ddft::common {
 namespace {
@@ -62,13 +63,6 @@ bool gcm_pass(EVP_CIPHER_CTX* c, uint64_t seq, bool encrypted, const uint8_t* he
          EVP_CipherUpdate(c, nullptr, &n, salt, kSaltSize) == 1;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 Key load_key_file(const std::string& path) {
@@ -104,8 +98,8 @@ Key load_key_file(const std::string& path) {
     if (text.ends_with('\r')) text.remove_suffix(1);
     bool hex = text.size() == 2 * kKeySize;
     for (size_t i = 0; hex && i < kKeySize; ++i) {
-      const int hi = hex_value(text[2 * i]);
-      const int lo = hex_value(text[2 * i + 1]);
+      const int hi = hex_digit(text[2 * i]);
+      const int lo = hex_digit(text[2 * i + 1]);
       hex = hi >= 0 && lo >= 0;
       key[i] = static_cast<uint8_t>(hi * 16 + lo);
     }
