@@ -179,8 +179,7 @@ DecodeStatus decode_history(std::span<const uint8_t> payload, HistoryBundle* out
     const size_t path_len = load_le16(e + 32);
     if (verify > static_cast<uint8_t>(VerifyType::kSha256) ||
         key_len != digest_size(static_cast<VerifyType>(verify)) || path_len == 0 ||
-        path_len > kMaxPathSize ||
-        raw.size() - pos - kHistoryEntryFixedSize < key_len + path_len) {
+        path_len > kMaxPathSize || raw.size() - pos - kHistoryEntryFixedSize < key_len + path_len) {
       return DecodeStatus::kBadPayload;
     }
     HistoryRecord r;

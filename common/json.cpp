@@ -148,8 +148,8 @@ void skip_spaces(std::string_view* s) {
 // A number, true, false or null at the front of `*s`: its text (null: nothing).
 bool take_bare_value(std::string_view* s, std::optional<std::string>* out) {
   size_t n = 0;
-  while (n < s->size() && std::string_view("+-.0123456789eEtrufalsn").find((*s)[n]) !=
-                              std::string_view::npos) {
+  while (n < s->size() &&
+         std::string_view("+-.0123456789eEtrufalsn").find((*s)[n]) != std::string_view::npos) {
     ++n;
   }
   const std::string_view word = s->substr(0, n);

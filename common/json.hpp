@@ -21,8 +21,7 @@ bool take_json_string(std::string_view* rest, std::string* out);
 // number, true, false or null (no nested object or array). *out gets each key's value: a string
 // unquoted, a number or true/false as its text, null as nothing. False when `line` (surrounding
 // spaces aside) is not one such object, or names a key twice.
-bool parse_flat_json(std::string_view line,
-                     std::map<std::string, std::optional<std::string>>* out);
+bool parse_flat_json(std::string_view line, std::map<std::string, std::optional<std::string>>* out);
 
 // `t` as local ISO 8601 with milliseconds and the UTC offset, as JSON records carry it:
 // "2026-11-22T18:20:01.123+01:00" (the offset of the time zone in force, TZ as usual).

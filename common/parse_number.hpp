@@ -39,11 +39,20 @@ inline bool parse_delay_list(std::string_view text, std::vector<std::chrono::sec
     if (item.size() < 2) return false;
     int64_t unit = 0;
     switch (item.back()) {
-      case 's': unit = 1; break;
-      case 'm': unit = 60; break;
-      case 'h': unit = 3600; break;
-      case 'd': unit = 86400; break;
-      default: return false;
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 86400;
+        break;
+      default:
+        return false;
     }
     int64_t n = 0;
     if (!parse_whole_number(item.substr(0, item.size() - 1), &n) || n <= 0 ||

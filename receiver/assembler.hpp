@@ -100,9 +100,9 @@ class Assembler {
   // them is not recorded again. Call before the first datagram. `journal` (may be null) gets
   // this run's outcomes; it must outlive the assembler. `failed`: of `known`, those whose last
   // word is a failure, with their records (a resend of one is delivered and resolves it).
-  void set_earlier(OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
-                   const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>&
-                       failed = {});
+  void set_earlier(
+      OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
+      const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>& failed = {});
   uint64_t current_session() const { return gate_.session(); }
   const AssemblerCounters& counters() const { return counters_; }
   // Packets lost on the link (sequence gaps) in the current session, over every lane.

@@ -73,8 +73,8 @@ struct File {
   uint64_t lanes_seen = 0;
   bool superseded = false;  // every lane that carried it has moved on (a later file, its end)
   common::Clock::time_point superseded_at{};
-  bool tmp_ready = false;      // its temporary file exists (created on the pool)
-  bool joined_late = false;    // announced by a repeat: its start went before this receiver
+  bool tmp_ready = false;    // its temporary file exists (created on the pool)
+  bool joined_late = false;  // announced by a repeat: its start went before this receiver
   // A resend (kResend): the file it is a copy of (session, id, digest), which failed or was
   // missed here; delivering it resolves that failure.
   std::optional<common::FileIdentity> resend_of;

@@ -60,9 +60,9 @@ class FileTable final : private Finisher::Owner {
   FileTable& operator=(const FileTable&) = delete;
 
   // See Assembler::set_earlier(), set_sender() and set_on_delivered().
-  void set_earlier(OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
-                   const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>&
-                       failed = {});
+  void set_earlier(
+      OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
+      const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>& failed = {});
   void set_sender(std::function<std::string()> sender) { sender_ = std::move(sender); }
   void set_on_delivered(std::function<void(const DeliveredFile&)> fn) {
     finisher_.set_on_delivered(std::move(fn));

@@ -25,8 +25,8 @@ void FileTable::handle_history(const Packet& p) {
     const uint32_t id = r.file.file_id;
     if (s == 0 || id == 0 || settled_.contains(s, id) || files_.count({s, id}) != 0) continue;
     // This session's: in flight, seen, filtered, or waiting for its lane.
-    if (s == session_ && (seen_ids_.contains(id) || filtered_ids_.contains(id) ||
-                          held_.count(id) != 0)) {
+    if (s == session_ &&
+        (seen_ids_.contains(id) || filtered_ids_.contains(id) || held_.count(id) != 0)) {
       continue;
     }
     if (left_elsewhere(r)) continue;

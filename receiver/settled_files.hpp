@@ -14,9 +14,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
-#include <optional>
 #include <utility>
 
 #include "common/clock.hpp"

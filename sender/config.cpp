@@ -242,10 +242,10 @@ void add_state_options(CLI::App& app, SenderConfig& cfg) {
            if (text == "none") {
              cfg.history_repeats.clear();
            } else if (!common::parse_delay_list(text, &cfg.history_repeats)) {
-             throw CLI::ValidationError(
-                 "--history-repeat", "'" + text +
-                                         "' is not 'none' or delays like 1m,10m,1h,6h,24h "
-                                         "(s, m, h or d; each longer than the one before)");
+             throw CLI::ValidationError("--history-repeat",
+                                        "'" + text +
+                                            "' is not 'none' or delays like 1m,10m,1h,6h,24h "
+                                            "(s, m, h or d; each longer than the one before)");
            }
          },
          "When each file of the history (--state-dir) goes on the wire again after it was "
@@ -455,10 +455,10 @@ void finalize_sender_config(SenderConfig& cfg) {
   finalize_hot_folder_config(cfg);
   if (!cfg.state_dir.empty() && !cfg.history_repeats.empty() &&
       static_cast<double>(cfg.history_repeats.back().count()) > cfg.history_hours * 3600) {
-    throw CLI::ValidationError(
-        "--history-repeat", fmt::format("its last delay ({} s) is longer than --history-hours "
-                                        "({}): the history would forget a file before it",
-                                        cfg.history_repeats.back().count(), cfg.history_hours));
+    throw CLI::ValidationError("--history-repeat",
+                               fmt::format("its last delay ({} s) is longer than --history-hours "
+                                           "({}): the history would forget a file before it",
+                                           cfg.history_repeats.back().count(), cfg.history_hours));
   }
   if (!cfg.key_file.empty()) {
     try {

@@ -2,8 +2,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <cstddef>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -79,9 +79,9 @@ struct SenderConfig {
   std::string resend_request;
   // --history-repeat: when each file of the history goes on the wire again after it was sent
   // (sender/history_feed.hpp); empty ("none"): never.
-  std::vector<std::chrono::seconds> history_repeats{
-      std::chrono::minutes(1), std::chrono::minutes(10), std::chrono::hours(1),
-      std::chrono::hours(6), std::chrono::hours(24)};
+  std::vector<std::chrono::seconds> history_repeats{std::chrono::minutes(1),
+                                                    std::chrono::minutes(10), std::chrono::hours(1),
+                                                    std::chrono::hours(6), std::chrono::hours(24)};
   CompressMode compress = CompressMode::kOff;  // from compress_text
   std::string compress_text = "off";           // --compress as given
   int compress_level = 1;                      // zstd's level, 1..19 (1: see README)

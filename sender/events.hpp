@@ -71,7 +71,8 @@ class SendObserver {
   // file_sent(), told which lane carried the file (`list_lane` as its file list entry says:
   // common::kLaneUnsaid with one lane, common::kLaneAll striped). The session calls this one;
   // by default it is file_sent().
-  virtual void file_sent_via(const FileMeta& file, const common::Digest& digest, int /*list_lane*/) {
+  virtual void file_sent_via(const FileMeta& file, const common::Digest& digest,
+                             int /*list_lane*/) {
     file_sent(file, digest);
   }
   // The file was not sent whole: it could not be opened or read, or the sender stopped. `file`

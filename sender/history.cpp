@@ -92,9 +92,9 @@ std::string format_history_entry(const HistoryEntry& e) {
   const std::string lane = e.lane == common::kLaneAll ? "*"
                            : e.lane < 0               ? "-"
                                                       : std::to_string(e.lane);
-  return fmt::format("H {:016x} {:016x} {} {} {} {} {} {} {} {}", e.sender_id, f.session,
-                     f.file_id, f.size, e.mtime_ns, f.verify_name(),
-                     f.digest.empty() ? "-" : f.digest, e.sent_ns, lane, common::json_quote(f.path));
+  return fmt::format("H {:016x} {:016x} {} {} {} {} {} {} {} {}", e.sender_id, f.session, f.file_id,
+                     f.size, e.mtime_ns, f.verify_name(), f.digest.empty() ? "-" : f.digest,
+                     e.sent_ns, lane, common::json_quote(f.path));
 }
 
 bool parse_history_entry(std::string_view line, HistoryEntry* out) {

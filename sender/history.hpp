@@ -42,9 +42,9 @@ inline constexpr const char* kHistoryFile = "history";
 // One file of the history.
 struct HistoryEntry {
   uint64_t sender_id = 0;
-  common::FileIdentity file;  // session, id, path, size, verify and digest as sent
-  int64_t mtime_ns = 0;       // the source's mtime as announced
-  int64_t sent_ns = 0;        // wall clock when its last end went out
+  common::FileIdentity file;       // session, id, path, size, verify and digest as sent
+  int64_t mtime_ns = 0;            // the source's mtime as announced
+  int64_t sent_ns = 0;             // wall clock when its last end went out
   int lane = common::kLaneUnsaid;  // the lane that carried it (common::kLaneAll: striped)
 };
 // Its entry as the wire carries it.

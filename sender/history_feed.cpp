@@ -112,9 +112,9 @@ void HistoryFeed::pack_locked(int64_t now, bool all) {
   }
   if (budget_ > 0) {
     const double cap = static_cast<double>(std::max<uint64_t>(budget_, max_payload_));
-    tokens_ = std::min(cap, tokens_ + static_cast<double>(budget_) *
-                                          static_cast<double>(std::max<int64_t>(now - refilled_, 0)) /
-                                          1e9);
+    tokens_ = std::min(
+        cap, tokens_ + static_cast<double>(budget_) *
+                           static_cast<double>(std::max<int64_t>(now - refilled_, 0)) / 1e9);
   }
   refilled_ = now;
   std::vector<common::HistoryRecord> batch;

@@ -100,11 +100,11 @@ class HistoryFeed {
   std::multimap<int64_t, Item> schedule_;  // by due time (wall ns)
   uint64_t scheduled_bytes_ = 0;
   std::vector<std::pair<int64_t, common::HistoryRecord>> waiting_;  // due, in due order
-  double tokens_ = 0;     // budget bytes available
+  double tokens_ = 0;                                               // budget bytes available
   int64_t refilled_ = 0;  // when tokens_ was last refilled
   std::vector<Payload> payloads_;
-  uint64_t first_payload_ = 0;      // the number of payloads_[0]
-  std::vector<uint64_t> cursor_;    // per lane: the number of its next payload; UINT64_MAX done
+  uint64_t first_payload_ = 0;    // the number of payloads_[0]
+  std::vector<uint64_t> cursor_;  // per lane: the number of its next payload; UINT64_MAX done
   Totals totals_;
   bool warned_ = false;
 };

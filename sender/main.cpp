@@ -19,12 +19,12 @@
 #include "sender/file_list.hpp"
 #include "sender/history.hpp"
 #include "sender/history_feed.hpp"
-#include "sender/resend_request.hpp"
 #include "sender/hot_folder.hpp"
 #include "sender/manifest.hpp"
 #include "sender/metrics.hpp"
 #include "sender/pipeline.hpp"
 #include "sender/progress.hpp"
+#include "sender/resend_request.hpp"
 
 namespace {
 using namespace ddft;
@@ -134,7 +134,8 @@ struct SenderState {
 // The history's budget on the wire, payload bytes a second on each lane: 1/32 of --rate, or
 // 8 MiB/s unpaced.
 uint64_t history_budget(const sender::SenderConfig& cfg) {
-  return cfg.rate_mb > 0 ? static_cast<uint64_t>(cfg.rate_mb * 1024 * 1024 / 32) : uint64_t{8} << 20;
+  return cfg.rate_mb > 0 ? static_cast<uint64_t>(cfg.rate_mb * 1024 * 1024 / 32)
+                         : uint64_t{8} << 20;
 }
 
 // With --state-dir: sets cfg.sender_id to the one kept there (or --sender-id, kept there from
@@ -151,9 +152,8 @@ SenderState open_state(sender::SenderConfig& cfg) {
   st.recorder = std::make_unique<sender::HistoryRecorder>(*st.history, cfg.sender_id, cfg.verify);
   if (!cfg.history_repeats.empty()) {
     st.feed = std::make_unique<sender::HistoryFeed>(
-        cfg.sender_id, cfg.history_repeats,
-        sender::source_datagram_size(cfg) - common::kHeaderSize, history_budget(cfg),
-        limits.max_bytes);
+        cfg.sender_id, cfg.history_repeats, sender::source_datagram_size(cfg) - common::kHeaderSize,
+        history_budget(cfg), limits.max_bytes);
     st.feed->add_earlier(st.history->entries(), st.history->sent_up_to());
     st.recorder->set_feed(st.feed.get());
   }
@@ -186,8 +186,17 @@ void resend_from_request(const sender::SenderConfig& cfg, sender::FileList& list
       requests, list.files, cfg.state_dir.empty() ? std::string() : cfg.state_dir + "/retention",
       cfg.sender_id, &list.errors);
   spdlog::info("Info: the resend request '{}' names {} file(s): {} to send again, {} refused",
-               cfg.resend_request, requests.size(), list.files.size(),
-               list.errors.size() - before);
+               cfg.resend_request, requests.size(), list.files.size(), list.errors.size() - before);
+}
+
+// The session's last line: what it sent, and what of the wire the history's repeats took.
+void log_done(const sender::SendTotals& t, uint64_t failed, uint64_t links) {
+  spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams{}{}",
+               t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams,
+               t.history_bytes == 0 ? std::string()
+                                    : fmt::format(" ({} bytes of them the history's repeats)",
+                                                  common::with_commas(t.history_bytes)),
+               links == 0 ? std::string() : fmt::format(", {} symbolic link(s) skipped", links));
 }
 
 // Sources that never reached the pipeline are in the manifest too, so that a reconciliation
@@ -270,14 +279,7 @@ int main(int argc, char** argv) {
     if (manifest && !list.errors.empty()) add_unread_sources(*manifest, list);
     const uint64_t failed = t.files_failed + list.errors.size() + (hot ? hot->links_failed() : 0);
     const uint64_t links = hot ? hot->links_skipped() : list.skipped_links.size();
-    spdlog::info(
-        "Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams{}{}",
-        t.session_id, t.files_sent, failed, common::with_commas(t.bytes), t.datagrams,
-        t.history_bytes == 0
-            ? std::string()
-            : fmt::format(" ({} bytes of them the history's repeats)",
-                          common::with_commas(t.history_bytes)),
-        links == 0 ? std::string() : fmt::format(", {} symbolic link(s) skipped", links));
+    log_done(t, failed, links);
     // A hot folder runs until stopped: SIGTERM is its clean end (what failed stays in DIR).
     if (hot) return hot->lost_root() ? 1 : 0;
     if (stop.stop_requested()) return 130;

@@ -80,7 +80,8 @@ common::Digest digest_of(int fd, common::VerifyType v) {
 std::string differs(const std::string& path, const ResendRequest& r) {
   const common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0) return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+  if (!fd || ::fstat(fd.get(), &st) != 0)
+    return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return fmt::format("'{}' is not a regular file", path);
   if (static_cast<uint64_t>(st.st_size) != r.file.size) {
     return fmt::format("'{}' is {} bytes, not the {} first sent: its bytes changed", path,
@@ -129,8 +130,9 @@ std::vector<SourceFile> resend_sources(const std::vector<ResendRequest>& request
   for (const SourceFile& s : listed) by_path.emplace(s.rel_path, &s);
   std::vector<SourceFile> out;
   for (const ResendRequest& r : requests) {
-    const std::string name = fmt::format("{} (session {:016x}, file {})", common::json_quote(r.file.path),
-                                         r.file.session, r.file.file_id);
+    const std::string name =
+        fmt::format("{} (session {:016x}, file {})", common::json_quote(r.file.path),
+                    r.file.session, r.file.file_id);
     if (r.sender_id != 0 && sender_id != 0 && r.sender_id != sender_id) {
       errors->push_back({r.file.path, fmt::format("{}: sent by sender {:016x}, not this one "
                                                   "({:016x}); not sent",
@@ -139,8 +141,8 @@ std::vector<SourceFile> resend_sources(const std::vector<ResendRequest>& request
     }
     std::vector<std::string> candidates;
     if (!retention.empty()) {
-      candidates.push_back(fmt::format("{}/{:016x}/{}/{}", retention, r.file.session,
-                                       r.file.file_id, r.file.path));
+      candidates.push_back(
+          fmt::format("{}/{:016x}/{}/{}", retention, r.file.session, r.file.file_id, r.file.path));
     }
     if (auto it = by_path.find(r.file.path); it != by_path.end()) {
       candidates.push_back(it->second->path);

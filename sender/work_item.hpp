@@ -27,7 +27,7 @@ struct FileMeta {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   uint32_t mode = 0644;
-  uint64_t tag = 0;  // SourceFile::tag
+  uint64_t tag = 0;                               // SourceFile::tag
   std::optional<common::FileIdentity> resend_of;  // SourceFile::resend_of
 };
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "common/logging.hpp"
-#include "support/process.hpp"
 #include "support/named_fixture.hpp"
+#include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 
 namespace ddft::testing {

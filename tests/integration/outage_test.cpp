@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -37,6 +38,12 @@ class Outage : public Named {
     for (const fs::path& l : logs) n += passed_paths(read_file(l)).size();
     return n;
   }
+  static size_t count_of(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+  static std::string fmt_count(size_t n) { return std::to_string(n); }
   static size_t missed(const Outcome& o) {
     size_t n = 0;
     for (const auto& [p, rec] : o.failed) n += std::regex_search(rec.reason, kMissedReason);
@@ -77,7 +84,11 @@ TEST_F(Outage, AHotFolderWhoseReceiverIsKilledAndRestartedHasEveryFileDeliveredO
   // The files sent while it was down within two repeats (15 s) of the restart, 25 s ago; the
   // rest as they come, the last within a few seconds.
   const auto written = steady_clock::now();
-  EXPECT_TRUE(eventually([&] { return settled({log1, log2}) >= paths.size(); }, seconds(40)))
+  EXPECT_TRUE(eventually(
+      [&] {
+        return settled({log1, log2}) >= paths.size();
+      },
+      seconds(40)))
       << settled({log1, log2}) << " of " << paths.size();
   const double after_restart = duration<double>(steady_clock::now() - restarted).count();
   const double after_last = duration<double>(steady_clock::now() - written).count();
@@ -98,12 +109,11 @@ TEST_F(Outage, AHotFolderWhoseReceiverIsKilledAndRestartedHasEveryFileDeliveredO
         << p << ": " << rec.reason;
   }
   expect_reconciled(reconcile({log1, log2}), o, paths.size());
-  std::cout << "hot folder, receiver killed at 20 s and back at 35 s: " << paths.size()
-            << " sent, " << o.delivered.size() << " delivered, " << o.failed.size()
-            << " named (" << missed(o) << " by the history), "
-            << paths.size() - o.delivered.size() - o.failed.size() << " lost; all settled "
-            << after_last << " s after the last file was written, " << after_restart
-            << " s after the restart\n";
+  std::cout << "hot folder, receiver killed at 20 s and back at 35 s: " << paths.size() << " sent, "
+            << o.delivered.size() << " delivered, " << o.failed.size() << " named (" << missed(o)
+            << " by the history), " << paths.size() - o.delivered.size() - o.failed.size()
+            << " lost; all settled " << after_last << " s after the last file was written, "
+            << after_restart << " s after the restart\n";
 }
 
 // The receiver is down for a whole one-shot batch. The next run of the sender on that host
@@ -142,6 +152,86 @@ TEST_F(Outage, ABatchSentWhileTheReceiverWasDownIsNamedByTheNextRun) {
   std::cout << "batch while the receiver was down: " << paths.size() << " sent, "
             << o.delivered.size() << " delivered, " << o.failed.size() << " named, "
             << paths.size() - o.delivered.size() - o.failed.size() << " lost\n";
+}
+
+// The human loop: a lossy link (dd_linksim, an outage mid-batch) fails some files of 50; the
+// receiving side writes a resend request (dd_resend_request), which is carried to the sender;
+// dd_file_send --resend-request sends exactly those again; the receiver delivers them and marks
+// their records resolved; dd_reconcile finds every file delivered.
+TEST_F(Outage, AResendRequestRoundTripDeliversWhatALossyLinkLostAndResolvesTheRecords) {
+  std::vector<std::string> paths;
+  for (int i = 0; i < 50; ++i) {
+    const std::string rel = "batch/f" + std::to_string(i) + ".bin";
+    write_small(src_ / rel, 200'000 + static_cast<size_t>(i), static_cast<uint64_t>(i));
+    paths.push_back(rel);
+  }
+  uint16_t link_port = free_udp_port();
+  while (link_port == port_) link_port = free_udp_port();
+  const fs::path log = base_ / "receive.log";
+  start_receiver(log, {}, /*once=*/false);
+  // Every datagram lost for 0.3 s, a second into the batch (about 2.5 s at 4 MB/s).
+  link_ = std::make_unique<Process>(
+      std::vector<std::string>{DDFT_LINKSIM_BIN, "--listen", loopback(link_port), "--forward",
+                               loopback(port_), "--quiet", "--outage", "1", "0.3"},
+      base_ / "linksim.log");
+  std::this_thread::sleep_for(milliseconds(200));
+  const std::vector<std::string> state = {"--state-dir", this->state().string()};
+  std::vector<std::string> first = state;
+  for (const char* a : {"--rate", "4", "--history-repeat", "none"}) first.push_back(a);
+  first.push_back((src_ / "batch").string());
+  start_sender(first, link_port);
+  ASSERT_EQ(sender_->wait(seconds(30)), 0) << tx_log();
+  ASSERT_TRUE(eventually([&] { return settled({log}) >= paths.size(); }, seconds(30)))
+      << read_file(log);
+  const size_t lost = failed_records(out_).size();
+  ASSERT_GE(lost, 1u) << "the outage lost no file: nothing to ask for\n" << read_file(log);
+
+  const fs::path request = base_ / "request.jsonl";
+  ASSERT_EQ(run({"/bin/sh", "-c", std::string(DDFT_RESEND_REQUEST) + " \"$0\" > \"$1\"",
+                 out_.string(), request.string()},
+                base_ / "request.err", seconds(30)),
+            0)
+      << read_file(base_ / "request.err");
+  const std::string asked = read_file(request);
+  EXPECT_EQ(static_cast<size_t>(std::count(asked.begin(), asked.end(), '\n')), lost) << asked;
+
+  // Carried across; the same sender's host sends exactly those again, straight to the receiver.
+  std::vector<std::string> resend = state;
+  for (const std::string& a :
+       {std::string("--resend-request"), request.string(), (src_ / "batch").string()}) {
+    resend.push_back(a);
+  }
+  start_sender(resend);
+  ASSERT_EQ(sender_->wait(seconds(30)), 0) << tx_log();
+  EXPECT_NE(tx_log().find(fmt_count(lost) + " to send again, 0 refused"), std::string::npos)
+      << tx_log();
+  ASSERT_TRUE(eventually(
+      [&] { return count_of(read_file(log), ": delivered on resend (session ") >= lost; },
+      seconds(30)))
+      << read_file(log);
+  receiver_->signal(SIGTERM);
+  EXPECT_EQ(receiver_->wait(seconds(30)), 0) << read_file(log);
+
+  for (const std::string& p : paths) EXPECT_TRUE(same_content(src_ / p, out_ / p)) << p;
+  for (const fs::path& rec : failed_records(out_)) {
+    EXPECT_NE(read_file(rec).find("\"resolved\": \"delivered on resend (session "),
+              std::string::npos)
+        << read_file(rec);
+  }
+  // Nothing left to ask for.
+  ASSERT_EQ(run({"/bin/sh", "-c", std::string(DDFT_RESEND_REQUEST) + " \"$0\" > \"$1\"",
+                 out_.string(), request.string()},
+                base_ / "request.err", seconds(30)),
+            0);
+  EXPECT_EQ(read_file(request), "");
+  const Reconciled r = reconcile({log});
+  EXPECT_EQ(r.exit_code, 0) << r.report;
+  EXPECT_EQ(r.counts.at("delivered"), static_cast<int>(paths.size())) << r.report;
+  EXPECT_EQ(r.counts.at("delivered on resend"), static_cast<int>(lost)) << r.report;
+  EXPECT_EQ(r.counts.at("failed"), 0) << r.report;
+  std::cout << "resend request round trip: " << paths.size() << " sent, " << lost
+            << " lost on the link and named, " << lost << " asked for and resent, " << paths.size()
+            << " delivered, " << lost << " records resolved, 0 lost\n";
 }
 
 }  // namespace

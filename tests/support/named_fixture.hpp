@@ -26,7 +26,6 @@
 
 namespace ddft::testing {
 
-
 // One failure record of the receiver's failed folder.
 struct Record {
   std::filesystem::path file;
@@ -130,7 +129,8 @@ class Named : public ReceiverFixture {
   }
 
   // Starts a receiver on port_ writing into out_ and logging to `log`; waits for its start line.
-  void start_receiver(const std::filesystem::path& log, std::vector<std::string> extra, bool once = true) {
+  void start_receiver(const std::filesystem::path& log, std::vector<std::string> extra,
+                      bool once = true) {
     std::vector<std::string> argv = {DDFT_RECEIVE_BIN, "--listen",
                                      "127.0.0.1:" + std::to_string(port_), "--output",
                                      out_.string(), "--socket-buffer-mb", "32", "--file-timeout",
@@ -154,7 +154,8 @@ class Named : public ReceiverFixture {
 
   // Checks that each of `paths` (relative to src_) was delivered byte for byte or named by
   // exactly one record, and that nothing else was: logs are the receive logs, oldest first.
-  Outcome account(const std::vector<std::string>& paths, const std::vector<std::filesystem::path>& logs) {
+  Outcome account(const std::vector<std::string>& paths,
+                  const std::vector<std::filesystem::path>& logs) {
     Outcome o;
     const std::set<std::string> sent(paths.begin(), paths.end());
     std::map<std::string, int> passed;
@@ -199,7 +200,8 @@ class Named : public ReceiverFixture {
         }
       } else {
         o.failed.emplace(p, named[p].front());
-        if (std::filesystem::exists(out_ / p)) o.problems.push_back(p + ": named as failed, yet in place");
+        if (std::filesystem::exists(out_ / p))
+          o.problems.push_back(p + ": named as failed, yet in place");
       }
     }
     return o;
@@ -224,7 +226,7 @@ class Named : public ReceiverFixture {
     r.exit_code = run(argv, report, std::chrono::seconds(60));
     r.report = read_file(report);
     static const std::regex count(
-        R"(^  (delivered|key mismatch|failed|refused|filtered|unfinished|never seen|not sent|not in manifest) +(\d+)$)");
+        R"(^  (delivered|delivered on resend|already delivered|key mismatch|failed|refused|filtered|unfinished|never seen|not sent|not in manifest) +(\d+)$)");
     std::istringstream in(r.report);
     std::smatch m;
     for (std::string line; std::getline(in, line);) {

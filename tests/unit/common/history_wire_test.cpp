@@ -15,7 +15,11 @@ namespace {
 
 HistoryRecord record(uint32_t id, const std::string& path, int lane = kLaneUnsaid) {
   HistoryRecord r;
-  r.file = {0x1234567890abcdefull, id, path, 16384u + id, VerifyType::kB2B,
+  r.file = {0x1234567890abcdefull,
+            id,
+            path,
+            16384u + id,
+            VerifyType::kB2B,
             "00112233445566778899aabbccddeeff"};
   r.sent_ns = int64_t{1'795'867'200'000'000'000} + id * 10'000'000;
   r.lane = lane;
@@ -36,8 +40,8 @@ TEST(HistoryWire, RoundTripsEveryFieldCompressed) {
   ASSERT_EQ(taken, rs.size());
   EXPECT_EQ(payload[10], kHistoryZstd);
   size_t raw = 0;
-  for (const HistoryRecord& r : rs) raw += kHistoryEntryFixedSize + r.file.digest.size() / 2 +
-                                          r.file.path.size();
+  for (const HistoryRecord& r : rs)
+    raw += kHistoryEntryFixedSize + r.file.digest.size() / 2 + r.file.path.size();
   EXPECT_LT(payload.size(), raw / 2) << "similar entries compress well";
   HistoryBundle b;
   ASSERT_EQ(decode_history(payload, &b), DecodeStatus::kOk);
@@ -57,8 +61,7 @@ TEST(HistoryWire, SplitsToTheRoomAndTakesWhatFits) {
   int payloads = 0;
   while (done < rs.size()) {
     size_t taken = 0;
-    const std::vector<uint8_t> p =
-        pack_history(1, std::span(rs).subspan(done), 1400, &taken);
+    const std::vector<uint8_t> p = pack_history(1, std::span(rs).subspan(done), 1400, &taken);
     ASSERT_GT(taken, 0u);
     EXPECT_LE(p.size(), 1400u);
     HistoryBundle b;

@@ -19,8 +19,7 @@ constexpr int64_t kSentNs = int64_t{1'795'867'200} * 1'000'000'000;
 common::HistoryRecord missed(uint64_t session, uint32_t id, const std::string& path,
                              int lane = common::kLaneUnsaid) {
   common::HistoryRecord r;
-  r.file = {session, id, path, 1000, common::VerifyType::kB2B,
-            "00112233445566778899aabbccddeeff"};
+  r.file = {session, id, path, 1000, common::VerifyType::kB2B, "00112233445566778899aabbccddeeff"};
   r.sent_ns = kSentNs;
   r.lane = lane;
   return r;
@@ -69,8 +68,8 @@ TEST_F(FileTableHistoryTest, FilesDeliveredOrNamedAlreadyAreNotNamedAgain) {
   feed_all(0, lane_[0].file(1, "here.bin", lane_content(1000, 4)));
   settle();
   ASSERT_EQ(counters_.files_passed, 1u);
-  feed(0, lane_[0].history(0xfeed, {missed(kEarlier, 3, "known.bin"),
-                                    missed(kSession, 1, "here.bin", 0)}));
+  feed(0, lane_[0].history(0xfeed,
+                           {missed(kEarlier, 3, "known.bin"), missed(kSession, 1, "here.bin", 0)}));
   settle();
   EXPECT_EQ(counters_.files_missed, 0u);
   EXPECT_EQ(record_count(), 0u) << records();
@@ -80,8 +79,8 @@ TEST_F(FileTableHistoryTest, AFileOfThisSessionBeforeTheReceiverJoinedIsNamedAsN
   // The receiver heard file 5 first: files 2 to 4 went by before it listened.
   feed_all(0, lane_[0].file(5, "five.bin", lane_content(100, 5)));
   settle();
-  feed(0, lane_[0].history(0xfeed, {missed(kSession, 2, "two.bin", 0),
-                                    missed(kSession, 6, "six.bin", 0)}));
+  feed(0, lane_[0].history(0xfeed,
+                           {missed(kSession, 2, "two.bin", 0), missed(kSession, 6, "six.bin", 0)}));
   settle();
   EXPECT_EQ(counters_.files_missed, 2u);
   const std::string rec = records();

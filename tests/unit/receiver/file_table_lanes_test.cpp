@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "unit/receiver/file_table_lanes_fixture.hpp"
 #include "receiver/file_table.hpp"
 #include "receiver/session_gate.hpp"
 #include "support/fake_sender.hpp"
 #include "support/log_capture.hpp"
+#include "unit/receiver/file_table_lanes_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {

@@ -25,7 +25,11 @@ struct Wall {
 HistoryEntry entry(uint32_t id, int64_t sent_ns) {
   HistoryEntry e;
   e.sender_id = 0xfeed;
-  e.file = {0x5e55, id, "f" + std::to_string(id), 100, common::VerifyType::kB2B,
+  e.file = {0x5e55,
+            id,
+            "f" + std::to_string(id),
+            100,
+            common::VerifyType::kB2B,
             "00112233445566778899aabbccddeeff"};
   e.sent_ns = sent_ns;
   return e;
@@ -85,10 +89,10 @@ TEST_F(HistoryFeedTest, AnEarlierRunsMissedRepeatsGoOnceAtTheStartTheRestWhenDue
   HistoryFeed feed = make();
   feed.start_session(1);
   const int64_t now = wall_.ns;
-  feed.add_earlier({entry(1, now - 500 * kSec),    // both repeats long sent by that run
-                    entry(2, now - 50 * kSec),     // its 10 s repeat missed (mark before it)
-                    entry(3, now - 5 * kSec),      // nothing due yet
-                    entry(4, now - 200 * kSec)},   // both missed: one catch-up, then none
+  feed.add_earlier({entry(1, now - 500 * kSec),   // both repeats long sent by that run
+                    entry(2, now - 50 * kSec),    // its 10 s repeat missed (mark before it)
+                    entry(3, now - 5 * kSec),     // nothing due yet
+                    entry(4, now - 200 * kSec)},  // both missed: one catch-up, then none
                    /*sent_up_to=*/now - 300 * kSec);
   wall_.ns += 2 * kSec;
   EXPECT_EQ(ids(feed.take(0)), (std::vector<uint32_t>{2, 4}));
