@@ -147,11 +147,14 @@ std::vector<SourceFile> resend_sources(const std::vector<ResendRequest>& request
     if (auto it = by_path.find(r.file.path); it != by_path.end()) {
       candidates.push_back(it->second->path);
     }
+    // Those that exist, retention first; the first whose bytes are the ones sent goes.
+    std::erase_if(candidates, [](const std::string& c) {
+      struct stat st {};
+      return ::lstat(c.c_str(), &st) != 0;
+    });
     std::string why = candidates.empty() ? "not in the retention folder nor under the sources given"
                                          : std::string();
     for (const std::string& c : candidates) {
-      struct stat st {};
-      if (::lstat(c.c_str(), &st) != 0 && c != candidates.back()) continue;  // try the next
       why = differs(c, r);
       if (!why.empty()) continue;
       SourceFile s;

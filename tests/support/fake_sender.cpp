@@ -162,6 +162,13 @@ Datagram FakeSender::history(uint64_t sender_id,
   return b;
 }
 
+Datagram FakeSender::resend(uint32_t id, const common::FileIdentity& of) {
+  Datagram b(common::kHeaderSize + common::kResendFixedSize + common::kMaxKeySize);
+  b.resize(common::encode_resend(next(), {id, of}, b));
+  if (b.empty()) throw std::runtime_error("the resend's digest does not fit its verify");
+  return b;
+}
+
 Datagram FakeSender::file_list(const std::vector<Listed>& files, uint16_t flags) {
   std::vector<common::FileListEntry> entries;
   for (const Listed& f : files) {

@@ -64,6 +64,8 @@ class FakeSender {
   // A kHistory datagram of `records`, all of them (throws std::runtime_error when they do not
   // fit in one).
   Datagram history(uint64_t sender_id, const std::vector<common::HistoryRecord>& records);
+  // A kResend: the file announced next as `id` is a copy of `of` (its session, id and digest).
+  Datagram resend(uint32_t id, const common::FileIdentity& of);
 
   // A file as the sender's file list names it: finished (with the key of `content` under
   // `verify`) or aborted (no key).

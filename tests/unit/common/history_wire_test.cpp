@@ -128,5 +128,30 @@ TEST(HistoryWire, RefusesMalformedPayloads) {
   EXPECT_EQ(decode_history(raw, &b), DecodeStatus::kBadPayload);
 }
 
+TEST(HistoryWire, AResendNamesTheFileItIsACopyOf) {
+  Resend r;
+  r.file_id = 12;
+  r.of = {0xabcdef0123456789ull, 7, "", 0, VerifyType::kSha256, std::string(64, 'c')};
+  std::vector<uint8_t> buf(200);
+  Header h;
+  const size_t n = encode_resend(h, r, buf);
+  ASSERT_EQ(n, kHeaderSize + kResendFixedSize + 32);
+  Packet p;
+  ASSERT_EQ(decode_packet(std::span(buf).first(n), &p), DecodeStatus::kOk);
+  EXPECT_EQ(p.header.type, PacketType::kResend);
+  Resend back;
+  ASSERT_EQ(decode_resend(p.payload, &back), DecodeStatus::kOk);
+  EXPECT_EQ(back.file_id, 12u);
+  EXPECT_EQ(back.of, r.of);
+  // A digest that does not fit its verify is refused both ways.
+  r.of.digest = "abc";
+  EXPECT_EQ(encode_resend(h, r, buf), 0u);
+  std::vector<uint8_t> payload(p.payload.begin(), p.payload.end());
+  payload[17] = 16;  // key_len of B2B under SHA256
+  EXPECT_EQ(decode_resend(payload, &back), DecodeStatus::kBadPayload);
+  EXPECT_EQ(decode_resend(std::span(payload).first(kResendFixedSize - 1), &back),
+            DecodeStatus::kBadPayload);
+}
+
 }  // namespace
 }  // namespace ddft::common

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "support/scoped_tz.hpp"
@@ -23,6 +25,27 @@ TEST(Json, QuotesHostileNames) {
   EXPECT_EQ(json_quote("\xe0\x80\xaf"), "\"\\u00e0\\u0080\\u00af\"");  // overlong '/'
   EXPECT_EQ(json_quote("\xf4\x90\x80\x80"), "\"\\u00f4\\u0090\\u0080\\u0080\"");  // > U+10FFFF
   EXPECT_EQ(json_quote("\xf0\x9f\x93\x81"), "\"\xf0\x9f\x93\x81\"");              // U+1F4C1 kept
+}
+
+TEST(Json, ReadsAFlatObjectOfStringsNumbersAndNull) {
+  std::map<std::string, std::optional<std::string>> f;
+  ASSERT_TRUE(parse_flat_json(
+      R"( {"session":"fb0a","file_id":6, "path":"a \"b\"\u00e9","size":-20e3,"sender":null,)"
+      R"("ok":true} )",
+      &f));
+  EXPECT_EQ(f.at("session"), "fb0a");
+  EXPECT_EQ(f.at("file_id"), "6");
+  EXPECT_EQ(f.at("path"), "a \"b\"\xe9");  // \u00XX is a byte, as json_quote() writes it
+  EXPECT_EQ(f.at("size"), "-20e3");
+  EXPECT_EQ(f.at("sender"), std::nullopt);
+  EXPECT_EQ(f.at("ok"), "true");
+  ASSERT_TRUE(parse_flat_json("{}", &f));
+  EXPECT_TRUE(f.empty());
+  for (const char* bad :
+       {"", "[]", "{", "{\"a\":1", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "{\"a\":{}}", "{\"a\":[1]}",
+        "{\"a\":nope}", "{\"a\":1,\"a\":2}", "{\"a\":1} x", "{\"a\":\"open}"}) {
+    EXPECT_FALSE(parse_flat_json(bad, &f)) << bad;
+  }
 }
 
 TEST(Json, Iso8601LocalCarriesMillisecondsAndTheOffset) {

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "common/hash.hpp"
 #include "unit/receiver/file_table_lanes_fixture.hpp"
 
 namespace ddft::receiver {
@@ -23,6 +25,13 @@ common::HistoryRecord missed(uint64_t session, uint32_t id, const std::string& p
   r.sent_ns = kSentNs;
   r.lane = lane;
   return r;
+}
+
+std::string hex_digest(const std::string& content) {
+  return common::hash_buffer(
+             common::VerifyType::kB2B,
+             std::span(reinterpret_cast<const uint8_t*>(content.data()), content.size()))
+      .hex();
 }
 
 class FileTableHistoryTest : public FileTableLanesTest {
@@ -114,6 +123,51 @@ TEST_F(FileTableHistoryTest, AMalformedHistoryIsCountedAndNamesNothing) {
   settle();
   EXPECT_EQ(counters_.rejected[bad], before + 1);
   EXPECT_EQ(record_count(), 0u);
+}
+
+TEST_F(FileTableHistoryTest, AResendOfAMissedFileIsDeliveredAndResolvesItsRecord) {
+  const std::string content = lane_content(1000, 8);
+  common::HistoryRecord r = missed(kEarlier, 7, "gone/a.bin");
+  r.file.digest = hex_digest(content);
+  feed(0, lane_[0].history(0xfeed, {r}));
+  settle();
+  ASSERT_EQ(record_count(), 1u);
+  // Sent again as file 3 of this session.
+  feed(0, lane_[0].resend(3, r.file));
+  feed_all(0, lane_[0].file(3, "gone/a.bin", content));
+  settle();
+  EXPECT_EQ(counters_.resends_delivered, 1u);
+  EXPECT_EQ(read(base_ / "gone/a.bin"), content);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("\"resolved\": \"delivered on resend (session 0000000000005151, file 3) at "),
+            std::string::npos)
+      << rec;
+  EXPECT_EQ(record_count(), 1u) << "resolved, not a second record";
+  // A later copy of it is a copy of a file delivered: skipped.
+  feed(0, lane_[0].resend(4, r.file));
+  feed_all(0, lane_[0].file(4, "gone/a.bin", content));
+  settle();
+  EXPECT_EQ(counters_.resends_skipped, 1u);
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_FALSE(std::filesystem::exists(base_ / "gone/a.1.bin")) << "never two copies";
+}
+
+TEST_F(FileTableHistoryTest, AResendOfAFileDeliveredIsSkippedWithoutWriting) {
+  const std::string content = lane_content(1000, 9);
+  feed_all(0, lane_[0].file(1, "here.bin", content));
+  settle();
+  ASSERT_EQ(counters_.files_passed, 1u);
+  common::FileIdentity of{kSession, 1, "", 0, common::VerifyType::kB2B, hex_digest(content)};
+  feed(0, lane_[0].resend(2, of));
+  feed_all(0, lane_[0].file(2, "here.bin", content));
+  settle();
+  EXPECT_EQ(counters_.resends_skipped, 1u);
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(table_->size(), 0u);
+  for (const auto& e : std::filesystem::directory_iterator(base_)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name == "here.bin" || !name.starts_with("here")) << name << ": a second copy";
+  }
 }
 
 }  // namespace

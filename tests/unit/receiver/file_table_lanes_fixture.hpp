@@ -83,6 +83,9 @@ class FileTableLanesTest : public ::testing::Test {
       case common::PacketType::kHistory:
         table_->handle_history(p);
         break;
+      case common::PacketType::kResend:
+        table_->handle_resend(p);
+        break;
       case common::PacketType::kSenderInfo: {
         common::SenderInfo si;
         ASSERT_EQ(common::decode_sender_info(p.payload, &si), common::DecodeStatus::kOk);

@@ -64,7 +64,8 @@ TEST(OutcomeFormat, RoundTripsEveryField) {
   std::vector<Outcome> all;
   uint32_t id = 0;
   for (const std::string& p : odd_paths()) {
-    for (auto kind : {Outcome::Kind::kCommitting, Outcome::Kind::kPassed, Outcome::Kind::kFailed}) {
+    for (auto kind : {Outcome::Kind::kCommitting, Outcome::Kind::kPassed, Outcome::Kind::kFailed,
+                      Outcome::Kind::kResolved}) {
       all.push_back(make(kind, 0x0123456789abcdefULL, id++, p));
     }
   }

@@ -35,5 +35,27 @@ TEST(SettledFiles, RemembersForTheWindowAndForgetsWithinTwice) {
   EXPECT_EQ(s.size(), 2u);
 }
 
+TEST(SettledFiles, AFileKeepsItsFateAndAFailureItsRecordUntilAResendResolvesIt) {
+  common::FakeClock clock;
+  SettledFiles s(hours(25));
+  using Fate = SettledFiles::Fate;
+  s.add(1, 1, clock.now());
+  EXPECT_EQ(s.fate(1, 1), Fate::kSeen);
+  s.add(1, 1, clock.now(), Fate::kFailed, "/out/.failed/r1.json");
+  EXPECT_EQ(s.fate(1, 1), Fate::kFailed);
+  EXPECT_EQ(s.record(1, 1), "/out/.failed/r1.json");
+  s.add(1, 1, clock.now());  // seen again (a late repeat): its fate stays
+  EXPECT_EQ(s.fate(1, 1), Fate::kFailed);
+  clock.advance(hours(26));
+  s.add(2, 1, clock.now());  // a new generation: the failure is in the older one
+  s.add(1, 1, clock.now());
+  EXPECT_EQ(s.fate(1, 1), Fate::kFailed) << "kept across the rotation";
+  EXPECT_EQ(s.record(1, 1), "/out/.failed/r1.json");
+  s.add(1, 1, clock.now(), Fate::kPassed);  // resolved by a resend
+  EXPECT_EQ(s.fate(1, 1), Fate::kPassed);
+  EXPECT_EQ(s.record(1, 1), "");
+  EXPECT_EQ(s.fate(9, 9), std::nullopt);
+}
+
 }  // namespace
 }  // namespace ddft::receiver
