@@ -122,6 +122,8 @@ struct SenderConfig {
   // Hot folder (--watch, sender/hot_folder.hpp) and the globs of both modes.
   std::string watch_dir;              // --watch DIR: send what lands there; no sources then
   std::string sent_dir;               // --sent-dir: move sent files there (default: delete)
+  double sent_keep_hours = 0;         // --sent-keep-hours: prune sent_dir past this; 0: never
+  double sent_keep_gb = 0;            // --sent-keep-gb: and past this size; 0: no bound
   double settle_s = 5;                // --settle: seconds a file must stay unchanged
   std::string watch_journal;          // --watch-journal (default DIR/.ddft-watch-journal)
   std::vector<std::string> includes;  // --include GLOB

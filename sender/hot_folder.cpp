@@ -133,6 +133,12 @@ HotFolderOptions hot_folder_options(const SenderConfig& cfg) {
   HotFolderOptions o;
   o.dir = cfg.watch_dir;
   o.sent_dir = cfg.sent_dir;
+  o.retention.keep_for = std::chrono::seconds(static_cast<int64_t>(cfg.sent_keep_hours * 3600));
+  o.retention.max_bytes = static_cast<uint64_t>(cfg.sent_keep_gb * 1024 * 1024 * 1024);
+  // A file the history still names on the wire may still be asked for.
+  if (!cfg.state_dir.empty() && !cfg.history_repeats.empty()) {
+    o.retention.protect_for = cfg.history_repeats.back();
+  }
   o.settle_s = cfg.settle_s;
   o.journal = cfg.watch_journal;
   o.filter = cfg.filter;
@@ -162,6 +168,11 @@ HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
   if (ec) throw std::runtime_error(fmt::format("--watch '{}': {}", given_dir, ec.message()));
   if (!opt_.sent_dir.empty())
     opt_.sent_dir = checked_sent_dir(opt_.sent_dir, opt_.dir, given_dir, dir_st);
+  if (!opt_.sent_dir.empty() &&
+      (opt_.retention.keep_for.count() > 0 || opt_.retention.max_bytes > 0)) {
+    retention_ = std::make_unique<Retention>(opt_.sent_dir, opt_.retention);
+    retention_->prune(/*now_anyway=*/true);
+  }
   journal_path_ = opt_.journal.empty() ? default_journal(opt_.dir, opt_.shard) : opt_.journal;
   own_prefix_ = journal_prefix(journal_path_, opt_.dir);
   inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));

@@ -45,6 +45,7 @@
 #include "sender/events.hpp"
 #include "sender/file_list.hpp"
 #include "sender/readiness.hpp"
+#include "sender/retention.hpp"
 #include "sender/shard.hpp"
 #include "sender/watch_journal.hpp"
 #include "sender/work_item.hpp"
@@ -56,7 +57,10 @@ namespace ddft::sender {
 struct HotFolderOptions {
   std::string dir;       // --watch
   std::string sent_dir;  // --sent-dir; empty: delete sent files
-  double settle_s = 5;   // --settle
+  // --sent-keep-hours, --sent-keep-gb: sent_dir is a retention folder pruned to these
+  // (sender/retention.hpp); both 0: kept for good.
+  RetentionLimits retention;
+  double settle_s = 5;  // --settle
   // --watch-journal; empty: DIR/.ddft-watch-journal, or with --shard K/N
   // DIR/.ddft-watch-journal.shard-K-of-N (hosts sharing DIR must not share a journal)
   std::string journal;
@@ -197,6 +201,7 @@ class HotFolder final : public FileSource, public SendObserver {
   mutable std::mutex mu_;
   ReadinessTracker tracker_;               // guarded by mu_
   std::unique_ptr<WatchJournal> journal_;  // guarded by mu_
+  std::unique_ptr<Retention> retention_;   // --sent-keep-hours / --sent-keep-gb
   common::UniqueFd inotify_;
   common::UniqueFd wake_fd_;                // eventfd: stop, or work for next() to do
   std::map<int, std::string> watches_;      // wd -> relative folder ("" = DIR); guarded by mu_

@@ -17,6 +17,20 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
                  "a.1.txt); on the same filesystem, outside --watch. Default: delete them")
       ->needs(watch)
       ->group(hot);
+  app.add_option("--sent-keep-hours", cfg.sent_keep_hours,
+                 "Make --sent-dir a retention folder: remove what was moved there longer ago "
+                 "than this, oldest first (0: keep it all)")
+      ->check(CLI::Range(0.0, 24.0 * 3660))
+      ->needs("--sent-dir")
+      ->group(hot)
+      ->capture_default_str();
+  app.add_option("--sent-keep-gb", cfg.sent_keep_gb,
+                 "And keep it within this many GiB, oldest first, but never a file the history "
+                 "still repeats on the wire (0: no bound)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->needs("--sent-dir")
+      ->group(hot)
+      ->capture_default_str();
   app.add_option("--settle", cfg.settle_s,
                  "Seconds a file must stay unchanged, after its writer closed it or it was moved "
                  "in, before it is sent")

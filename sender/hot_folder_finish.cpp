@@ -158,7 +158,12 @@ std::optional<std::string> HotFolder::finish_private(const JournalRecord& r,
     }
     return std::nullopt;
   }
-  return move_to_sent(r.rel_path, priv, moved_to);
+  auto why = move_to_sent(r.rel_path, priv, moved_to);
+  if (!why && retention_) {
+    retention_->kept(*moved_to, r.id.size);
+    retention_->prune();
+  }
+  return why;
 }
 
 std::optional<std::string> HotFolder::move_to_sent(const std::string& rel, const std::string& from,

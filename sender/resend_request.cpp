@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -100,6 +101,29 @@ std::string differs(const std::string& path, const ResendRequest& r) {
   return {};
 }
 
+// `path` without the number a folder of sent files adds to a name taken ("d/a.1.txt" is
+// "d/a.txt", "d/a.2" is "d/a"); `path` itself when it has none.
+std::string unnumbered(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const size_t start = slash == std::string::npos ? 0 : slash + 1;
+  const std::string base = path.substr(start);
+  const size_t ext = base.rfind('.');
+  // The number is the last dotted part before the extension, or the last one.
+  const size_t end = ext == std::string::npos || ext == 0 ? base.size() : ext;
+  const std::string stem = base.substr(0, end);
+  const size_t dot = stem.rfind('.');
+  if (dot == std::string::npos || dot + 1 == stem.size()) {
+    if (end == base.size()) return path;
+    // "a.1": the number is the extension itself.
+    const std::string digits = base.substr(ext + 1);
+    if (digits.find_first_not_of("0123456789") != std::string::npos || ext == 0) return path;
+    return path.substr(0, start) + base.substr(0, ext);
+  }
+  const std::string digits = stem.substr(dot + 1);
+  if (digits.find_first_not_of("0123456789") != std::string::npos) return path;
+  return path.substr(0, start) + stem.substr(0, dot) + base.substr(end);
+}
+
 }  // namespace
 
 std::vector<ResendRequest> read_resend_requests(const std::string& path) {
@@ -126,8 +150,16 @@ std::vector<SourceFile> resend_sources(const std::vector<ResendRequest>& request
                                        const std::vector<SourceFile>& listed,
                                        const std::string& retention, uint64_t sender_id,
                                        std::vector<SourceError>* errors) {
-  std::map<std::string, const SourceFile*> by_path;
-  for (const SourceFile& s : listed) by_path.emplace(s.rel_path, &s);
+  // Each listed file under its own path, under it without its first folder (a folder given:
+  // "sent/a/b.txt" for "a/b.txt"), and without a number a folder of sent files gave it
+  // ("a.1.txt" for "a.txt"): the digest tells which one is the file.
+  std::multimap<std::string, const SourceFile*> by_path;
+  for (const SourceFile& s : listed) {
+    for (const std::string& p : {s.rel_path, s.rel_path.substr(s.rel_path.find('/') + 1)}) {
+      by_path.emplace(p, &s);
+      if (const std::string plain = unnumbered(p); plain != p) by_path.emplace(plain, &s);
+    }
+  }
   std::vector<SourceFile> out;
   for (const ResendRequest& r : requests) {
     const std::string name =
@@ -144,8 +176,10 @@ std::vector<SourceFile> resend_sources(const std::vector<ResendRequest>& request
       candidates.push_back(
           fmt::format("{}/{:016x}/{}/{}", retention, r.file.session, r.file.file_id, r.file.path));
     }
-    if (auto it = by_path.find(r.file.path); it != by_path.end()) {
-      candidates.push_back(it->second->path);
+    for (auto [it, end] = by_path.equal_range(r.file.path); it != end; ++it) {
+      if (std::find(candidates.begin(), candidates.end(), it->second->path) == candidates.end()) {
+        candidates.push_back(it->second->path);
+      }
     }
     // Those that exist, retention first; the first whose bytes are the ones sent goes.
     std::erase_if(candidates, [](const std::string& c) {

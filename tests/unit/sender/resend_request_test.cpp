@@ -103,5 +103,27 @@ TEST_F(ResendRequestTest, SendsWhatIsUnchangedFromRetentionOrTheSourcesAndNamesT
       << errors[1].message;
 }
 
+TEST_F(ResendRequestTest, FindsAFileInAFolderOfSentFilesGivenAsASource) {
+  // A hot folder's --sent-dir given as a source: its files are listed under the folder's name,
+  // and a name taken there got a number.
+  write(dir_.path() / "sent" / "d" / "a.txt", "first version");
+  write(dir_.path() / "sent" / "d" / "a.1.txt", "second");
+  std::vector<SourceFile> listed;
+  for (const char* n : {"sent/d/a.txt", "sent/d/a.1.txt"}) {
+    SourceFile s;
+    s.path = (dir_.path() / n).string();
+    s.rel_path = n;
+    listed.push_back(s);
+  }
+  std::ofstream(req()) << line(0x5e55, 9, "d/a.txt", "second") << "\n";
+  std::vector<SourceError> errors;
+  const std::vector<SourceFile> out =
+      resend_sources(read_resend_requests(req().string()), listed, "", 0, &errors);
+  EXPECT_TRUE(errors.empty()) << errors.front().message;
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].path, (dir_.path() / "sent/d/a.1.txt").string());
+  EXPECT_EQ(out[0].rel_path, "d/a.txt");
+}
+
 }  // namespace
 }  // namespace ddft::sender
