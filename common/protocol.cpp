@@ -407,6 +407,7 @@ DecodeStatus decode_file_list(std::span<const uint8_t> payload, FileList* out) {
     entry.size = load_le64(e + 4);
     entry.verify = static_cast<VerifyType>(e[12]);
     entry.aborted = (e[13] & kListAborted) != 0;
+    entry.resend = (e[13] & kListResend) != 0;
     entry.key_len = e[14];
     entry.lane = e[15] == 0 ? kLaneUnsaid : e[15] == kListStripedByte ? kLaneAll : e[15] - 1;
     const uint16_t path_len = load_le16(e + 16);
@@ -444,7 +445,7 @@ size_t encode_file_list(const Header& h, uint16_t flags, std::span<const FileLis
     store_le32(q, e.file_id);
     store_le64(q + 4, e.size);
     q[12] = static_cast<uint8_t>(e.verify);
-    q[13] = e.aborted ? kListAborted : 0;
+    q[13] = static_cast<uint8_t>((e.aborted ? kListAborted : 0) | (e.resend ? kListResend : 0));
     q[14] = e.key_len;
     q[15] = list_lane_byte(e.lane);
     store_le16(q + 16, static_cast<uint16_t>(e.path.size()));

@@ -149,7 +149,8 @@
 //  |  key: key_len bytes, then path: path_len bytes (1..kMaxPath-  | 18
 //  |  Size); the next entry follows at once                        |
 //  +---------------------------------------------------------------+
-//  entry_flags bit 0 kListAborted: the sender aborted the file. key_len is digest_size(verify),
+//  entry_flags bit 0 kListAborted: the sender aborted the file; bit 1 kListResend: the file is a
+//  resend, a copy of one sent before (which its own entry names). key_len is digest_size(verify),
 //  or 0 when the file was aborted or verify is NONE. lane: which of the session's lanes carried
 //  the file: 0 not said (a sender before lanes), k + 1 lane k, 0xFF striped over every lane.
 
@@ -285,6 +286,8 @@ inline constexpr uint16_t kFlagAuth = 2;      // sealed (common/seal.hpp): salt 
 inline constexpr uint16_t kFlagEncrypt = 4;   // sealed, and the payload is encrypted
 inline constexpr uint16_t kFlagRepeat = 8;    // a repeated announce, mid-file
 inline constexpr uint16_t kFlagStriped = 16;  // an announce: the file is striped over every lane
+// An announce: the file is a copy of one sent before (a kResend before it says which).
+inline constexpr uint16_t kFlagResend = 32;
 // The most lanes one session drives (a lane's number fits a file list entry's byte).
 inline constexpr size_t kMaxLanes = 64;
 // FileListEntry::lane when the entry does not say (a sender before lanes), and when the file was
@@ -325,6 +328,8 @@ inline constexpr uint32_t kSenderInfoIntervalS = 30;
 inline constexpr uint16_t kListComplete = 1;
 // kFileList entry_flags: the sender aborted the file (its key_len is 0).
 inline constexpr uint8_t kListAborted = 1;
+// kFileList entry_flags: the file is a resend, a copy of one sent before (named on its own).
+inline constexpr uint8_t kListResend = 2;
 
 // File ids: a session numbers its files 1, 2, 3 and so on; 0 names no file. Past 2^32 - 1 the
 // numbering wraps to 1, never to 0. The id after `id`:
@@ -454,6 +459,7 @@ struct FileListEntry {
   uint64_t size = 0;
   VerifyType verify = VerifyType::kB2B;
   bool aborted = false;  // kListAborted: the sender aborted the file; key_len is 0
+  bool resend = false;   // kListResend: a copy of a file sent before
   uint8_t key_len = 0;   // digest_size(verify), or 0 when aborted or verify is kNone
   std::array<uint8_t, kMaxKeySize> key{};  // the full digest, as in the file's kEnd
   int lane = kLaneUnsaid;  // the lane that carried it (0-based), kLaneAll, or kLaneUnsaid

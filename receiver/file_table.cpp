@@ -129,7 +129,7 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   f->open_lanes = !f->striped   ? f->lanes_seen
                   : lanes >= 64 ? ~uint64_t{0}
                                 : (uint64_t{1} << lanes) - 1;
-  if (skip_copy(*f)) return;
+  if (skip_copy(*f, (p.header.flags & common::kFlagResend) != 0)) return;
   if (filtered(*f)) return;
   std::string reason = f->striped ? striped_refusal() : std::string();
   if (reason.empty()) reason = refusal(a, *f);

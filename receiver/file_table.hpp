@@ -146,9 +146,9 @@ class FileTable final : private Finisher::Owner {
   void passed(File& f) override;
   // A resend of a file that failed or never came here is delivered: the failure is resolved.
   void resolve(const File& f);
-  // A resend's announce: true when the copy is of a file delivered here (skipped); else `f`
-  // learns what it is a copy of.
-  bool skip_copy(File& f);
+  // A resend's announce (`flagged`: kFlagResend): true when the copy is of a file delivered
+  // here (skipped); else `f` learns what it is a copy of.
+  bool skip_copy(File& f, bool flagged);
   File* find(uint32_t id);
   bool known_earlier(uint32_t id) const { return settled_.contains(session_, id); }
   void remember_seen(uint32_t id);

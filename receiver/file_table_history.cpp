@@ -1,8 +1,10 @@
 // The file table's side of the sender's history (kHistory, common/history_wire.hpp): files sent
 // while this receiver was not receiving (stopped, restarting, not yet started, or its lanes not
 // listened on) are named once, each in a record that says when it was sent.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include "common/json.hpp"
 #include "common/logging.hpp"
@@ -109,9 +111,24 @@ void FileTable::handle_resend(const Packet& p) {
   resends_[r.file_id] = std::move(r.of);
 }
 
-bool FileTable::skip_copy(File& f) {
+bool FileTable::skip_copy(File& f, bool flagged) {
   auto it = resends_.find(f.id);
-  if (it == resends_.end()) return false;
+  if (it == resends_.end()) {
+    if (!flagged) return false;
+    // Its kResend was lost: the copy is skipped when a file of that name and size is in place
+    // (what it is a copy of, delivered), else taken as the file.
+    struct stat st {};
+    if (::fstatat(out_.root_fd(), f.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != f.size) {
+      return false;
+    }
+    ++counters_.resends_skipped;
+    spdlog::info(
+        "Info: {}: a copy of a file sent before (which one was lost on the way); the file of "
+        "that name and size is in place: not written (resent as file {} of session {:016x})",
+        common::json_quote(f.path), f.id, f.session);
+    return true;
+  }
   common::FileIdentity of = std::move(it->second);
   resends_.erase(it);
   if (settled_.fate(of.session, of.file_id) == SettledFiles::Fate::kPassed) {

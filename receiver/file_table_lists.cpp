@@ -94,6 +94,11 @@ void FileTable::handle_file_list(const Packet& p, size_t lane) {
       ++counters_.listed_known;
       continue;
     }
+    // A resend that never came: a copy; the file it copies is named (or delivered) on its own.
+    if (e.resend) {
+      remember_seen(e.file_id);
+      continue;
+    }
     // A list that came down the lane that carried the file comes after the file's end there:
     // the file is lost. A list from another lane may overtake the file: it waits for its lane.
     // (A sender before lanes does not say, and has one lane.)

@@ -251,6 +251,19 @@ void add_state_options(CLI::App& app, SenderConfig& cfg) {
          "When each file of the history (--state-dir) goes on the wire again after it was "
          "sent, so that a receiver that was down names what it missed; 'none': never")
       ->default_str("1m,10m,1h,6h,24h");
+  app.add_option_function<std::string>(
+      "--resend-after",
+      [&cfg](const std::string& text) {
+        if (!common::parse_delay_list(text, &cfg.resend_after)) {
+          throw CLI::ValidationError("--resend-after",
+                                     "'" + text +
+                                         "' is not delays like 30s or 1m,1h (s, m, h or d; each "
+                                         "longer than the one before)");
+        }
+      },
+      "Send each file again after each of these delays, with no one asking (from its source, or "
+      "a hot folder's --sent-dir, while unchanged): a receiver that has it skips the copy, one "
+      "that failed or missed it delivers it. A one-shot send waits for the last. Default: off");
   app.add_option("--resend-request", cfg.resend_request,
                  "Send again exactly the files this request names (JSON lines, written on the "
                  "receiving side by dd_resend_request), each from the retention folder of "

@@ -77,6 +77,8 @@ struct SenderConfig {
   size_t history_mb = 64;     // --history-mb: and how big it may grow
   // --resend-request FILE: send again exactly the files it names (sender/resend_request.hpp).
   std::string resend_request;
+  // --resend-after: each file sent goes again after each of these (sender/resend_schedule.hpp).
+  std::vector<std::chrono::seconds> resend_after;
   // --history-repeat: when each file of the history goes on the wire again after it was sent
   // (sender/history_feed.hpp); empty ("none"): never.
   std::vector<std::chrono::seconds> history_repeats{std::chrono::minutes(1),

@@ -274,6 +274,8 @@ HistoryRecorder::HistoryRecorder(History& history, uint64_t sender_id, common::V
 
 void HistoryRecorder::file_sent_via(const FileMeta& file, const common::Digest& digest,
                                     int list_lane) {
+  // A resend is a copy: the history names the file as first sent, once.
+  if (file.resend_of) return;
   HistoryEntry e;
   e.sender_id = sender_id_;
   e.file.session = session_;

@@ -422,6 +422,9 @@ std::optional<SourceFile> HotFolder::next(std::stop_token stop) {
   std::stop_callback on_stop(stop, [this] { wake(); });
   while (!stop.stop_requested()) {
     if (auto f = poll()) return f;
+    if (opt_.resends != nullptr) {
+      if (auto r = opt_.resends->due()) return r;
+    }
     int timeout_ms = 1000;
     {
       std::lock_guard lock(mu_);

@@ -45,6 +45,7 @@
 #include "sender/events.hpp"
 #include "sender/file_list.hpp"
 #include "sender/readiness.hpp"
+#include "sender/resend_schedule.hpp"
 #include "sender/retention.hpp"
 #include "sender/shard.hpp"
 #include "sender/watch_journal.hpp"
@@ -60,6 +61,9 @@ struct HotFolderOptions {
   // --sent-keep-hours, --sent-keep-gb: sent_dir is a retention folder pruned to these
   // (sender/retention.hpp); both 0: kept for good.
   RetentionLimits retention;
+  // --resend-after: the resends next() hands out as they come due, told where each sent file
+  // was moved (may be null; must outlive the hot folder).
+  ResendSchedule* resends = nullptr;
   double settle_s = 5;  // --settle
   // --watch-journal; empty: DIR/.ddft-watch-journal, or with --shard K/N
   // DIR/.ddft-watch-journal.shard-K-of-N (hosts sharing DIR must not share a journal)

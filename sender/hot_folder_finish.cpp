@@ -269,6 +269,7 @@ void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/
     spdlog::info("Info: hot folder: '{}' moved to '{}' (the sent folder had that name already)",
                  h.rel, moved_to);
   }
+  if (opt_.resends != nullptr && !moved_to.empty()) opt_.resends->moved(file.tag, moved_to);
   if (auto ec = journal_->record_done(rec)) {
     spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, ec.message());
   }

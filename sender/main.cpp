@@ -25,6 +25,7 @@
 #include "sender/pipeline.hpp"
 #include "sender/progress.hpp"
 #include "sender/resend_request.hpp"
+#include "sender/resend_schedule.hpp"
 
 namespace {
 using namespace ddft;
@@ -70,8 +71,10 @@ sender::FileList list_sources(const sender::SenderConfig& cfg, sender::ManifestW
 // as a failed file in `status`. Both must outlive the hot folder.
 std::unique_ptr<sender::HotFolder> open_hot_folder(const sender::SenderConfig& cfg,
                                                    sender::ManifestWriter* manifest,
-                                                   sender::SendStatus& status) {
+                                                   sender::SendStatus& status,
+                                                   sender::ResendSchedule* resends) {
   sender::HotFolderOptions o = sender::hot_folder_options(cfg);
+  o.resends = resends;
   o.on_link = [manifest, &status](const std::string& rel, const std::string& message, bool failed) {
     if (manifest != nullptr) manifest->link_left_out(rel, message, failed);
     if (failed) status.files_failed.fetch_add(1, std::memory_order_relaxed);
@@ -248,8 +251,14 @@ int main(int argc, char** argv) {
     const SenderState state = open_state(cfg);
     std::unique_ptr<sender::HotFolder> hot;
     sender::FileList list;
+    // --resend-after: what was sent goes again, from the hot folder's next() or after the list.
+    const std::unique_ptr<sender::ResendSchedule> resends =
+        cfg.resend_after.empty()
+            ? nullptr
+            : std::make_unique<sender::ResendSchedule>(cfg.resend_after, cfg.verify,
+                                                       common::SteadyClock::instance());
     if (!cfg.watch_dir.empty()) {
-      hot = open_hot_folder(cfg, manifest.get(), status);
+      hot = open_hot_folder(cfg, manifest.get(), status, resends.get());
     } else {
       if (!cfg.sources.empty()) list = list_sources(cfg, manifest.get());
       if (!cfg.resend_request.empty()) resend_from_request(cfg, list);
@@ -270,11 +279,16 @@ int main(int argc, char** argv) {
     // The manifest and the history hear of a file (and sync its line) before the hot folder
     // deletes or moves it.
     add_records(s, manifest.get(), state.recorder.get(), hot != nullptr);
+    if (resends) s.add_observer(resends.get());
     if (hot) s.add_observer(hot.get());
     const std::unique_ptr<sender::ProgressDisplay> progress = make_progress(cfg, hot.get(), list);
     if (progress) s.add_observer(progress.get());
-    const sender::SendTotals t =
-        hot ? s.run(*hot, stop.get_token()) : s.run(list.files, stop.get_token());
+    sender::ListSource listed(list.files);
+    std::optional<sender::ResendingSource> resending;
+    if (resends) resending.emplace(listed, *resends);
+    const sender::SendTotals t = hot         ? s.run(*hot, stop.get_token())
+                                 : resending ? s.run(*resending, stop.get_token())
+                                             : s.run(list.files, stop.get_token());
 
     if (manifest && !list.errors.empty()) add_unread_sources(*manifest, list);
     const uint64_t failed = t.files_failed + list.errors.size() + (hot ? hot->links_failed() : 0);

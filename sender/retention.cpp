@@ -5,9 +5,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>

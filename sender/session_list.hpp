@@ -44,6 +44,7 @@ struct ListedFile {
   common::Digest digest{};  // what its end packets carried; none when aborted
   std::string path{};
   int lane = common::kLaneUnsaid;  // the lane that carried it, common::kLaneAll when striped
+  bool resend = false;             // a copy of a file sent before (FileMeta::resend_of)
 };
 
 // Thread-safe: every lane's transmitter calls it.

@@ -271,7 +271,8 @@ void Transmitter::begin_file(const WorkItem& item) {
   a.pause_s = item.copy == 0 ? static_cast<uint8_t>(pacer_.pause_for(item.meta->size)) : 0;
   send_control(
       [&](const Header& h, std::span<uint8_t> buf) { return common::encode_announce(h, a, buf); },
-      item.striped ? common::kFlagStriped : 0);
+      static_cast<uint16_t>((item.striped ? common::kFlagStriped : 0) |
+                            (item.meta->resend_of ? common::kFlagResend : 0)));
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
     close_window();
@@ -293,7 +294,9 @@ void Transmitter::send_repeat_announce() {
   const common::Announce a = announce_of(*current_.meta);
   auto slot = next_slot();
   Header h = next_header();
-  h.flags |= common::kFlagRepeat | (current_.striped ? common::kFlagStriped : 0);
+  h.flags = static_cast<uint16_t>(h.flags | common::kFlagRepeat |
+                                  (current_.striped ? common::kFlagStriped : 0) |
+                                  (current_.meta->resend_of ? common::kFlagResend : 0));
   const size_t n = common::encode_announce(h, a, slot.first(source_size_));
   if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
   commit(slot, n);
@@ -404,6 +407,7 @@ void Transmitter::send_list(const std::vector<ListedFile>& files, uint16_t flags
     e.key_len = f.digest.size;
     e.key = f.digest.bytes;
     e.lane = f.lane;
+    e.resend = f.resend;
     e.path = f.path;
     if (common::file_list_entry_size(e.key_len, e.path.size()) > room) {
       // Only with a small --packet-size and a path near the announce's limit: the file was sent,

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <string>
 #include <thread>
@@ -38,6 +39,38 @@ class Outage : public Named {
     for (const fs::path& l : logs) n += passed_paths(read_file(l)).size();
     return n;
   }
+  // 300 files dropped into a hot folder over 60 s (`extra`: more of the sender's options), the
+  // receiver (its logs `log1`, then `log2`) killed at 20 s and started again at 35 s.
+  void hot_folder_outage(const std::vector<std::string>& extra, const fs::path& log1,
+                         const fs::path& log2, std::vector<std::string>* paths,
+                         steady_clock::time_point* restarted) {
+    const fs::path watch = make_dir("watch");
+    start_receiver(log1, {}, /*once=*/false);
+    std::vector<std::string> args = {
+        "--watch",          watch.string(), "--state-dir", state().string(),
+        "--history-repeat", "5s,15s",       "--rate",      "20"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    start_sender(args);
+    const auto t0 = steady_clock::now();
+    for (int i = 0; i < 300; ++i) {
+      std::this_thread::sleep_until(t0 + milliseconds(200 * i));
+      if (i == 100) {
+        receiver_->signal(SIGKILL);
+        ASSERT_EQ(receiver_->wait(seconds(20)), 128 + SIGKILL);
+      }
+      if (i == 175) {
+        start_receiver(log2, {}, /*once=*/false);
+        *restarted = steady_clock::now();
+      }
+      // Written whole beside the folder, then linked in: the hot folder takes it as it appears,
+      // and deletes (or moves) its link once sent; the source stays to compare with.
+      const std::string rel = "hot/f" + std::to_string(1000 + i) + ".bin";
+      write_small(src_ / rel, 16 * 1024 + static_cast<size_t>(i), static_cast<uint64_t>(i));
+      fs::create_directories((watch / rel).parent_path());
+      fs::create_hard_link(src_ / rel, watch / rel);
+      paths->push_back(rel);
+    }
+  }
   static size_t count_of(const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -55,32 +88,10 @@ class Outage : public Named {
 // started again at 35 s. Without resends, every file is delivered or named within two history
 // repeats of the restart.
 TEST_F(Outage, AHotFolderWhoseReceiverIsKilledAndRestartedHasEveryFileDeliveredOrNamed) {
-  const fs::path watch = make_dir("watch");
   const fs::path log1 = base_ / "receive1.log", log2 = base_ / "receive2.log";
-  start_receiver(log1, {}, /*once=*/false);
-  start_sender({"--watch", watch.string(), "--state-dir", state().string(), "--history-repeat",
-                "5s,15s", "--rate", "20"});
   std::vector<std::string> paths;
-  const auto t0 = steady_clock::now();
   steady_clock::time_point restarted{};
-  for (int i = 0; i < 300; ++i) {
-    std::this_thread::sleep_until(t0 + milliseconds(200 * i));
-    if (i == 100) {
-      receiver_->signal(SIGKILL);
-      ASSERT_EQ(receiver_->wait(seconds(20)), 128 + SIGKILL);
-    }
-    if (i == 175) {
-      start_receiver(log2, {}, /*once=*/false);
-      restarted = steady_clock::now();
-    }
-    // Written whole beside the folder, then linked in: the hot folder takes it as it appears,
-    // and deletes its link once sent; the source stays to compare with.
-    const std::string rel = "hot/f" + std::to_string(1000 + i) + ".bin";
-    write_small(src_ / rel, 16 * 1024 + static_cast<size_t>(i), static_cast<uint64_t>(i));
-    fs::create_directories((watch / rel).parent_path());
-    fs::create_hard_link(src_ / rel, watch / rel);
-    paths.push_back(rel);
-  }
+  ASSERT_NO_FATAL_FAILURE(hot_folder_outage({}, log1, log2, &paths, &restarted));
   // The files sent while it was down within two repeats (15 s) of the restart, 25 s ago; the
   // rest as they come, the last within a few seconds.
   const auto written = steady_clock::now();
@@ -114,6 +125,61 @@ TEST_F(Outage, AHotFolderWhoseReceiverIsKilledAndRestartedHasEveryFileDeliveredO
             << " by the history), " << paths.size() - o.delivered.size() - o.failed.size()
             << " lost; all settled " << after_last << " s after the last file was written, "
             << after_restart << " s after the restart\n";
+}
+
+// The same outage with --resend-after 30s (and a retention folder to resend from): every file
+// is delivered byte for byte, none twice, and no record is left open: each file the outage cost
+// was named, then delivered by its resend, which resolved its record.
+TEST_F(Outage, AHotFolderWithResendsHasEveryFileDeliveredOnceAfterTheReceiverWasKilled) {
+  const fs::path log1 = base_ / "receive1.log", log2 = base_ / "receive2.log";
+  const fs::path sent = make_dir("sent");
+  std::vector<std::string> paths;
+  steady_clock::time_point restarted{};
+  ASSERT_NO_FATAL_FAILURE(hot_folder_outage(
+      {"--resend-after", "30s", "--sent-dir", sent.string(), "--sent-keep-hours", "1"}, log1, log2,
+      &paths, &restarted));
+  const auto passed_once = [&] {
+    std::map<std::string, int> n;
+    for (const fs::path& l : {log1, log2}) {
+      for (const std::string& p : passed_paths(read_file(l))) ++n[p];
+    }
+    return n;
+  };
+  // The last files' resends 30 s after them.
+  EXPECT_TRUE(eventually([&] { return passed_once().size() >= paths.size(); }, seconds(60)))
+      << passed_once().size() << " of " << paths.size();
+  // And the last resends of all, of files delivered already: skipped.
+  EXPECT_TRUE(eventually(
+      [&] { return count_of(read_file(log2), ": a copy of the file delivered in session") >= 100; },
+      seconds(40)));
+  sender_->signal(SIGTERM);
+  EXPECT_EQ(sender_->wait(seconds(30)), 0) << tx_log();
+  receiver_->signal(SIGTERM);
+  EXPECT_EQ(receiver_->wait(seconds(30)), 0) << read_file(log2);
+
+  const std::map<std::string, int> passed = passed_once();
+  size_t delivered = 0;
+  for (const std::string& p : paths) {
+    const auto it = passed.find(p);
+    EXPECT_TRUE(it != passed.end() && it->second == 1)
+        << p << ": logged Passed " << (it == passed.end() ? 0 : it->second);
+    delivered += same_content(src_ / p, out_ / p);
+  }
+  EXPECT_EQ(delivered, paths.size());
+  EXPECT_FALSE(fs::exists(out_ / "hot" / "f1000.1.bin")) << "a second copy under a final name";
+  size_t resolved = 0;
+  const std::vector<fs::path> records = failed_records(out_);
+  for (const fs::path& rec : records) {
+    const bool closed =
+        read_file(rec).find("\"resolved\": \"delivered on resend") != std::string::npos;
+    EXPECT_TRUE(closed) << "an open record: " << read_file(rec);
+    resolved += closed;
+  }
+  const size_t resent = count_of(read_file(log2), ": delivered on resend (session ");
+  std::cout << "hot folder with --resend-after 30s, receiver killed at 20 s and back at 35 s: "
+            << paths.size() << " sent, " << delivered << " delivered (once each), "
+            << records.size() << " named then delivered on resend (" << resolved
+            << " records resolved, " << resent << " resend lines), 0 open, 0 lost\n";
 }
 
 // The receiver is down for a whole one-shot batch. The next run of the sender on that host
