@@ -270,6 +270,7 @@ HistoryRecorder::HistoryRecorder(History& history, uint64_t sender_id, common::V
                                  History::WallNs wall_ns)
     : history_(history), sender_id_(sender_id), verify_(verify), wall_ns_(std::move(wall_ns)) {
   if (!wall_ns_) wall_ns_ = common::wall_clock_ns;
+  last_mark_ns_ = wall_ns_();  // the first mark a minute on, or at the session's end
 }
 
 void HistoryRecorder::file_sent_via(const FileMeta& file, const common::Digest& digest,

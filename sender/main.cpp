@@ -192,6 +192,24 @@ void resend_from_request(const sender::SenderConfig& cfg, sender::FileList& list
                cfg.resend_request, requests.size(), list.files.size(), list.errors.size() - before);
 }
 
+std::unique_ptr<sender::ResendSchedule> open_resends(const sender::SenderConfig& cfg) {
+  if (cfg.resend_after.empty()) return nullptr;
+  return std::make_unique<sender::ResendSchedule>(cfg.resend_after, cfg.verify,
+                                                  common::SteadyClock::instance());
+}
+
+// The session: the hot folder's, or the list's (then, with --resend-after, its resends as they
+// come due).
+sender::SendTotals run_session(sender::Sender& s, sender::HotFolder* hot,
+                               const sender::FileList& list, sender::ResendSchedule* resends,
+                               std::stop_token stop) {
+  if (hot != nullptr) return s.run(*hot, stop);
+  if (resends == nullptr) return s.run(list.files, stop);
+  sender::ListSource listed(list.files);
+  sender::ResendingSource resending(listed, *resends);
+  return s.run(resending, stop);
+}
+
 // The session's last line: what it sent, and what of the wire the history's repeats took.
 void log_done(const sender::SendTotals& t, uint64_t failed, uint64_t links) {
   spdlog::info("Info: session {:016x} done: {} file(s) sent, {} failed, {} bytes, {} datagrams{}{}",
@@ -252,11 +270,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<sender::HotFolder> hot;
     sender::FileList list;
     // --resend-after: what was sent goes again, from the hot folder's next() or after the list.
-    const std::unique_ptr<sender::ResendSchedule> resends =
-        cfg.resend_after.empty()
-            ? nullptr
-            : std::make_unique<sender::ResendSchedule>(cfg.resend_after, cfg.verify,
-                                                       common::SteadyClock::instance());
+    const std::unique_ptr<sender::ResendSchedule> resends = open_resends(cfg);
     if (!cfg.watch_dir.empty()) {
       hot = open_hot_folder(cfg, manifest.get(), status, resends.get());
     } else {
@@ -283,12 +297,7 @@ int main(int argc, char** argv) {
     if (hot) s.add_observer(hot.get());
     const std::unique_ptr<sender::ProgressDisplay> progress = make_progress(cfg, hot.get(), list);
     if (progress) s.add_observer(progress.get());
-    sender::ListSource listed(list.files);
-    std::optional<sender::ResendingSource> resending;
-    if (resends) resending.emplace(listed, *resends);
-    const sender::SendTotals t = hot         ? s.run(*hot, stop.get_token())
-                                 : resending ? s.run(*resending, stop.get_token())
-                                             : s.run(list.files, stop.get_token());
+    const sender::SendTotals t = run_session(s, hot.get(), list, resends.get(), stop.get_token());
 
     if (manifest && !list.errors.empty()) add_unread_sources(*manifest, list);
     const uint64_t failed = t.files_failed + list.errors.size() + (hot ? hot->links_failed() : 0);

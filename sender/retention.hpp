@@ -6,9 +6,9 @@
 // "<moved ns> <size> <path below SENT_DIR as a JSON string>". Pruning reads it from the oldest
 // line on, removes each file past the window (or, past the size bound, the oldest ones), and
 // appends "X <offset>": the lines before that offset are of files removed. The index is
-// rewritten without them once they are half of it (and over 1 MiB). A file younger than `protect_for`
-// (the history's last repeat on the wire, after which a receiver can no longer name it as
-// missed) is never removed for the size bound; the bound is then exceeded, with a warning.
+// rewritten without them once they are half of it (and over 1 MiB). A file younger than
+// `protect_for` (the history's last repeat on the wire, after which a receiver can no longer name
+// it as missed) is never removed for the size bound; the bound is then exceeded, with a warning.
 //
 // Thread-safe (the transmit threads' observer calls, the hot folder's start).
 #pragma once
