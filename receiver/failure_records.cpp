@@ -80,8 +80,10 @@ void FailureRecords::refuse(const FailureRecord& rec, const std::string& reason)
   });
 }
 
-void FailureRecords::write(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
+void FailureRecords::write(const FailureRecord& given, std::shared_ptr<TempFile> tmp,
                            std::function<void(const std::string&)> then) {
+  FailureRecord rec = given;
+  if (rec.sender_id == 0 && sender_of_) rec.sender_id = sender_of_(rec.file.session);
   auto where = std::make_shared<std::string>();
   // The journal's F line first, naming the record to come: a crash before the record is
   // written, or before its Error line is logged, is finished at the next start (the record

@@ -51,6 +51,8 @@ class FailureRecords {
 
   // The journal that gets F and L lines (may be null); it must outlive this.
   void set_journal(OutcomeLog* journal) { journal_ = journal; }
+  // The id of the sender of session `s` (0 when not known), for the records that do not say.
+  void set_sender_of(std::function<uint64_t(uint64_t)> fn) { sender_of_ = std::move(fn); }
   // Called on this thread with each file whose record was written, and where.
   void set_on_recorded(std::function<void(const common::FileIdentity&, const std::string&)> fn) {
     on_recorded_ = std::move(fn);
@@ -97,6 +99,7 @@ class FailureRecords {
   AssemblerCounters& counters_;
   OutcomeLog* journal_ = nullptr;
   std::function<void(const common::FileIdentity&, const std::string&)> on_recorded_;
+  std::function<uint64_t(uint64_t)> sender_of_;
   common::Clock::time_point window_{};
   uint64_t in_window_ = 0;
   uint64_t vouched_in_window_ = 0;

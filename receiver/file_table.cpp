@@ -30,6 +30,9 @@ FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, comm
       files_bound_(files_in_flight_bound(cfg.max_files_in_flight)),
       settled_(duration_cast<nanoseconds>(duration<double>(cfg.journal_hours * 3600))),
       zframes_(cfg.compress_buffer_mb << 20) {
+  records_.set_sender_of([this](uint64_t s) {
+    return gate_ != nullptr && s == session_ ? gate_->sender_id() : uint64_t{0};
+  });
   records_.set_on_recorded([this](const common::FileIdentity& f, const std::string& where) {
     settled_.add(f.session, f.file_id, clock_.now(), SettledFiles::Fate::kFailed, where);
   });

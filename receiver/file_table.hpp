@@ -163,7 +163,7 @@ class FileTable final : private Finisher::Owner {
   void record_unannounced(const common::FileListEntry& e, const std::string& lane_note = {});
   // A file of session `session` named only by the sender's history, recorded with `reason`
   // (as record_unannounced(), but for any session).
-  void record_missed(const common::HistoryRecord& r, const std::string& reason);
+  void record_missed(const common::HistoryRecord& r, const std::string& reason, uint64_t sender_id);
   // Whether history record `r`'s lane goes to another receiver's host.
   bool left_elsewhere(const common::HistoryRecord& r) const;
   // Why the file of `r` never reached this receiver.

@@ -32,7 +32,7 @@ void FileTable::handle_history(const Packet& p) {
       continue;
     }
     if (left_elsewhere(r)) continue;
-    record_missed(r, missed_reason(r));
+    record_missed(r, missed_reason(r), bundle.sender_id);
   }
 }
 
@@ -60,7 +60,8 @@ std::string FileTable::missed_reason(const HistoryRecord& r) const {
       when, r.file.session, r.file.file_id);
 }
 
-void FileTable::record_missed(const HistoryRecord& r, const std::string& reason) {
+void FileTable::record_missed(const HistoryRecord& r, const std::string& reason,
+                              uint64_t sender_id) {
   const bool current = r.file.session == session_;
   settled_.add(r.file.session, r.file.file_id, clock_.now());
   if (current) seen_ids_.insert(r.file.file_id);
@@ -88,6 +89,7 @@ void FileTable::record_missed(const HistoryRecord& r, const std::string& reason)
   if (current) ++session_files_.failed;
   FailureRecord rec;
   rec.file = r.file;
+  rec.sender_id = sender_id;
   if (r.file.size > 0) {
     rec.missing.emplace_back(0, r.file.size);
     rec.missing_ranges_total = 1;

@@ -92,6 +92,7 @@ struct TempFile {
 
 struct FailureRecord {
   common::FileIdentity file;  // the size and digest the sender announced
+  uint64_t sender_id = 0;     // the sender's id (kSenderInfo); 0: not known (no "sender" member)
   uint64_t bytes_received = 0;
   std::vector<std::pair<uint64_t, uint64_t>> missing;  // [start, end) byte ranges, maybe cut
   uint64_t missing_ranges_total = 0;                   // before the cut

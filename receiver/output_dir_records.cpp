@@ -77,6 +77,7 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
   json += fmt::format("  \"name\": {},\n", common::json_quote(rec.file.path));
   json += fmt::format("  \"session\": \"{:016x}\",\n  \"file_id\": {},\n", rec.file.session,
                       rec.file.file_id);
+  if (rec.sender_id != 0) json += fmt::format("  \"sender\": \"{:016x}\",\n", rec.sender_id);
   json += fmt::format("  \"expected_size\": {},\n  \"bytes_received\": {},\n", rec.file.size,
                       rec.bytes_received);
   if (rec.repairs_known) {

@@ -59,6 +59,7 @@ TEST_F(FileTableHistoryTest, AFileOfAnEarlierSessionNeverGotIsRecordedOnceWithWh
             std::string::npos)
       << rec;
   EXPECT_NE(rec.find("sent at 2026-11-28T"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("\"sender\": \"000000000000feed\""), std::string::npos) << rec;
   EXPECT_NE(rec.find("00112233445566778899aabbccddeeff"), std::string::npos)
       << "the record carries the sender's digest\n"
       << rec;
