@@ -43,10 +43,7 @@ void FileTable::set_earlier(
     const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>& failed) {
   journal_ = journal;
   const auto now = clock_.now();
-  settled_.reserve(known.size());
-  for (const auto& [session, id] : known) {
-    settled_.add(session, id, now, SettledFiles::Fate::kPassed);
-  }
+  settled_.add_all(known, now, SettledFiles::Fate::kPassed);
   for (const auto& [key, record] : failed) {
     settled_.add(key.first, key.second, now, SettledFiles::Fate::kFailed, record);
   }

@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "common/clock.hpp"
 
@@ -52,8 +53,13 @@ class SettledFiles {
       older_.records.erase(k);
     }
   }
-  // Room for `n` more without rehashing (a start-up's journal, all at once).
-  void reserve(size_t n) { newer_.fate.reserve(newer_.fate.size() + n); }
+  // The files a start-up's journal knows, all at once, each with `fate` (before any add()).
+  void add_all(const std::vector<std::pair<uint64_t, uint32_t>>& keys,
+               common::Clock::time_point now, Fate fate) {
+    rotate(now);
+    newer_.fate.reserve(newer_.fate.size() + keys.size());
+    for (const Key& k : keys) newer_.fate.insert_or_assign(k, fate);
+  }
   bool contains(uint64_t session, uint32_t id) const { return fate(session, id).has_value(); }
   std::optional<Fate> fate(uint64_t session, uint32_t id) const {
     const Key k{session, id};
