@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/history_wire.hpp"
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "fuzz_support.hpp"
@@ -240,6 +241,18 @@ void packet_seeds(Writer& w) {
   w.put("packet", "zdata-last", with_ctl(1, z.back()));
   // The sender's id and where its lanes go: three lanes, the first two to one host.
   w.put("packet", "sender-info", with_ctl(0, s.sender_info(0xfeedfacecafe, {0, 0, 2})));
+  // The sender's history (a compressed body) and a resend's notice.
+  ddft::common::HistoryRecord h;
+  h.file = {0x0123456789abcdef, 4,
+            "dir/missed.bin",   5000,
+            VerifyType::kB2B,   "00112233445566778899aabbccddeeff"};
+  h.sent_ns = 1'795'867'200'000'000'000;
+  h.lane = 1;
+  ddft::common::HistoryRecord h2 = h;
+  h2.file.file_id = 5;
+  h2.file.path = "dir/missed-too.bin";
+  w.put("packet", "history", with_ctl(1, s.history(0xfeedfacecafe, {h, h2})));
+  w.put("packet", "resend", with_ctl(1, s.resend(9, h.file)));
 }
 
 void announce_seeds(Writer& w) {
