@@ -88,13 +88,13 @@ Origin origin_of(const File& f, std::string sender) {
   return o;
 }
 
-File listed_file(const common::FileListEntry& e, uint64_t session) {
+File named_file(const common::FileIdentity& id) {
   File f;
-  f.session = session;
-  f.id = e.file_id;
-  f.path = std::string(e.path);
-  f.size = e.size;
-  f.verify = e.verify;
+  f.session = id.session;
+  f.id = id.file_id;
+  f.path = id.path;
+  f.size = id.size;
+  f.verify = id.verify;
   return f;
 }
 

@@ -35,8 +35,8 @@ std::string size_refusal(const ReceiverConfig& cfg, uint64_t size, uint64_t chun
                          uint64_t promised, uint64_t free);
 // The origin written beside `f`'s temporary file.
 Origin origin_of(const File& f, std::string sender);
-// The file list entry `e` of `session` as a File (its name, id, size and verification).
-File listed_file(const common::FileListEntry& e, uint64_t session);
+// The file `id` names as a File (its session, name, id, size and verification).
+File named_file(const common::FileIdentity& id);
 // The record of `f`, refused in `session` for `reason`.
 FailureRecord refusal_record(const File& f, uint64_t session, const std::string& reason);
 // The record of a file of `session` that only the sender's file list names.

@@ -161,6 +161,11 @@ class FileTable final : private Finisher::Owner {
   void on_created(File& f, bool ok, const std::string& reason);
   void refuse(const File& f, const std::string& reason);
   void record_unannounced(const common::FileListEntry& e, const std::string& lane_note = {});
+  // A file this receiver never heard of, named by the sender's `named_by` ("file list",
+  // "history"): refused when its name would have been, left out when the filter would have
+  // dropped it, else recorded as failed with `rec` (its lane, of this session's, from
+  // `sender_lane`). True when recorded as failed.
+  bool record_unheard(FailureRecord rec, int sender_lane, const char* named_by);
   // A file of session `session` named only by the sender's history, recorded with `reason`
   // (as record_unannounced(), but for any session).
   void record_missed(const common::HistoryRecord& r, const std::string& reason, uint64_t sender_id);

@@ -65,28 +65,6 @@ void FileTable::record_missed(const HistoryRecord& r, const std::string& reason,
   const bool current = r.file.session == session_;
   settled_.add(r.file.session, r.file.file_id, clock_.now());
   if (current) seen_ids_.insert(r.file.file_id);
-  // What its announce would have met: a name the receiver refuses is refused, a filtered one is
-  // policy.
-  if (std::string why = out_.check_path(r.file.path); !why.empty()) {
-    ++counters_.files_refused;
-    FailureRecord rec;
-    rec.file = r.file;
-    rec.reason = "refused: " + why;
-    records_.refuse(rec, why);
-    return;
-  }
-  if (!cfg_.filter.empty()) {
-    if (auto why = cfg_.filter.refusal(r.file.path)) {
-      ++counters_.files_filtered;
-      if (current) filtered_ids_.insert(r.file.file_id);
-      spdlog::info("Info: filtered {}: {} (named by the sender's history)",
-                   common::json_quote(r.file.path), *why);
-      return;
-    }
-  }
-  ++counters_.files_failed;
-  ++counters_.files_missed;
-  if (current) ++session_files_.failed;
   FailureRecord rec;
   rec.file = r.file;
   rec.sender_id = sender_id;
@@ -95,11 +73,7 @@ void FileTable::record_missed(const HistoryRecord& r, const std::string& reason,
     rec.missing_ranges_total = 1;
   }
   rec.reason = reason;
-  if (current && gate_ != nullptr && gate_->lanes() > 1) {
-    const int lane = r.lane >= 0 ? gate_->lane_of_sender(r.lane) : -1;
-    rec.lane = r.lane == common::kLaneAll ? common::kLaneAll : lane >= 0 ? lane : r.lane;
-  }
-  records_.write_named(std::move(rec), /*vouched=*/true);
+  if (record_unheard(std::move(rec), r.lane, "history")) ++counters_.files_missed;
 }
 
 void FileTable::handle_resend(const Packet& p) {

@@ -225,36 +225,46 @@ std::string FileTable::lane_note(const File& f) const {
 
 // A listed file this receiver never heard of: recorded as failed, named.
 void FileTable::record_unannounced(const common::FileListEntry& e, const std::string& lane_note) {
-  const std::string path(e.path);
-  // What its announce would have met: a name the receiver refuses is refused, a filtered one is
-  // policy; either way as the announce would have been handled.
-  if (std::string why = out_.check_path(path); !why.empty()) {
-    refuse(listed_file(e, session_), why);
-    return;
-  }
-  if (!cfg_.filter.empty()) {
-    if (auto why = cfg_.filter.refusal(path)) {
-      ++counters_.files_filtered;
-      ++session_files_.filtered;
-      filtered_ids_.insert(e.file_id);
-      spdlog::info("Info: filtered {}: {} (named by the sender's file list)",
-                   common::json_quote(path), *why);
-      return;
-    }
-  }
-  ++counters_.files_failed;
-  ++counters_.files_unannounced;
-  ++session_files_.failed;
   FailureRecord rec = unannounced_record(e, session_);
   if (std::string before = sent_before_joining(e); !before.empty()) rec.reason = std::move(before);
   rec.reason += lane_note;
-  if (gate_ != nullptr && gate_->lanes() > 1 && e.lane == common::kLaneAll) {
-    rec.lane = common::kLaneAll;  // "lane": "striped", as for a striped file that failed
-  } else if (gate_ != nullptr && gate_->lanes() > 1 && e.lane >= 0) {
-    const int lane = gate_->lane_of_sender(e.lane);
-    rec.lane = lane >= 0 ? lane : e.lane;
+  if (record_unheard(std::move(rec), e.lane, "file list")) ++counters_.files_unannounced;
+}
+
+bool FileTable::record_unheard(FailureRecord rec, int sender_lane, const char* named_by) {
+  const bool current = rec.file.session == session_;
+  // What its announce would have met: a name the receiver refuses is refused, a filtered one is
+  // policy; either way as the announce would have been handled.
+  if (std::string why = out_.check_path(rec.file.path); !why.empty()) {
+    ++counters_.files_refused;
+    if (current) ++session_files_.refused;
+    records_.refuse(refusal_record(named_file(rec.file), rec.file.session, why), why);
+    return false;
+  }
+  if (!cfg_.filter.empty()) {
+    if (auto why = cfg_.filter.refusal(rec.file.path)) {
+      ++counters_.files_filtered;
+      if (current) {
+        ++session_files_.filtered;
+        filtered_ids_.insert(rec.file.file_id);
+      }
+      spdlog::info("Info: filtered {}: {} (named by the sender's {})",
+                   common::json_quote(rec.file.path), *why, named_by);
+      return false;
+    }
+  }
+  ++counters_.files_failed;
+  if (current) ++session_files_.failed;
+  if (current && gate_ != nullptr && gate_->lanes() > 1) {
+    if (sender_lane == common::kLaneAll) {
+      rec.lane = common::kLaneAll;  // "lane": "striped", as for a striped file that failed
+    } else if (sender_lane >= 0) {
+      const int lane = gate_->lane_of_sender(sender_lane);
+      rec.lane = lane >= 0 ? lane : sender_lane;
+    }
   }
   records_.write_named(std::move(rec), /*vouched=*/true);
+  return true;
 }
 
 }  // namespace ddft::receiver

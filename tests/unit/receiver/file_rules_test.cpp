@@ -55,7 +55,10 @@ TEST(FileRules, RecordsOfRefusedAndUnannouncedFiles) {
   ASSERT_EQ(u.missing.size(), 1u);
   EXPECT_EQ(u.missing[0].second, 300u);
   EXPECT_TRUE(u.file.digest.empty());
-  const File f = listed_file(e, 5);
+  const File f = named_file(u.file);
+  EXPECT_EQ(f.session, 5u);
+  EXPECT_EQ(f.id, 4u);
+  EXPECT_EQ(f.size, 300u);
   const FailureRecord r = refusal_record(f, 5, "bad name");
   EXPECT_EQ(r.reason, "refused: bad name");
   EXPECT_EQ(r.file.path, "gone.bin");
