@@ -66,12 +66,12 @@ inline bool write_all(int fd, std::string_view data) {
   return true;
 }
 
-// Everything `fd` holds from offset 0 on (pread: its position stays), retrying on EINTR; what
-// was read before an error.
-inline std::string read_whole(int fd) {
+// Everything `fd` holds from offset `from` on (pread: its position stays), retrying on EINTR;
+// what was read before an error.
+inline std::string read_whole(int fd, off_t from = 0) {
   std::string text;
   char buf[65536];
-  for (off_t pos = 0;;) {
+  for (off_t pos = from;;) {
     const ssize_t n = ::pread(fd, buf, sizeof buf, pos);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -98,6 +98,13 @@ inline bool replace_file_at(int dir_fd, const std::string& name, std::string_vie
     return false;
   }
   return true;
+}
+
+// replace_file_at() in the folder at path `dir`. False with errno set when it cannot be opened.
+inline bool replace_file_in(const std::string& dir, const std::string& name,
+                            std::string_view text) {
+  const UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return d && replace_file_at(d.get(), name, text);
 }
 
 }  // namespace ddft::common

@@ -36,12 +36,6 @@ void make_dir(const std::string& dir) {
   ::chmod(dir.c_str(), 0700);
 }
 
-// Replaces `dir`/`name` with `text` whole (common::replace_file_at()).
-bool replace_file(const std::string& dir, const std::string& name, const std::string& text) {
-  const common::UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  return d && common::replace_file_at(d.get(), name, text);
-}
-
 // Takes the space-separated field at the front of `*rest` as a number in `base`.
 template <typename T>
 bool take_number(std::string_view* rest, int base, T* out) {
@@ -155,7 +149,7 @@ uint64_t sender_id_in(const std::string& dir, std::optional<uint64_t> wanted) {
     std::random_device rd;
     while (id == 0) id = (uint64_t{rd()} << 32) | rd();
   }
-  if (!replace_file(dir, kSenderIdFile, fmt::format("{:016x}\n", id))) {
+  if (!common::replace_file_in(dir, kSenderIdFile, fmt::format("{:016x}\n", id))) {
     throw std::runtime_error(
         fmt::format("the sender id file '{}' cannot be written: {}", path, errno_text()));
   }
@@ -217,7 +211,7 @@ History::History(const std::string& dir, HistoryLimits limits, WallNs wall_ns)
     rest.reserve(bytes + 32);
     for (size_t i = first; i < kept.size(); ++i) rest += kept[i];
     if (sent_up_to_ != 0) rest += fmt::format("W {}\n", sent_up_to_);
-    if (!replace_file(dir_, kHistoryFile, rest)) {
+    if (!common::replace_file_in(dir_, kHistoryFile, rest)) {
       throw std::runtime_error(
           fmt::format("the sender's history '{}' cannot be rewritten: {}", path_, errno_text()));
     }

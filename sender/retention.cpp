@@ -40,11 +40,25 @@ bool parse_line(std::string_view text, Line* out) {
          out->path.find("..") == std::string::npos && out->path.front() != '/';
 }
 
-std::string read_from(const std::string& path, uint64_t offset) {
+// Index bytes read at a time while pruning.
+constexpr size_t kPruneChunk = size_t{1} << 20;
+
+// The index from `offset` on (what pruning has not passed yet), at most `most` bytes.
+std::string read_from(const std::string& path, uint64_t offset, size_t most = SIZE_MAX) {
   const common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return {};
-  std::string all = common::read_whole(fd.get());
-  return offset >= all.size() ? std::string() : all.substr(offset);
+  if (most == SIZE_MAX) return common::read_whole(fd.get(), static_cast<off_t>(offset));
+  std::string text(most, '\0');
+  size_t got = 0;
+  while (got < most) {
+    const ssize_t n =
+        ::pread(fd.get(), text.data() + got, most - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
+  return text;
 }
 
 }  // namespace
@@ -122,52 +136,53 @@ size_t Retention::prune(bool now_anyway) {
   return removed;
 }
 
-bool Retention::prune_locked(int64_t now, size_t* removed) {
-  const int64_t keep_ns = std::chrono::nanoseconds(limits_.keep_for).count();
-  const int64_t protect_ns = std::chrono::nanoseconds(limits_.protect_for).count();
-  const std::string text = read_from(index_, head_);
-  size_t at = 0;
-  while (at < text.size()) {
-    const size_t nl = text.find('\n', at);
-    if (nl == std::string::npos) break;
-    Line l;
-    const bool ok = parse_line(std::string_view(text).substr(at, nl - at), &l);
-    if (ok) {
-      const int64_t age = now - l.moved_ns;
-      const bool too_old = keep_ns > 0 && age > keep_ns;
-      const bool too_big = limits_.max_bytes > 0 && bytes_ > limits_.max_bytes;
-      if (!too_old && !too_big) break;
-      if (!too_old && age < protect_ns) {
-        if (!warned_) {
-          warned_ = true;
-          spdlog::warn(
-              "Warn: the retention folder '{}' holds {} bytes, over --sent-keep-gb, but its "
-              "oldest files may still be asked for (their history is still on the wire): kept",
-              dir_, bytes_);
-        }
-        break;
+void Retention::prune_locked(int64_t now, size_t* removed) {
+  // The index from its oldest kept line on, a chunk at a time: pruning stops at the first file
+  // to keep, so it reads about what it removes, not the whole index.
+  for (;;) {
+    const std::string text = read_from(index_, head_, kPruneChunk);
+    size_t at = 0;
+    for (size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+      Line l;
+      if (parse_line(std::string_view(text).substr(at, nl - at), &l)) {
+        if (!remove_oldest(l.moved_ns, l.size, l.path, now)) return;
+        ++*removed;
       }
-      const std::string file = dir_ + "/" + l.path;
-      if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
-        spdlog::warn("Warn: the retention folder: cannot remove '{}': {}", file,
-                     std::strerror(errno));
-      }
-      bytes_ -= std::min(bytes_, l.size);
-      if (files_ > 0) --files_;
-      ++*removed;
+      head_ += nl + 1 - at;
     }
-    head_ += nl + 1 - at;
-    at = nl + 1;
+    if (at == 0) return;  // no whole line left
   }
+}
+
+bool Retention::remove_oldest(int64_t moved_ns, uint64_t size, const std::string& path,
+                              int64_t now) {
+  const int64_t age = now - moved_ns;
+  const bool too_old =
+      limits_.keep_for.count() > 0 && age > std::chrono::nanoseconds(limits_.keep_for).count();
+  const bool too_big = limits_.max_bytes > 0 && bytes_ > limits_.max_bytes;
+  if (!too_old && !too_big) return false;
+  if (!too_old && age < std::chrono::nanoseconds(limits_.protect_for).count()) {
+    if (!warned_) {
+      warned_ = true;
+      spdlog::warn(
+          "Warn: the retention folder '{}' holds {} bytes, over --sent-keep-gb, but its oldest "
+          "files may still be asked for (their history is still on the wire): kept",
+          dir_, bytes_);
+    }
+    return false;
+  }
+  const std::string file = dir_ + "/" + path;
+  if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+    spdlog::warn("Warn: the retention folder: cannot remove '{}': {}", file, std::strerror(errno));
+  }
+  bytes_ -= std::min(bytes_, size);
+  if (files_ > 0) --files_;
   return true;
 }
 
 void Retention::compact_locked() {
   const std::string rest = read_from(index_, head_);
-  const size_t slash = index_.rfind('/');
-  const common::UniqueFd d(
-      ::open(index_.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!d || !common::replace_file_at(d.get(), index_.substr(slash + 1), rest)) return;
+  if (!common::replace_file_in(dir_, kRetentionIndex, rest)) return;
   head_ = 0;
   end_ = rest.size();
 }

@@ -47,8 +47,11 @@ class Retention {
   uint64_t files() const;
 
  private:
-  bool prune_locked(int64_t now, size_t* removed);  // mu_ held
-  void compact_locked();                            // mu_ held
+  void prune_locked(int64_t now, size_t* removed);  // mu_ held
+  // The oldest file kept (moved in at `moved_ns`, `size` bytes, `path` below the folder): removed
+  // when past the limits, and true; false when it stays, and so does every later one (mu_ held).
+  bool remove_oldest(int64_t moved_ns, uint64_t size, const std::string& path, int64_t now);
+  void compact_locked();  // mu_ held
 
   std::string dir_;
   std::string index_;

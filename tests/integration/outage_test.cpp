@@ -82,7 +82,6 @@ class Outage : public Named {
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
   }
-  static std::string fmt_count(size_t n) { return std::to_string(n); }
   static size_t missed(const Outcome& o) {
     size_t n = 0;
     for (const auto& [p, rec] : o.failed) n += std::regex_search(rec.reason, kMissedReason);
@@ -272,7 +271,7 @@ TEST_F(Outage, AResendRequestRoundTripDeliversWhatALossyLinkLostAndResolvesTheRe
   }
   start_sender(resend);
   ASSERT_EQ(sender_->wait(seconds(30)), 0) << tx_log();
-  EXPECT_NE(tx_log().find(fmt_count(lost) + " to send again, 0 refused"), std::string::npos)
+  EXPECT_NE(tx_log().find(std::to_string(lost) + " to send again, 0 refused"), std::string::npos)
       << tx_log();
   ASSERT_TRUE(eventually(
       [&] { return count_of(read_file(log), ": delivered on resend (session ") >= lost; },
