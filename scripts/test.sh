@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Does all set-up, builds, and runs every test: the whole ctest suite (build/), the Debian package
-# built from build/ and checked (scripts/package_check.sh), the same suite again under
-# AddressSanitizer and UndefinedBehaviorSanitizer (scripts/sanitize.sh, build-asan/), then each
-# fuzz harness for a bounded time (scripts/fuzz.sh, build-fuzz/; DDFT_FUZZ_SECONDS per
-# harness, default 30). Stops at the first part that fails; prints the time each part took.
+# built from build/ and checked (scripts/package_check.sh), the unit, integration and script tests
+# again under AddressSanitizer and UndefinedBehaviorSanitizer (scripts/sanitize.sh, build-asan/:
+# source checks left out, GiB-sized script tests small), then each fuzz harness for a bounded time
+# (scripts/fuzz.sh, build-fuzz/; DDFT_FUZZ_SECONDS per harness, default 30). Stops at the first
+# part that fails; prints the time each part took.
+#
+# After each ctest pass, scripts/ctest_report.py lists every skipped test with its reason and fails
+# the pass when a test of tests/required_tests.txt was skipped on a host that can run it; a test
+# this host cannot run is named on a NOT TESTED line. The summary at the end repeats those lines.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 times=()
@@ -13,11 +18,28 @@ part() {  # part NAME COMMAND...: runs it and records its duration
   "$@"
   times+=("$name $((SECONDS - start)) s")
 }
-run_ctest() { (cd "$repo/build" && ctest --output-on-failure --parallel 2 --timeout 300); }
+# What each ctest pass skipped, and the required tests it missed (scripts/ctest_report.py), for
+# the summary at the end.
+report="$repo/build/ctest-report.txt"
+run_ctest() {
+  local rc=0
+  (cd "$repo/build" && ctest --output-on-failure --parallel 2 --timeout 300 \
+    --output-junit "$repo/build/ctest-results.xml") || rc=$?
+  python3 "$repo/scripts/ctest_report.py" "$repo/build/ctest-results.xml" \
+    --required "$repo/tests/required_tests.txt" | tee "$report" || rc=1
+  return "$rc"
+}
+# The skips and the tests a host could not run, of both passes, once more at the end where they
+# cannot be missed.
+summary() {
+  grep -hE '^ctest_report: (skipped|NOT TESTED|FAIL)' "$report" "$repo/build-asan/ctest-report.txt" \
+    2> /dev/null | sed 's/^ctest_report: /test.sh: /'
+}
 
 part "build" bash "$repo/scripts/build.sh"
 part "tests" run_ctest
 part "package" bash "$repo/scripts/package_check.sh" "$repo/build"
 part "sanitizers (build and tests)" bash "$repo/scripts/sanitize.sh"
 part "fuzzing (build and runs)" bash "$repo/scripts/fuzz.sh"
+summary
 echo "test.sh: all passed; $(IFS=';'; echo "${times[*]}" | sed 's/;/, /g')"
