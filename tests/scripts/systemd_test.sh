@@ -12,11 +12,14 @@
 #      a watchdog) as under the unit: READY=1, WATCHDOG=1 and STOPPING=1 arrive (with python3);
 #   5. (as root) the unit's credentials, emulated with setpriv: no capabilities at all, yet the
 #      receiver runs at the unit's nice and realtime IO class, and receives a file;
-#   6. (as root, with systemd as PID 1) the unit started for real, receiving a file;
+#   6. (as root, with systemd as PID 1) the unit started for real, receiving a file; and the
+#      receiver as a transient service (systemd-run) with a 2 s watchdog, killed by systemd
+#      when its writer stalls;
 #   6b. (as root, where PID 1 is not systemd but a private mount namespace is allowed) the unit
 #      under a real systemd user manager: `systemctl start` returns once READY=1 came (the start
 #      line logged, the port bound), the watchdog keeps it running while idle and kills it when
-#      the writer stalls, and a stop ends it cleanly. The unit runs as root without the
+#      the writer stalls, and a stop ends it cleanly, then the transient service of section 6
+#      under the same user manager (systemd-run --user). The unit runs as root without the
 #      directives that need a mount namespace (they fail with 226/NAMESPACE in such a
 #      container), but with its system-call filter, address families and capabilities;
 #   7. with SEND_UNIT and SEND_CONF, the hot-folder sender's unit: its directives, one writable
@@ -28,10 +31,46 @@
 set -uo pipefail
 self=$(realpath "${BASH_SOURCE[0]}")
 
-# --- 6b, inside a private mount namespace: --user-manager UNIT WORK SEND_BIN PORT LOG FILE.
+# transient_watchdog SCOPE RECV_BIN SEND_BIN DIR FILE: the receiver as a transient service
+# (systemd-run, SCOPE --user or --system) with a 2 s watchdog and the writer-stall hook (6 s after
+# 1 MiB): started once READY=1 came, kept by its pings while idle, then killed by the service
+# manager for the watchdog once FILE, sent to it, stalls its writer. Prints a PASS or FAIL line
+# per check, "transient watchdog: " before each.
+transient_watchdog() {
+  local scope=$1 recv=$2 send=$3 dir=$4 file=$5
+  local unit="ddft-watchdog-$$-$RANDOM" port=$((20000 + RANDOM % 30000)) env=()
+  local sc=(timeout 60 systemctl "$scope") verdict
+  tw() {
+    if [[ "$2" == "$3" ]]; then verdict=PASS; else verdict="FAIL"; fi
+    echo "$verdict transient watchdog: $1: expected '$2', got '$3'"
+  }
+  # LeakSanitizer cannot stop the world in a process the manager kills: leaks are not checked
+  # there (the rest of ASan stays), as for the unit under the user manager.
+  [[ -n "${ASAN_OPTIONS:-}" ]] && env=(-E "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0")
+  mkdir -p "$dir/out"
+  if ! timeout 60 systemd-run "$scope" --unit="$unit" -p Type=notify -p NotifyAccess=main \
+    -p WatchdogSec=2s -p LimitCORE=0 -p Restart=no "${env[@]}" "$recv" --listen "127.0.0.1:$port" \
+    --output "$dir/out" --buffer-mb 512 --log-file "$dir/rx.log" --quiet \
+    --test-stall-writer-s 6 --test-stall-after-mb 1 > "$dir/run.log" 2>&1; then
+    echo "FAIL transient watchdog: systemd-run: $(tail -3 "$dir/run.log")"
+    return
+  fi
+  prop() { "${sc[@]}" show -p "$1" --value "$unit"; }
+  tw "state once started" active/running "$(prop ActiveState)/$(prop SubState)"
+  sleep 3
+  tw "state after 3 s idle" active/running "$(prop ActiveState)/$(prop SubState)"
+  "$send" "$file" --dest "127.0.0.1:$port" > "$dir/send.log" 2>&1
+  for _ in $(seq 80); do [[ "$(prop Result)" == watchdog ]] && break; sleep 0.1; done
+  tw "result with the writer stalled" watchdog "$(prop Result)"
+  "${sc[@]}" stop "$unit" > /dev/null 2>&1
+  "${sc[@]}" reset-failed "$unit" > /dev/null 2>&1
+}
+
+# --- 6b, inside a private mount namespace:
+#     --user-manager UNIT WORK SEND_BIN PORT LOG FILE RECV_BIN.
 #     Prints PASS, FAIL and SKIP lines; exit 77 when no user manager can run here.
 if [[ "${1:-}" == --user-manager ]]; then
-  unit=$2 work=$3 send_bin=$4 port=$5 log=$6 file=$7
+  unit=$2 work=$3 send_bin=$4 port=$5 log=$6 file=$7 recv_bin_for_um=$8
   say() { echo "$1 user manager: $2"; }
   check() {
     if [[ "$2" == "$3" ]]; then say PASS "$1"; else say FAIL "$1: expected '$2', got '$3'"; fi
@@ -89,6 +128,9 @@ if [[ "${1:-}" == --user-manager ]]; then
   sc stop ddft-live.service
   check "stop: result" success "$(prop Result)"
   check "stop: exit status" 0 "$(prop ExecMainStatus)"
+  # The same watchdog kill through a transient service, as section 6 runs it under a systemd
+  # PID 1: the user manager proves that check here.
+  transient_watchdog --user "$(realpath "$recv_bin_for_um")" "$send_bin" "$work/transient" "$file"
   exit 0
 fi
 
@@ -489,6 +531,14 @@ else
   else
     bad "live: the unit did not start: $(journalctl -u "$live_unit" -n 20 --no-pager 2>&1)"
   fi
+  # The watchdog killing a stalled writer, as under the user manager of 6b.
+  head -c 8000000 /dev/urandom > "$work/stall.bin"
+  while read -r verdict rest; do
+    case "$verdict" in
+      PASS) ok ;;
+      FAIL) bad "$rest" ;;
+    esac
+  done < <(transient_watchdog --system "$recv_bin" "$send_bin" "$work/transient" "$work/stall.bin")
 fi
 
 # --- 6b. Where PID 1 is not systemd: the unit under a real systemd user manager, in a private
@@ -516,12 +566,12 @@ else
   echo "LimitCORE=0" >> "$um/unit"
   head -c 8000000 /dev/urandom > "$um/stall.bin"
   timeout 100 unshare --mount --propagation private bash "$self" --user-manager "$um/unit" "$um" \
-    "$send_bin" "$p" "$um/out/rx.log" "$um/stall.bin" > "$um/result" 2>&1
+    "$send_bin" "$p" "$um/out/rx.log" "$um/stall.bin" "$recv_bin" > "$um/result" 2>&1
   status=$?
   if ((status == 77)); then
     skip "the unit under a user manager: systemd --user does not run here"
   else
-    grep -E '^user manager: ' "$um/result"
+    grep -E '^user manager: |^FAIL |^PASS transient' "$um/result"
     while read -r verdict rest; do
       case "$verdict" in
         PASS) ok ;;
