@@ -52,29 +52,30 @@ tmp=${TMPDIR:-/tmp}
 if [[ -d /dev/shm && -w /dev/shm ]]; then tmp=/dev/shm; fi
 work=$(mktemp -d "$tmp/ddft_fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-failed=0
-for name in "${harnesses[@]}"; do
-  findings="$build/findings/$name"
-  log="$build/findings/$name.log"
+# fuzz_one NAME: runs one harness; prints its line, and returns 1 when it found something.
+fuzz_one() {
+  local name=$1
+  local findings="$build/findings/$name" log="$build/findings/$name.log"
   rm -rf "$findings" "$log"
   mkdir -p "$findings"
   cp -r "$repo/tests/fuzz/corpus/$name" "$work/$name"
   mkdir -p "$work/tmp-$name"  # the harness's sandbox, left behind by a crash: removed with $work
+  local before after done_line rc=0
   before=$(find "$work/$name" -type f | wc -l)
   # -timeout: one input may take this long (s) before it counts as a hang; -rss_limit_mb bounds
   # the memory (and each malloc) of the process.
-  rc=0
   (cd "$findings" && TMPDIR="$work/tmp-$name" "$build/bin/fuzz_$name" \
     -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -artifact_prefix="$findings/" \
     -print_final_stats=1 "$work/$name") > "$log" 2>&1 || rc=$?
   after=$(find "$work/$name" -type f | wc -l)
   done_line=$(grep -Eo 'Done [0-9]+ runs in [0-9]+ second' "$log" | tail -1 || true)
   if ((rc == 0)) && [[ -n "$done_line" ]]; then
+    local runs secs
     read -r _ runs _ _ secs _ <<< "$done_line"
     echo "fuzz: $name: $runs runs in $secs s, corpus $before -> $after inputs, nothing found"
-    continue
+    return 0
   fi
-  failed=1
+  local reproducer summary
   reproducer=$(grep -Eo 'Test unit written to [^ ]+' "$log" | tail -1 | awk '{print $NF}' ||
     true)
   [[ -z "$reproducer" ]] && reproducer=$(find "$findings" -type f | head -1)
@@ -82,5 +83,19 @@ for name in "${harnesses[@]}"; do
     "$log" | head -1 | sed 's/^==[0-9]*== //' || true)
   echo "fuzz: $name: FOUND ${summary:-a failure (status $rc)};" \
     "reproducer ${reproducer:-none written}; log $log" >&2
+  return 1
+}
+
+# One harness per core at a time: each still gets its SECONDS of a core of its own.
+failed=0
+running=()
+for name in "${harnesses[@]}"; do
+  if ((${#running[@]} >= $(nproc))); then
+    wait "${running[0]}" || failed=1
+    running=("${running[@]:1}")
+  fi
+  fuzz_one "$name" &
+  running+=($!)
 done
+for pid in "${running[@]}"; do wait "$pid" || failed=1; done
 exit $failed
