@@ -33,7 +33,8 @@ else
 fi
 
 # Allow-list: one entry a line, "PATH_GLOB[:FUNCTION] | reason". A glob alone excuses both the
-# file's length and every function in it; with :FUNCTION it excuses that function only.
+# file's length and every function in it; with :FUNCTION it excuses that function only. An entry
+# without a reason, or one that excuses nothing, fails the check.
 allow_list='
 scripts/dd_reconcile | one file until it is split into a package beside it
 '

@@ -147,5 +147,43 @@ mkdir -p "$root/scripts"
 printf 'def broken(:\n' > "$root/scripts/bad.py"
 out=$(bash "$check" "$root" 2>&1) && fail "an unparsable Python file passes: $out"
 
+# The allow-list, in a copy of the check: an entry excuses what it names, and only that; an
+# entry without a reason, or one that excuses nothing, fails the check.
+tool=$tmp/tool/scripts
+mkdir -p "$tool"
+cp "$check" "$(dirname "$check")/check_sizes.py" "$tool/"
+root=$tmp/allowed
+plant 81 "$root" python_def scripts/tool.py
+plant 81 "$root" plain common/a.cpp
+with_allow_list() {  # ENTRY...: the copy's allow-list holds these lines
+  python3 - "$tool/check_sizes.sh" "$@" << 'PY'
+import re, sys
+path, entries = sys.argv[1], sys.argv[2:]
+text = open(path).read()
+lines = "".join(e + "\n" for e in entries)
+text = re.sub(r"allow_list='\n.*?'", lambda m: "allow_list='\n" + lines + "'", text, count=1,
+              flags=re.S)
+open(path, "w").write(text)
+PY
+}
+with_allow_list "scripts/tool.py:long_one | planted" "common/*.cpp | planted"
+out=$(bash "$tool/check_sizes.sh" "$root" 2>&1)
+if [[ $? -ne 0 ]] || [[ $(grep -c '\[allowed\]' <<< "$out") -ne 2 ]]; then
+  fail "allow-list entries for both offenders: $out"
+fi
+with_allow_list "scripts/tool.py:other | planted" "common/*.cpp | planted"
+out=$(bash "$tool/check_sizes.sh" "$root" 2>&1)
+if [[ $? -ne 1 ]] || ! grep -q "function 'long_one' 81 lines (limit 80)$" <<< "$out" ||
+  ! grep -q "entry 'scripts/tool.py:other' excuses nothing" <<< "$out"; then
+  fail "an entry for another function excuses this one, or is not named as excusing nothing: $out"
+fi
+with_allow_list "scripts/tool.py | planted" "common/*.cpp | planted" "sender/*.cpp | planted"
+out=$(bash "$tool/check_sizes.sh" "$root" 2>&1)
+if [[ $? -ne 1 ]] || ! grep -q "entry 'sender/\*.cpp' excuses nothing" <<< "$out"; then
+  fail "an entry that excuses nothing passes: $out"
+fi
+with_allow_list "scripts/tool.py | " "common/*.cpp | planted"
+out=$(bash "$tool/check_sizes.sh" "$root" 2>&1) && fail "an entry without a reason passes: $out"
+
 if [[ $fails -eq 0 ]]; then echo "ok   check_sizes.sh fails on every planted offender"; fi
 exit $((fails > 0))
