@@ -36,7 +36,6 @@ fi
 # file's length and every function in it; with :FUNCTION it excuses that function only. An entry
 # without a reason, or one that excuses nothing, fails the check.
 allow_list='
-scripts/dd_reconcile | one file until it is split into a package beside it
 '
 
 checker=$repo/scripts/check_sizes.py

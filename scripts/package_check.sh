@@ -8,7 +8,8 @@
 #      there with the library path untouched (no RPATH, every library found, debug info
 #      stripped), the scripts (owlDftsSend --dry-run, dd_file_receive_daemon finding the program
 #      beside it, dd_reconcile --help), the man pages, and a real loopback transfer between the
-#      unpacked dd_file_send and dd_file_receive;
+#      unpacked dd_file_send and dd_file_receive, which the unpacked dd_reconcile (its Python
+#      package found where the package puts it) then reconciles;
 #   5. every systemd unit with systemd-analyze verify, ExecStart= pointed into the unpacked tree
 #      and man pointed at its man pages (the units' Documentation=);
 #   6. the logrotate file, run for real on a copy pointed at a temp folder; the monitoring files
@@ -16,7 +17,7 @@
 #   7. the maintainer scripts: sh -n, then (as root, where a private mount namespace with overlay
 #      file systems is allowed) dpkg -i, a reinstall, dpkg -r and dpkg -P for real on overlays of
 #      /etc, /usr, /var and /srv, which vanish afterwards: the user, the folders and their modes,
-#      what remove keeps and what purge removes.
+#      the installed dd_reconcile, what remove keeps and what purge removes.
 # A part that cannot run here says why. Everything it makes is removed at the end (the .deb stays
 # in BUILD_DIR, where cpack puts it).
 # Usage: package_check.sh BUILD_DIR
@@ -64,6 +65,7 @@ if [[ "${1:-}" == --install-test ]]; then
     "$(dpkg-query -W -f='${Conffiles}\n' ddft | awk 'NF {print $1}' | sort | xargs)"
   check "installed program" "dd_file_send $(dpkg-query -W -f='${Version}' ddft)" \
     "$(/usr/bin/dd_file_send --version 2>&1)"
+  check "installed dd_reconcile --help" 0 "$(/usr/bin/dd_reconcile --help > /dev/null 2>&1; echo $?)"
   # (Unless this machine's dpkg leaves man pages out, as slim container images do.)
   if ! grep -qsE '^path-exclude[= ]+/usr/share/man' /etc/dpkg/dpkg.cfg /etc/dpkg/dpkg.cfg.d/*; then
     check "man dd_file_receive" /usr/share/man/man1/dd_file_receive.1.gz \
@@ -83,6 +85,9 @@ if [[ "${1:-}" == --install-test ]]; then
     say FAIL "dpkg -r: $(tail -n 5 "$work/dpkg-r.log")"
   fi
   check "remove: programs gone" no "$([[ -e /usr/bin/dd_file_send ]] && echo yes || echo no)"
+  # (dd_reconcile writes no compiled Python beside its modules, which would outlive them.)
+  check "remove: dd_reconcile's Python package gone" no \
+    "$([[ -e /usr/share/ddft/python ]] && echo yes || echo no)"
   check "remove: conffiles kept" yes "$([[ -f /etc/ddft/dd_file_send.conf ]] && echo yes || echo no)"
   check "remove: logs kept" yes "$([[ -f /var/log/ddft/dd_file_receive.log ]] && echo yes || echo no)"
   if dpkg -P ddft > "$work/dpkg-p.log" 2>&1; then say PASS "dpkg -P"; else
@@ -188,6 +193,10 @@ expected=(
   "-rw-r--r-- ./usr/share/man/man1/dd_file_send.1.gz"
 )
 for p in "${programs[@]}" "${scripts[@]}"; do expected+=("-rwxr-xr-x ./usr/bin/$p"); done
+# dd_reconcile's Python package: each module of the source tree's, and nothing else.
+for module in "$repo"/scripts/ddft_reconcile/*.py; do
+  expected+=("-rw-r--r-- ./usr/share/ddft/python/ddft_reconcile/${module##*/}")
+done
 dpkg-deb -c "$deb" > "$work/contents"
 expect "file list (mode and path of each file)" \
   "$(printf '%s\n' "${expected[@]}" | sort)" \
@@ -240,7 +249,8 @@ port=$((20000 + RANDOM % 30000))
 rx=$!
 for _ in $(seq 100); do grep -q "receiving on" "$work/rx.log" 2> /dev/null && break; sleep 0.1; done
 if grep -q "receiving on" "$work/rx.log" 2> /dev/null; then
-  "$root/usr/bin/dd_file_send" "$work/src/folder" --dest "127.0.0.1:$port" > "$work/tx.log" 2>&1
+  "$root/usr/bin/dd_file_send" "$work/src/folder" --dest "127.0.0.1:$port" \
+    --manifest "$work/sent.jsonl" > "$work/tx.log" 2>&1
   expect "transfer: dd_file_send status" 0 "$?"
   for _ in $(seq 100); do
     (($(grep -c 'B2B Passed' "$work/rx.log") >= 2)) && break
@@ -253,6 +263,9 @@ if grep -q "receiving on" "$work/rx.log" 2> /dev/null; then
   kill -TERM "$rx"
   wait "$rx"
   expect "transfer: dd_file_receive status after SIGTERM" 0 "$?"
+  out=$("$root/usr/bin/dd_reconcile" --json "$work/sent.jsonl" "$work/rx.log" 2>&1)
+  expect "transfer: dd_reconcile status" 0 "$?"
+  contains "transfer: dd_reconcile counts both files delivered" '"delivered": 2,' "$out"
 else
   bad "transfer: the unpacked dd_file_receive did not start: $(cat "$work/rx.log" 2>&1)"
   kill "$rx" 2> /dev/null
