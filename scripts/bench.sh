@@ -21,7 +21,10 @@
 #                e.g. "--write-mode rwd" to measure that mode against rw (not for --rx-opts: the
 #                receiver refuses --write-mode twice)
 #   --smoke      a quick run (256M, 1 run, short iperf3, 200 small files in section 4): checks
-#                that everything works, asserts no target (CI runs it so the benchmark cannot rot)
+#                that everything works, asserts no target (CI runs it so the benchmark cannot rot);
+#                it fails (status 1, each failed transfer named) when a program exits non-zero,
+#                a file sent is not logged Passed (Not verified with --verify none), or a file
+#                read from disk and written to disk differs from its source
 #
 # Measures: (1) reference ceilings with standard tools: fio sequential direct write and read of
 # the work folder's disk, iperf3 UDP over loopback at the product's packet size; (2) the four
@@ -101,6 +104,8 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 results="$dir/results.tsv"
 : > "$results"
+failures="$dir/failures.txt"  # what --smoke fails on: one line per failed transfer
+: > "$failures"
 port=$((41000 + RANDOM % 20000))
 packet=8952
 
@@ -142,13 +147,24 @@ printf 'ceiling\twrite\t%s\nceiling\tread\t%s\nceiling\tudp\t%s\n' \
   "$write_ceiling" "$read_ceiling" "$udp_ceiling" >> "$results"
 echo "bench: ceilings: disk write $write_ceiling, disk read $read_ceiling, UDP $udp_ceiling MiB/s" >&2
 
+# A smoke run's check of a transfer to disk: true when SOURCE, a real file or folder (not
+# synthetic:, whose bytes only the receiver's digest checks: Passed), arrived in out/ byte for
+# byte; what differs goes to diff.txt.
+same_on_disk() {  # same_on_disk SOURCE
+  local copy
+  copy="$dir/out/$(basename "$1")"
+  [[ -e $1 ]] || return 0
+  if [[ -d $1 ]]; then diff -rq "$1" "$copy" > "$dir/diff.txt" 2>&1; else cmp "$1" "$copy" > "$dir/diff.txt" 2>&1; fi
+}
+
 # 2. One transfer: prints "rate tx_cpu rx_cpu tx_rss_kb rx_rss_kb lost ok wall passed mode
 # rx_start": rate
 # is the first File: line's MiB/s, CPU and wall in s, wall from the sender's start to the
 # receiver's exit (--once), passed the files verified (or delivered with --verify none), mode the
 # write mode the receive log's start line names, rx_start the receiver's CPU s when it was ready
 # (its ring faulted in). WRITE_MODE sets --write-mode (default rwd);
-# WRITE_MODE=default gives none, so the receiver's own default is what runs.
+# WRITE_MODE=default gives none, so the receiver's own default is what runs. FILES is how many
+# files SOURCE holds (default 1): ok needs every one logged Passed (or Not verified).
 transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   local source=$1 sink=$2 verify=$3
   shift 3
@@ -188,24 +204,38 @@ transfer() {  # transfer SOURCE SINK VERIFY [extra receiver args...]
   wait $rx || rx_rc=$?
   local t1=$EPOCHREALTIME
   ((tx_rc == 0)) || echo "bench: dd_file_send exited with status $tx_rc: $(tail -1 "$dir/send.log")" >&2
-  python3 - "$dir" "$((rx_rc | tx_rc))" "$t0" "$t1" "$rx_start" << 'PY'
-import re, sys
+  local same=1
+  ((smoke)) && [[ $sink == disk ]] && ! same_on_disk "$source" && same=0
+  python3 - "$dir" "$((rx_rc | tx_rc))" "$t0" "$t1" "$rx_start" "${FILES:-1}" "$same" "$smoke" \
+    "$source -> $sink, --verify $verify${*:+, receiver $*}" << 'PY'
+import os, re, sys
 d, rc, t0, t1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 rx_start = float(sys.argv[5])
-log = open(f"{d}/receive.log").read()
+files, same, smoke, what = int(sys.argv[6]), sys.argv[7] == "1", sys.argv[8] == "1", sys.argv[9]
+log = open(f"{d}/receive.log").read() if os.path.exists(f"{d}/receive.log") else ""
 rates = [float(x) for x in re.findall(r"File: .*Rate: ([0-9.]+) \(MB/s\)", log)]
 lost = re.findall(r"packets: \d+ received, (\d+) lost", log)
-def t(name):
-    u, s, m = open(f"{d}/{name}.time").read().split()[-3:]
-    return float(u) + float(s), int(m)
+def t(name):  # a program killed before /usr/bin/time wrote its figures counts 0
+    f = open(f"{d}/{name}.time").read().split()[-3:] if os.path.exists(f"{d}/{name}.time") else []
+    return (float(f[0]) + float(f[1]), int(f[2])) if len(f) == 3 else (0.0, 0)
 tx_cpu, tx_rss = t("tx")
 rx_cpu, rx_rss = t("rx")
 passed = len(re.findall(r" Passed| Not verified", log))
 # The start line names the mode in effect ("...; mode rw; ..."), whether or not it was asked for.
 start = next((l for l in log.splitlines() if "receiving on" in l), "")
 mode = re.search(r"; mode ([\w.+-]+)", start) or re.search(r"\bmode ([\w.+-]+)", start)
+ok = passed == files and rc == 0 and same
+if smoke and not ok:
+    why = [f"status {rc}"] if rc else []
+    if passed != files:
+        why.append(f"{passed} of {files} file(s) Passed")
+    if not same:
+        why.append("the copy on disk differs from its source: "
+                   + open(f"{d}/diff.txt").read().strip().replace("\n", "; ")[:300])
+    with open(f"{d}/failures.txt", "a") as f:
+        f.write(f"{what}: {', '.join(why)}\n")
 print(rates[0] if rates else 0.0, tx_cpu, rx_cpu, tx_rss, rx_rss, lost[-1] if lost else -1,
-      1 if (passed >= 1 and rc == 0) else 0, round(t1 - t0, 3), passed,
+      1 if ok else 0, round(t1 - t0, 3), passed,
       mode.group(1) if mode else "unknown", rx_start)
 PY
 }
@@ -268,7 +298,7 @@ for i in range($count):
   start=$(date +%s.%N)
   pair_rate=$rate
   [[ $rate == auto ]] && pair_rate=$(python3 -c "print(int(0.95 * min($write_ceiling, $udp_ceiling)))")
-  read -r r txc rxc txm rxm lost ok _ < <(WRITE_MODE=rw transfer "$dir/small" disk b2b)
+  read -r r txc rxc txm rxm lost ok _ < <(WRITE_MODE=rw FILES=$count transfer "$dir/small" disk b2b)
   elapsed=$(python3 -c "import time; print(round(time.time() - $start, 2))")
   passed=$(grep -c " B2B Passed" "$dir/receive.log" || true)
   printf 'small\t%s\t%s\t%s\t%s\n' "$count" "$elapsed" "$passed" "$lost" >> "$results"
@@ -314,8 +344,8 @@ for i in range($count):
       for column in default rw; do
         args=()
         [[ $column == default ]] && args=("${default_args[@]}")
-        read -r r txc rxc txm rxm lost ok wall passed mode _ < <(WRITE_MODE=$column transfer \
-          "$src" disk b2b "${args[@]}")
+        read -r r txc rxc txm rxm lost ok wall passed mode _ < <(WRITE_MODE=$column \
+          FILES=$files transfer "$src" disk b2b "${args[@]}")
         printf 'durable\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
           "$work" "$column" "$mode" "$run" "$moved" "$files" "$wall" "$r" "$txc" "$rxc" "$txm" \
           "$rxm" "$lost" "$passed" "$ok" >> "$results"
@@ -402,3 +432,9 @@ fi
 python3 "$repo/scripts/bench_report.py" "$results" "$bytes" "$dir/bench.json"
 rm -f "$dir/source.bin"
 rm -rf "$dir/out" "$dir/small" "$dir/durable-small"
+# A smoke run asserts no speed target, but every transfer must have worked.
+if ((smoke)) && [[ -s $failures ]]; then
+  echo "bench: smoke run FAILED: $(wc -l < "$failures") transfer(s) did not deliver every file:" >&2
+  sed 's/^/  /' "$failures" >&2
+  exit 1
+fi

@@ -2,7 +2,9 @@
 # What sealing costs, disk to disk: the same file sent plain, sealed (--key-file, AES-256-GCM) and
 # sealed without encryption (--auth-only), in interleaved rounds so that a noisy machine weighs on
 # all three alike. Prints each run, the medians, and the ratios to plain; exits 1 when a sealed
-# median is below --target x plain (the product's target: 0.7).
+# median is below --target x plain (the product's target: 0.7), and also (whatever --target,
+# even 0) when a run failed: a program exited non-zero, the file was not logged Passed, or the
+# copy written differs from the source (each such run is printed with FAILED and why).
 #
 #   scripts/bench_seal.sh [--size-mb 2048] [--rates "250 600"] [--runs 3] [--dir /tmp/ddft-seal]
 #                         [--target 0.7]
@@ -42,10 +44,21 @@ run() {  # LABEL RATE SENDOPTS... ; RXOPTS come from $rx_opts
     >"$dir/rx.log" 2>&1 &
   local rx=$!
   for _ in $(seq 100); do grep -q "receiving on" "$dir/rx.log" && break; sleep 0.05; done
-  "$bin/dd_file_send" "$src" --dest "127.0.0.1:$port" --rate "$rate" "$@" >"$dir/tx.log" 2>&1 || true
-  wait $rx || true
+  local tx_rc=0 rx_rc=0 why=""
+  "$bin/dd_file_send" "$src" --dest "127.0.0.1:$port" --rate "$rate" "$@" >"$dir/tx.log" 2>&1 ||
+    tx_rc=$?
+  ((tx_rc == 0)) || kill "$rx" 2>/dev/null || true  # no session will ever end it
+  wait $rx || rx_rc=$?
   local r
   r=$(grep -o "File: big.bin.*Rate: [0-9.]*" "$dir/rx.log" | grep -o "[0-9.]*$" || true)
+  ((tx_rc == 0)) || why+=" dd_file_send exited $tx_rc;"
+  ((rx_rc == 0)) || why+=" dd_file_receive exited $rx_rc;"
+  grep -q "File: big.bin, .* Passed" "$dir/rx.log" || why+=" big.bin not logged Passed;"
+  cmp -s "$src" "$out/big.bin" || why+=" the copy differs from the source;"
+  if [[ -n $why ]]; then
+    echo "$label@$rate FAILED:$why" >&2
+    r=""
+  fi
   echo "$label@$rate ${r:-FAILED}" | tee -a "$results"
 }
 
@@ -60,11 +73,13 @@ done
 python3 - "$results" "$target" <<'EOF'
 import statistics, sys
 runs = {}
+failed = 0
 for line in open(sys.argv[1]):
     label, value = line.split()
     runs.setdefault(label, []).append(float(value) if value != "FAILED" else 0.0)
+    failed += value == "FAILED"
 target = float(sys.argv[2])
-ok = True
+ok = failed == 0
 print("\nmedians (MB/s) and ratio to plain at the same rate:")
 for label in sorted(runs, key=lambda l: (int(l.split("@")[1]), l)):
     kind, rate = label.split("@")
@@ -74,6 +89,9 @@ for label in sorted(runs, key=lambda l: (int(l.split("@")[1]), l)):
     print(f"  {label:16} {med:8.1f}  ({', '.join(f'{v:.1f}' for v in runs[label])})  ratio {ratio:.2f}")
     if kind != "plain" and ratio < target:
         ok = False
-print("target met" if ok else f"below the target of {target} x plain")
+if failed:
+    print(f"{failed} run(s) FAILED (see above)")
+print("target met" if ok else f"below the target of {target} x plain" if not failed
+      else "not measured: a run failed")
 sys.exit(0 if ok else 1)
 EOF
