@@ -15,6 +15,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/fd.hpp"
@@ -97,11 +98,18 @@ class ImmediateIo : public RequestIo {
   std::deque<IoCompletion> done_;
 };
 
-// Synchronous fallback when the kernel refuses io_uring.
+// Synchronous pread/pwrite: asked for, or the fallback when the kernel refuses io_uring.
 class SyncIo final : public ImmediateIo {
  public:
-  using ImmediateIo::ImmediateIo;
-  std::string describe() const override { return "pread/pwrite (synchronous)"; }
+  // `fallback` is why io_uring was refused, empty when pread/pwrite was asked for.
+  SyncIo(unsigned depth, std::string fallback)
+      : ImmediateIo(depth), fallback_(std::move(fallback)) {}
+  std::string describe() const override {
+    if (fallback_.empty()) return "pread/pwrite (synchronous)";
+    return fmt::format("pread/pwrite (synchronous; io_uring unavailable: {})", fallback_);
+  }
+  IoEngine engine() const override { return IoEngine::kPwrite; }
+  std::string fallback_reason() const override { return fallback_; }
 
  protected:
   int execute(Req& r) override {
@@ -122,6 +130,9 @@ class SyncIo final : public ImmediateIo {
     }
     return 0;
   }
+
+ private:
+  std::string fallback_;
 };
 
 // --sink null: every request completes at once and nothing is touched, so that the receive path
@@ -130,6 +141,8 @@ class NullIo final : public ImmediateIo {
  public:
   using ImmediateIo::ImmediateIo;
   std::string describe() const override { return "null sink (nothing is written)"; }
+  IoEngine engine() const override { return IoEngine::kNull; }
+  std::string fallback_reason() const override { return ""; }
 
  protected:
   int execute(Req& r) override {
@@ -242,6 +255,8 @@ class UringIo final : public RequestIo {
     return fmt::format("io_uring (queue depth {}, fixed buffers {}){}", reqs_.size(),
                        fixed_registered_ ? "registered" : "not used", fixed_note_);
   }
+  IoEngine engine() const override { return IoEngine::kUring; }
+  std::string fallback_reason() const override { return ""; }
 
  private:
   void queue(size_t idx) {
@@ -293,17 +308,19 @@ class UringIo final : public RequestIo {
   UniqueFd cq_fd_;  // signalled on every completion, once completion_fd() was asked for
 };
 
-std::unique_ptr<RequestIo> make_single(IoEngine engine, unsigned depth, std::span<uint8_t> fixed,
-                                       std::string* note) {
-  if (engine == IoEngine::kPwrite) return std::make_unique<SyncIo>(depth);
+std::string fallback_note(const std::string& reason) {
+  return fmt::format("io_uring unavailable ({}), using pread/pwrite", reason);
+}
+
+// One engine, for the calling thread; a fallback says why in its fallback_reason().
+std::unique_ptr<RequestIo> make_single(IoEngine engine, unsigned depth, std::span<uint8_t> fixed) {
+  if (engine == IoEngine::kPwrite) return std::make_unique<SyncIo>(depth, "");
   if (engine == IoEngine::kNull) return std::make_unique<NullIo>(depth);
   try {
     return std::make_unique<UringIo>(depth, fixed);
   } catch (const std::exception& e) {
     if (engine == IoEngine::kUring) throw;
-    if (note != nullptr)
-      *note = fmt::format("io_uring unavailable ({}), using pread/pwrite", e.what());
-    return std::make_unique<SyncIo>(depth);
+    return std::make_unique<SyncIo>(depth, e.what());
   }
 }
 
@@ -317,10 +334,22 @@ std::unique_ptr<RequestIo> make_single(IoEngine engine, unsigned depth, std::spa
 // consumed by a thread without room is passed on. Full threads do not watch the work fd.
 class PooledIo final : public RequestIo {
  public:
-  PooledIo(const BlockIoOptions& o, std::string* note) : work_fd_(make_eventfd()) {
+  explicit PooledIo(const BlockIoOptions& o) : work_fd_(make_eventfd()) {
     // The engines are built here, on the caller's thread, so that a refusal is reported at once.
+    std::string refused;
+    bool mixed = false;
     for (unsigned i = 0; i < o.threads; ++i) {
-      engines_.push_back(make_single(o.engine, o.queue_depth, o.fixed, i == 0 ? note : nullptr));
+      engines_.push_back(make_single(o.engine, o.queue_depth, o.fixed));
+      if (refused.empty()) refused = engines_.back()->fallback_reason();
+      mixed = mixed || engines_.back()->engine() != engines_.front()->engine();
+    }
+    // One engine for every thread: io_uring refused to some threads only (a limit on rings or on
+    // locked memory met part way) makes them all fall back, so the pool is what it says.
+    if (mixed) {
+      engines_.clear();
+      for (unsigned i = 0; i < o.threads; ++i) {
+        engines_.push_back(std::make_unique<SyncIo>(o.queue_depth, refused));
+      }
     }
     capacity_ = engines_.size() * engines_.front()->capacity();
     try {
@@ -371,6 +400,8 @@ class PooledIo final : public RequestIo {
   std::string describe() const override {
     return fmt::format("{} threads x {}", engines_.size(), engines_.front()->describe());
   }
+  IoEngine engine() const override { return engines_.front()->engine(); }
+  std::string fallback_reason() const override { return engines_.front()->fallback_reason(); }
 
  private:
   static int make_eventfd() {
@@ -480,11 +511,30 @@ class PooledIo final : public RequestIo {
 
 }  // namespace
 
-std::unique_ptr<BlockIo> make_block_io(const BlockIoOptions& options, std::string* note) {
-  if (options.threads <= 1) {
-    return make_single(options.engine, options.queue_depth, options.fixed, note);
+const char* io_engine_name(IoEngine engine) {
+  switch (engine) {
+    case IoEngine::kUring:
+      return "io_uring";
+    case IoEngine::kPwrite:
+      return "pwrite";
+    case IoEngine::kNull:
+      return "null";
+    case IoEngine::kAuto:
+      break;
   }
-  return std::make_unique<PooledIo>(options, note);
+  return "auto";
+}
+
+std::unique_ptr<BlockIo> make_block_io(const BlockIoOptions& options, std::string* note) {
+  std::unique_ptr<BlockIo> io;
+  if (options.threads <= 1) {
+    io = make_single(options.engine, options.queue_depth, options.fixed);
+  } else {
+    io = std::make_unique<PooledIo>(options);
+  }
+  if (note != nullptr && !io->fallback_reason().empty())
+    *note = fallback_note(io->fallback_reason());
+  return io;
 }
 
 }  // namespace ddft::common

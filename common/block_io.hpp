@@ -29,6 +29,12 @@ inline constexpr unsigned kDefaultWriteQueueDepth = 32;
 inline constexpr unsigned kDefaultReadQueueDepth = 4;
 inline constexpr size_t kDefaultReadBuffers = 16;  // the sender's reader pool (--read-buffers)
 
+// kNull completes every request at once without touching the disk: --sink null.
+enum class IoEngine { kAuto, kUring, kPwrite, kNull };
+
+// "io_uring", "pwrite", "null" or "auto": the engine's name in the metrics.
+const char* io_engine_name(IoEngine engine);
+
 // Not thread-safe: one thread submits and reaps (the pool's threads are its own business).
 class BlockIo {
  public:
@@ -52,12 +58,15 @@ class BlockIo {
   // clear), for threads that wait on more than this engine. -1 for engines that complete every
   // request inside submit.
   virtual int completion_fd() { return -1; }
-  // "io_uring ..." or "pwrite ...", with details for the start-up log.
+  // "io_uring ..." or "pread/pwrite ...", with details (and a fallback's reason) for the start-up
+  // log.
   virtual std::string describe() const = 0;
+  // The engine that carries the requests: kUring, kPwrite or kNull, never kAuto.
+  virtual IoEngine engine() const = 0;
+  // Why kAuto runs pread/pwrite: the kernel's refusal of io_uring, on one line. Empty when
+  // nothing fell back (io_uring runs, or pread/pwrite or the null sink was asked for).
+  virtual std::string fallback_reason() const = 0;
 };
-
-// kNull completes every request at once without touching the disk: --sink null.
-enum class IoEngine { kAuto, kUring, kPwrite, kNull };
 
 struct BlockIoOptions {
   IoEngine engine = IoEngine::kAuto;
@@ -72,8 +81,9 @@ struct BlockIoOptions {
 };
 
 // Builds the engine. kAuto tries io_uring and falls back to pread/pwrite when the kernel refuses
-// it (the reason is put in *note). Throws std::runtime_error when kUring was demanded and is
-// unavailable.
+// it (a line saying so and why is put in *note; the engine's fallback_reason() keeps the why).
+// With several threads, every thread runs the same engine: when one is refused io_uring, all
+// fall back. Throws std::runtime_error when kUring was demanded and is unavailable.
 std::unique_ptr<BlockIo> make_block_io(const BlockIoOptions& options, std::string* note);
 
 }  // namespace ddft::common

@@ -36,6 +36,8 @@ class StallingIo final : public common::BlockIo {
   size_t capacity() const override { return inner_->capacity(); }
   int completion_fd() override { return inner_->completion_fd(); }
   std::string describe() const override { return inner_->describe() + " (test stall hook)"; }
+  common::IoEngine engine() const override { return inner_->engine(); }
+  std::string fallback_reason() const override { return inner_->fallback_reason(); }
 
  private:
   std::unique_ptr<common::BlockIo> inner_;
