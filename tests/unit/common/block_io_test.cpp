@@ -14,6 +14,7 @@
 #include "common/aligned_buffer.hpp"
 #include "common/fd.hpp"
 #include "support/engines.hpp"
+#include "support/host_probe.hpp"
 
 namespace ddft::common {
 namespace {
@@ -31,12 +32,14 @@ class BlockIoTest : public ::testing::TestWithParam<EngineParam> {
     o.threads = GetParam().threads;
     o.queue_depth = 8;
     o.fixed = mem_.span();
-    std::string note;
-    try {
-      io_ = make_block_io(o, &note);
-    } catch (const std::exception& e) {
-      GTEST_SKIP() << "io_uring unavailable here: " << e.what();
+    if (const std::string why = ddft::testing::engine_missing(o.engine); !why.empty()) {
+      GTEST_SKIP() << why;
     }
+    // The host has the engine: a refusal throws, and fails the test.
+    std::string note;
+    io_ = make_block_io(o, &note);
+    EXPECT_EQ(io_->engine(), o.engine) << io_->describe();
+    EXPECT_EQ(note, "");
   }
   void TearDown() override {
     io_.reset();
@@ -139,12 +142,8 @@ TEST(PooledBlockIo, ANewRequestDoesNotWaitForUnrelatedOnes) {
   o.engine = IoEngine::kUring;
   o.threads = 2;
   o.queue_depth = 2;
-  std::unique_ptr<BlockIo> io;
-  try {
-    io = make_block_io(o, nullptr);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "io_uring unavailable here: " << e.what();
-  }
+  if (const std::string why = ddft::testing::io_uring_missing(); !why.empty()) GTEST_SKIP() << why;
+  std::unique_ptr<BlockIo> io = make_block_io(o, nullptr);
   int a[2], b[2], c[2];
   ASSERT_EQ(::pipe(a), 0);
   ASSERT_EQ(::pipe(b), 0);
@@ -171,6 +170,38 @@ TEST(PooledBlockIo, ANewRequestDoesNotWaitForUnrelatedOnes) {
     ::close(p[0]);
     ::close(p[1]);
   }
+}
+
+// kAuto never falls back where the host has io_uring (as a ring of the test's own finds); where
+// it has not, the fallback says so and why. One thread and a pool alike.
+TEST(BlockIoEngine, AutoRunsIoUringWhereTheHostHasIt) {
+  for (unsigned threads : {1u, 3u}) {
+    SCOPED_TRACE(threads);
+    BlockIoOptions o;
+    o.engine = IoEngine::kAuto;
+    o.threads = threads;
+    std::string note;
+    const std::unique_ptr<BlockIo> io = make_block_io(o, &note);
+    if (ddft::testing::io_uring_missing().empty()) {
+      EXPECT_EQ(io->engine(), IoEngine::kUring) << io->describe();
+      EXPECT_EQ(io->fallback_reason(), "");
+      EXPECT_EQ(note, "");
+    } else {
+      EXPECT_EQ(io->engine(), IoEngine::kPwrite);
+      EXPECT_NE(io->fallback_reason(), "");
+      EXPECT_NE(note.find(io->fallback_reason()), std::string::npos) << note;
+      EXPECT_NE(io->describe().find("io_uring unavailable: " + io->fallback_reason()),
+                std::string::npos)
+          << io->describe();
+    }
+  }
+}
+
+TEST(BlockIoEngine, NamesForTheMetrics) {
+  EXPECT_STREQ(io_engine_name(IoEngine::kUring), "io_uring");
+  EXPECT_STREQ(io_engine_name(IoEngine::kPwrite), "pwrite");
+  EXPECT_STREQ(io_engine_name(IoEngine::kNull), "null");
+  EXPECT_STREQ(io_engine_name(IoEngine::kAuto), "auto");
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, BlockIoTest,

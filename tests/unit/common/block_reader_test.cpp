@@ -14,6 +14,7 @@
 
 #include "common/fd.hpp"
 #include "support/engines.hpp"
+#include "support/host_probe.hpp"
 
 namespace ddft::common {
 namespace {
@@ -36,12 +37,12 @@ class BlockReaderTest : public ::testing::TestWithParam<EngineParam> {
     o.threads = GetParam().threads;
     o.queue_depth = 3;
     o.fixed = pool_.memory();
-    std::string note;
-    try {
-      io_ = make_block_io(o, &note);
-    } catch (const std::exception& e) {
-      GTEST_SKIP() << "io_uring unavailable here: " << e.what();
+    if (const std::string why = ddft::testing::engine_missing(o.engine); !why.empty()) {
+      GTEST_SKIP() << why;
     }
+    // The host has the engine: a refusal throws, and fails the test.
+    io_ = make_block_io(o, nullptr);
+    EXPECT_EQ(io_->engine(), o.engine) << io_->describe();
   }
   void TearDown() override {
     io_.reset();

@@ -18,6 +18,7 @@
 #include "common/seal.hpp"
 #include "support/engines.hpp"
 #include "support/fake_sender.hpp"
+#include "support/host_probe.hpp"
 #include "support/log_capture.hpp"
 #include "support/packet_builder.hpp"
 
@@ -58,6 +59,9 @@ class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
     cfg_.queue_depth = 4;
     cfg_.file_timeout_s = 5;
     cfg_.report_mb = 1;
+    if (const std::string why = ddft::testing::engine_missing(GetParam().engine); !why.empty()) {
+      GTEST_SKIP() << why;
+    }
     build();
   }
   void TearDown() override {
@@ -69,16 +73,13 @@ class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
     writer_.reset();
     out_ = std::make_unique<OutputDir>(cfg_.output, cfg_.failed_dir, cfg_.on_collision);
     mem_ = common::AlignedBuffer(cfg_.write_buffers * cfg_.write_block_kb * 1024);
-    try {
-      common::BlockIoOptions io;
-      io.engine = GetParam().engine;
-      io.threads = GetParam().threads;
-      io.queue_depth = cfg_.queue_depth;
-      io.fixed = mem_.span();
-      writer_ = common::make_block_io(io, nullptr);
-    } catch (const std::exception& e) {
-      GTEST_SKIP() << "io_uring unavailable: " << e.what();
-    }
+    // The host has the engine (SetUp): a refusal throws, and fails the test.
+    common::BlockIoOptions io;
+    io.engine = GetParam().engine;
+    io.threads = GetParam().threads;
+    io.queue_depth = cfg_.queue_depth;
+    io.fixed = mem_.span();
+    writer_ = common::make_block_io(io, nullptr);
     asm_ = std::make_unique<Assembler>(cfg_, *out_, *writer_, mem_, clock_);
   }
   void feed(const Datagram& d) { asm_->on_datagram(d, d.size()); }
@@ -524,7 +525,10 @@ TEST_P(AssemblerTest, AFileCannotPushAFolderAside) {
 }
 
 TEST_P(AssemblerTest, DirectIoWritesAlignedBlocksAndTheTail) {
-  if (!out_->enable_direct_io()) GTEST_SKIP() << "this file system refuses O_DIRECT";
+  if (const std::string why = ddft::testing::direct_io_missing(cfg_.output); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
+  ASSERT_TRUE(out_->enable_direct_io()) << "the file system takes O_DIRECT, the receiver does not";
   FakeSender tx(36, 1000);
   // Whole 64 KiB blocks go through O_DIRECT, the unaligned tail through the page cache.
   const std::string content = pattern(3 * 65536 + 4096 + 123, 17);
@@ -546,7 +550,10 @@ TEST_P(AssemblerTest, DirectIoWithABlockSizeThatIsNotAMultipleOf4K) {
   // through the buffered descriptor (O_DIRECT would fail with EINVAL on 4K-sector disks).
   cfg_.write_block_kb = 65;
   build();
-  if (!out_->enable_direct_io()) GTEST_SKIP() << "this file system refuses O_DIRECT";
+  if (const std::string why = ddft::testing::direct_io_missing(cfg_.output); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
+  ASSERT_TRUE(out_->enable_direct_io()) << "the file system takes O_DIRECT, the receiver does not";
   FakeSender tx(38, 1000);
   const std::string content = pattern(5 * 66560 + 777, 18);
   feed(tx.file(1, "odd.bin", content));
