@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <thread>
 
 #include "integration/http_client.hpp"
+#include "support/host_probe.hpp"
 #include "support/process.hpp"
 
 namespace ddft::common {
@@ -348,14 +351,32 @@ TEST_F(MetricsServerTest, AFailingRenderAnswers500AndServingGoesOn) {
   EXPECT_EQ(http_get(server.port(), "/metrics").status, 200);
 }
 
+// Where the host has an IPv6 loopback (a plain socket binds [::1]), the server binds it too and
+// answers a scrape over it.
 TEST(MetricsServerV6, ServesOnIpv6LoopbackWhenThereIsOne) {
-  std::unique_ptr<MetricsServer> server;
-  try {
-    server = std::make_unique<MetricsServer>(Endpoint{"::1", 0});
-  } catch (const std::runtime_error& e) {
-    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
-  }
-  EXPECT_EQ(server->local_address(), "[::1]:" + std::to_string(server->port()));
+  if (const std::string why = testing::ipv6_loopback_missing(); !why.empty()) GTEST_SKIP() << why;
+  MetricsRegistry reg;
+  reg.add(kGauge, "ddft_test_v6", "Over IPv6", [] { return 6.0; });
+  MetricsServer server(Endpoint{"::1", 0});
+  EXPECT_EQ(server.local_address(), "[::1]:" + std::to_string(server.port()));
+  server.start(reg);
+  const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in6 addr{};
+  addr.sin6_family = AF_INET6;
+  addr.sin6_addr = in6addr_loopback;
+  addr.sin6_port = htons(server.port());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0)
+      << std::strerror(errno);
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  bool closed = false;
+  const std::string reply = testing::read_until_close(fd, seconds(10), &closed);
+  ::close(fd);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_NE(reply.find("\nddft_test_v6 6\n"), std::string::npos) << reply;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The sender's seams: ListSource gives a command line's files in order and stops on request;
-// ObserverList passes every callback to each observer in the order they were added; a plain
-// SendObserver and FileSource do nothing by default.
+// ObserverList passes every callback to each observer in the order they were added; a
+// SendObserver's file_sent_via() is its file_sent() unless overridden.
 #include "sender/events.hpp"
 
 #include <gtest/gtest.h>
@@ -103,19 +103,23 @@ TEST(ObserverList, PassesEveryCallbackToEachInTheOrderAdded) {
   EXPECT_EQ(log, want);
 }
 
-TEST(SendObserver, TheDefaultsDoNothing) {
-  SendObserver quiet;  // every callback has a default: an observer overrides only what it needs
+// The session calls file_sent_via(); an observer that overrides only file_sent() (as Recorder)
+// still hears of every file sent, directly and through a list.
+TEST(SendObserver, FileSentViaIsFileSentUnlessOverridden) {
+  std::vector<std::string> log;
+  Recorder a("a", &log), b("b", &log);
   FileMeta f;
-  quiet.session_started(1);
-  quiet.file_started(f);
-  quiet.file_progress(f, 1);
-  quiet.file_sent(f, common::Digest{});
-  quiet.file_failed(f, "r");
-  quiet.idle();
-  quiet.session_finished(1);
-  ObserverList none;  // and a list of none passes nothing anywhere
-  none.file_failed(f, "r");
-  SUCCEED();
+  f.rel_path = "x.bin";
+  common::Digest d;
+  d.size = 4;
+  a.file_sent_via(f, d, 2);
+  ObserverList list;
+  list.add(&a);
+  list.add(&b);
+  list.file_sent_via(f, d, common::kLaneAll);
+  const std::vector<std::string> want = {"a: file_sent x.bin 4", "a: file_sent x.bin 4",
+                                         "b: file_sent x.bin 4"};
+  EXPECT_EQ(log, want);
 }
 
 }  // namespace
