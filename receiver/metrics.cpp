@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "common/version.hpp"
 
@@ -371,6 +372,15 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
 
   reg.add(kGauge, "ddft_build_info", "The program and its version; always 1", [] { return 1.0; },
           {{"program", "dd_file_receive"}, {"version", common::kVersion}});
+  common::MetricLabels engine = {{"engine", common::io_engine_name(rx.write_engine())}};
+  if (!rx.write_engine_fallback().empty())
+    engine.push_back({"fallback", rx.write_engine_fallback()});
+  reg.add(
+      kGauge, "ddft_receive_write_engine_info",
+      "The engine that writes the files (engine: io_uring, pwrite, or null with --sink null), "
+      "and, when --io-engine auto fell back to pwrite, the kernel's refusal of io_uring "
+      "(fallback); always 1",
+      [] { return 1.0; }, std::move(engine));
   // The order of these calls is the order of the exposition.
   add_file_metrics(reg, st, rx);
   add_packet_metrics(reg, sc, lanes);

@@ -112,6 +112,8 @@ void Receiver::make_io_engine() {
   io.fixed = block_memory_.span();
   io.thread_name = "dd-wio";
   writer_ = common::make_block_io(io, &note);
+  write_engine_ = writer_->engine();
+  write_engine_fallback_ = writer_->fallback_reason();
   if (cfg_.test_stall_writer_s > 0) {
     writer_ = std::make_unique<StallingIo>(std::move(writer_), cfg_.test_stall_writer_s,
                                            uint64_t{cfg_.test_stall_after_mb} << 20);

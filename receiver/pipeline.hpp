@@ -150,6 +150,12 @@ class Receiver {
   // The --on-complete runner (its counters() are readable from any thread), or null without
   // --on-complete. Lives as long as the receiver.
   const HookRunner* hooks() const { return hooks_.get(); }
+  // The engine that writes the files: kUring, kPwrite, or kNull with --sink null (never kAuto).
+  // Fixed by the constructor; any thread.
+  common::IoEngine write_engine() const { return write_engine_; }
+  // Why --io-engine auto runs pread/pwrite (the kernel's refusal of io_uring); empty when nothing
+  // fell back. Fixed by the constructor; any thread.
+  const std::string& write_engine_fallback() const { return write_engine_fallback_; }
 
  private:
   // The constructor's steps, in order. open_output(): the output folder locked, what an earlier
@@ -189,6 +195,8 @@ class Receiver {
   std::vector<Lane> lanes_;
   common::AlignedBuffer block_memory_;
   std::unique_ptr<common::BlockIo> writer_;
+  common::IoEngine write_engine_ = common::IoEngine::kAuto;  // writer_'s, set with it
+  std::string write_engine_fallback_;                        // writer_'s, set with it
   mutable std::mutex status_mu_;
   WriterStatus published_;  // guarded by status_mu_
   // Per lane: what earlier sessions lost (publish()).

@@ -11,10 +11,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <regex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "http_client.hpp"
+#include "support/host_probe.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 
@@ -67,9 +71,71 @@ class MetricsEndToEnd : public ReceiverFixture {
     ReceiverFixture::TearDown();
   }
 
+  // Starts the receiver with --metrics and `extra`, waits for its `receiving on` line, and
+  // returns one scrape of its /metrics (empty when there was none).
+  std::string start_and_scrape(const std::vector<std::string>& extra) {
+    std::vector<std::string> options = {"--metrics", "127.0.0.1:0"};
+    options.insert(options.end(), extra.begin(), extra.end());
+    receiver_ = std::make_unique<Process>(small_receiver_argv(port_, out_, options), rx_log_path());
+    uint16_t port = 0;
+    if (!eventually([&] { return (port = logged_metrics_port(rx_log())) != 0; }, seconds(20)) ||
+        !log_shows(rx_log_path(), kReceivingLine, seconds(20))) {
+      return "";
+    }
+    return http_get(port, "/metrics").body;
+  }
+  // The `receiving on` line of the receiver's log, or "".
+  std::string start_line() {
+    std::smatch m;
+    const std::string log = rx_log();
+    static const std::regex re(R"(Info: receiving on [^\n]*)");
+    return std::regex_search(log, m, re) ? m.str() : "";
+  }
+
   fs::path src_, out_;
   std::unique_ptr<Process> sender_;
 };
+
+// The receiver names the engine that writes, in its `receiving on` line and in a metric. Where
+// the host has io_uring (as the test's own ring finds), --io-engine auto must run it, so a
+// fallback there fails; elsewhere the fallback and the kernel's reason must both show.
+TEST_F(MetricsEndToEnd, TheWriteEngineIsNamedAndAFallbackIsNeverSilent) {
+  for (const char* writers : {"1", "2"}) {
+    SCOPED_TRACE(std::string("--writers ") + writers);
+    const std::string body = start_and_scrape({"--writers", writers});
+    ASSERT_FALSE(body.empty()) << rx_log();
+    const std::string line = start_line();
+    if (io_uring_missing().empty()) {
+      EXPECT_TRUE(std::regex_search(line, std::regex("; writer: ([0-9]+ threads x )?io_uring \\(")))
+          << line;
+      EXPECT_EQ(value_or_nan(body, R"(ddft_receive_write_engine_info{engine="io_uring"})"), 1)
+          << body;
+      EXPECT_EQ(rx_log().find("io_uring unavailable"), std::string::npos) << rx_log();
+    } else {
+      std::cout << "this host has no io_uring (" << io_uring_missing() << "): the fallback\n";
+      EXPECT_NE(line.find("pread/pwrite (synchronous; io_uring unavailable: "), std::string::npos)
+          << line;
+      EXPECT_NE(body.find(R"(ddft_receive_write_engine_info{engine="pwrite",fallback=")"),
+                std::string::npos)
+          << body;
+      EXPECT_NE(rx_log().find("Warn: io_uring unavailable ("), std::string::npos) << rx_log();
+    }
+    receiver_->signal(SIGTERM);
+    ASSERT_EQ(receiver_->wait(seconds(60)), 0) << rx_log();
+    fs::remove(rx_log_path());
+  }
+}
+
+// Asked for, pread/pwrite runs on any host and is no fallback.
+TEST_F(MetricsEndToEnd, PwriteAskedForIsNamedWithoutAFallback) {
+  const std::string body = start_and_scrape({"--io-engine", "pwrite"});
+  ASSERT_FALSE(body.empty()) << rx_log();
+  EXPECT_TRUE(
+      std::regex_search(start_line(), std::regex(R"(; writer: pread/pwrite \(synchronous\)[,;])")))
+      << start_line();
+  EXPECT_EQ(value_or_nan(body, R"(ddft_receive_write_engine_info{engine="pwrite"})"), 1) << body;
+  EXPECT_EQ(body.find("fallback="), std::string::npos) << body;
+}
 
 TEST_F(MetricsEndToEnd, ScrapesDuringATransferShowTheCountersMoving) {
   // 48 MiB at 12 MB/s: about 4 s on the wire.

@@ -7,10 +7,12 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.hpp"
 #include "common/udp_transport.hpp"
+#include "support/host_probe.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
@@ -57,6 +59,31 @@ TEST(ReceiverMetrics, EveryFamilyRendersAndStartsAtZero) {
     EXPECT_NE(text.find(std::string("\n") + family + " 0\n"), std::string::npos) << family;
   }
   EXPECT_NE(text.find("ddft_build_info"), std::string::npos) << text;
+}
+
+// The engine that writes is named: what was asked for, and with --io-engine auto io_uring where
+// the host has it (a ring of the test's own), else pwrite with the kernel's reason.
+TEST(ReceiverMetrics, TheWriteEngineIsNamed) {
+  testing::ScratchDir dir("rx_metrics_engine");
+  const std::string auto_series =
+      testing::io_uring_missing().empty()
+          ? "ddft_receive_write_engine_info{engine=\"io_uring\"} 1\n"
+          : "ddft_receive_write_engine_info{engine=\"pwrite\",fallback=\"";
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{}, auto_series},
+      {{"--writers", "3"}, auto_series},
+      {{"--io-engine", "pwrite"}, "ddft_receive_write_engine_info{engine=\"pwrite\"} 1\n"},
+      {{"--sink", "null"}, "ddft_receive_write_engine_info{engine=\"null\"} 1\n"}};
+  for (const auto& [extra, series] : cases) {
+    const ReceiverConfig cfg = small_config(dir.path().string(), extra);
+    auto open = [&] { return std::make_unique<common::UdpSource>(cfg.listen, 1 << 20); };
+    Receiver rx(cfg, open, common::SteadyClock::instance());
+    common::MetricsRegistry registry;
+    add_receiver_metrics(registry, rx, cfg);
+    const std::string text = registry.render();
+    EXPECT_NE(text.find("# TYPE ddft_receive_write_engine_info gauge\n"), std::string::npos);
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  }
 }
 
 // The output folder's file system, sampled at each scrape: as statvfs(3) says, and absent when
