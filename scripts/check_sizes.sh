@@ -10,9 +10,11 @@
 #   The second form checks the C++ measurement itself: clang-tidy-14's readability-function-size
 #   at LineThreshold LIMIT (default 80) over the product's translation units in
 #   BUILD_DIR/compile_commands.json, compared function by function with this script's figures at
-#   the same limit; exits 1 on any difference. clang-tidy needs a full parse of every translation
-#   unit, so it takes minutes: for changes to the measurement, not CI. A lambda over the limit is
-#   left out of the comparison: clang-tidy counts it only as part of the function around it.
+#   the same limit; exits 1 on any difference. BUILD_DIR is configured without unity build, and
+#   need not be built (cmake -S . -B /tmp/ddft-tidy -DCMAKE_UNITY_BUILD=OFF). clang-tidy needs a
+#   full parse of every translation unit, so it takes minutes: for changes to the measurement, not
+#   CI. A lambda over the limit is left out of the comparison: clang-tidy counts it only as part
+#   of the function around it.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -56,6 +58,11 @@ for e in json.load(open(sys.argv[1] + "/compile_commands.json")):
     rel = e["file"].removeprefix(sys.argv[2] + "/")
     if rel.split("/")[0] in ("common", "sender", "receiver", "iotest", "linksim"):
         print(e["file"])' "$build" "$root" | sort -u)
+if [[ -z $units ]]; then
+  echo "check_sizes: no source file of the product in $build/compile_commands.json (a unity" \
+    "build lists its combined files instead: configure one with CMAKE_UNITY_BUILD=OFF)" >&2
+  exit 2
+fi
 config="{CheckOptions: [{key: readability-function-size.LineThreshold, value: $limit}]}"
 # clang-tidy's status is not ours to judge: a unit it cannot parse shows as a difference below.
 raw=$(printf '%s\n' $units | xargs -P2 -n1 clang-tidy-14 -p "$build" --quiet \
