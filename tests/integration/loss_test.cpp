@@ -14,6 +14,7 @@
 #include <regex>
 #include <thread>
 
+#include "common/hash.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 
@@ -21,6 +22,19 @@ namespace ddft::testing {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono;
+
+// The file's XXH3-128 (the receiver's B2B digest) in hex; "" when it cannot be read.
+std::string soak_digest(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return {};
+  auto h = common::make_hasher(common::VerifyType::kB2B);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    h->update({reinterpret_cast<const uint8_t*>(buf.data()), static_cast<size_t>(in.gcount())});
+  }
+  return h->finish().hex();
+}
 
 long rss_kb(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -53,7 +67,10 @@ class LossTest : public ReceiverFixture {
     link_.reset();
     ReceiverFixture::TearDown();
   }
-  void start(const std::vector<std::string>& link_opts, std::vector<std::string> rx_extra = {}) {
+  // Starts the receiver (a ring of `buffer_mb` MiB in all) and dd_linksim in front of it, and
+  // returns once both have logged that they are ready.
+  void start(const std::vector<std::string>& link_opts, std::vector<std::string> rx_extra = {},
+             const std::string& buffer_mb = "96") {
     fs::remove(base_ / "receive.log");
     fs::remove(base_ / "linksim.log");
     fs::remove(base_ / "send.log");
@@ -63,7 +80,7 @@ class LossTest : public ReceiverFixture {
                                    "--output",
                                    out_.string(),
                                    "--buffer-mb",
-                                   "96",
+                                   buffer_mb,
                                    "--write-buffers",
                                    "16",
                                    "--socket-buffer-mb",
@@ -71,20 +88,16 @@ class LossTest : public ReceiverFixture {
                                    "--once"};
     rx.insert(rx.end(), rx_extra.begin(), rx_extra.end());
     receiver_ = std::make_unique<Process>(rx, base_ / "receive.log");
-    std::vector<std::string> ls = {DDFT_LINKSIM_BIN,
-                                   "--listen",
-                                   "127.0.0.1:" + std::to_string(link_port_),
-                                   "--forward",
-                                   "127.0.0.1:" + std::to_string(rx_port_),
-                                   "--quiet"};
+    std::vector<std::string> ls = {DDFT_LINKSIM_BIN, "--listen",
+                                   "127.0.0.1:" + std::to_string(link_port_), "--forward",
+                                   "127.0.0.1:" + std::to_string(rx_port_)};
     ls.insert(ls.end(), link_opts.begin(), link_opts.end());
     link_ = std::make_unique<Process>(ls, base_ / "linksim.log");
     ASSERT_TRUE(log_shows(rx_log_path(), kReceivingLine, seconds(10))) << log();
-    // dd_linksim has no start line (--quiet); its socket is bound before the receiver's line.
-    struct timespec ts {
-      0, 100'000'000
-    };
-    nanosleep(&ts, nullptr);
+    // dd_linksim logs this line once its socket is bound: a sender started after it loses
+    // nothing to a port not yet open, however slowly the machine started it.
+    ASSERT_TRUE(log_shows(base_ / "linksim.log", "Info: relaying", seconds(10)))
+        << read_file(base_ / "linksim.log");
   }
   int send(std::vector<std::string> args, const char* rate = "200") {
     std::vector<std::string> argv = {DDFT_SEND_BIN, "--dest",
@@ -172,20 +185,43 @@ TEST_F(LossTest, LossBeyondRepairFailsWithMissingRangesWithinABound) {
   EXPECT_EQ(log().find("0 group(s) beyond repair"), std::string::npos) << log();
 }
 
-// 1,000 files of 1 byte to 50 MB through 1% loss with FEC: all verified, receiver memory flat.
-TEST_F(LossTest, SoakOfAThousandFilesThroughOnePercentLoss) {
+// The soak's 1,000 files of 1 byte to 50 MB below `src` (mostly small, a few large; the two ends
+// of the range always there): returns each file's path relative to `src` with its digest, and
+// the bytes in all in *total.
+std::vector<std::pair<std::string, std::string>> write_soak_sources(const fs::path& src,
+                                                                    uint64_t* total) {
   std::mt19937_64 rng(99);
-  uint64_t total = 0;
+  std::vector<std::pair<std::string, std::string>> files;
+  *total = 0;
   for (int i = 0; i < 1000; ++i) {
-    // Mostly small files, a few large ones; the two ends of the range are always there.
     const double u = std::uniform_real_distribution<double>(0, 1)(rng);
     uint64_t size = static_cast<uint64_t>(std::exp(u * u * u * std::log(50e6)));
     if (i == 0) size = 1;
     if (i == 500) size = 50'000'000;
-    total += size;
-    write_pattern(src_ / ("s" + std::to_string(i % 10)) / ("f" + std::to_string(i)), size, i);
+    *total += size;
+    const std::string rel = "s" + std::to_string(i % 10) + "/f" + std::to_string(i);
+    write_pattern(src / rel, size, i);
+    files.emplace_back(rel, soak_digest(src / rel));
   }
-  start({"--loss", "1", "--seed", "31"});
+  return files;
+}
+
+// 1,000 files of 1 byte to 50 MB through 1% loss with FEC: every one verified and byte for byte
+// as sent (its digest against its source's), receiver memory flat.
+TEST_F(LossTest, SoakOfAThousandFilesThroughOnePercentLoss) {
+  uint64_t total = 0;
+  const auto sources = write_soak_sources(src_, &total);
+  // What decides whether the ring overflows is the disk, not the link: the receiver's flushes
+  // (one syncfs per batch) also write back whatever else is dirty on the file system, and the
+  // ring holds what arrives meanwhile. Two things make that loss-free whatever ran before or
+  // beside this test: sync() first, so that the gigabyte of sources just written (and any other
+  // test's leftovers) is on disk before the transfer starts, waited for rather than guessed at;
+  // and a ring that holds the whole soak (its bytes, the FEC parity of 64:8 and the headers, with
+  // room to spare), so that no stall of the disk, however long, can overflow it: it only delays
+  // the writes. RUN_SERIAL (tests/CMakeLists.txt) keeps other tests' transfers off the link.
+  ::sync();
+  const uint64_t ring_mb = total * 5 / 4 / (1 << 20) + 128;
+  start({"--loss", "1", "--seed", "31"}, {}, std::to_string(ring_mb));
   std::atomic<bool> sending{true};
   std::vector<long> rss;
   std::thread sampler([&] {
@@ -194,14 +230,11 @@ TEST_F(LossTest, SoakOfAThousandFilesThroughOnePercentLoss) {
       std::this_thread::sleep_for(milliseconds(100));
     }
   });
-  // 60 MB/s, not 200: the soak checks correctness and memory over a long run, not speed (the
-  // benchmarks do). At 200, a build sharing this 2-core machine starved the receiver until its
-  // ring overflowed, twice, and a file failed for it; at 100, once the receiver's default became
-  // durable, the whole test suite running beside it did the same (its flushes write back the
-  // suite's own dirty data too: one syncfs per batch).
+  // 60 MB/s: the soak checks correctness and memory over a long run, not speed (the benchmarks
+  // do), and leaves CPU to whatever shares the machine.
 #if defined(__SANITIZE_ADDRESS__)
-  // Under AddressSanitizer (scripts/sanitize.sh) the receiver runs at about half speed: at 60 its
-  // ring overflowed in CI (9 packets dropped, one file failed), so it is paced to half that.
+  // Under AddressSanitizer (scripts/sanitize.sh) the receiver runs at about half speed: paced
+  // to half, it does the same work in the same share of its time.
   const char* const rate = "30";
 #else
   const char* const rate = "60";
@@ -218,10 +251,13 @@ TEST_F(LossTest, SoakOfAThousandFilesThroughOnePercentLoss) {
             1000)
       << link;
   EXPECT_TRUE(records().empty());
-  for (int i : {0, 500, 999}) {
-    const std::string rel = "s" + std::to_string(i % 10) + "/f" + std::to_string(i);
-    EXPECT_TRUE(same_content(src_ / rel, out_ / rel)) << rel;
+  int differ = 0;
+  for (const auto& [rel, digest] : sources) {
+    const bool same = !digest.empty() && soak_digest(out_ / rel) == digest;
+    differ += !same;
+    EXPECT_TRUE(same || differ > 10) << rel << " differs from its source (or is missing)";
   }
+  EXPECT_EQ(differ, 0) << "files that differ from their source (the first 10 named above)";
   // Flat: after the first quarter (ring, write pool and FEC pool all touched) RSS grows by no
   // more than 8 MiB to the end.
   ASSERT_GT(rss.size(), 8u);
@@ -236,8 +272,8 @@ TEST_F(LossTest, SoakOfAThousandFilesThroughOnePercentLoss) {
 #else
   EXPECT_LE(peak - settled, 8 * 1024) << "RSS kB: settled " << settled << ", peak " << peak;
 #endif
-  std::cout << "soak: " << total << " bytes in 1000 files; receiver RSS " << settled << " -> "
-            << peak << " kB; " << link;
+  std::cout << "soak: " << total << " bytes in 1000 files (ring " << ring_mb
+            << " MiB); receiver RSS " << settled << " -> " << peak << " kB; " << link;
 }
 
 }  // namespace
