@@ -1,62 +1,420 @@
 #!/usr/bin/env bash
-# A power cut, imitated without special hardware: does "Passed" in the receive log mean "on disk
-# and still there after the power goes"? Usage: powercut_test.sh DD_FILE_SEND DD_FILE_RECEIVE
+# A power cut under a disk with a volatile write cache: does "Passed" in the receive log mean "on
+# disk and still there after the power goes"? Usage: powercut_test.sh DD_FILE_SEND DD_FILE_RECEIVE
 #
-# The receiver writes into an ext4 image on /dev/shm, loop-mounted; its log goes outside the image.
-# At the instant a `File: ... Passed` line appears, receiver and sender are stopped (SIGSTOP) and
-# the image file is copied, with no sync: a sync would flush exactly what a power cut loses, while
-# the copy holds only what the file system had handed to its "disk" (the loop device) by then.
-# Then both go on (SIGCONT). Each copy is later loop-mounted (ext4 replays its journal, as after a
-# power cut) and every file the log had called Passed at the copy must be there, byte for byte.
+# The disk. nbdkit's file plugin holds what the disk has made durable (data.raw on /dev/shm); its
+# cache filter (cache=writeback) keeps every write in a cache until the client flushes, and only
+# then writes it into data.raw. nbdfuse shows the disk as a file and a loop device makes that a
+# block device: a flush from ext4 becomes a loop flush, an fsync of the FUSE file, an NBD flush.
+# Each run first proves the cache: a write to the disk is missing from data.raw until a flush.
+# ext4 goes on it with data=writeback and its journal on a second such disk (jnl.raw), so that it
+# adds no flush of the data disk of its own: with the journal on the data disk every commit
+# flushes that disk first, and with data=ordered every commit that allocated blocks does, either
+# of which makes data written with O_DIRECT durable along with the rename after it, and would
+# hide a missing fdatasync. Here file data is durable only after an fdatasync, fsync or syncfs
+# (or a journal checkpoint), which is all that POSIX promises.
 #
-# The workload: one large file (written with O_DIRECT in whole blocks), 1,000 small files in
-# nested folders (page cache), and one name sent twice in two sessions (--on-collision rename
-# keeps the old one as same.1.dat: both must be right). Copies: after the first Passed, in the
-# middle, after the last. Modes: the default (no --write-mode, durable by issue 15), rwd and rws
-# must lose nothing; rw (never syncs) must be seen to lose at least one Passed file.
+# A cut freezes every writer, copies what the disks hold and lets everything go on. The sender is
+# stopped (SIGSTOP), then in one of two orders: disk first (both nbdkits, maybe half way through
+# writing back a flush, then the receiver, whose threads blocked on the frozen disk show in /proc
+# what they wait for) or receiver first (every thread, io_uring's workers included, ends its
+# system call and stops, then the nbdkits). data.raw, jnl.raw and the log are copied; the nbdkits
+# go on while the receiver stays stopped and its output folder is read; then receiver and sender
+# go on. A file that the log calls Passed had every sync answered by the disk before the freeze,
+# so the copy must hold it. Each copy is then loop-mounted (ext4 replays its journal, as after a
+# power cut) and checked: every file under a final name is byte-identical to a file sent under
+# that name, logged Passed at the cut or not; every file logged Passed at the cut is there (or,
+# for same.dat, moved aside to same.1.dat by the next file of that name); with rws every file
+# also has the mode and the mtime (to the nanosecond) that the sender sent.
 #
-# Why rw reliably loses here (measured: every run, 10 of 10): ext4 commits its journal 5 s after a
-# transaction begins (commit=5, the default), and nothing else forces a commit when no one syncs
-# (the images are far below any dirty-page threshold). Copy 1 is taken well under a second after
-# the image was mounted and first written, so the first Passed file's rename, and its data, are
-# still only in RAM: the copy lacks it. Copies 2 and 3 are taken within milliseconds of a Passed
-# line and usually lose hundreds (all of them when the run is shorter than 5 s).
+# Aimed cuts. At the receiver a file goes through announce (temporary file made), data, end of
+# file (all data written, not renamed), flush (fdatasync, fsync or one syncfs for a batch),
+# rename, folder sync (an io_uring fsync of its folder), then its Passed line. Announce and data
+# are aimed at the large file, from its log line and its pace (1 MiB writes over a second); flush
+# at a receiver thread inside fdatasync, fsync or syncfs (/proc/TID/syscall), cut disk first; end
+# of file at the same sign, cut receiver first (the batch stops flushed, not renamed); rename and
+# folder sync at an io_uring worker waiting on a journal commit (/proc/TID/wchan), cut disk first.
+# What a cut hit is read at the cut, not assumed: flush and folder sync from the kernel stacks of
+# the threads blocked on the frozen disk; the others from the output folder against the log: a
+# temporary file of a file in flight that is empty (announce), partly written (data) or whole
+# (eof), or a final name not yet logged Passed (rename). Each stage is hit at least once per
+# durable mode. rw never syncs: it has no flush or folder sync, and nothing outside shows its
+# rename (over in microseconds), so there only announce and data are required. The targets are
+# drawn at random, stages not yet hit first, from a seed printed at the start
+# (DDFT_POWERCUT_SEED=N draws the same; the timing differs from run to run). Up to 26 cuts per
+# mode, spread over the files, and one after the last Passed line.
 #
-# Needs root and loop devices: otherwise it prints SKIPPED and exits 77.
+# The workload, in two sender sessions: one large file (8 MiB, through O_DIRECT), 300 small files
+# in nested folders (0 to 16 KiB: page cache, and O_DIRECT for whole 4 KiB blocks) with various
+# modes and mtimes, and one name sent twice (--on-collision rename keeps the first as
+# same.1.dat). Modes: the default (rwd), rwd and rws must lose nothing; rw (never syncs) must be
+# seen to lose at least one file logged Passed, which proves that the cuts can see a loss. A
+# receiver built with DDFT_TEST_DROP_SYNC (no flush before the rename) fails here.
+#
+# DDFT_POWERCUT_MODES="rws rw" runs only those modes; DDFT_KEEP_WORK=1 keeps the work folder.
+# Needs root, loop devices, nbdkit (file plugin, cache filter), nbdfuse and FUSE: otherwise it
+# prints SKIPPED and exits 77.
 set -uo pipefail
 send_bin=$1 recv_bin=$2
 here=$(cd "$(dirname "$0")" && pwd)
+# The mounts stay private to this test (a mount namespace of its own): no other program can sync
+# these file systems one by one (syncfs) or keep them busy, and they go with the test's last
+# process whatever happens. Where namespaces are refused it runs without (the skip rules decide).
+if [[ -z ${DDFT_POWERCUT_PRIVATE:-} ]] && [[ $(id -u) -eq 0 ]] && unshare --mount true 2> /dev/null
+then
+  DDFT_POWERCUT_PRIVATE=1 exec unshare --mount --propagation private bash "$0" "$@"
+fi
 # shellcheck source=fs_test_lib.sh
 source "$here/fs_test_lib.sh"
 fs_test_init powercut
-
-# The workload, in two sender sessions. Session 1: big.bin, tree/ (1,000 files) and same.dat;
-# session 2: same.dat again, other content. Sent as "sessN/", so a path P of the k-th session
-# that sent P comes from $work/sessk/P.
-mkdir -p "$work/sess1" "$work/sess2"
-head -c $((48 << 20)) /dev/urandom > "$work/sess1/big.bin"
-head -c $((4 << 20)) /dev/urandom > "$work/blob"
-for ((i = 0; i < 1000; i++)); do
-  d="$work/sess1/tree/d$((i % 10))/e$((i / 10 % 10))"
-  [[ -d "$d" ]] || mkdir -p "$d"
-  # Sizes 0 to 16 KiB, cut from one random blob: under 4 KiB only through the page cache, above
-  # it a 4 KiB-aligned part through O_DIRECT and a buffered tail.
-  size=$(((i * 7919) % 16385))
-  dd if="$work/blob" of="$d/f$i.bin" bs=$size count=1 skip=$((i % 200)) status=none 2> /dev/null ||
-    : > "$d/f$i.bin"
+for tool in nbdkit nbdfuse fusermount3 md5sum find; do
+  command -v "$tool" > /dev/null || skip "powercut test needs $tool (scripts/setup.sh installs it)"
 done
-head -c 100000 /dev/urandom > "$work/sess1/same.dat"
-head -c 100000 /dev/urandom > "$work/sess2/same.dat"
-total=1003  # Passed lines expected per run: 1 + 1000 + 1, then 1
-# The sender waits this long after each file, so that Passed lines come one at a time and a copy
-# falls between two files: unpaced, the receiver finishes the 1,000 small files in well under a
-# second, faster than this script reacts, and every copy would be taken after the last one.
-eof_delay_ms=2
+[[ -c /dev/fuse ]] || skip "powercut test needs FUSE (/dev/fuse)"
+# fsync, fdatasync and syncfs: the system calls a flush is aimed at.
+case $(uname -m) in
+  x86_64) flush_calls=" 74 75 306 " ;;
+  aarch64) flush_calls=" 82 83 267 " ;;
+  *) skip "powercut test knows no system call numbers for $(uname -m)" ;;
+esac
+truncate -s 1M "$work/probe.raw"
+nbdkit --filter=cache file "$work/probe.raw" --run true 2> /dev/null ||
+  skip "powercut test needs nbdkit's file plugin and cache filter"
 
-# The expectation at a copy, from the log as it stood then: "final-path<TAB>source" per file
-# logged Passed. A "kept as NAME" line moves the old file's expectation to NAME in its folder.
-expected_files() {  # LOG
-  awk -v src="$work" '
+seed=${DDFT_POWERCUT_SEED:-$((RANDOM * 32768 + RANDOM))}
+RANDOM=$seed
+echo "powercut: seed $seed (DDFT_POWERCUT_SEED=$seed repeats the choices)"
+min_cuts=20 max_cuts=26 # per mode, and one more after the last Passed line
+min_checked=2000         # files checked per mode, over all its cuts
+stages=(announce data eof flush rename sync)
+declare -A hits  # cuts of the current mode that hit each stage
+rate=8       # MB/s: the large file takes a second, its data and announce stages can be aimed at
+eof_delay=12 # ms after each file: the small files take 4 s, they come one or two at a time
+
+# ---------------------------------------------------------------------------------------------
+# The disks.
+nbd_pids=()  # nbdkit servers (stopped at cuts: continued before any cleanup)
+fuse_pids=() # their nbdfuse clients
+
+# fs_test_cleanup, with nbdkit continued first: a stopped disk would hang every unmount.
+powercut_cleanup() {
+  local p
+  for p in "${nbd_pids[@]}"; do kill -CONT "$p" 2> /dev/null; done
+  fs_test_cleanup
+  for p in "${fuse_pids[@]}" "${nbd_pids[@]}"; do kill -KILL "$p" 2> /dev/null; done
+}
+trap powercut_cleanup EXIT
+
+# A disk of SIZE with a write cache, as a loop device: sets dev and nbd (nbdkit's pid).
+disk_start() {  # NAME SIZE
+  local name=$1
+  rm -f "$work/$name.raw" "$work/$name.fuse.pid" "$work/$name.nbdkit.pid"
+  truncate -s "$2" "$work/$name.raw"
+  mkdir -p "$work/$name.fuse" "$work/cache"
+  TMPDIR="$work/cache" nbdfuse -P "$work/$name.fuse.pid" "$work/$name.fuse/disk" \
+    [ nbdkit --exit-with-parent -P "$work/$name.nbdkit.pid" --filter=cache \
+    file "$work/$name.raw" cache=writeback cache-min-block-size=4096 ] 2>> "$work/nbd.log" &
+  fuse_pids+=($!)
+  fuse_mounts+=("$work/$name.fuse")
+  wait_for_file "$work/$name.fuse.pid" 10 && wait_for_file "$work/$name.nbdkit.pid" 10 ||
+    { bad "nbdfuse/nbdkit did not start: $(tail -3 "$work/nbd.log")"; return 1; }
+  read -r nbd < "$work/$name.nbdkit.pid"
+  nbd_pids+=("$nbd")
+  attach "$work/$name.fuse/disk" || { bad "losetup on the FUSE file: $dev"; return 1; }
+}
+
+# Undoes disk_start for NAME (DEV its loop device, NBD its nbdkit).
+disk_stop() {  # NAME DEV NBD
+  losetup -d "$2" && forget loops "$2"
+  unmount_fuse "$work/$1.fuse"
+  wait_child "${fuse_pids[0]}" 10 || bad "nbdfuse of $1 did not end after its unmount"
+  fuse_pids=("${fuse_pids[@]:1}")
+  kill -0 "$3" 2> /dev/null && { kill -CONT "$3"; kill "$3"; }
+  forget nbd_pids "$3"
+}
+
+# Unmounts DIR, retrying "busy" for 10 s: the receiver's io_uring lets go of its files a moment
+# after the process has ended, and a program walking /dev/shm can hold a folder for a moment.
+unmount_busy() {  # DIR
+  local i
+  for i in {1..100}; do
+    umount "$1" 2> /dev/null && { forget mounts "$1"; return 0; }
+    nap 0.1
+  done
+  bad "$1 still busy after 10 s: $(umount "$1" 2>&1)"
+  umount -l "$1" && forget mounts "$1"
+}
+
+# Sets state to the state letters of PID's threads, one a thread.
+thread_states() {  # PID
+  local t s
+  state=
+  for t in /proc/"$1"/task/*; do
+    read -r s 2> /dev/null < "$t/stat" || continue
+    s=${s##*) }
+    state+=${s:0:1}
+  done
+}
+# Waits (at most 3 s) until every thread of PID is in one of STATES (letters, e.g. T or TD).
+wait_states() {  # PID STATES
+  local end=$((SECONDS + 3))
+  while :; do
+    thread_states "$1"
+    [[ -z ${state//[$2]/} ]] && return 0
+    ((SECONDS >= end)) && return 1
+    nap
+  done
+}
+exec {nap_fd}<> <(:)
+nap() { read -r -t "${1:-0.001}" -u "$nap_fd"; }  # a sleep without a fork
+
+# Proves the write cache of the disk DEV (file RAW, server NBD): 64 KiB written straight to the
+# disk are missing from RAW until the disk is flushed.
+check_write_cache() {  # DEV RAW NBD
+  head -c 65536 /dev/urandom > "$work/probe.bin"
+  dd if="$work/probe.bin" of="$1" bs=64k seek=100 oflag=direct status=none
+  freeze_disk "$3"
+  dd if="$2" of="$work/probe.raw" bs=64k skip=100 count=1 status=none
+  kill -CONT "$3"
+  if cmp -s "$work/probe.bin" "$work/probe.raw"; then
+    bad "the disk kept a write that was never flushed: no write cache, the test proves nothing"
+    return 1
+  fi
+  sync "$1"
+  freeze_disk "$3"
+  dd if="$2" of="$work/probe.raw" bs=64k skip=100 count=1 status=none
+  kill -CONT "$3"
+  cmp -s "$work/probe.bin" "$work/probe.raw" ||
+    { bad "the disk lost a flushed write"; return 1; }
+  echo "  write cache: a write is lost until flushed, then kept"
+}
+freeze_disk() {  # NBD
+  kill -STOP "$1"
+  wait_states "$1" T || bad "nbdkit $1 did not stop"
+}
+
+# ---------------------------------------------------------------------------------------------
+# The workload, in two sender sessions: session 1 sends sess1/ (big.bin, same.dat, tree/),
+# session 2 sess2/ (same.dat again, other content). A path P sent by the k-th session that sent
+# P comes from sessk/P. Modes and mtimes vary (whole seconds and nanoseconds) so that rws can be
+# seen to carry them.
+make_workload() {
+  local i d size modes=(600 640 644 664 755 700 444)
+  mkdir -p "$work/sess1" "$work/sess2"
+  head -c $((8 << 20)) /dev/urandom > "$work/sess1/big.bin"
+  head -c $((1 << 20)) /dev/urandom > "$work/blob"
+  for ((i = 0; i < 300; i++)); do
+    d="$work/sess1/tree/d$((i % 6))/e$((i / 6 % 5))"
+    [[ -d "$d" ]] || mkdir -p "$d"
+    # 0 to 16 KiB: under 4 KiB only through the page cache, above it whole 4 KiB blocks through
+    # O_DIRECT and a buffered tail.
+    size=$(((i * 7919) % 16385))
+    tail -c +$((i * 3001 + 1)) "$work/blob" | head -c "$size" > "$d/f$i.bin"
+    chmod "${modes[i % 7]}" "$d/f$i.bin"
+    touch -d "@$((1600000000 + i * 86413)).$((i * 7654321 % 1000000000))" "$d/f$i.bin"
+  done
+  head -c 100000 /dev/urandom > "$work/sess1/same.dat"
+  head -c 100000 /dev/urandom > "$work/sess2/same.dat"
+  chmod 640 "$work/sess2/same.dat"
+  touch -d @1700000000.123456789 "$work/sess1/same.dat"
+  # "path<TAB>sessN<TAB>md5<TAB>mode<TAB>mtime" for each source file.
+  (cd "$work" && find sess1 sess2 -type f -print0 | xargs -0 md5sum > md5s &&
+    find sess1 sess2 -type f -printf '%p\t%m\t%T@\n' |
+    awk -F'\t' 'FNR == NR { h[substr($0, 35)] = substr($0, 1, 32); next }
+      { i = index($1, "/"); print substr($1, i + 1) "\t" substr($1, 1, i - 1) "\t" h[$1] "\t" \
+        $2 "\t" $3 }' md5s - > sources)
+  n_session1=$(find "$work/sess1" -type f | wc -l)
+}
+
+# ---------------------------------------------------------------------------------------------
+# The running transfer. The log is followed by tail -f on fd 3; drain_log reads what came and
+# keeps count (passed, announced), starts session 2 once session 1 is all Passed, and notes
+# FAILED lines.
+start_sender() {  # SESSION
+  "$send_bin" "$work/sess$1/" --dest "127.0.0.1:$p" --rate "$rate" --eof-delay "$eof_delay" \
+    > "$work/$mode.tx$1" 2>&1 &
+  tx=$!
+  pids+=("$tx")
+  session=$1
+}
+drain_log() {
+  local line
+  while read -r -t 0 -u 3 && IFS= read -r -t 1 -u 3 line; do
+    case $line in
+      *" Info: receiving on "*) start_sender 1 ;;
+      *" Info: "*", Size: "*" receiving")
+        announced=$((announced + 1))
+        [[ $line == *" Info: big.bin, Size: "* ]] && big_state=announced big_at=${EPOCHREALTIME/./}
+        ;;
+      *" File: big.bin, Trans: "*" Passed") big_state=done passed=$((passed + 1)) ;;
+      *" File: "*", Trans: "*" Passed")
+        passed=$((passed + 1))
+        if ((passed == n_session1)); then
+          kill -CONT "$tx" 2> /dev/null
+          wait_child "$tx" 30 || bad "$mode: sender 1 failed: $(tail -3 "$work/$mode.tx1")"
+          start_sender 2
+        fi
+        ;;
+      *FAILED* | *" Error: "*) bad "$mode: $line" ;;
+    esac
+  done
+}
+
+# The receiver's threads, as "TID COMM" lines in tids (refreshed: io_uring's workers come and go).
+list_threads() {
+  local t c
+  tids=()
+  for t in /proc/"$rx"/task/*; do
+    read -r c 2> /dev/null < "$t/comm" && tids+=("${t##*/} $c")
+  done
+}
+# True while a thread of the receiver is inside fdatasync, fsync or syncfs.
+in_flush() {
+  local e nr
+  for e in "${tids[@]}"; do
+    [[ ${e#* } == dd-fsop* ]] || continue
+    read -r nr _ 2> /dev/null < "/proc/$rx/task/${e%% *}/syscall"
+    [[ $flush_calls == *" $nr "* ]] && return 0
+  done
+  return 1
+}
+# True while an io_uring worker waits on a journal commit or a flush: a folder's fsync.
+in_folder_sync() {
+  local e w
+  for e in "${tids[@]}"; do
+    [[ ${e#* } == iou-* ]] || continue
+    read -r w 2> /dev/null < "/proc/$rx/task/${e%% *}/wchan"
+    [[ $w == jbd2_log_wait_commit || $w == submit_bio_wait || $w == *flush* ]] && return 0
+  done
+  return 1
+}
+
+# Waits (at most WAIT_MS) for the sign of STAGE; returns 1 when it did not come.
+aim() {  # STAGE WAIT_MS
+  local end=$((${EPOCHREALTIME/./} + $2 * 1000)) seen=$announced n=0
+  # The first announce comes once the sender has read its file list: wait for it.
+  [[ $big_state == none ]] && end=$((end + 10000000))
+  local data_at=$((big_at + 100000 + RANDOM % 800 * 1000))
+  while ((${EPOCHREALTIME/./} < end)); do
+    drain_log
+    ((passed >= n_session1 + 1)) && return 1
+    if ((n++ % 8 == 0)); then list_threads; fi
+    case $1 in
+      flush | eof) in_flush && return 0 ;;
+      sync | rename) in_folder_sync && return 0 ;;
+      announce) ((announced > seen)) && return 0 ;;
+      data)
+        [[ $big_state == announced ]] && ((${EPOCHREALTIME/./} > data_at)) && return 0
+        ;;
+    esac
+    nap
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# A cut: what the disks hold at one instant, and what the receiver was doing then.
+
+# Stages seen in the blocked threads of the receiver (the disk is frozen): a thread inside
+# fdatasync, fsync or syncfs (flush), an io_uring worker inside a folder's fsync (sync).
+blocked_stages() {
+  local t c s stack
+  for t in /proc/"$rx"/task/*; do
+    read -r s 2> /dev/null < "$t/stat" || continue
+    s=${s##*) }
+    [[ ${s:0:1} == D ]] || continue
+    read -r c 2> /dev/null < "$t/comm" || continue
+    stack=$(cat "$t/stack" 2> /dev/null)
+    if [[ $c == dd-fsop* && ($stack == *ext4_sync_file* || $stack == *sync_filesystem*) ]]; then
+      echo flush
+    elif [[ $c == iou-* && $stack == *io_fsync* ]]; then
+      echo sync
+    fi
+  done
+}
+
+# Stages seen in the output folder (the receiver stopped, the disk still running), against the
+# log at the cut (LOG): a temporary file empty (announce), partly written (data) or whole (eof)
+# of a file announced and not yet Passed, or such a file under its final name (rename).
+folder_stages() {  # LOG
+  find "$out" -path "$out/.failed" -prune -o -type f -printf '%P\t%s\n' |
+    awk -F'\t' '
+      FNR == NR {
+        if ($0 ~ / Info: .*, Size: [0-9,]+ \(bytes\) \. \. \. receiving$/) {
+          line = $0; sub(/^[^ ]* Info: /, "", line)
+          i = index(line, ", Size: "); path = substr(line, 1, i - 1)
+          size = substr(line, i + 8); sub(/ .*/, "", size); gsub(/,/, "", size)
+          announced[path]++; sizes[path] = size
+        } else if ($0 ~ / File: .*, Trans: .* Passed$/) {
+          path = $0; sub(/^[^ ]* File: /, "", path); sub(/, Trans: .*$/, "", path)
+          passed[path]++
+        }
+        next
+      }
+      { files[$1] = $2 }
+      END {
+        for (p in announced) {
+          if (announced[p] <= passed[p]) continue
+          d = p; if (!sub(/\/[^\/]*$/, "", d)) d = ""
+          want[d] = want[d] " " sizes[p] " "
+          if ((p in files) && !passed[p]) hit["rename"] = 1
+        }
+        for (f in files) {
+          if (f !~ /(^|\/)\.ddft-[^\/]*\.(part|new)$/) continue
+          d = f; if (!sub(/\/[^\/]*$/, "", d)) d = ""
+          if (!(d in want)) continue
+          if (index(want[d], " " files[f] " ")) hit["eof"] = 1
+          else if (files[f] == 0) hit["announce"] = 1
+          else hit["data"] = 1
+        }
+        for (h in hit) print h
+      }' "$1" -
+}
+
+# Cut number N of MODE, freezing the disk or the receiver first (ORDER disk|receiver). Leaves
+# MODE.cN.{data,jnl,log} and adds "N ORDER AIMED PASSED MS : STAGES" to MODE.hits: the stage
+# aimed at, the Passed lines at the cut, how long the transfer stood still, the stages hit.
+cut_now() {  # N ORDER
+  local base="$work/$mode.c$1" hit s t0=${EPOCHREALTIME/./}
+  [[ -n $tx ]] && kill -STOP "$tx" 2> /dev/null
+  if [[ $2 == disk ]]; then
+    freeze_disks
+    kill -STOP "$rx"
+    wait_states "$rx" TD || bad "$mode: cut $1: the receiver did not stop"
+    hit=$(blocked_stages)
+  else
+    kill -STOP "$rx"
+    wait_states "$rx" T || bad "$mode: cut $1: the receiver did not stop"
+    freeze_disks
+  fi
+  cp "$log" "$base.log"
+  cp --sparse=always "$work/data.raw" "$base.data"
+  cp --sparse=always "$work/jnl.raw" "$base.jnl"
+  kill -CONT "$nbd_data" "$nbd_jnl"
+  # The receiver stays stopped (its threads blocked on the disk finish their system call and
+  # stop too) while its output folder is read.
+  wait_states "$rx" T || bad "$mode: cut $1: the receiver did not stop"
+  hit+=" $(folder_stages "$base.log")"
+  kill -CONT "$rx"
+  [[ -n $tx ]] && kill -CONT "$tx" 2> /dev/null
+  hit=$(printf '%s\n' $hit | sort -u)
+  for s in $hit; do hits[$s]=$((${hits[$s]:-0} + 1)); done
+  echo "$1 $2 $target $(grep -c ' Passed$' "$base.log")" \
+    "$(((${EPOCHREALTIME/./} - t0) / 1000)) :" $hit >> "$work/$mode.hits"
+}
+freeze_disks() {
+  kill -STOP "$nbd_data" "$nbd_jnl"
+  wait_states "$nbd_data" T && wait_states "$nbd_jnl" T || bad "$mode: nbdkit did not stop"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Checking a copy.
+
+# What the log LOG promises: "path<TAB>session<TAB>path sent" for each file logged Passed, the
+# session being the how-many-th that sent that path. A "kept as NAME" line moves the older
+# file's promise to NAME in its folder.
+promised() {  # LOG
+  awk '
     / Info: .*: the existing file of that name was kept as / {
       line = $0; sub(/^[^ ]* Info: /, "", line)
       i = index(line, ": the existing file of that name was kept as ")
@@ -71,134 +429,193 @@ expected_files() {  # LOG
         if (path in want) want[dir kept[path]] = want[path]
         delete kept[path]
       }
-      want[path] = src "/sess" n "/" path
+      want[path] = "sess" n "\t" path
     }
     END { for (p in want) print p "\t" want[p] }' "$1"
 }
 
-# True when every thread of PID but io_uring's workers is stopped (state T).
-all_stopped() {  # PID
-  local t stat comm
-  for t in /proc/"$1"/task/*; do
-    read -r comm 2> /dev/null < "$t/comm" || continue
-    [[ "$comm" == iou-* ]] && continue
-    read -r stat 2> /dev/null < "$t/stat" || continue
-    stat=${stat##*) }
-    [[ "${stat:0:1}" == T ]] || return 1
+# Mounts copy N of MODE (ext4 replays its journal) and checks it against the log copied with
+# it. Prints one line; adds to checked_total, lost_total, torn_total and meta_total.
+check_copy() {  # N
+  local base="$work/$mode.c$1" jdev ddev res checked lost torn meta notes
+  local dir="$work/check.$mode.$1"
+  attach "$base.jnl" || { bad "$mode: copy $1: losetup: $dev"; return; }
+  jdev=$dev
+  if ! mount_image "$base.data" "$dir" "journal_path=$jdev"; then
+    bad "$mode: copy $1 does not mount (journal replay failed?)"
+    [[ -n $dev ]] && losetup -d "$dev" && forget loops "$dev"
+    losetup -d "$jdev" && forget loops "$jdev"
+    return
+  fi
+  ddev=$dev
+  find "$dir/out" -path "$dir/out/.failed" -prune -o -type f ! -name '.ddft-*' \
+    -printf '%P\t%m\t%T@\n' > "$base.final"
+  (cd "$dir/out" && cut -f1 "$base.final" | tr '\n' '\0' | xargs -0 -r md5sum) > "$base.md5"
+  promised "$base.log" > "$base.promised"
+  unmount_busy "$dir"
+  losetup -d "$ddev" && forget loops "$ddev"
+  losetup -d "$jdev" && forget loops "$jdev"
+  res=$(awk -F'\t' -v rws="$rws" '
+    function note(s) { if (++notes <= 4) text = text (text == "" ? "" : "; ") s }
+    part == 1 { md5[$2, $1] = $3; mode[$2, $1] = $4; mtime[$2, $1] = $5
+                sent[$1] = sent[$1] " " $2; next }
+    part == 2 { keptof[$1] = $2; keptas[$2] = $1; next }
+    part == 3 { want_sess[$1] = $2; want_rel[$1] = $3; next }
+    part == 4 { fmode[$1] = $2; fmtime[$1] = $3; next }
+    part == 5 { h = substr($0, 1, 32); p = substr($0, 35); fmd5[p] = h; next }
+    END {
+      for (q in fmode) {
+        checked++
+        rel = (q in keptof) ? keptof[q] : q
+        n = split(sent[rel], ss, " "); s = ""
+        for (i = 1; i <= n; i++) if (md5[ss[i], rel] == fmd5[q]) s = ss[i]
+        if (s == "") {
+          # A file logged Passed counts as lost, below.
+          if (!(q in want_sess)) { torn++; note(q " (not yet Passed) differs from what was sent") }
+          continue
+        }
+        if (fmode[q] != mode[s, rel] || fmtime[q] != mtime[s, rel]) {
+          meta++
+          if (rws) note(q ": mode " fmode[q] " mtime " fmtime[q] ", sent " mode[s, rel] " " \
+                        mtime[s, rel])
+        }
+      }
+      for (q in want_sess) {
+        if (!(q in fmode)) checked++
+        h = md5[want_sess[q], want_rel[q]]
+        if (fmd5[q] == h) continue
+        # The next file of that name moves it aside (--on-collision rename) before its own
+        # Passed line.
+        if ((q in keptas) && fmd5[keptas[q]] == h) continue
+        lost++
+        note(q " Passed, " ((q in fmode) ? "differs from what was sent" : "missing"))
+      }
+      printf "%d %d %d %d %s\n", checked, lost, torn, meta, text
+    }' part=1 "$work/sources" part=2 "$work/$mode.kept" part=3 "$base.promised" \
+    part=4 "$base.final" part=5 "$base.md5")
+  read -r checked lost torn meta notes <<< "$res"
+  echo "  $mode cut $(hit_line "$1"): $checked file(s) checked, $lost lost, $torn torn," \
+    "$meta with another mode or mtime${notes:+ ($notes)}"
+  checked_total=$((checked_total + checked)) lost_total=$((lost_total + lost))
+  torn_total=$((torn_total + torn)) meta_total=$((meta_total + meta))
+  ((checked > checked_max)) && checked_max=$checked
+  rm -f "$base.data" "$base.jnl"
+}
+hit_line() {  # N: "N (ORDER first, aimed at STAGE, P Passed, stopped for MS ms: hit STAGES)"
+  local n order aimed np ms st
+  read -r n order aimed np ms _ st < <(grep "^$1 " "$work/$mode.hits")
+  echo "$n ($order first, aimed at $aimed, $np Passed, stopped for $ms ms${st:+: hit $st})"
+}
+
+# ---------------------------------------------------------------------------------------------
+# One run.
+
+# Chooses the next cut: target (a stage, or any) and order (disk|receiver). The large file's
+# announce and data first; then the stages not yet hit in this run, then any at random.
+next_target() {
+  local s pool=()
+  if [[ $big_state == none ]]; then
+    target=announce order=receiver
+    return
+  fi
+  if [[ $big_state == announced ]] && ((data_cuts < 3)); then
+    data_cuts=$((data_cuts + 1)) target=data order=receiver
+    return
+  fi
+  for s in announce eof flush rename sync; do
+    [[ $durable == no && ($s == flush || $s == sync) ]] && continue
+    ((${hits[$s]:-0} > 0)) || pool+=("$s")
   done
+  ((${#pool[@]} > 0)) || pool=(eof flush rename sync any any)
+  target=${pool[RANDOM % ${#pool[@]}]}
+  case $target in
+    flush | sync | rename) order=disk ;;
+    any) order=receiver && ((RANDOM % 2)) && order=disk ;;
+    *) order=receiver ;;
+  esac
 }
 
-# Stops receiver and sender, keeps the log as it stands and copies the image, then resumes.
-snapshot() {  # MODE N
-  local t0=$EPOCHREALTIME t1 t2
-  kill -STOP "$rx"
-  [[ -n "$tx" ]] && kill -STOP "$tx" 2> /dev/null
-  for _ in {1..400}; do all_stopped "$rx" && break; sleep 0.002; done
-  all_stopped "$rx" || bad "$1: the receiver did not stop for copy $2"
-  t1=$EPOCHREALTIME
-  cp "$work/$1.log" "$work/$1.copy$2.log"
-  cp --sparse=always "$work/$1.img" "$work/$1.copy$2.img"
-  t2=$EPOCHREALTIME
-  [[ -n "$tx" ]] && kill -CONT "$tx" 2> /dev/null
-  kill -CONT "$rx"
-  echo "  $1 copy $2: taken at $passed Passed line(s) read; stopping took" \
-    "$(since "$t0" 1000 "$t1") ms, copying $(since "$t1" 1000 "$t2") ms"
-}
-
-# Mounts each copy of MODE and checks the files its log had called Passed. Sets lost_total.
-check_copies() {  # MODE COPIES
-  local k rel src n_checked n_lost lost_list dev
-  lost_total=0 checked_total=0
-  for ((k = 1; k <= $2; k++)); do
-    n_checked=0 n_lost=0 lost_list=()
-    mount_image "$work/$1.copy$k.img" "$work/check" || {
-      bad "$1: copy $k does not mount (journal replay failed?)"
-      continue
-    }
-    while IFS=$'\t' read -r rel src; do
-      n_checked=$((n_checked + 1))
-      if [[ ! -f "$work/check/out/$rel" ]]; then
-        n_lost=$((n_lost + 1))
-        lost_list+=("$rel (missing)")
-      elif ! cmp -s "$src" "$work/check/out/$rel"; then
-        n_lost=$((n_lost + 1))
-        lost_list+=("$rel (differs: $(stat -c %s "$work/check/out/$rel") of" \
-          "$(stat -c %s "$src") bytes)")
-      fi
-    done < <(expected_files "$work/$1.copy$k.log")
-    echo "  $1 copy $k: $n_checked Passed file(s) checked," \
-      "$n_lost lost${lost_list:+: ${lost_list[*]:0:5}}"
-    unmount_image "$work/check" "$dev"
-    rm -f "$work/$1.copy$k.img"
-    checked_total=$((checked_total + n_checked))
-    lost_total=$((lost_total + n_lost))
-  done
-}
-
-# One run: fresh image, receiver with ARGS, two sessions, copies after Passed lines 1, 500 and
-# the last. Prints the summary line and checks the mode's expectation.
-run_mode() {  # MODE DURABLE(yes/no) ARGS...
-  local mode=$1 durable=$2
+# Runs MODE with the receiver's ARGS, cutting as it goes, then checks every copy. DURABLE: yes
+# (must lose nothing) or no (must be seen to lose).
+run_mode() {  # MODE DURABLE ARGS...
+  mode=$1 durable=$2
   shift 2
-  local img="$work/$mode.img" log="$work/$mode.log" copies=0 session=1 line deadline t0 rc
-  # 192 MB holds the 60 MB of files with room to spare; lazy init off, so that no background
-  # zeroing writes to the image while it is copied.
-  truncate -s 192M "$img"
-  mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img" ||
+  rws=0
+  [[ $mode == rws ]] && rws=1
+  local t0=$EPOCHREALTIME ddev jdev tailer rc k gap wait_ms
+  : > "$work/$mode.hits"
+  hits=()
+  disk_start data 64M || return
+  ddev=$dev nbd_data=$nbd
+  disk_start jnl 8M || return
+  jdev=$dev nbd_jnl=$nbd
+  check_write_cache "$ddev" "$work/data.raw" "$nbd_data" || return
+  # Inode tables written now (no lazy init in the background), small (4096 inodes, copied at
+  # each cut), of 256 bytes (mtimes in nanoseconds).
+  mkfs.ext4 -q -F -O journal_dev -b 4096 "$jdev" > /dev/null &&
+    mkfs.ext4 -q -F -b 4096 -I 256 -N 4096 -E lazy_itable_init=0 -J "device=$jdev" "$ddev" ||
     { bad "$mode: mkfs.ext4 failed"; return; }
-  mount_image "$img" "$work/mnt" || { bad "$mode: cannot mount the image"; return; }
-  local imgdev=$dev
-  mkdir "$work/mnt/out"
-  p=$(port)
-  t0=$EPOCHREALTIME
+  mnt=$work/mnt.$mode
+  mkdir -p "$mnt"
+  mount -t ext4 -o "journal_path=$jdev,data=writeback" "$ddev" "$mnt" ||
+    { bad "$mode: mount failed"; return; }
+  mounts+=("$mnt")
+  out=$mnt/out log=$work/$mode.log
+  mkdir "$out"
+  sync -f "$mnt"
   : > "$log"
-  "$recv_bin" --listen "127.0.0.1:$p" --output "$work/mnt/out" --log-file "$log" \
-    --buffer-mb 128 --write-buffers 16 --socket-buffer-mb 64 "$@" > "$work/$mode.out" 2>&1 &
+  p=$(port)
+  "$recv_bin" --listen "127.0.0.1:$p" --output "$out" --log-file "$log" --buffer-mb 64 \
+    --write-buffers 8 --socket-buffer-mb 32 "$@" > "$work/$mode.out" 2>&1 &
   rx=$! tx=
   pids+=("$rx")
-  # tail -f follows the log by inotify, so a line is seen within a millisecond or so of its
-  # write. The log must exist first: on a missing file tail falls back to polling once a second.
-  # The receiver appends to it.
+  # tail -f follows the log by inotify; the log must exist first (else tail polls once a second).
   exec 3< <(exec tail -n +1 -f "$log" 2> /dev/null)
-  local tailer=$!
+  tailer=$!
   pids+=("$tailer")
-  passed=0
-  deadline=$((SECONDS + 60))
-  while ((SECONDS < deadline)); do
-    if ! read -r -t 1 line <&3; then
-      kill -0 "$rx" 2> /dev/null || break
-      continue
+  passed=0 announced=0 big_state=none big_at=0 session=0 cuts=0 data_cuts=0
+  local deadline=$((SECONDS + 60))
+  while ((passed < n_session1 + 1 && cuts < max_cuts && SECONDS < deadline)) &&
+    kill -0 "$rx" 2> /dev/null; do
+    # Spread over the small files: the k-th cut after the large file's waits for its share of
+    # Passed lines, then 0 to 10 ms more.
+    gap=$((${EPOCHREALTIME/./} + RANDOM % 10000))
+    while ((${EPOCHREALTIME/./} < gap || (cuts >= 5 &&
+      passed < (cuts - 4) * n_session1 / (max_cuts - 4)))); do
+      drain_log
+      ((passed >= n_session1 + 1)) && break
+      nap 0.002
+    done
+    next_target
+    # Behind the schedule (the next cut's share already Passed, on a slow or busy host), the
+    # sender waits until this cut is taken, and a stage already hit is given 20 ms to show:
+    # the cuts keep pace with the files.
+    wait_ms=100
+    if ((cuts >= 5 && passed >= (cuts - 3) * n_session1 / (max_cuts - 4))); then
+      kill -STOP "$tx" 2> /dev/null
+      [[ $target == any || ${hits[$target]:-0} -gt 0 ]] && wait_ms=20
     fi
-    case $line in
-      *" Info: receiving on "*)
-        "$send_bin" "$work/sess1/" --dest "127.0.0.1:$p" --eof-delay "$eof_delay_ms" \
-          > "$work/$mode.tx1" 2>&1 &
-        tx=$!
-        pids+=("$tx")
-        ;;
-      *" File: "*", Trans: "*" Passed")
-        passed=$((passed + 1))
-        if ((passed == 1 || passed == 500 || passed == total)); then
-          copies=$((copies + 1))
-          snapshot "$mode" "$copies"
-        fi
-        ((passed == total)) && break
-        if ((passed == total - 1)); then
-          # Session 1 is through on the receiver: send the same name again, in a new session.
-          wait_child "$tx" 30 || bad "$mode: sender 1 failed: $(tail -3 "$work/$mode.tx1")"
-          session=2
-          "$send_bin" "$work/sess2/" --dest "127.0.0.1:$p" > "$work/$mode.tx2" 2>&1 &
-          tx=$!
-          pids+=("$tx")
-        fi
-        ;;
-      *FAILED*) bad "$mode: $line" ;;
-    esac
+    if [[ $target == any || ($durable == no && $target != announce && $target != data) ]]; then
+      # At any moment; and rw, which never syncs, shows no sign of its end of file or rename.
+      aim none $((RANDOM % wait_ms))
+    else
+      aim "$target" "$wait_ms"
+    fi
+    ((passed >= n_session1 + 1)) && break
+    cuts=$((cuts + 1))
+    cut_now "$cuts" "$order"
   done
-  local secs
-  secs=$(since "$t0" 1)
-  ((passed == total)) ||
-    bad "$mode: $passed of $total files Passed within 60 s; receiver: $(tail -3 "$work/$mode.out")"
+  [[ -n $tx ]] && kill -CONT "$tx" 2> /dev/null
+  while ((passed < n_session1 + 1 && SECONDS < deadline)) && kill -0 "$rx" 2> /dev/null; do
+    drain_log
+    nap 0.01
+  done
+  ((passed == n_session1 + 1)) ||
+    bad "$mode: $passed of $((n_session1 + 1)) files Passed within 60 s:" \
+      "$(tail -3 "$work/$mode.out")"
+  # The last cut: after every file was Passed.
+  cuts=$((cuts + 1)) target=end
+  cut_now "$cuts" receiver
   [[ -n "$tx" ]] && { wait_child "$tx" 30 || bad "$mode: sender $session failed"; }
   kill -TERM "$rx"
   wait_child "$rx" 15
@@ -207,19 +624,57 @@ run_mode() {  # MODE DURABLE(yes/no) ARGS...
   kill "$tailer" 2> /dev/null
   wait_child "$tailer" 5
   exec 3<&-
-  unmount_image "$work/mnt" "$imgdev"
-  rm -f "$img"
-  check_copies "$mode" "$copies"
-  echo "SUMMARY powercut mode $mode: copies taken $copies, files checked $checked_total," \
-    "files lost $lost_total (transfer ${secs}s)"
+  local secs_run
+  secs_run=$(since "$t0" 1)
+  unmount_busy "$mnt"
+  disk_stop data "$ddev" "$nbd_data"
+  disk_stop jnl "$jdev" "$nbd_jnl"
+  # Each kept name (same.1.dat), with the path it was kept from.
+  awk '/ Info: .*: the existing file of that name was kept as / {
+      line = $0; sub(/^[^ ]* Info: /, "", line)
+      i = index(line, ": the existing file of that name was kept as ")
+      path = substr(line, 1, i - 1); dir = path; if (!sub(/[^\/]*$/, "", dir)) dir = ""
+      print dir substr(line, i + 45) "\t" path
+    }' "$log" > "$work/$mode.kept"
+  checked_total=0 lost_total=0 torn_total=0 meta_total=0 checked_max=0
+  for ((k = 1; k <= cuts; k++)); do check_copy "$k"; done
+  judge_mode "$secs_run" "$(since "$t0" 1)"
+}
+
+# The summary line of a mode and its assertions.
+judge_mode() {  # SECONDS_RUN SECONDS_ALL
+  local s n counts="" missing=() disk_first
+  for s in "${stages[@]}"; do
+    n=${hits[$s]:-0}
+    counts+="$s $n, "
+    ((n > 0)) && continue
+    [[ $durable == no && $s != announce && $s != data ]] && continue
+    missing+=("$s")
+  done
+  disk_first=$(grep -c '^[0-9]* disk ' "$work/$mode.hits")
+  echo "SUMMARY powercut mode $mode: cuts $cuts ($disk_first disk first)," \
+    "stages hit: ${counts%, };" \
+    "files checked $checked_total (all $checked_max at the last cut), lost $lost_total," \
+    "torn $torn_total, other mode or mtime $meta_total; run ${1}s, with checks ${2}s"
+  ((cuts >= min_cuts + 1)) || bad "$mode: $cuts cuts, fewer than $((min_cuts + 1))"
+  ((${#missing[@]} == 0)) || bad "$mode: no cut hit ${missing[*]}"
+  ((checked_total >= min_checked)) ||
+    bad "$mode: $checked_total files checked over all cuts, fewer than $min_checked"
+  ((checked_max == n_session1 + 1)) ||
+    bad "$mode: the last cut checked $checked_max files, not all $((n_session1 + 1))"
   if [[ $durable == yes ]]; then
-    ((lost_total == 0)) || bad "$mode: durable mode lost $lost_total Passed file(s) in the copies"
+    ((lost_total == 0)) || bad "$mode: durable mode lost $lost_total file(s) logged Passed"
+    ((torn_total == 0)) ||
+      bad "$mode: $torn_total file(s) under a final name differ from what was sent"
+    ((rws == 0 || meta_total == 0)) ||
+      bad "$mode: $meta_total file(s) without the mode or mtime the sender sent"
   else
     ((lost_total > 0)) ||
-      bad "$mode: rw lost nothing: the imitation did not catch unsynced data, so it proves nothing"
+      bad "$mode: rw lost nothing: the cuts did not catch unsynced data, so they prove nothing"
   fi
 }
 
+make_workload
 all_modes=(default rwd rws rw)
 for mode in ${DDFT_POWERCUT_MODES:-${all_modes[*]}}; do
   case $mode in
