@@ -45,24 +45,31 @@
 #                    its folder sync ("journal C, before rename" is a few calls wide and
 #                    seldom hit; "renamed, before Passed" is the folder sync)
 #      hook          the --on-complete hook running (the armed hook tells the test)
-#      start-up      a restarted run killed before it logged its readiness (its recovery)
+#      start-up      a restarted run killed before it logged its readiness (a few ms in:
+#                    reading its journal, or recovering what the kill before left; the kill
+#                    line says how many of the temporary files left it had handled)
 #      failure records  killed at the instant a "FAILED: never announced" line appeared, while
 #                    the run names the files the sender's list says no run heard
 #    The kills are aimed (the trigger) from the receive log and the output folder as the test
 #    watches them (every 1-2 ms; a file's end every 0.2 ms): at an announce, at a random instant
 #    into a file (or while no file is announced for a second), at a file's end (as soon as it
 #    is whole, as soon as its mode and time are set, as soon as its final name appears, or at a
-#    random instant up to its sync time), while the hook runs, a few ms into a restart, and at a
-#    "FAILED: never announced" line. A window no kill has landed in yet is aimed at first, on a
-#    file that can serve it, and runs use --direct-io off until a flush was hit (the data of a
-#    file then waits in the page cache for its sync, a longer window). The summary gives the
+#    random instant up to its sync time), while the hook runs, a few ms into a restart, and at
+#    a "FAILED: never announced" line. A window no kill has landed in yet is aimed at first, on
+#    a file that can serve it, and runs use --direct-io off until a flush was hit (the data of
+#    a file then waits in the page cache for its sync, a longer window). The summary gives the
 #    kills per trigger and per window, the states the files in flight were in, and how many
 #    files the kills could have excused, next to how many failed.
 #
 # Usage: crash_test.sh DD_FILE_SEND DD_FILE_RECEIVE DD_RECONCILE
 # DDFT_CRASH_SEED=N makes the same files and the same choices again (not the same timing);
 # DDFT_CRASH_KEEP=DIR keeps a copy of the work folder; DDFT_CRASH_DEBUG=1 says what it aims at
-# and how it explains each failure.
+# and how it explains each failure. DDFT_CRASH_STARTUP=recovery aims each start-up kill at the
+# recovery itself (as soon as one of the temporary files left is gone). The receiver's recovery
+# writes the failure records of all the files left before it journals and logs any: a kill in
+# between either removed a file's data before its record was written (no trace: the sender's
+# file list names it later, "never announced", received 0 bytes) or left a record the next run
+# does not know of (the file list names it again: two records, which fails this test).
 #
 # The transfer: one sender session at a paced 2.5 MiB/s of about 180 MB (about 70 s): 416 small
 # files (0 to 512 KiB, some empty) in nested folders, "report.txt" in 32 folders, 48 files of
@@ -114,6 +121,7 @@ WINDOWS = ("announce", "mid-data", "verify", "flush", "rename", "hook", "start-u
 COMMIT = ("verify", "flush", "rename")  # a file's commit, in its order
 BIG_END_KILLS = 2                 # "end of file" kills on the 16-20 MiB files (--direct-io off)
 STOP_AT = 0.94                    # no kill once this share of the bytes was sent
+AIM_RECOVERY = os.environ.get("DDFT_CRASH_STARTUP") == "recovery"
 src = os.path.join(work, "src")
 out = os.path.join(work, "out")
 rx_log = os.path.join(work, "rx.log")
@@ -390,7 +398,12 @@ def kill_now(run, trigger, target, detail="", aimed=None):
         note_line(run, msg, live=False)
     rows = journal()
     states = {p: landed(p, rows) for p in set(run.in_flight) | ({target} if target else set())}
-    parts = {origin_path(p) or p for p in temporaries() if p.endswith(".part")}
+    part_files = {p for p in temporaries() if p.endswith(".part")}
+    parts = {origin_path(p) or p for p in part_files}
+    if trigger == "start-up":
+        # How far its recovery came: the temporary files the kill before left, gone now.
+        left = kills[-1]["part_files"] if kills else set()
+        detail = f"({len(left - part_files)} of {len(left)} leftovers recovered)"
     windows = {WINDOW_OF[s] for s in states.values() if s in WINDOW_OF}
     where = states.get(target, "-")
     if trigger == "announce" and where in (NO_TEMP, EMPTY, PARTIAL) and "joined" not in detail:
@@ -404,7 +417,7 @@ def kill_now(run, trigger, target, detail="", aimed=None):
     k = {"n": len(kills) + 1, "t": time.monotonic() - t_send, "wall": wall, "run": run.index,
          "direct_io": run.direct_io, "trigger": trigger, "target": target or "-",
          "landed": where, "states": states, "windows": windows, "last": run.last,
-         "detail": detail, "lines": len(log_lines),
+         "detail": detail, "lines": len(log_lines), "part_files": part_files,
          "in_flight": set(run.in_flight) | parts | ({target} if target else set())}
     kills.append(k)
     done_by_trigger[trigger] = done_by_trigger.get(trigger, 0) + 1
@@ -465,9 +478,10 @@ class Progress:
 
 def choose(size, joined, waited, run):
     """(trigger, goal) to aim at a file of SIZE just announced to RUN (JOINED: mid-file, so
-    with no announce and no end to aim at), WAITED s after the kill was due. A window no kill has landed in yet comes first (the one tried least so far, among
-    those this file can serve); then the trigger furthest behind its quota. (None, None): wait
-    for a larger file while only the triggers that need one are behind (for 1.5 s at most)."""
+    with no announce and no end to aim at), WAITED s after the kill was due. A window no kill
+    has landed in yet comes first (the one tried least so far, among those this file can
+    serve); then the trigger furthest behind its quota. (None, None): wait for a larger file
+    while only the triggers that need one are behind (for 1.5 s at most)."""
     if size >= 16 << 20:
         return "mid-data", None  # (its "end of file" kills are aimed apart)
     can = ["hook"]
@@ -706,12 +720,19 @@ def main_loop():
                 kill_now(run, t["trigger"], t["path"], t.get("detail", ""), t["aimed"])
         if runs[-1].proc.poll() is None:
             continue
-        # Killed: restart at once; now and then kill the new run during its start-up (at once
-        # when no kill has landed in one yet, after the first few kills).
+        # Killed: restart at once; now and then (every time after the first few kills while
+        # none has landed in one) kill the new run during its start-up: a few ms in, or with
+        # DDFT_CRASH_STARTUP=recovery as soon as one of the temporary files the kill left is gone.
         runs.append(Run(len(runs) + 1, direct_io_for_next_run()))
-        none_yet = hits["start-up"] == 0 and len(kills) >= 6
-        if none_yet or (QUOTA["start-up"] > done_by_trigger["start-up"] and rng.random() < 0.15):
-            time.sleep(rng.uniform(0.002, 0.015) if none_yet else rng.uniform(0.003, 0.06))
+        left = kills[-1]["part_files"]
+        if (hits["start-up"] == 0 and len(kills) >= 6) or (
+                QUOTA["start-up"] > done_by_trigger["start-up"] and rng.random() < 0.15):
+            if AIM_RECOVERY and left:
+                end = time.monotonic() + 2.0
+                while time.monotonic() < end and all(os.path.exists(p) for p in left):
+                    time.sleep(0.0001)
+            else:
+                time.sleep(rng.uniform(0.003, 0.06))
             kill_now(runs[-1], "start-up", None, "", "start-up")
             runs.append(Run(len(runs) + 1, direct_io_for_next_run()))
         if not wait_up(runs[-1]):
@@ -1038,13 +1059,16 @@ def justify(rel, pos, reason):
     down = [k for k in before if unheard(k, i)]
     if not down:
         return None
-    k = down[-1]
+    k = min(down, key=lambda k: k["wall"] - ends[i])  # the kill its sending came closest to
+    slack_used.append(k["wall"] - ends[i])
     return "sent while no receiver listened", \
         (f"sent {starts[i] - t_send_wall:.2f}-{ends[i] - t_send_wall:.2f} s (kill {k['n']} at "
-         f"{k['wall'] - t_send_wall:.2f} s, the next run ready at {k['ready'] - t_send_wall:.2f} s)")
+         f"{k['wall'] - t_send_wall:.2f} s, the next run ready at "
+         f"{k['ready'] - t_send_wall:.2f} s)")
 
 
 justified = {}  # kind of justification -> count
+slack_used = []  # for each failure explained as sent unheard: how long before the kill it ended
 for rel, outcome in fs_outcome.items():
     if outcome != "failed" or rel not in failed_lines:
         continue
@@ -1089,8 +1113,10 @@ print("  where the files in flight were: " +
 n_del = sum(1 for v in fs_outcome.values() if v == "delivered")
 print(f"  files: {len(sent)} sent, {n_del} delivered ({recovered} synced at a restart, {twice} "
       f"logged Passed twice), {n_failed} failed and named, {len(lost)} lost or named twice")
-print(f"  failures justified: {sum(justified.values())} of {n_failed} (slack {slack:.2f} s): " +
+print(f"  failures justified: {sum(justified.values())} of {n_failed}: " +
       ", ".join(f"{k} {v}" for k, v in sorted(justified.items())))
+print(f"  slack {slack:.2f} s; the most a file sent unheard had ended before its kill: "
+      f"{max(slack_used, default=0.0):.3f} s")
 print(f"  files the kills could excuse: {len(excusable)} of {len(sent)} "
       f"({sum(1 for p in excusable if fs_outcome.get(p) == 'delivered')} of them delivered)")
 if len(kills) < KILLS_MIN:
