@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -195,6 +196,8 @@ class OutputDir {
   // and the path of record `name`; record_exists(): a whole record is at that path.
   std::string record_name(const FailureRecord& rec) const;
   std::string record_path(const std::string& name) const;
+  // The name of the record at `path` (record_path()'s inverse), "" when it is not one.
+  std::string record_name_at(const std::string& path) const;
   bool record_exists(const std::string& path) const;
   // Marks the record at `path` resolved: its JSON gains a first member "resolved": `note`,
   // the file replaced whole. False (nothing changed) when it is not a record of the failed
@@ -207,7 +210,14 @@ class OutputDir {
   // still in the receiver's memory when it stopped counts as missing). The data is removed, or
   // moved to the failed folder with `keep_partial`. Orphan sidecars are removed. Symlinks are not
   // followed; the failed folder is skipped.
-  std::vector<Leftover> recover_leftovers(bool keep_partial = false);
+  //
+  // `claim`, when given, is called for each leftover before its record is written and its data
+  // removed, and returns the record's name (record_name()'s form) once it has journaled the
+  // failure under it: a stop in between leaves the journal naming the record, and the next start
+  // writes that same record again instead of a second one.
+  using LeftoverClaim = std::function<std::string(const Leftover&, const FailureRecord&)>;
+  std::vector<Leftover> recover_leftovers(bool keep_partial = false,
+                                          const LeftoverClaim& claim = {});
 
   // Refuses announced paths beyond these limits (create_temp()).
   void set_path_limits(const PathLimits& limits) { limits_ = limits; }
@@ -245,9 +255,9 @@ class OutputDir {
 
  private:
   void sweep(int dir_fd, const std::string& rel, int depth, bool keep_partial,
-             std::vector<Leftover>* out);
+             const LeftoverClaim& claim, std::vector<Leftover>* out);
   Leftover recover_one(int dir_fd, const std::string& rel, const std::string& name,
-                       bool keep_partial);
+                       bool keep_partial, const LeftoverClaim& claim);
   bool open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
                    std::string* reason, std::vector<common::UniqueFd>* made_in = nullptr,
                    bool create = true);

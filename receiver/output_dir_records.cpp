@@ -44,6 +44,17 @@ std::string OutputDir::record_path(const std::string& name) const {
   return failed_path_ + "/" + name + ".json";
 }
 
+std::string OutputDir::record_name_at(const std::string& path) const {
+  const std::string head = failed_path_ + "/";
+  constexpr std::string_view kTail = ".json";
+  if (!path.starts_with(head) || !path.ends_with(kTail) ||
+      path.size() <= head.size() + kTail.size()) {
+    return "";
+  }
+  std::string name = path.substr(head.size(), path.size() - head.size() - kTail.size());
+  return name.find('/') == std::string::npos ? name : "";
+}
+
 std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string name) {
   if (name.empty()) name = record_name(rec);
   const std::string stamp = name.substr(0, 15);
@@ -164,7 +175,7 @@ bool OutputDir::resolve_record(const std::string& path, const std::string& note)
   return common::replace_file_at(failed_fd_.get(), name, text);
 }
 
-std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial) {
+std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial, const LeftoverClaim& claim) {
   std::vector<Leftover> out;
   if (null_sink_) return out;
   // A record a crash cut short was never renamed into place: its half is removed.
@@ -182,7 +193,7 @@ std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial) {
       ::close(list_fd);
     }
   }
-  sweep(root_fd_.get(), "", 0, keep_partial, &out);
+  sweep(root_fd_.get(), "", 0, keep_partial, claim, &out);
   return out;
 }
 
@@ -210,7 +221,7 @@ std::vector<std::pair<uint64_t, uint64_t>> data_ranges(int fd, uint64_t size) {
 }  // namespace
 
 Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::string& name,
-                                bool keep_partial) {
+                                bool keep_partial, const LeftoverClaim& claim) {
   Leftover l;
   l.temp_path = rel + name;
   TempFile f;
@@ -277,12 +288,12 @@ Leftover OutputDir::recover_one(int dir_fd, const std::string& rel, const std::s
   l.data_kept = !r.discard_data;
   // fail() takes the descriptor too, so that it can remove the origin from the data it keeps.
   f.fd = std::move(fd);
-  l.record = fail(f, r);
+  l.record = fail(f, r, claim ? claim(l, r) : std::string());
   return l;
 }
 
 void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, bool keep_partial,
-                      std::vector<Leftover>* out) {
+                      const LeftoverClaim& claim, std::vector<Leftover>* out) {
   constexpr int kMaxDepth = 128;
   if (depth > kMaxDepth) return;
   // A descriptor of our own for the listing: closedir() closes it.
@@ -318,7 +329,7 @@ void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, bool keep_p
   }
   ::closedir(d);
   for (const std::string& name : temps)
-    out->push_back(recover_one(dir_fd, rel, name, keep_partial));
+    out->push_back(recover_one(dir_fd, rel, name, keep_partial, claim));
   for (const std::string& name : scratches) ::unlinkat(dir_fd, name.c_str(), 0);
   // A sidecar whose file is gone (a crash between the rename or the move and its removal).
   for (const std::string& name : sidecars) {
@@ -331,7 +342,7 @@ void OutputDir::sweep(int dir_fd, const std::string& rel, int depth, bool keep_p
   for (const std::string& name : dirs) {
     common::UniqueFd sub(
         ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (sub) sweep(sub.get(), rel + name + "/", depth + 1, keep_partial, out);
+    if (sub) sweep(sub.get(), rel + name + "/", depth + 1, keep_partial, claim, out);
   }
 }
 

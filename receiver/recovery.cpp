@@ -85,10 +85,29 @@ void finish_committed(OutputDir& out, OutcomeLog& journal, std::map<FileKey, Out
 }
 
 // Step 2: a record and a line for every temporary file left behind. Returns the files named so.
+// Each is journaled (F, under its record's name) before its record is written and its data
+// removed, and again (L) once its line is logged: a stop anywhere in between leaves it named by
+// the journal, and the next start finishes it under the same record (step 3, or this step again
+// while its temporary file is still there). `failed`: the F lines of the journal.
 std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool keep_partial,
+                                   const std::map<FileKey, std::pair<Outcome, bool>>& failed,
                                    StartRecovery& r) {
+  const auto claim = [&](const Leftover& l, const FailureRecord& rec) -> std::string {
+    if (l.file.session == 0) return {};  // nothing names it but its temporary name
+    const auto it = failed.find({l.file.session, l.file.file_id});
+    std::string name = it != failed.end() ? out.record_name_at(it->second.first.record) : "";
+    if (name.empty()) name = out.record_name(rec);
+    Outcome o;
+    o.kind = Outcome::Kind::kFailed;
+    o.file = l.file;
+    o.record = out.record_path(name);
+    o.reason = "the receiver stopped while the file was being received";
+    o.received = l.bytes_present;
+    journal.append(o);
+    return name;
+  };
   std::set<FileKey> named_now;  // leftovers recorded just now
-  for (const Leftover& l : out.recover_leftovers(keep_partial)) {
+  for (const Leftover& l : out.recover_leftovers(keep_partial, claim)) {
     ++r.leftovers;
     const std::string where = l.record.empty() ? "could not be written" : l.record;
     Outcome o;
@@ -97,9 +116,6 @@ std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool kee
     o.record = l.record;
     o.reason = "the receiver stopped while the file was being received";
     o.received = l.bytes_present;
-    // Named now, once: the journal says so before the line, and the line after says it is in
-    // the log (the next start does not name it again, and the file list does not either).
-    if (l.file.session != 0) journal.append(o);
     if (!l.named) {
       // A file from before origins were written (or whose origin is damaged): only its
       // temporary name says which session and file it was.
@@ -182,7 +198,7 @@ StartRecovery recover_at_start(OutputDir& out, OutcomeLog& journal, bool keep_pa
   StartRecovery r;
   JournalView view = read_journal(journal);
   finish_committed(out, journal, view.last, r);
-  const std::set<FileKey> named_now = record_leftovers(out, journal, keep_partial, r);
+  const std::set<FileKey> named_now = record_leftovers(out, journal, keep_partial, view.failed, r);
   finish_failures(out, journal, view.failed, named_now);
   for (const auto& [key, o] : view.last) {
     if (o.kind != Outcome::Kind::kFailed && o.kind != Outcome::Kind::kLogged) continue;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -225,6 +226,86 @@ TEST_P(RecoveryTest, ALeftoverIsNamedWithWhatItHeld) {
   EXPECT_EQ(lines[0].file.path, "x/left.bin");
   EXPECT_EQ(lines[0].record, recs[0].string());
   EXPECT_EQ(lines[1].kind, Outcome::Kind::kLogged);
+}
+
+// A start stopped in the middle of its own recovery. Its F line for a leftover came first, naming
+// the record to be; stopped there (the temporary file still in place), the next start writes that
+// same record, not a second one; stopped after the record (the data gone, no Error line yet), the
+// next start logs it once, from the journal. Either way one record names the file, and the
+// journal knows it, so that no file list names it again.
+TEST_P(RecoveryTest, AStartStoppedInItsOwnRecoveryNamesTheLeftoverOnce) {
+  leave_temp("x/left.bin", kRecoverySession, 9, 100000, std::string(4096, 'A'));
+  start();
+  std::string claimed;
+  // The first start, stopped right after its F line: a claim that journals and then throws.
+  struct Stopped {};
+  OutcomeLog& journal = *journal_;
+  try {
+    out_->recover_leftovers(false, [&](const Leftover& l, const FailureRecord& rec) {
+      claimed = out_->record_name(rec);
+      Outcome o = outcome(Outcome::Kind::kFailed, kRecoverySession, 9, l.file.size, l.file.path);
+      o.record = out_->record_path(claimed);
+      journal.append(o);
+      throw Stopped{};
+      return claimed;
+    });
+    FAIL() << "the claim was not asked for";
+  } catch (const Stopped&) {
+  }
+  ASSERT_TRUE(fs::exists(root_ / "x" / temp_name(kRecoverySession, 9)));
+  EXPECT_TRUE(records().empty());
+  // The next start, stopped after the record was written and the data removed: simulated by
+  // letting its recovery run whole but for the L line, which the start after it must not need.
+  start();
+  {
+    testing::LogCapture log;
+    const StartRecovery r = recover_at_start(*out_, *journal_, false);
+    EXPECT_EQ(r.leftovers, 1u);
+    const auto recs = records();
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0], fs::path(out_->record_path(claimed))) << "a record of another name";
+    const std::string text = log.text();
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  }
+  start();
+  testing::LogCapture again;
+  const StartRecovery r = recover_at_start(*out_, *journal_, false);
+  EXPECT_EQ(r.leftovers, 0u);
+  EXPECT_EQ(records().size(), 1u);
+  EXPECT_EQ(again.text(), "");
+  EXPECT_EQ(as_set(r), (std::set<std::pair<uint64_t, uint32_t>>{{kRecoverySession, 9}}));
+}
+
+// Stopped after a leftover's F line, its record and the removal of its data, before its Error
+// line: the next start logs it once, under that record, and writes no second one.
+TEST_P(RecoveryTest, AStartStoppedBeforeALeftoversLineLogsItOnceFromTheJournal) {
+  leave_temp("x/left.bin", kRecoverySession, 9, 100000, std::string(4096, 'A'));
+  start();
+  std::string claimed;
+  OutcomeLog& journal = *journal_;
+  const auto done =
+      out_->recover_leftovers(false, [&](const Leftover& l, const FailureRecord& rec) {
+        claimed = out_->record_name(rec);
+        Outcome o = outcome(Outcome::Kind::kFailed, kRecoverySession, 9, l.file.size, l.file.path);
+        o.record = out_->record_path(claimed);
+        o.reason = "the receiver stopped while the file was being received";
+        journal.append(o);
+        return claimed;
+      });
+  ASSERT_EQ(done.size(), 1u);
+  ASSERT_EQ(records().size(), 1u);
+  start();
+  testing::LogCapture log;
+  const StartRecovery r = recover_at_start(*out_, *journal_, false);
+  EXPECT_EQ(r.leftovers, 0u);
+  EXPECT_EQ(records().size(), 1u);
+  EXPECT_NE(log.text().find("Error: x/left.bin FAILED: the receiver stopped while the file was "
+                            "being received (an earlier run of the receiver recorded it and "
+                            "stopped before logging it)"),
+            std::string::npos)
+      << log.text();
+  EXPECT_NE(log.text().find("record: " + out_->record_path(claimed)), std::string::npos)
+      << log.text();
 }
 
 // A failure an earlier run stopped in the middle of: the F line came (naming the record to be),
