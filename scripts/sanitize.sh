@@ -48,9 +48,10 @@ export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:print_stacktrace=1:log_path=
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan"
 export LSAN_OPTIONS="print_suppressions=0"
 
-rc=0
+rc=0 report_rc=0
 exclude=()
 [[ -n "$excluded" ]] && exclude=(-E "$excluded")
+rm -f "$build/ctest-results.xml"
 (cd "$build" && ctest --output-on-failure --parallel 2 --timeout 600 "${exclude[@]}" \
   --output-junit "$build/ctest-results.xml" "$@") || rc=$?
 # What was skipped and why; a required test skipped on a host that can run it fails the pass (the
@@ -58,7 +59,7 @@ exclude=()
 (cd "$build" && ctest -N) > "$build/ctest-listing.txt"
 python3 "$repo/scripts/ctest_report.py" "$build/ctest-results.xml" --listing \
   "$build/ctest-listing.txt" --required "$repo/tests/required_tests.txt" |
-  tee "$build/ctest-report.txt" || rc=1
+  tee "$build/ctest-report.txt" || report_rc=1
 
 found=0
 for f in "$reports"/*; do
@@ -76,6 +77,10 @@ done
 if ((found)); then exit 1; fi
 if ((rc != 0)); then
   echo "sanitize.sh: tests failed under ASan/UBSan (see the ctest output above)" >&2
+  exit 1
+fi
+if ((report_rc != 0)); then
+  echo "sanitize.sh: a required test did not run (see the ctest_report lines above)" >&2
   exit 1
 fi
 echo "sanitize.sh: every test passed under ASan and UBSan, no sanitizer report" \
