@@ -83,6 +83,13 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
 
   // No failed folder (--sink null without --output): the caller's Error line is the record.
   if (rec.no_record || !failed_fd_) return "";
+  // Data an earlier attempt under this name moved here before it stopped: the record names it.
+  struct stat moved {};
+  if (data_path.empty() &&
+      ::fstatat(failed_fd_.get(), name.c_str(), &moved, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISREG(moved.st_mode)) {
+    data_path = failed_path_ + "/" + name;
+  }
 
   std::string json = "{\n";
   json += fmt::format("  \"name\": {},\n", common::json_quote(rec.file.path));

@@ -103,7 +103,12 @@ std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool kee
     o.record = out.record_path(name);
     o.reason = "the receiver stopped while the file was being received";
     o.received = l.bytes_present;
-    journal.append(o);
+    if (!journal.append(o)) {
+      spdlog::warn(
+          "Warn: {}: the journal cannot be written; if the receiver stops before this "
+          "file's failure is logged, the next start may record it a second time",
+          l.file.path);
+    }
     return name;
   };
   std::set<FileKey> named_now;  // leftovers recorded just now
@@ -167,7 +172,8 @@ void finish_failures(OutputDir& out, OutcomeLog& journal,
       rec.reason = f.reason;
       rec.repairs_known = false;  // the journal's F line does not carry them
       TempFile none;
-      where = out.fail(none, rec);
+      // Under the name its F line gave it: data moved there before the stop is the record's.
+      where = out.fail(none, rec, out.record_name_at(f.record));
       f.record = where;
       if (!where.empty()) journal.append(f);
     }

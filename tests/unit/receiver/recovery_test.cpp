@@ -254,8 +254,8 @@ TEST_P(RecoveryTest, AStartStoppedInItsOwnRecoveryNamesTheLeftoverOnce) {
   }
   ASSERT_TRUE(fs::exists(root_ / "x" / temp_name(kRecoverySession, 9)));
   EXPECT_TRUE(records().empty());
-  // The next start, stopped after the record was written and the data removed: simulated by
-  // letting its recovery run whole but for the L line, which the start after it must not need.
+  // The next start finds the temporary file still there and the journal naming its record:
+  // it writes that record (one, of that name) and logs the file once.
   start();
   {
     testing::LogCapture log;
@@ -306,6 +306,26 @@ TEST_P(RecoveryTest, AStartStoppedBeforeALeftoversLineLogsItOnceFromTheJournal) 
       << log.text();
   EXPECT_NE(log.text().find("record: " + out_->record_path(claimed)), std::string::npos)
       << log.text();
+}
+
+// Stopped after a failure's F line and the move of its data to the failed folder, before its
+// record: the next start writes the record under the name the F line gave, naming that data.
+TEST_P(RecoveryTest, AFailureStoppedBeforeItsRecordGetsItUnderItsNameWithItsData) {
+  Outcome f = outcome(Outcome::Kind::kFailed, kRecoverySession, 14, 5000, "kept/part.bin");
+  const std::string name = "20260101-000000-00c0ffee00c0ffee-14-part.bin";
+  f.record = out_->record_path(name);
+  f.reason = "the receiver stopped while the file was being received";
+  f.received = 3;
+  journal_->append(f);
+  fs::create_directories(root_ / ".failed");
+  std::ofstream(root_ / ".failed" / name) << "abc";
+  start();
+  recover_at_start(*out_, *journal_, false);
+  const auto recs = records();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0], fs::path(f.record));
+  const std::string json = testing::read_file(recs[0]);
+  EXPECT_NE(json.find("\"data_file\": \"" + name + "\""), std::string::npos) << json;
 }
 
 // A failure an earlier run stopped in the middle of: the F line came (naming the record to be),
