@@ -65,13 +65,11 @@
 # DDFT_CRASH_SEED=N makes the same files and the same choices again (not the same timing);
 # DDFT_CRASH_KEEP=DIR keeps a copy of the work folder; DDFT_CRASH_DEBUG=1 says what it aims at
 # and how it explains each failure. DDFT_CRASH_STARTUP=recovery aims each start-up kill at the
-# recovery itself (as soon as one of the temporary files left is gone). The receiver's recovery
-# writes the failure records of all the files left before it journals and logs any: a kill in
-# between either removed a file's data before its record was written (no trace: the sender's
-# file list names it later, "never announced", received 0 bytes) or left a record the next run
-# does not know of (the file list names it again: two records, which fails this test).
+# recovery itself (as soon as one of the temporary files left is gone): the receiver journals
+# each leftover's failure under its record's name before it writes the record and removes the
+# data, so a kill anywhere in there must still leave exactly one record naming the file.
 #
-# The transfer: one sender session at a paced 2.5 MiB/s of about 180 MB (about 70 s): 416 small
+# The transfer: one sender session at a paced 2.5 MiB/s of about 180 MB: 416 small
 # files (0 to 512 KiB, some empty) in nested folders, "report.txt" in 32 folders, 48 files of
 # 1-3 MiB and 3 of 16-20 MiB, spread through the send order. Its files are named so that the
 # sender's sorted order mixes the sizes. The receiver runs the default --write-mode (rwd: each

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lanes end to end (issue 18), the real programs on loopback:
+# Lanes end to end, the real programs on loopback:
 #  1. four lanes, the third (lane 2) through dd_linksim, which loses everything for 5 seconds
 #     mid-transfer: every file arrives byte for byte or has a record naming lane 2 and its
 #     missing ranges; nothing damaged under a final name; every failed file used lane 2;

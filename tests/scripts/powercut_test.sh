@@ -95,6 +95,7 @@ eof_delay=12 # ms after each file: the small files take 4 s, they come one or tw
 # The disks.
 nbd_pids=()  # nbdkit servers (stopped at cuts: continued before any cleanup)
 fuse_pids=() # their nbdfuse clients
+declare -A fuse_pid_of=() # the nbdfuse client of each disk by name (data, jnl)
 
 # fs_test_cleanup, with nbdkit continued first: a stopped disk would hang every unmount.
 powercut_cleanup() {
@@ -104,6 +105,12 @@ powercut_cleanup() {
   for p in "${fuse_pids[@]}" "${nbd_pids[@]}"; do kill -KILL "$p" 2> /dev/null; done
 }
 trap powercut_cleanup EXIT
+# Bounded below ctest's TIMEOUT (a kill from ctest would leave mounts, loop devices and nbdkits
+# behind): past it the script ends itself, failing, through its cleanup.
+deadline_s=${DDFT_POWERCUT_DEADLINE_S:-210}
+trap 'echo "FAIL the test took longer than $deadline_s s"; exit 1' TERM
+(sleep "$deadline_s" && kill -TERM $$) 2> /dev/null &
+pids+=($!)
 
 # A disk of SIZE with a write cache, as a loop device: sets dev and nbd (nbdkit's pid).
 disk_start() {  # NAME SIZE
@@ -115,6 +122,7 @@ disk_start() {  # NAME SIZE
     [ nbdkit --exit-with-parent -P "$work/$name.nbdkit.pid" --filter=cache \
     file "$work/$name.raw" cache=writeback cache-min-block-size=4096 ] 2>> "$work/nbd.log" &
   fuse_pids+=($!)
+  fuse_pid_of[$name]=$!
   fuse_mounts+=("$work/$name.fuse")
   wait_for_file "$work/$name.fuse.pid" 10 && wait_for_file "$work/$name.nbdkit.pid" 10 ||
     { bad "nbdfuse/nbdkit did not start: $(tail -3 "$work/nbd.log")"; return 1; }
@@ -127,8 +135,9 @@ disk_start() {  # NAME SIZE
 disk_stop() {  # NAME DEV NBD
   losetup -d "$2" && forget loops "$2"
   unmount_fuse "$work/$1.fuse"
-  wait_child "${fuse_pids[0]}" 10 || bad "nbdfuse of $1 did not end after its unmount"
-  fuse_pids=("${fuse_pids[@]:1}")
+  wait_child "${fuse_pid_of[$1]}" 10 || bad "nbdfuse of $1 did not end after its unmount"
+  forget fuse_pids "${fuse_pid_of[$1]}"
+  unset "fuse_pid_of[$1]"
   kill -0 "$3" 2> /dev/null && { kill -CONT "$3"; kill "$3"; }
   forget nbd_pids "$3"
 }
@@ -535,30 +544,37 @@ next_target() {
   esac
 }
 
+# Undoes what run_mode set up so far, after a failure, so that the next mode starts clean.
+abort_mode() {
+  [[ -n $mnt ]] && mountpoint -q "$mnt" && unmount_busy "$mnt"
+  [[ -n ${fuse_pid_of[data]:-} ]] && disk_stop data "$ddev" "$nbd_data"
+  [[ -n ${fuse_pid_of[jnl]:-} ]] && disk_stop jnl "$jdev" "$nbd_jnl"
+}
+
 # Runs MODE with the receiver's ARGS, cutting as it goes, then checks every copy. DURABLE: yes
 # (must lose nothing) or no (must be seen to lose).
 run_mode() {  # MODE DURABLE ARGS...
-  mode=$1 durable=$2
+  mode=$1 durable=$2 mnt= nbd_data= nbd_jnl=
   shift 2
   rws=0
   [[ $mode == rws ]] && rws=1
-  local t0=$EPOCHREALTIME ddev jdev tailer rc k gap wait_ms
+  local t0=$EPOCHREALTIME ddev= jdev= tailer rc k gap wait_ms
   : > "$work/$mode.hits"
   hits=()
-  disk_start data 64M || return
+  disk_start data 64M || { abort_mode; return; }
   ddev=$dev nbd_data=$nbd
-  disk_start jnl 8M || return
+  disk_start jnl 8M || { abort_mode; return; }
   jdev=$dev nbd_jnl=$nbd
-  check_write_cache "$ddev" "$work/data.raw" "$nbd_data" || return
+  check_write_cache "$ddev" "$work/data.raw" "$nbd_data" || { abort_mode; return; }
   # Inode tables written now (no lazy init in the background), small (4096 inodes, copied at
   # each cut), of 256 bytes (mtimes in nanoseconds).
   mkfs.ext4 -q -F -O journal_dev -b 4096 "$jdev" > /dev/null &&
     mkfs.ext4 -q -F -b 4096 -I 256 -N 4096 -E lazy_itable_init=0 -J "device=$jdev" "$ddev" ||
-    { bad "$mode: mkfs.ext4 failed"; return; }
+    { bad "$mode: mkfs.ext4 failed"; abort_mode; return; }
   mnt=$work/mnt.$mode
   mkdir -p "$mnt"
   mount -t ext4 -o "journal_path=$jdev,data=writeback" "$ddev" "$mnt" ||
-    { bad "$mode: mount failed"; return; }
+    { bad "$mode: mount failed"; mnt=; abort_mode; return; }
   mounts+=("$mnt")
   out=$mnt/out log=$work/$mode.log
   mkdir "$out"

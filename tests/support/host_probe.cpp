@@ -129,7 +129,10 @@ std::string file_leases_missing(const std::filesystem::path& dir) {
       // and this process sent SIGIO.
       ::fcntl(reader.get(), F_SETLEASE, F_UNLCK);
       ScopedFd writer(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-      if (::fcntl(reader.get(), F_SETLEASE, F_RDLCK) == 0) {
+      if (writer.get() < 0) {
+        why =
+            "cannot open a scratch file in " + dir.string() + " for writing: " + error_text(errno);
+      } else if (::fcntl(reader.get(), F_SETLEASE, F_RDLCK) == 0) {
         ::fcntl(reader.get(), F_SETLEASE, F_UNLCK);
         why = "file leases on " + dir.string() + " do not see a writer (a read lease granted " +
               "while the file is open for writing)";
