@@ -5,6 +5,7 @@
 #
 #   bash scripts/fuzz.sh [SECONDS]   seconds per harness: SECONDS, else $DDFT_FUZZ_SECONDS, else 30
 #   bash scripts/fuzz.sh --seeds     regenerates tests/fuzz/corpus/ with make_seeds (then commit it)
+#   bash scripts/fuzz.sh --build-only  builds the harnesses, runs nothing
 #
 # Prints one line per harness with its run count. Exits 1 when a harness found a crash, a leak, a
 # timeout or too much memory, naming the reproducer (kept below build-fuzz/findings/). Replay one
@@ -15,11 +16,12 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-fuzz"
 harnesses=(packet announce path receiver)
 
-seeds=0
+seeds=0 build_only=0
 seconds=${DDFT_FUZZ_SECONDS:-30}
 case "${1:-}" in
   "") ;;
   --seeds) seeds=1 ;;
+  --build-only) build_only=1 ;;
   -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   *) seconds=$1 ;;
 esac
@@ -40,6 +42,7 @@ cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
   > "$build/configure.log" 2>&1 ||
   { echo "fuzz.sh: configuring build-fuzz failed (see $build/configure.log)" >&2; exit 1; }
 cmake --build "$build" --parallel "$(nproc)" --target ddft_fuzz_all
+((build_only)) && exit 0
 
 if ((seeds)); then
   "$build/bin/make_seeds" "$repo/tests/fuzz/corpus"

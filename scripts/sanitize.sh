@@ -5,6 +5,8 @@
 # tree (dd_file_send, dd_file_receive, dd_linksim, dd_iotest), so those run sanitized too.
 #
 #   bash scripts/sanitize.sh [CTEST ARGS...]     e.g. -R e2e to run part of the suite
+#   bash scripts/sanitize.sh --build-only         builds, runs nothing (scripts/test.sh builds
+#                                                 beside the normal suite's run)
 #
 # Every sanitizer report, from a test or from a program a test started, also goes to a file
 # below build-asan/sanitizer-reports/: the run fails when any was written, even if the test that
@@ -22,9 +24,13 @@ reports="$build/sanitizer-reports"
 #            checks of the source and of the Python reconciler, which no sanitizer sees: the
 #            normal suite runs them.
 excluded='^(bench\.|scripts\.(format|sizes|sizes_planted|layers|layers_planted|reconcile)$)'
-# The script tests that move GiBs (the lanes test's striped file) run at a small size here: the
-# normal suite runs them at full size, and the sanitizers find the same faults on less data.
+# The tests that move GiBs (the lanes test's striped file, the loss soak) run at a small size
+# here: the normal suite runs them at full size, and the sanitizers find the same faults on less
+# data.
 export DDFT_TEST_SMALL=1
+
+build_only=0
+if [[ "${1:-}" == --build-only ]]; then build_only=1; shift; fi
 
 bash "$repo/scripts/setup.sh"
 mkdir -p "$build"
@@ -39,6 +45,7 @@ cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_
   > "$build/configure.log" 2>&1 ||
   { echo "sanitize.sh: configuring build-asan failed (see $build/configure.log)" >&2; exit 1; }
 cmake --build "$build" --parallel "$(nproc)"
+((build_only)) && exit 0
 
 rm -rf "$reports"
 mkdir -p "$reports"

@@ -3,8 +3,9 @@
 # built from build/ and checked (scripts/package_check.sh), the unit, integration and script tests
 # again under AddressSanitizer and UndefinedBehaviorSanitizer (scripts/sanitize.sh, build-asan/:
 # source checks left out, GiB-sized script tests small), then each fuzz harness for a bounded time
-# (scripts/fuzz.sh, build-fuzz/; DDFT_FUZZ_SECONDS per harness, default 30). Stops at the first
-# part that fails; prints the time each part took.
+# (scripts/fuzz.sh, build-fuzz/; DDFT_FUZZ_SECONDS per harness, default 30). The sanitizer and
+# fuzzing builds run while the normal suite does. Stops at the first part that fails; prints the
+# time each part took.
 #
 # After each ctest pass, scripts/ctest_report.py lists every skipped test with its reason and fails
 # the pass when a test of tests/required_tests.txt was skipped on a host that can run it; a test
@@ -37,10 +38,28 @@ summary() {
     "$repo/build-asan/ctest-report.txt" 2> /dev/null || true; } | sed 's/^ctest_report: /test.sh: /'
 }
 
+# The sanitizer and fuzzing builds run beside the normal suite, in a process group of their own
+# (stopped with the script): the suite must pass on a loaded machine anyway (docs/testing.md), and
+# after it the two builds would cost their whole time.
+builds_log="$repo/build/other-builds.log"
+builds=
+trap '[[ -n "$builds" ]] && kill -- "-$builds" 2> /dev/null' EXIT
+wait_builds() {
+  wait "$builds" && return 0
+  echo "test.sh: the sanitizer or fuzzing build failed; the end of $builds_log:" >&2
+  tail -n 30 "$builds_log" >&2
+  return 1
+}
+
 part "build" bash "$repo/scripts/build.sh"
-part "tests" run_ctest
+setsid bash -c 'bash "$0/scripts/sanitize.sh" --build-only && bash "$0/scripts/fuzz.sh" --build-only' \
+  "$repo" > "$builds_log" 2>&1 &
+builds=$!
+part "tests (the sanitizer and fuzzing builds beside them)" run_ctest
 part "package" bash "$repo/scripts/package_check.sh" "$repo/build"
-part "sanitizers (build and tests)" bash "$repo/scripts/sanitize.sh"
-part "fuzzing (build and runs)" bash "$repo/scripts/fuzz.sh"
+part "sanitizer and fuzzing builds (what was left)" wait_builds
+builds=
+part "sanitizers (tests)" bash "$repo/scripts/sanitize.sh"
+part "fuzzing (runs)" bash "$repo/scripts/fuzz.sh"
 summary
 echo "test.sh: all passed; $(IFS=';'; echo "${times[*]}" | sed 's/;/, /g')"

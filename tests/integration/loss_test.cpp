@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -185,19 +186,19 @@ TEST_F(LossTest, LossBeyondRepairFailsWithMissingRangesWithinABound) {
   EXPECT_EQ(log().find("0 group(s) beyond repair"), std::string::npos) << log();
 }
 
-// The soak's 1,000 files of 1 byte to 50 MB below `src` (mostly small, a few large; the two ends
-// of the range always there): returns each file's path relative to `src` with its digest, and
-// the bytes in all in *total.
-std::vector<std::pair<std::string, std::string>> write_soak_sources(const fs::path& src,
+// The soak's `count` files of 1 byte to 50 MB below `src` (mostly small, a few large; the two
+// ends of the range always there): returns each file's path relative to `src` with its digest,
+// and the bytes in all in *total.
+std::vector<std::pair<std::string, std::string>> write_soak_sources(const fs::path& src, int count,
                                                                     uint64_t* total) {
   std::mt19937_64 rng(99);
   std::vector<std::pair<std::string, std::string>> files;
   *total = 0;
-  for (int i = 0; i < 1000; ++i) {
+  for (int i = 0; i < count; ++i) {
     const double u = std::uniform_real_distribution<double>(0, 1)(rng);
     uint64_t size = static_cast<uint64_t>(std::exp(u * u * u * std::log(50e6)));
     if (i == 0) size = 1;
-    if (i == 500) size = 50'000'000;
+    if (i == count / 2) size = 50'000'000;
     *total += size;
     const std::string rel = "s" + std::to_string(i % 10) + "/f" + std::to_string(i);
     write_pattern(src / rel, size, i);
@@ -207,10 +208,12 @@ std::vector<std::pair<std::string, std::string>> write_soak_sources(const fs::pa
 }
 
 // 1,000 files of 1 byte to 50 MB through 1% loss with FEC: every one verified and byte for byte
-// as sent (its digest against its source's), receiver memory flat.
+// as sent (its digest against its source's), receiver memory flat. With DDFT_TEST_SMALL=1 (the
+// sanitizer pass, after the normal pass ran the whole soak) 300 files.
 TEST_F(LossTest, SoakOfAThousandFilesThroughOnePercentLoss) {
   uint64_t total = 0;
-  const auto sources = write_soak_sources(src_, &total);
+  const int count = std::getenv("DDFT_TEST_SMALL") != nullptr ? 300 : 1000;
+  const auto sources = write_soak_sources(src_, count, &total);
   // What decides whether the ring overflows is the disk, not the link: the receiver's flushes
   // (one syncfs per batch) also write back whatever else is dirty on the file system, and the
   // ring holds what arrives meanwhile. sync() first, so that the gigabyte of sources just written
@@ -247,7 +250,7 @@ TEST_F(LossTest, SoakOfAThousandFilesThroughOnePercentLoss) {
   const std::string l = log();
   const std::regex passed("B2B Passed");
   EXPECT_EQ(std::distance(std::sregex_iterator(l.begin(), l.end(), passed), std::sregex_iterator()),
-            1000)
+            count)
       << link;
   EXPECT_TRUE(records().empty());
   int differ = 0;
@@ -271,7 +274,7 @@ TEST_F(LossTest, SoakOfAThousandFilesThroughOnePercentLoss) {
 #else
   EXPECT_LE(peak - settled, 8 * 1024) << "RSS kB: settled " << settled << ", peak " << peak;
 #endif
-  std::cout << "soak: " << total << " bytes in 1000 files (ring " << ring_mb
+  std::cout << "soak: " << total << " bytes in " << count << " files (ring " << ring_mb
             << " MiB); receiver RSS " << settled << " -> " << peak << " kB; " << link;
 }
 
