@@ -55,6 +55,45 @@ std::string OutputDir::record_name_at(const std::string& path) const {
   return name.find('/') == std::string::npos ? name : "";
 }
 
+namespace {
+
+// The JSON text of the record of `rec` (`data_file`: the name of its data in the failed folder,
+// "" when none was kept; `stamp`: when it failed, "YYYYmmdd-HHMMSS").
+std::string record_json(const FailureRecord& rec, const std::string& data_file,
+                        const std::string& stamp) {
+  std::string json = "{\n";
+  json += fmt::format("  \"name\": {},\n", common::json_quote(rec.file.path));
+  json += fmt::format("  \"session\": \"{:016x}\",\n  \"file_id\": {},\n", rec.file.session,
+                      rec.file.file_id);
+  if (rec.sender_id != 0) json += fmt::format("  \"sender\": \"{:016x}\",\n", rec.sender_id);
+  json += fmt::format("  \"expected_size\": {},\n  \"bytes_received\": {},\n", rec.file.size,
+                      rec.bytes_received);
+  if (rec.repairs_known) {
+    json += fmt::format("  \"fec_rebuilt\": {},\n  \"repeat_filled\": {},\n",
+                        rec.repairs.fec_rebuilt, rec.repairs.repeat_filled);
+  } else {
+    json += "  \"fec_rebuilt\": null,\n  \"repeat_filled\": null,\n";
+  }
+  json += "  \"missing_ranges\": [";
+  for (size_t i = 0; i < rec.missing.size(); ++i) {
+    json += fmt::format("{}[{}, {}]", i ? ", " : "", rec.missing[i].first, rec.missing[i].second);
+  }
+  json += fmt::format("],\n  \"missing_ranges_total\": {},\n", rec.missing_ranges_total);
+  json += fmt::format("  \"missing_ranges_exact\": {},\n", rec.missing_known ? "true" : "false");
+  json += fmt::format("  \"reason\": {},\n", common::json_quote(rec.reason));
+  if (rec.lane >= 0) json += fmt::format("  \"lane\": {},\n", rec.lane);
+  if (rec.lane == common::kLaneAll) json += "  \"lane\": \"striped\",\n";
+  json += fmt::format("  \"verify\": {},\n", common::json_quote(rec.file.verify_name()));
+  json += fmt::format("  \"expected_key\": {},\n", common::json_quote(rec.file.digest));
+  json += fmt::format("  \"computed_key\": {},\n", common::json_quote(rec.computed_key));
+  json += fmt::format("  \"data_file\": {},\n", common::json_quote(data_file));
+  json += fmt::format("  \"time\": \"{}\"\n}}\n", stamp);
+
+  return json;
+}
+
+}  // namespace
+
 std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string name) {
   if (name.empty()) name = record_name(rec);
   const std::string stamp = name.substr(0, 15);
@@ -91,33 +130,7 @@ std::string OutputDir::fail(TempFile& f, const FailureRecord& rec, std::string n
     data_path = failed_path_ + "/" + name;
   }
 
-  std::string json = "{\n";
-  json += fmt::format("  \"name\": {},\n", common::json_quote(rec.file.path));
-  json += fmt::format("  \"session\": \"{:016x}\",\n  \"file_id\": {},\n", rec.file.session,
-                      rec.file.file_id);
-  if (rec.sender_id != 0) json += fmt::format("  \"sender\": \"{:016x}\",\n", rec.sender_id);
-  json += fmt::format("  \"expected_size\": {},\n  \"bytes_received\": {},\n", rec.file.size,
-                      rec.bytes_received);
-  if (rec.repairs_known) {
-    json += fmt::format("  \"fec_rebuilt\": {},\n  \"repeat_filled\": {},\n",
-                        rec.repairs.fec_rebuilt, rec.repairs.repeat_filled);
-  } else {
-    json += "  \"fec_rebuilt\": null,\n  \"repeat_filled\": null,\n";
-  }
-  json += "  \"missing_ranges\": [";
-  for (size_t i = 0; i < rec.missing.size(); ++i) {
-    json += fmt::format("{}[{}, {}]", i ? ", " : "", rec.missing[i].first, rec.missing[i].second);
-  }
-  json += fmt::format("],\n  \"missing_ranges_total\": {},\n", rec.missing_ranges_total);
-  json += fmt::format("  \"missing_ranges_exact\": {},\n", rec.missing_known ? "true" : "false");
-  json += fmt::format("  \"reason\": {},\n", common::json_quote(rec.reason));
-  if (rec.lane >= 0) json += fmt::format("  \"lane\": {},\n", rec.lane);
-  if (rec.lane == common::kLaneAll) json += "  \"lane\": \"striped\",\n";
-  json += fmt::format("  \"verify\": {},\n", common::json_quote(rec.file.verify_name()));
-  json += fmt::format("  \"expected_key\": {},\n", common::json_quote(rec.file.digest));
-  json += fmt::format("  \"computed_key\": {},\n", common::json_quote(rec.computed_key));
-  json += fmt::format("  \"data_file\": {},\n", common::json_quote(data_path.empty() ? "" : name));
-  json += fmt::format("  \"time\": \"{}\"\n}}\n", stamp);
+  const std::string json = record_json(rec, data_path.empty() ? "" : name, stamp);
 
   // Whole or not at all: written beside, then renamed (a crash never leaves an empty record).
   const std::string json_name = name + ".json";
