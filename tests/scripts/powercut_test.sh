@@ -100,6 +100,8 @@ declare -A fuse_pid_of=() # the nbdfuse client of each disk by name (data, jnl)
 # fs_test_cleanup, with nbdkit continued first: a stopped disk would hang every unmount.
 powercut_cleanup() {
   local p
+  # The deadline's sleep first: once the script is gone its id may be another process's.
+  [[ -n ${watchdog:-} ]] && { pkill -P "$watchdog" 2> /dev/null; kill "$watchdog" 2> /dev/null; }
   for p in "${nbd_pids[@]}"; do kill -CONT "$p" 2> /dev/null; done
   fs_test_cleanup
   for p in "${fuse_pids[@]}" "${nbd_pids[@]}"; do kill -KILL "$p" 2> /dev/null; done
@@ -109,8 +111,9 @@ trap powercut_cleanup EXIT
 # behind): past it the script ends itself, failing, through its cleanup.
 deadline_s=${DDFT_POWERCUT_DEADLINE_S:-210}
 trap 'echo "FAIL the test took longer than $deadline_s s"; exit 1' TERM
-(sleep "$deadline_s" && kill -TERM $$) 2> /dev/null &
-pids+=($!)
+# Its streams go nowhere: it must not hold ctest's pipe open once the script has ended.
+(sleep "$deadline_s" && kill -TERM $$) > /dev/null 2>&1 &
+watchdog=$!
 
 # A disk of SIZE with a write cache, as a loop device: sets dev and nbd (nbdkit's pid).
 disk_start() {  # NAME SIZE
