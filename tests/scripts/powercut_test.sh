@@ -89,7 +89,7 @@ min_checked=2000         # files checked per mode, over all its cuts
 stages=(announce data eof flush rename sync)
 declare -A hits  # cuts of the current mode that hit each stage
 rate=8       # MB/s: the large file takes a second, its data and announce stages can be aimed at
-eof_delay=12 # ms after each file: the small files take 4 s, they come one or two at a time
+eof_delay=20 # ms after each file: the small files take 6 s, they come one or two at a time
 
 # ---------------------------------------------------------------------------------------------
 # The disks.
