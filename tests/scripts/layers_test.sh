@@ -72,7 +72,8 @@ def include_break(rel, layer, operand):
     target = inc.split("/")[0]
     if target not in LAYERS or target in ("common", layer):
         return None
-    if layer != "common" and os.path.basename(rel) == "main.cpp" and inc == "iotest/cli.hpp":
+    # The two programs embed the disk self-test: their main.cpp alone may include its command line.
+    if rel in ("sender/main.cpp", "receiver/main.cpp") and inc == "iotest/cli.hpp":
         return None
     return f'includes "{inc}": {layer}/ must not depend on {target}/'
 
@@ -163,7 +164,7 @@ def check_cmake(targets):
             for arg in args:
                 for lib in LIBRARY.findall(arg):
                     exe_self_test = (lib == "iotest" and command == "target_link_libraries"
-                                     and (subject or "").startswith("dd_"))
+                                     and subject in ("dd_file_send", "dd_file_receive"))
                     if lib not in ("common", owner) and not exe_self_test:
                         breaks.append(f"{rel}: {call} names ddft_{lib}: {owner}/ must not depend "
                                       f"on {lib}/")
