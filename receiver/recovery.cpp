@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "common/logging.hpp"
 
@@ -84,6 +85,17 @@ void finish_committed(OutputDir& out, OutcomeLog& journal, std::map<FileKey, Out
   }
 }
 
+// The journal's F line of leftover `l`, its record at `record`.
+Outcome leftover_outcome(const Leftover& l, std::string record) {
+  Outcome o;
+  o.kind = Outcome::Kind::kFailed;
+  o.file = l.file;
+  o.record = std::move(record);
+  o.reason = "the receiver stopped while the file was being received";
+  o.received = l.bytes_present;
+  return o;
+}
+
 // Step 2: a record and a line for every temporary file left behind. Returns the files named so.
 // Each is journaled (F, under its record's name) before its record is written and its data
 // removed, and again (L) once its line is logged: a stop anywhere in between leaves it named by
@@ -97,13 +109,7 @@ std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool kee
     const auto it = failed.find({l.file.session, l.file.file_id});
     std::string name = it != failed.end() ? out.record_name_at(it->second.first.record) : "";
     if (name.empty()) name = out.record_name(rec);
-    Outcome o;
-    o.kind = Outcome::Kind::kFailed;
-    o.file = l.file;
-    o.record = out.record_path(name);
-    o.reason = "the receiver stopped while the file was being received";
-    o.received = l.bytes_present;
-    if (!journal.append(o)) {
+    if (!journal.append(leftover_outcome(l, out.record_path(name)))) {
       spdlog::warn(
           "Warn: {}: the journal cannot be written; if the receiver stops before this "
           "file's failure is logged, the next start may record it a second time",
@@ -115,12 +121,7 @@ std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool kee
   for (const Leftover& l : out.recover_leftovers(keep_partial, claim)) {
     ++r.leftovers;
     const std::string where = l.record.empty() ? "could not be written" : l.record;
-    Outcome o;
-    o.kind = Outcome::Kind::kFailed;
-    o.file = l.file;
-    o.record = l.record;
-    o.reason = "the receiver stopped while the file was being received";
-    o.received = l.bytes_present;
+    Outcome o = leftover_outcome(l, l.record);
     if (!l.named) {
       // A file from before origins were written (or whose origin is damaged): only its
       // temporary name says which session and file it was.
