@@ -547,8 +547,9 @@ next_target() {
   esac
 }
 
-# Undoes what run_mode set up so far, after a failure, so that the next mode starts clean.
-abort_mode() {
+# Undoes what run_mode set up so far (at its end, or after a failure), so that the next mode
+# starts clean.
+teardown_mode() {
   [[ -n $mnt ]] && mountpoint -q "$mnt" && unmount_busy "$mnt"
   [[ -n ${fuse_pid_of[data]:-} ]] && disk_stop data "$ddev" "$nbd_data"
   [[ -n ${fuse_pid_of[jnl]:-} ]] && disk_stop jnl "$jdev" "$nbd_jnl"
@@ -564,20 +565,20 @@ run_mode() {  # MODE DURABLE ARGS...
   local t0=$EPOCHREALTIME ddev= jdev= tailer rc k gap wait_ms
   : > "$work/$mode.hits"
   hits=()
-  disk_start data 64M || { abort_mode; return; }
+  disk_start data 64M || { teardown_mode; return; }
   ddev=$dev nbd_data=$nbd
-  disk_start jnl 8M || { abort_mode; return; }
+  disk_start jnl 8M || { teardown_mode; return; }
   jdev=$dev nbd_jnl=$nbd
-  check_write_cache "$ddev" "$work/data.raw" "$nbd_data" || { abort_mode; return; }
+  check_write_cache "$ddev" "$work/data.raw" "$nbd_data" || { teardown_mode; return; }
   # Inode tables written now (no lazy init in the background), small (4096 inodes, copied at
   # each cut), of 256 bytes (mtimes in nanoseconds).
   mkfs.ext4 -q -F -O journal_dev -b 4096 "$jdev" > /dev/null &&
     mkfs.ext4 -q -F -b 4096 -I 256 -N 4096 -E lazy_itable_init=0 -J "device=$jdev" "$ddev" ||
-    { bad "$mode: mkfs.ext4 failed"; abort_mode; return; }
+    { bad "$mode: mkfs.ext4 failed"; teardown_mode; return; }
   mnt=$work/mnt.$mode
   mkdir -p "$mnt"
   mount -t ext4 -o "journal_path=$jdev,data=writeback" "$ddev" "$mnt" ||
-    { bad "$mode: mount failed"; mnt=; abort_mode; return; }
+    { bad "$mode: mount failed"; mnt=; teardown_mode; return; }
   mounts+=("$mnt")
   out=$mnt/out log=$work/$mode.log
   mkdir "$out"
@@ -645,9 +646,7 @@ run_mode() {  # MODE DURABLE ARGS...
   exec 3<&-
   local secs_run
   secs_run=$(since "$t0" 1)
-  unmount_busy "$mnt"
-  disk_stop data "$ddev" "$nbd_data"
-  disk_stop jnl "$jdev" "$nbd_jnl"
+  teardown_mode
   # Each kept name (same.1.dat), with the path it was kept from.
   awk '/ Info: .*: the existing file of that name was kept as / {
       line = $0; sub(/^[^ ]* Info: /, "", line)
