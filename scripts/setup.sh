@@ -29,7 +29,8 @@ packages=(
   # alert rules (and logrotate -d the logrotate file)
   prometheus
   # the file-system fault test (scripts.fs_faults): I/O errors on demand from nbdkit's error
-  # filter over a RAM disk, shown as a file by nbdfuse (FUSE) and loop-mounted
+  # filter over a RAM disk, shown as a file by nbdfuse (FUSE) and loop-mounted; the power-cut
+  # test (scripts.powercut): disks with a volatile write cache from nbdkit's cache filter
   nbdkit libnbd-bin fuse3
   # the fuzz harnesses (scripts/fuzz.sh): libFuzzer comes with clang 14, whose fuzzer, ASan and
   # UBSan runtimes are the separate libclang-rt-14-dev
