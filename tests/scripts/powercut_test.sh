@@ -242,15 +242,27 @@ make_workload() {
 # The running transfer. The log is followed by tail -f on fd 3; drain_log reads what came and
 # keeps count (passed, announced), starts session 2 once session 1 is all Passed, and notes
 # FAILED lines.
+# The first session's console is followed on fd 4 (its Sent lines: how far the sender is).
 start_sender() {  # SESSION
+  : > "$work/$mode.tx$1"
+  if (($1 == 1)); then
+    exec 4< <(exec tail -n +1 -f "$work/$mode.tx1" 2> /dev/null)
+    tx_tailer=$!
+    pids+=("$tx_tailer")
+  fi
   "$send_bin" "$work/sess$1/" --dest "127.0.0.1:$p" --rate "$rate" --eof-delay "$eof_delay" \
-    > "$work/$mode.tx$1" 2>&1 &
+    >> "$work/$mode.tx$1" 2>&1 &
   tx=$!
   pids+=("$tx")
   session=$1
 }
 drain_log() {
   local line
+  if [[ -n $tx_tailer ]]; then
+    while read -r -t 0 -u 4 && IFS= read -r -t 1 -u 4 line; do
+      [[ $line == *" Sent: "* ]] && sent=$((sent + 1)) && hold_sender
+    done
+  fi
   while read -r -t 0 -u 3 && IFS= read -r -t 1 -u 3 line; do
     case $line in
       *" Info: receiving on "*) start_sender 1 ;;
@@ -263,6 +275,7 @@ drain_log() {
         passed=$((passed + 1))
         if ((passed == n_session1)); then
           kill -CONT "$tx" 2> /dev/null
+          held=0
           wait_child "$tx" 30 || bad "$mode: sender 1 failed: $(tail -3 "$work/$mode.tx1")"
           start_sender 2
         fi
@@ -270,6 +283,17 @@ drain_log() {
       *FAILED* | *" Error: "*) bad "$mode: $line" ;;
     esac
   done
+}
+
+# Passed lines come in bursts (a batch is flushed at once, and a flush may take seconds on a busy
+# host) while the sender runs on, and the receiver's announce lines wait for the same disk:
+# paced by the log alone, the files would outrun the cuts. So the sender is held (SIGSTOP, until
+# the next cut) once it has sent the files of two cuts ahead; the cut schedule waits only for
+# files before those, which need no more sending.
+hold_sender() {
+  ((pacing && cuts >= 5 && !held)) || return 0
+  ((sent >= (cuts - 2) * n_session1 / (max_cuts - 4))) || return 0
+  [[ -n $tx ]] && kill -STOP "$tx" 2> /dev/null && held=1
 }
 
 # The receiver's threads, as "TID COMM" lines in tids (refreshed: io_uring's workers come and go).
@@ -409,6 +433,7 @@ cut_now() {  # N ORDER
   hit+=" $(folder_stages "$base.log")"
   kill -CONT "$rx"
   [[ -n $tx ]] && kill -CONT "$tx" 2> /dev/null
+  held=0
   hit=$(printf '%s\n' $hit | sort -u)
   for s in $hit; do hits[$s]=$((${hits[$s]:-0} + 1)); done
   echo "$1 $2 $target $(grep -c ' Passed$' "$base.log")" \
@@ -593,7 +618,8 @@ run_mode() {  # MODE DURABLE ARGS...
   exec 3< <(exec tail -n +1 -f "$log" 2> /dev/null)
   tailer=$!
   pids+=("$tailer")
-  passed=0 announced=0 big_state=none big_at=0 session=0 cuts=0 data_cuts=0
+  passed=0 announced=0 big_state=none big_at=0 session=0 cuts=0 data_cuts=0 held=0 pacing=1
+  sent=0 tx_tailer=
   local deadline=$((SECONDS + 60))
   while ((passed < n_session1 + 1 && cuts < max_cuts && SECONDS < deadline)) &&
     kill -0 "$rx" 2> /dev/null; do
@@ -612,7 +638,7 @@ run_mode() {  # MODE DURABLE ARGS...
     # the cuts keep pace with the files.
     wait_ms=100
     if ((cuts >= 5 && passed >= (cuts - 3) * n_session1 / (max_cuts - 4))); then
-      kill -STOP "$tx" 2> /dev/null
+      kill -STOP "$tx" 2> /dev/null && held=1
       [[ $target == any || ${hits[$target]:-0} -gt 0 ]] && wait_ms=20
     fi
     if [[ $target == any || ($durable == no && $target != announce && $target != data) ]]; then
@@ -626,6 +652,7 @@ run_mode() {  # MODE DURABLE ARGS...
     cut_now "$cuts" "$order"
   done
   [[ -n $tx ]] && kill -CONT "$tx" 2> /dev/null
+  held=0 pacing=0
   while ((passed < n_session1 + 1 && SECONDS < deadline)) && kill -0 "$rx" 2> /dev/null; do
     drain_log
     nap 0.01
@@ -641,9 +668,10 @@ run_mode() {  # MODE DURABLE ARGS...
   wait_child "$rx" 15
   rc=$?
   ((rc == 0)) || bad "$mode: the receiver exited with $rc on SIGTERM (124: still running 15 s on)"
-  kill "$tailer" 2> /dev/null
+  kill "$tailer" ${tx_tailer:+"$tx_tailer"} 2> /dev/null
   wait_child "$tailer" 5
-  exec 3<&-
+  [[ -n $tx_tailer ]] && wait_child "$tx_tailer" 5
+  exec 3<&- 4<&-
   local secs_run
   secs_run=$(since "$t0" 1)
   teardown_mode
