@@ -16,7 +16,7 @@
 #include "common/seal.hpp"
 #include "common/transport.hpp"
 #include "common/write_mode.hpp"
-#include "receiver/output_dir.hpp"
+#include "receiver/delivery/output_dir.hpp"
 
 namespace ddft::receiver {
 
@@ -45,7 +45,7 @@ struct ReceiverConfig {
   common::TransportKind transport = common::TransportKind::kUdp;
   // The text forms of transport, direct_io, write_mode and on_collision: what the options bind
   // to; finalize_receiver_config() parses them into the enums. receiver/pipeline.cpp and
-  // receiver/assembler.cpp still read some of them; everything else reads the enums.
+  // receiver/assembly/assembler.cpp still read some of them; everything else reads the enums.
   std::string transport_text = "udp";
   std::string device;       // --device PATH with --transport device (the first lane's)
   common::Endpoint listen;  // the first lane's --listen
@@ -61,21 +61,21 @@ struct ReceiverConfig {
   size_t buffer_mb = 1024;        // the receive ring
   size_t max_packet_size = 9216;  // larger datagrams are dropped as bad length
   size_t report_mb = 100;         // a Rcvd: line every report_mb MB (2^20) of a file
-  // Durable by default: Passed means on disk (receiver/committer.hpp).
+  // Durable by default: Passed means on disk (receiver/delivery/committer.hpp).
   WriteMode write_mode = WriteMode::kDataSync;
   std::string write_mode_text = "rwd";
   CollisionPolicy on_collision = CollisionPolicy::kRename;
   std::string on_collision_text = "rename";
   double file_timeout_s = 30;      // no packet of a file for this long: it fails
-  double journal_hours = 25;       // what the journal remembers (receiver/outcome_log.hpp)
+  double journal_hours = 25;       // what the journal remembers (receiver/delivery/outcome_log.hpp)
   size_t journal_mb = 256;         // and how big it may grow
   size_t fec_buffer_mb = 64;       // FEC windows kept until their parity comes
-  size_t compress_buffer_mb = 64;  // compressed blocks gathered until whole (receiver/zframes.hpp)
+  size_t compress_buffer_mb = 64;  // compressed blocks gathered until whole (receiver/assembly/zframes.hpp)
   size_t write_block_kb = 1024;    // assembly / write block size
   size_t write_buffers = 64;       // blocks in the write pool
   unsigned queue_depth = common::kDefaultWriteQueueDepth;  // io_uring queue depth, per writer
   unsigned writers = 1;  // IO threads writing (1: the writer thread itself)
-  // Threads decoding and opening datagrams, the writer thread included (OpenPool); 0: from the
+  // Threads decoding and opening datagrams, the writer thread included (UnsealPool); 0: from the
   // core count (default_open_workers).
   unsigned workers = 0;
   common::IoEngine io_engine = common::IoEngine::kAuto;
@@ -106,7 +106,7 @@ struct ReceiverConfig {
   std::vector<std::string> includes;
   std::vector<std::string> excludes;
   common::PathFilter filter;  // built from them by finalize_receiver_config()
-  // --on-complete CMD: run on each delivered file, off the receive path (receiver/hook_runner.hpp).
+  // --on-complete CMD: run on each delivered file, off the receive path (receiver/delivery/hook_runner.hpp).
   std::string on_complete;             // empty: none
   double on_complete_timeout_s = 300;  // then its process group is killed
   unsigned on_complete_jobs = 1;       // hooks running at once

@@ -15,9 +15,9 @@
 #include "common/version.hpp"
 #include "iotest/cli.hpp"
 #include "receiver/config.hpp"
-#include "receiver/metrics.hpp"
+#include "receiver/operations/metrics.hpp"
 #include "receiver/pipeline.hpp"
-#include "receiver/systemd_notify.hpp"
+#include "receiver/operations/systemd_notify.hpp"
 
 int main(int argc, char** argv) {
   using namespace ddft;

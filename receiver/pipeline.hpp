@@ -27,7 +27,7 @@
 // a write or a pool call to finish, while the ring holds what the link brings.
 //
 // Start: the output folder is checked and locked first, and what an earlier run left is finished
-// or named (receiver/recovery.hpp); then the ring is populated (and locked with --lock-memory),
+// or named (receiver/delivery/recovery.hpp); then the ring is populated (and locked with --lock-memory),
 // the write blocks, the IO engine and the hook runner are made, and only then is the link opened
 // (bind, or the device node): from the moment a sender's datagrams can queue in the kernel, all
 // that is left is to make the assembler and start the two threads that drain them (about 10 ms
@@ -54,14 +54,14 @@
 
 #include "common/clock.hpp"
 #include "common/transport.hpp"
-#include "receiver/assembler.hpp"
-#include "receiver/byte_ring.hpp"
+#include "receiver/assembly/assembler.hpp"
+#include "receiver/link/byte_ring.hpp"
 #include "receiver/config.hpp"
-#include "receiver/hook_runner.hpp"
-#include "receiver/ingest.hpp"
-#include "receiver/outcome_log.hpp"
-#include "receiver/output_dir.hpp"
-#include "receiver/recovery.hpp"
+#include "receiver/delivery/hook_runner.hpp"
+#include "receiver/link/ingest.hpp"
+#include "receiver/delivery/outcome_log.hpp"
+#include "receiver/delivery/output_dir.hpp"
+#include "receiver/delivery/recovery.hpp"
 
 namespace ddft::receiver {
 
@@ -110,7 +110,7 @@ struct Liveness {
 };
 
 // Told what the receiver does, for a service manager (ServiceNotifier in
-// receiver/systemd_notify.hpp). Called on the writer thread: a call must return quickly.
+// receiver/operations/systemd_notify.hpp). Called on the writer thread: a call must return quickly.
 class ReceiverObserver {
  public:
   virtual ~ReceiverObserver() = default;

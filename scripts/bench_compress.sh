@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compression (issue 19): what --compress buys on a link slower than the disks. Loopback, paced
+# Compression: what --compress buys on a link slower than the disks. Loopback, paced
 # at --rate (default 100 MiB/s, a 1 Gb/s diode), into dd_file_receive --sink null (so the link,
 # not this machine's disk, is what is measured; the receiver still decompresses and verifies
 # every file).

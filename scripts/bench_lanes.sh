@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lane scaling (issue 18): one session over 1, 2 and 4 lanes on loopback, memory to memory
+# Lane scaling: one session over 1, 2 and 4 lanes on loopback, memory to memory
 # (dd_file_send synthetic:SIZE, one file striped over the lanes, into dd_file_receive --sink null).
 #
 #   bash scripts/bench_lanes.sh [--smoke] [--runs N] [--per-lane SIZE] [--lane-rate MB/s]

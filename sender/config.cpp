@@ -9,7 +9,7 @@
 #include "common/log_format.hpp"
 #include "common/metrics.hpp"
 #include "common/parse_number.hpp"
-#include "sender/history.hpp"
+#include "sender/source/history.hpp"
 
 namespace ddft::sender {
 
@@ -210,7 +210,7 @@ void add_dfts_options(CLI::App& app, SenderConfig& cfg) {
       ->capture_default_str();
 }
 
-// The sender's state on its host: its id and its history (sender/history.hpp).
+// The sender's state on its host: its id and its history (sender/source/history.hpp).
 void add_state_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--state-dir", cfg.state_dir,
                  "The sender's state folder (made when missing): its id (sender-id), sent with "

@@ -16,9 +16,9 @@
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
-#include "sender/file_list.hpp"
-#include "sender/progress.hpp"
-#include "sender/shard.hpp"
+#include "sender/source/file_list.hpp"
+#include "sender/operations/progress.hpp"
+#include "sender/source/shard.hpp"
 
 namespace ddft::sender {
 
@@ -32,14 +32,14 @@ enum class LaneDownPolicy {
 };
 
 // --compress: off; zstd[:LEVEL] compresses every block; auto[:LEVEL] first tries a sample of each
-// block and sends the block raw when the sample does not shrink (sender/compressor.hpp).
+// block and sends the block raw when the sample does not shrink (sender/read/compressor.hpp).
 enum class CompressMode { kOff, kZstd, kAuto };
 
 struct SenderConfig {
   std::vector<std::string> sources;  // files and folders; "dir/" sends the folder's contents only
   common::TransportKind transport = common::TransportKind::kUdp;  // from transport_text
   std::string transport_text = "udp";  // --transport as given; read transport instead
-  // Lanes (issue 18): one session driven over several links, each its own sink, transmit thread
+  // Lanes: one session driven over several links, each its own sink, transmit thread
   // and --rate. Lane 0's link is also in `dest` / `device`, for code that knows of one.
   std::string device;                   // lane 0's --device PATH with --transport device
   std::vector<std::string> devices;     // --device, once per lane (--transport device)
@@ -70,17 +70,17 @@ struct SenderConfig {
   // option: 1 in every run; tests start near the wrap.
   uint32_t first_file_id = 1;
   // The sender's identity on the wire (kSenderInfo); 0: none. From --sender-id, or kept in
-  // --state-dir (sender/history.hpp).
+  // --state-dir (sender/source/history.hpp).
   uint64_t sender_id = 0;
   std::string state_dir;      // --state-dir: the sender id and the history; "": neither
   double history_hours = 25;  // --history-hours: what the history keeps
   size_t history_mb = 64;     // --history-mb: and how big it may grow
-  // --resend-request FILE: send again exactly the files it names (sender/resend_request.hpp).
+  // --resend-request FILE: send again exactly the files it names (sender/source/resend_request.hpp).
   std::string resend_request;
-  // --resend-after: each file sent goes again after each of these (sender/resend_schedule.hpp).
+  // --resend-after: each file sent goes again after each of these (sender/source/resend_schedule.hpp).
   std::vector<std::chrono::seconds> resend_after;
   // --history-repeat: when each file of the history goes on the wire again after it was sent
-  // (sender/history_feed.hpp); empty ("none"): never.
+  // (sender/source/history_feed.hpp); empty ("none"): never.
   std::vector<std::chrono::seconds> history_repeats{std::chrono::minutes(1),
                                                     std::chrono::minutes(10), std::chrono::hours(1),
                                                     std::chrono::hours(6), std::chrono::hours(24)};
@@ -119,9 +119,9 @@ struct SenderConfig {
   std::string metrics;     // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   common::LogConfig log;
   ProgressMode progress = ProgressMode::kAuto;  // set by finalize_sender_config()
-  std::string progress_text = "auto";           // --progress auto|on|off (sender/progress.hpp)
-  std::string manifest;                         // --manifest FILE: JSON lines (sender/manifest.hpp)
-  // Hot folder (--watch, sender/hot_folder.hpp) and the globs of both modes.
+  std::string progress_text = "auto";           // --progress auto|on|off (sender/operations/progress.hpp)
+  std::string manifest;                         // --manifest FILE: JSON lines (sender/operations/manifest.hpp)
+  // Hot folder (--watch, sender/source/hot_folder.hpp) and the globs of both modes.
   std::string watch_dir;              // --watch DIR: send what lands there; no sources then
   std::string sent_dir;               // --sent-dir: move sent files there (default: delete)
   double sent_keep_hours = 0;         // --sent-keep-hours: prune sent_dir past this; 0: never
@@ -133,7 +133,7 @@ struct SenderConfig {
   common::PathFilter filter;          // built from both by finalize_sender_config()
   std::string shard_text;             // --shard K/N as given; empty: not sharded
   Shard shard;                        // parsed from shard_text by finalize_sender_config()
-  // --symlinks: links inside the folders sent (sender/file_list.hpp); the hot folder never
+  // --symlinks: links inside the folders sent (sender/source/file_list.hpp); the hot folder never
   // follows one (follow is refused with --watch).
   std::string symlinks_text = "skip";
   SymlinkMode symlinks = SymlinkMode::kSkip;  // parsed by finalize_sender_config()

@@ -11,12 +11,12 @@
 
 #include "common/logging.hpp"
 #include "common/named_thread.hpp"
-#include "sender/compressor.hpp"
-#include "sender/history_feed.hpp"
-#include "sender/lane_hub.hpp"
-#include "sender/lane_router.hpp"
-#include "sender/reader.hpp"
-#include "sender/transmitter.hpp"
+#include "sender/read/compressor.hpp"
+#include "sender/source/history_feed.hpp"
+#include "sender/transmit/lane_hub.hpp"
+#include "sender/transmit/lane_router.hpp"
+#include "sender/read/reader.hpp"
+#include "sender/transmit/transmitter.hpp"
 
 namespace ddft::sender {
 

@@ -1,61 +1,25 @@
-// The sender pipeline: one reader, one or more lanes (issue 18: several links driven as one
-// session, --dest given several times or --lanes N).
+// The sender pipeline: one reader, one or more lanes (several links driven as one session,
+// --dest given several times or --lanes N). docs/architecture.md draws it whole.
 //
-//   sources ──> [reader thread "dd-read"] ──push──> LaneRouter ──> one bounded queue of WorkItem
-//               reads blocks into one recycled      whole files down   (slot handles) per lane;
-//               buffer pool (read_buffers x lanes   the least busy     blocks when full:
-//               blocks), hashes them in file order  lane, big files    back-pressure ──>
-//               (B2B/SHA256)                        striped over all
+//   sources ──> [dd-read: Reader] ──> LaneRouter ──> a bounded queue of WorkItem per lane
+//               blocks into one        whole files, or      (slot handles; a full queue blocks
+//               BufferPool, hashed     4 MiB stripes of     the reader: back-pressure)
+//               in file order          a large file
+//   ──> [dd-tx / dd-txK: Transmitter] ──> the lane's DatagramSink
+//        packetises, paces at the lane's --rate, numbers, FEC, seals; control packets, heartbeats
+//   every lane ──> LaneHub: observers hear each file once; SessionList: the file list every lane
+//                  sends, and the barrier at which the lanes end together
 //
-//   ──> [transmit thread "dd-tx" (one lane) or "dd-tx0".."dd-txN-1"] ──> the lane's DatagramSink
-//        per lane: packetises into a batch arena, paces at --rate (token bucket on absolute
-//        deadlines; the rate is each lane's), numbers its datagrams from 0, FEC windows and, with
-//        --key-file, a salt (so a key) of its own under the session's one id; repeats control
-//        packets, sends heartbeats (naming lane and lanes) when idle, returns buffers to the pool
-//        and tells the router its queued bytes went
-//
-//   every lane ──> LaneHub (sender/lane_hub.hpp): observers hear each file once, one event at a
-//                  time; the last lane through with a file reports it and lists it in the
-//                  SessionList (sender/session_list.hpp) that every lane sends, each on its own
-//                  cadence; the lanes end together (the end barrier), each with the last list and
-//                  its final heartbeat.
-//
-// Every file is: announce x N, data..., end x N (with the digest), or abort x N when the file
-// could not be read to its end; with --repeat R, all of that R times (copies), the file read
-// again for each. Among its data, after every max(1 MiB, 1024 x announce size) bytes of a copy,
-// one repeated announce (kFlagRepeat; at most 1/1024 of the bytes) for a receiver that joined
-// mid-file. With --fec, parity packets follow every window of packets and close it at the end of
-// each file. Heartbeats go out when idle and between files. Every 5 s or 256 finished files, a
-// file list x N names the files finished or aborted since the last one (their digests
-// included). The session closes with its complete file list x N (or, past 100,000 files or in a
-// hot folder, the files since the last list) and a final heartbeat x N.
-//
-// With lanes (sender/lane_router.hpp), a whole file (every copy) goes down one lane; a file over
-// --stripe-mb is striped: its announces (kFlagStriped) and ends (the whole file's digest) go down
-// every lane, each --stripe-mb range of its data (whole reader blocks) down the lane least busy
-// when the range starts. Data packets carry the file's own offsets, as with one lane. The reader
-// reads in file order, so while it hands one lane a stripe the others send only what they already
-// hold (their share of the pool, about --read-buffers blocks each): lanes overlap fully on a
-// striped file only when a stripe fits that share. Measured on loopback, 3 lanes at --rate 100
-// each, 16 blocks of 1 MiB per lane: --stripe-mb 8 or 16 gave 290 MB/s, 32 gave 270, 64 (the
-// default) 146.
-//
-// A lane whose link refuses a send (a device error, a UDP error but a full buffer): with
-// --lane-down stop (the default, and always with one lane) the session ends, the lane named.
-// With --lane-down continue the lane goes down (sender/transmitter.hpp): the router never
-// chooses it again, the files it carries fail (a striped one as a whole: the other lanes abort
-// it, the LaneHub having doomed it), the other lanes' lists name them aborted, and its
-// transmitter drains its queue without sending, so that every buffer comes back and the end
-// barrier counts it done. The session ends as with stop when the last lane up fails.
-//
-// A lane much slower than the others: the router gives whole files and stripes to the lane with
-// the fewest queued bytes, so it gets less. But a file or stripe already given to it goes at its
-// pace: while its queue is full the reader waits (back-pressure) and the other lanes drain and
-// idle, so for the rest of that file or stripe the session runs at the slow lane's rate; the
-// next ones go to the others while the slow lane's queue holds more. No deadlock: the pool is
-// shared, but every buffer out is in some lane's queue or transmitter, no transmitter waits for
-// the reader or another lane (but at the end barrier, after its queue is drained), so every
-// buffer comes back.
+// What it promises:
+// - Every file is announced, sent and ended (with its digest), or aborted when it could not be
+//   read to its end, on every lane that carries it, --repeat times; every file finished or aborted
+//   is named in a file list, and the session ends with its list and a final heartbeat per lane.
+// - Memory is bounded by the pool (read_buffers blocks per lane), whatever the files.
+// - No deadlock across lanes: every buffer out is in a lane's queue or transmitter, and no
+//   transmitter waits for the reader or another lane except at the end barrier, after its queue.
+// - A lane whose link refuses a send ends the session (--lane-down stop, and always with one
+//   lane) or goes down alone (--lane-down continue): its files fail and are listed as aborted.
+// Thread: Sender::run() on the caller's thread starts and joins every stage thread.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +31,7 @@
 #include "common/transport.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
-#include "sender/file_list.hpp"
+#include "sender/source/file_list.hpp"
 #include "sender/send_status.hpp"
 #include "sender/work_item.hpp"
 

@@ -45,11 +45,11 @@ struct WorkItem {
   common::Digest digest{};  // kEnd
   std::string reason{};     // kAbort, kSkip
   uint8_t copy = 0;         // --repeat: which copy of the file (kBegin, kBlock, kEnd)
-  // --compress (sender/compressor.hpp): the buffer holds a zstd frame of `len` bytes that
+  // --compress (sender/read/compressor.hpp): the buffer holds a zstd frame of `len` bytes that
   // decompresses to the `raw_len` bytes of the file at `offset`.
   bool compressed = false;
   uint32_t raw_len = 0;
-  // Lanes: the file is striped over every lane up when it began (sender/lane_router.hpp). Set
+  // Lanes: the file is striped over every lane up when it began (sender/transmit/lane_router.hpp). Set
   // by the router on every item of such a file.
   bool striped = false;
   // Lanes: the lanes that carry the file, bit k for lane k (one bit for a whole file); set by the

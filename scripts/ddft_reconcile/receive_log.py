@@ -12,7 +12,7 @@ from .inputs import PROG, BadInput, read_lines, to_text
 TEXT_PREFIX_RE = re.compile(rb"(\d\d)/(\d\d)-(\d\d):(\d\d):(\d\d) ")
 SESSION_START_RE = re.compile(r"Info: sender session ([0-9a-f]{16}) started")
 RECEIVER_START_RE = re.compile(r"Info: receiving on ")
-# receiver/assembler.cpp finish_rename(): Key: 0x%08X, B2B|SHA256 Passed, or Key: none, NONE ...
+# receiver/assembly/assembler.cpp finish_rename(): Key: 0x%08X, B2B|SHA256 Passed, or Key: none, NONE ...
 # The "... Failed" form (verification failed) is followed by the file's FAILED line.
 FILE_RE = re.compile(r"File: (?P<path>.*), Trans: (?P<bytes>[\d,]+) \(bytes\), Time: \S+, "
                      r"Rate: \S+ \(MB/s\), Key: (?P<key>0x[0-9A-F]{8}|none), "
@@ -28,16 +28,16 @@ REPEAT_RE = re.compile(r"Info: (?P<path>.*): (?P<note>complete after copy \d+ of
                        r"\(--repeat\))")
 KEPT_RE = re.compile(r"Info: (?P<path>.*): (?P<note>the existing file of that name was kept "
                      r"as .*)")
-# receiver/finisher.cpp deliver(), right after a file's File: line when anything repaired it.
+# receiver/assembly/finisher.cpp deliver(), right after a file's File: line when anything repaired it.
 REPAIRED_RE = re.compile(r"Info: (?P<path>.*): (?P<note>repaired: FEC rebuilt (?P<fec>\d+) "
                          r"packet\(s\), repeats filled (?P<filled>\d+) chunk\(s\))")
-# receiver/recovery.cpp, at start-up, before the run's "receiving on" line (the sessions the
+# receiver/delivery/recovery.cpp, at start-up, before the run's "receiving on" line (the sessions the
 # log names last are an earlier run's, so these name their file by session and file id):
 # - a temporary file whose origin names it: its reason ends in "found at start-up (session S,
 #   file N)" (the rest of its FAILED line as close_failed()'s);
 STARTUP_FAILED_RE = re.compile(r".*; found at start-up \(session (?P<session>[0-9a-f]{16}), "
                                r"file (?P<id>\d+)\)")
-# receiver/file_table_history.cpp: a file the sender's history names that the receiver never got
+# receiver/assembly/file_table_history.cpp: a file the sender's history names that the receiver never got
 # while it was not receiving; it names its session and file id, which need not be one the log
 # starts.
 MISSED_RE = re.compile(r"sent at \S+ in session (?P<session>[0-9a-f]{16}), file (?P<id>\d+), "
@@ -53,7 +53,7 @@ RECOVERED_RE = re.compile(r"Info: (?P<path>.*): delivered by an earlier run of t
 LEFTOVER_RE = re.compile(r"Warn: (?P<dir>.*?)\.ddft-(?P<session>[0-9a-f]{16})-(?P<id>\d+)\.part: "
                          r"left incomplete by an earlier run of the receiver; moved to the "
                          r"failed folder \(record: (?P<record>.*)\)")
-# receiver/file_table_history.cpp, after a path JSON-quoted: a resend that delivered a file that
+# receiver/assembly/file_table_history.cpp, after a path JSON-quoted: a resend that delivered a file that
 # had failed (or been missed), and one of a file delivered already, skipped.
 RESOLVED_RE = re.compile(r": delivered on resend \(session (?P<by_session>[0-9a-f]{16}), file "
                          r"(?P<by_id>\d+)\) at \S+: the failure of session "

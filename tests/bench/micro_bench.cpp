@@ -13,8 +13,8 @@
 #include "common/hash.hpp"
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
-#include "receiver/byte_ring.hpp"
-#include "receiver/open_pool.hpp"
+#include "receiver/link/byte_ring.hpp"
+#include "receiver/link/unseal_pool.hpp"
 
 namespace ddft {
 namespace {
@@ -169,7 +169,7 @@ BENCHMARK(BM_Open)->Arg(1)->Arg(0);
 // The receiver's open workers (--workers N, arg): a batch of 128 sealed data datagrams decoded
 // and opened side by side, as WriterLoop hands them over. Bytes per second of wall time: with
 // the cores free, N workers should come near N times one.
-void BM_OpenPool(benchmark::State& state) {
+void BM_UnsealPool(benchmark::State& state) {
   Key psk{};
   psk.fill(7);
   Sealer sealer(psk, 1, make_session_salt(), true);
@@ -185,7 +185,7 @@ void BM_OpenPool(benchmark::State& state) {
     buf.resize(sealer.seal(buf, n));
     sealed.push_back(std::move(buf));
   }
-  receiver::OpenPool pool(static_cast<unsigned>(state.range(0)), {psk}, kPacket + kSealOverhead,
+  receiver::UnsealPool pool(static_cast<unsigned>(state.range(0)), {psk}, kPacket + kSealOverhead,
                           kBatch);
   std::vector<receiver::Prechecked> items(kBatch);
   for (auto _ : state) {
@@ -210,7 +210,7 @@ void BM_OpenPool(benchmark::State& state) {
     }
   }
 }
-BENCHMARK(BM_OpenPool)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_UnsealPool)->Arg(1)->Arg(2)->UseRealTime();
 
 void BM_ByteRingCommitRelease(benchmark::State& state) {
   const size_t batch = static_cast<size_t>(state.range(0));

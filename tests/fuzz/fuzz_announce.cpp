@@ -11,7 +11,7 @@
 
 #include "common/protocol.hpp"
 #include "fuzz_support.hpp"
-#include "receiver/output_dir.hpp"
+#include "receiver/delivery/output_dir.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ddft::common;

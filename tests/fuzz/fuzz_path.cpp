@@ -19,7 +19,7 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "receiver/output_dir.hpp"
+#include "receiver/delivery/output_dir.hpp"
 
 namespace ddft::fuzz {
 namespace {

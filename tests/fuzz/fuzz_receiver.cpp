@@ -33,10 +33,10 @@
 #include "common/clock.hpp"
 #include "common/protocol.hpp"
 #include "fuzz_support.hpp"
-#include "receiver/assembler.hpp"
+#include "receiver/assembly/assembler.hpp"
 #include "receiver/config.hpp"
-#include "receiver/ingest.hpp"
-#include "receiver/output_dir.hpp"
+#include "receiver/link/ingest.hpp"
+#include "receiver/delivery/output_dir.hpp"
 
 namespace ddft::fuzz {
 namespace {

@@ -11,7 +11,7 @@
 #include <regex>
 #include <thread>
 
-#include "sender/shard.hpp"
+#include "sender/source/shard.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 

@@ -4,6 +4,9 @@
 # program's main.cpp, which may embed the disk self-test (dd_file_send --test-read-io,
 # dd_file_receive --test-io): it may include iotest/cli.hpp, and its executable link ddft::iotest.
 #
+# Inside sender/ and receiver/, the stage folders run one way too (STAGES below: a stage may
+# include the stages before it and the program's top level, never one after it).
+#
 # What is checked:
 # - every #include, #include_next and __has_include of a layer's C and C++ files, "..." and <...>
 #   alike: named by its path from the source root, it must not name another layer; a path with
@@ -37,6 +40,12 @@ import sys
 
 tree = sys.argv[1]
 LAYERS = ("common", "sender", "receiver", "iotest", "linksim")
+# Each program's stage folders, in the one order their includes may run: a stage includes its
+# own folder, the stages before it and the program's top level (settings, counters, the types
+# the stages hand each other), never a stage after it nor the pipeline that wires them; the last
+# stage, operations, watches the running pipeline and may include it.
+STAGES = {"receiver": ("delivery", "link", "assembly", "operations"),
+          "sender": ("source", "read", "transmit", "operations")}
 SOURCE_SUFFIXES = (".hpp", ".cpp", ".h", ".c", ".cc", ".cxx", ".hh", ".hxx", ".ipp", ".inc",
                    ".tpp", ".in")
 INCLUDE = re.compile(r"^\s*#\s*include(?:_next)?\b\s*(.*)$")
@@ -52,6 +61,30 @@ def layer_of(path):
     rel = os.path.relpath(os.path.normpath(path), tree)
     first = rel.split(os.sep)[0]
     return first if first in LAYERS and not rel.startswith("..") else None
+
+
+def stage_of(layer, path):
+    """The stage folder PATH (from the source root) lies in, "" for the program's top level."""
+    parts = path.split("/")
+    return parts[1] if len(parts) > 2 else ""
+
+
+def stage_break(rel, layer, inc):
+    """What is wrong with REL including INC of its own layer, or None."""
+    order = STAGES.get(layer)
+    if order is None:
+        return None
+    here, there = stage_of(layer, rel), stage_of(layer, inc)
+    for stage in (here, there):
+        if stage and stage not in order:
+            return (f'includes "{inc}": {layer}/{stage}/ is not a stage of {layer}/ '
+                    f"({', '.join(order)})")
+    if here and here != order[-1] and inc == f"{layer}/pipeline.hpp":
+        return f'includes "{inc}": a stage must not depend on the program that wires it'
+    if here and there and order.index(there) > order.index(here):
+        return (f'includes "{inc}": {layer}/{here}/ must not depend on {layer}/{there}/, which '
+                f"comes after it ({', '.join(order)})")
+    return None
 
 
 def include_break(rel, layer, operand):
@@ -70,7 +103,9 @@ def include_break(rel, layer, operand):
         return (f'includes "{inc}": a path with ".." (it reaches {reached}); name it by its '
                 "path from the source root")
     target = inc.split("/")[0]
-    if target not in LAYERS or target in ("common", layer):
+    if target == layer:
+        return stage_break(rel, layer, inc)
+    if target not in LAYERS or target == "common":
         return None
     # The two programs embed the disk self-test: their main.cpp alone may include its command line.
     if rel in ("sender/main.cpp", "receiver/main.cpp") and inc == "iotest/cli.hpp":
@@ -224,7 +259,7 @@ if [[ $? -ne 0 ]]; then fail "the copy of the tree is not clean to begin with: $
 # stands for the copy's absolute path.
 cases=(
   'include|common/a.hpp|#include "sender/pipeline.hpp"|common/a.hpp includes "sender/pipeline.hpp": common/ must not depend on sender/'
-  'include from a side|iotest/disk.cpp|#include "sender/reader.hpp"|iotest/disk.cpp includes "sender/reader.hpp": iotest/ must not depend on sender/'
+  'include from a side|iotest/disk.cpp|#include "sender/read/reader.hpp"|iotest/disk.cpp includes "sender/read/reader.hpp": iotest/ must not depend on sender/'
   'angle include|linksim/x.cpp|#include <receiver/config.hpp>|linksim/x.cpp includes "receiver/config.hpp": linksim/ must not depend on receiver/'
   'relative include|sender/x.cpp|#include "../receiver/config.hpp"|sender/x.cpp includes "../receiver/config.hpp": a path with ".." (it reaches receiver/config.hpp)'
   'relative include below|common/x.hpp|  #  include "../sender/pipeline.hpp"|common/x.hpp includes "../sender/pipeline.hpp": a path with ".." (it reaches sender/pipeline.hpp)'
@@ -243,15 +278,23 @@ cases=(
   'object library|sender/CMakeLists.txt|target_sources(ddft_sender PRIVATE $<TARGET_OBJECTS:ddft_receiver>)|sender/CMakeLists.txt: target_sources(ddft_sender ...) names ddft_receiver: sender/ must not depend on receiver/'
   'glob|sender/CMakeLists.txt|file(GLOB receiver_sources ${PROJECT_SOURCE_DIR}/receiver/*.cpp)|sender/CMakeLists.txt: file(GLOB ...) names ${PROJECT_SOURCE_DIR}/receiver/*.cpp, in receiver/'
   'subdirectory|linksim/CMakeLists.txt|add_subdirectory(../iotest iotest_again)|linksim/CMakeLists.txt: add_subdirectory(../iotest ...) names ../iotest, in iotest/'
-  'a layer target from the top|CMakeLists.txt|target_sources(ddft_common PRIVATE sender/reader.cpp)|CMakeLists.txt: target_sources(ddft_common ...) names sender/reader.cpp, in sender/: common/ must not depend on sender/'
+  'a layer target from the top|CMakeLists.txt|target_sources(ddft_common PRIVATE sender/read/reader.cpp)|CMakeLists.txt: target_sources(ddft_common ...) names sender/read/reader.cpp, in sender/: common/ must not depend on sender/'
   'an executable from the top|CMakeLists.txt|target_link_libraries(dd_file_send PRIVATE ddft::receiver)|CMakeLists.txt: target_link_libraries(dd_file_send ...) names ddft_receiver: sender/ must not depend on receiver/'
   'a layer target from the tests|tests/CMakeLists.txt|set_property(TARGET ddft_iotest APPEND PROPERTY SOURCES ${PROJECT_SOURCE_DIR}/linksim/link_model.cpp)|tests/CMakeLists.txt: set_property(TARGET ...) names ${PROJECT_SOURCE_DIR}/linksim/link_model.cpp, in linksim/: iotest/ must not depend on linksim/'
   'symbolic link|sender/rx|->../receiver|sender/rx is a symbolic link to ../receiver, out of sender/'
+  'a later stage|receiver/delivery/x.cpp|#include "receiver/assembly/file.hpp"|receiver/delivery/x.cpp includes "receiver/assembly/file.hpp": receiver/delivery/ must not depend on receiver/assembly/, which comes after it'
+  'a later stage of the sender|sender/source/x.hpp|#include <sender/transmit/pacer.hpp>|sender/source/x.hpp includes "sender/transmit/pacer.hpp": sender/source/ must not depend on sender/transmit/'
+  'the pipeline from a stage|sender/read/x.cpp|#include "sender/pipeline.hpp"|sender/read/x.cpp includes "sender/pipeline.hpp": a stage must not depend on the program that wires it'
+  'a folder that is no stage|receiver/misc/x.cpp|#include "receiver/counters.hpp"|receiver/misc/x.cpp includes "receiver/counters.hpp": receiver/misc/ is not a stage of receiver/'
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name file line want <<< "$c"
   target=$copy/$file
-  existed=no
+  existed=no made_dir=
+  if [[ ! -d $(dirname "$target") ]]; then
+    made_dir=$(dirname "$target")
+    mkdir -p "$made_dir"
+  fi
   if [[ -e $target ]]; then
     existed=yes
     cp -p "$target" "$base/original"
@@ -271,6 +314,7 @@ for c in "${cases[@]}"; do
   fi
   rm -f "$target"
   if [[ $existed == yes ]]; then mv "$base/original" "$target"; fi
+  if [[ -n $made_dir ]]; then rmdir "$made_dir"; fi
 done
 if [[ $fails -eq 0 ]]; then echo "ok   each of ${#cases[@]} planted breaks reported, alone"; fi
 exit $((fails > 0))

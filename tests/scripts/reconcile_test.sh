@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tests of scripts/dd_reconcile on crafted send manifests and receive logs (the receive lines as
-# receiver/assembler.cpp and receiver/pipeline.cpp write them):
+# receiver/assembly/assembler.cpp and receiver/pipeline.cpp write them):
 #   1. every outcome (delivered, Key: none, key mismatch, failed, refused, filtered, unfinished,
 #      never seen, not sent, not in manifest), the notes (--repeat, collision, repaired,
 #      on-complete) and the repair counts' JSON fields, a path sent in two sessions, failures of
@@ -15,7 +15,7 @@
 #   4. bad input: a missing or unreadable file, a manifest line that is not JSON or lacks a
 #      field, a JSON log line that is not JSON, a damaged .gz: exit 2, one line on stderr naming
 #      file and line, nothing on stdout.
-#   5. a receiver killed and restarted mid-session (receiver/recovery.cpp's start-up lines): a
+#   5. a receiver killed and restarted mid-session (receiver/delivery/recovery.cpp's start-up lines): a
 #      file left half-written and one delivered but not logged, matched by the session and file
 #      id they name (the same path open in another session), a file logged Passed twice (no
 #      problem), a file named failed twice (a note), files joined mid-file and never announced,

@@ -1,6 +1,6 @@
 #include "support/packet_builder.hpp"
 
-#include "sender/fec_encoder.hpp"
+#include "sender/transmit/fec_encoder.hpp"
 
 namespace ddft::testing {
 bool is_type(const Datagram& d, common::PacketType t) {

@@ -17,7 +17,7 @@
 #include "common/clock.hpp"
 #include "common/udp_transport.hpp"
 #include "receiver/config.hpp"
-#include "receiver/metrics.hpp"
+#include "receiver/operations/metrics.hpp"
 #include "support/fake_sender.hpp"
 #include "support/scratch_fs.hpp"
 

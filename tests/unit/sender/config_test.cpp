@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sender/hot_folder.hpp"
+#include "sender/source/hot_folder.hpp"
 
 namespace ddft::sender {
 namespace {

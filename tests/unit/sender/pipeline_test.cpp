@@ -19,7 +19,7 @@
 #include "common/protocol.hpp"
 #include "common/transport.hpp"
 #include "sender/config.hpp"
-#include "sender/file_list.hpp"
+#include "sender/source/file_list.hpp"
 #include "support/log_capture.hpp"
 #include "support/scratch_fs.hpp"
 

@@ -1,0 +1,154 @@
+// The assembler: the receive side's core, a façade over the units below. It takes checked
+// datagrams off the ring, follows the sender session, assembles each file's data into write
+// blocks, hashes it in file order, writes it through the BlockIo, and finishes every file exactly
+// one way: verified and renamed into place, or moved to the failed folder with a record of why.
+// It also prints the DFTS receive log.
+//
+// It owns no thread: the receiver pipeline calls it from the "dd-write" thread (WriterLoop); tests
+// call it directly with datagrams they build, a FakeClock and a real folder.
+//
+//   datagram ─> SessionGate ──(admitted packet)──> FEC (FecDecoder: rebuilt and replayed
+//               decode, unseal,     [A]            packets re-enter here) ──> dispatch
+//               replay window, session, seq                                    │
+//                                                                              v
+//   FileTable (owns every File; the one place a file ends) <───────────────────┘
+//     announce/data/end/abort/list, timeouts, make-room/eviction
+//     ├─ FileBlocks: fill, hash in order, submit ──(writes)──> WriteEngine ──> BlockIo
+//     │                                              [B]        blocks, backlog, reap
+//     ├─ Finisher: verify, Committer, deliver, fail ──(pool work)──> FsPool
+//     └─ FailureRecords: budgets, records, retries ──(pool work)──> FsPool
+//   completions: WriteEngine::reap() and FsPool::reap() collect only; FileTable::pump() [C]
+//   processes them at one point (after a packet, in poll(), or while waiting for a free block).
+//
+// Future thread boundaries (each a bounded queue of handles, drained by the next stage):
+//   [A] gate -> file table: admitted packets as ring-slot handles plus session-change messages,
+//       in order (the gate and FEC on the rx/decode thread, the file table on the writer thread).
+//       Overflow: drop and count, as the ring does today (the diode cannot push back).
+//   [B] file table -> write engine: filled blocks (Block* handles into the block pool) and
+//       folder syncs; back: completions (cookie, error, latency), a queue FileTable::pump()
+//       drains. Overflow: none; the pool's size bounds both (a full pool stalls filling).
+//   [C] file table -> finisher: files whose writes are done (File* kept alive by the table);
+//       back: "failed" / "ended" messages (Finisher::Owner). Bounded by files in flight.
+// Counters (AssemblerCounters) are shared by reference today; on a split each unit keeps its own
+// and publish() sums them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/aligned_buffer.hpp"
+#include "common/block_io.hpp"
+#include "common/clock.hpp"
+#include "common/protocol.hpp"
+#include "receiver/config.hpp"
+#include "receiver/counters.hpp"
+#include "receiver/delivery/delivered_file.hpp"
+#include "receiver/assembly/failure_records.hpp"
+#include "receiver/link/fec_decoder.hpp"
+#include "receiver/assembly/file_table.hpp"
+#include "receiver/delivery/fs_pool.hpp"
+#include "receiver/link/ingest.hpp"
+#include "receiver/delivery/outcome_log.hpp"
+#include "receiver/delivery/output_dir.hpp"
+#include "receiver/link/session_gate.hpp"
+#include "receiver/delivery/write_engine.hpp"
+
+namespace ddft::receiver {
+
+class Assembler {
+ public:
+  // All references must outlive the assembler. `writer` and `out` are used from the calling
+  // thread only.
+  // `cfg.lanes()` links feed it (on_datagram()'s `lane`, Prechecked::lane).
+  Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo& writer,
+            common::AlignedBuffer& block_memory, common::Clock& clock);
+  ~Assembler();
+  Assembler(const Assembler&) = delete;
+  Assembler& operator=(const Assembler&) = delete;
+
+  // Handles one datagram from `lane`. `real_len` is its length on the wire (larger than
+  // data.size() when it was truncated). Never throws on bad input: it is counted and dropped.
+  void on_datagram(std::span<const uint8_t> data, size_t real_len, size_t lane = 0);
+  // The same for a datagram already decoded and opened (UnsealPool); in arrival order.
+  void on_prechecked(const Prechecked& pre);
+  // Reaps write completions, finishes files whose I/O is done and fails files that timed out.
+  // With `wait`, blocks until at least one write completes (when any is in flight).
+  void poll(bool wait = false);
+  // Datagrams the ingest thread dropped in a full ring: logged with the file they belonged to,
+  // and named in that file's failure if it fails for want of them.
+  void note_ring_drops(const std::vector<DropLedger::Entry>& dropped);
+  // Records how long the writer thread waited for the ring (the DR of the log).
+  void note_read_wait(std::chrono::nanoseconds waited);
+  // Fails every file in flight with `reason` and waits for all I/O. Used at shutdown.
+  void fail_all(const std::string& reason);
+
+  // True once a sender session has said it finished and all of its files are done, or, when its
+  // final heartbeat was lost, once it has been silent for --file-timeout with nothing in flight.
+  bool session_finished() const;
+  // True while writes, syncs or file-system calls are queued or in flight (the caller should
+  // poll again soon).
+  bool io_pending() const { return table_.io_pending(); }
+  bool idle() const { return table_.empty() && !io_pending(); }
+  // What earlier runs of the receiver finished or named (its journal, and the files left behind
+  // that the start-up recorded as failed): a repeated announce or a file list naming one of
+  // them is not recorded again. Call before the first datagram. `journal` (may be null) gets
+  // this run's outcomes; it must outlive the assembler. `failed`: of `known`, those whose last
+  // word is a failure, with their records (a resend of one is delivered and resolves it).
+  void set_earlier(
+      OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
+      const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>& failed = {});
+  uint64_t current_session() const { return gate_.session(); }
+  const AssemblerCounters& counters() const { return counters_; }
+  // Packets lost on the link (sequence gaps) in the current session, over every lane.
+  uint64_t lost() const { return gate_.lost(); }
+  const SeqCounter& seq(size_t lane = 0) const { return gate_.seq(lane); }
+  // Over every lane.
+  FecCounters fec() const;
+  size_t lanes() const { return gate_.lanes(); }
+  // Files announced and not finished yet, those finishing their writes included.
+  size_t files_in_flight() const { return table_.size(); }
+  const WaitStats& wait_stats() const { return table_.wait_stats(); }
+  // Logs the session summary line ("Info: session ... : N passed, M failed, ...").
+  void log_summary() const;
+  // Called on the writer thread for each file verified and renamed into place, right after its
+  // File: line. It must not block (the --on-complete runner only queues). Set before the first
+  // datagram.
+  void set_on_delivered(std::function<void(const DeliveredFile&)> fn) {
+    table_.set_on_delivered(std::move(fn));
+  }
+  // Where the sender's datagrams come from ("10.0.0.1:4000", a device path), asked at each
+  // announce and written beside the file, so that a file a crash leaves behind names its sender
+  // too. Called on the writer thread; must not block.
+  void set_sender(std::function<std::string()> sender) { table_.set_sender(std::move(sender)); }
+
+ private:
+  // A datagram the gate let through (`data` the inner one when it was sealed).
+  void on_admitted(std::span<const uint8_t> data, common::Packet& p, size_t lane);
+  void start_session(uint64_t s);
+  void on_rebuilt(std::span<const uint8_t> data, size_t lane);
+  // Offers the data of an announce's FEC window again (it came before the file was known).
+  void replay_window(const common::Header& announce, size_t lane);
+  // `rebuilt`: FEC made the packet (it did not come over the link); the file it fills counts it.
+  void dispatch(const common::Packet& p, size_t lane, bool rebuilt = false);
+  void handle_heartbeat(const common::Packet& p, size_t lane);
+  void handle_sender_info(const common::Packet& p);
+
+  const ReceiverConfig& cfg_;
+  common::Clock& clock_;
+  std::unique_ptr<FsPool> fs_;  // first made, last gone: the units post work to it
+  AssemblerCounters counters_;
+  WriteEngine engine_;
+  FailureRecords records_;
+  SessionGate gate_;
+  std::vector<std::unique_ptr<FecDecoder>> fec_;  // one per lane: each has its own windows
+  FecCounters fec_at_session_;
+  FileTable table_;
+};
+
+}  // namespace ddft::receiver

@@ -1,0 +1,50 @@
+// Pure decisions about one file, kept apart from the file table's state so that each can be
+// tested alone: what an announce makes, why an announce is refused for its size, what the origin
+// beside a temporary file says, what the record of a refused or never-announced file says, and
+// why a receiving file has expired. No I/O, no logging; any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/clock.hpp"
+#include "common/protocol.hpp"
+#include "receiver/config.hpp"
+#include "receiver/assembly/file.hpp"
+#include "receiver/delivery/output_dir.hpp"
+
+namespace ddft::receiver {
+
+// How long a file whose end packet has arrived (or that a later announce superseded) may wait
+// for reordered data before it fails.
+inline constexpr auto kEndGrace = std::chrono::milliseconds(500);
+
+// Files in flight at most, whatever their state: at least 16 x `max_receiving`
+// (--max-files-in-flight) and as many as the descriptor limit allows, up to 8192.
+size_t files_in_flight_bound(size_t max_receiving);
+// The file `a` announces in `session` at `now` (its chunk bitmap not allocated yet); progress
+// lines every `report_bytes`.
+std::unique_ptr<File> file_from_announce(const common::Announce& a, uint64_t session,
+                                         common::Clock::time_point now, uint64_t report_bytes);
+// Why a file of `size` bytes in `chunks_total` chunks is refused for its size or for the free
+// space (`free`: bytes free on the output file system, UINT64_MAX when unknown; `promised`: what
+// the files still receiving will write). "" when it fits.
+std::string size_refusal(const ReceiverConfig& cfg, uint64_t size, uint64_t chunks_total,
+                         uint64_t promised, uint64_t free);
+// The origin written beside `f`'s temporary file.
+Origin origin_of(const File& f, std::string sender);
+// The file `id` names as a File (its session, name, id, size and verification).
+File named_file(const common::FileIdentity& id);
+// The record of `f`, refused in `session` for `reason`.
+FailureRecord refusal_record(const File& f, uint64_t session, const std::string& reason);
+// The record of a file of `session` that only the sender's file list names.
+FailureRecord unannounced_record(const common::FileListEntry& e, uint64_t session);
+// Why receiving file `f` has expired at `now` ("" when it has not): its end came and its grace
+// is over, a later file superseded it, nothing came for `timeout` (+ its pause), or the
+// session's final heartbeat is due (`final_due`).
+std::string expiry_reason(const File& f, common::Clock::time_point now,
+                          std::chrono::nanoseconds timeout, double timeout_s, bool final_due);
+
+}  // namespace ddft::receiver

@@ -1,0 +1,156 @@
+// The file table's side of the sender's history (kHistory, common/history_wire.hpp): files sent
+// while this receiver was not receiving (stopped, restarting, not yet started, or its lanes not
+// listened on) are named once, each in a record that says when it was sent.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include "common/json.hpp"
+#include "common/logging.hpp"
+#include "receiver/assembly/file_rules.hpp"
+#include "receiver/assembly/file_table.hpp"
+
+namespace ddft::receiver {
+using common::DecodeStatus;
+using common::HistoryRecord;
+using common::Packet;
+
+void FileTable::handle_history(const Packet& p) {
+  common::HistoryBundle bundle;
+  if (common::decode_history(p.payload, &bundle) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  for (const HistoryRecord& r : bundle.records) {
+    const uint64_t s = r.file.session;
+    const uint32_t id = r.file.file_id;
+    if (s == 0 || id == 0 || settled_.contains(s, id) || files_.count({s, id}) != 0) continue;
+    // This session's: in flight, seen, filtered, or waiting for its lane.
+    if (s == session_ &&
+        (seen_ids_.contains(id) || filtered_ids_.contains(id) || held_.count(id) != 0)) {
+      continue;
+    }
+    if (left_elsewhere(r)) continue;
+    record_missed(r, missed_reason(r), bundle.sender_id);
+  }
+}
+
+bool FileTable::left_elsewhere(const HistoryRecord& r) const {
+  if (gate_ == nullptr || r.lane < 0 || !gate_->all_lanes_named()) return false;
+  if (gate_->lane_of_sender(r.lane) >= 0) return false;  // a lane here carried it
+  return !gate_->sender_lane_to_this_host(r.lane);
+}
+
+std::string FileTable::missed_reason(const HistoryRecord& r) const {
+  const std::string when = common::iso8601_local(std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(r.sent_ns))));
+  // This session's, after the first file this receiver heard announced: it was receiving.
+  if (r.file.session == session_ && first_id_ != 0 &&
+      !common::file_id_before(r.file.file_id, first_id_)) {
+    return fmt::format(
+        "never reached this receiver: sent at {} in this session, all its packets lost (named "
+        "by the sender's history)",
+        when);
+  }
+  return fmt::format(
+      "sent at {} in session {:016x}, file {}, while this receiver was not receiving (named by "
+      "the sender's history)",
+      when, r.file.session, r.file.file_id);
+}
+
+void FileTable::record_missed(const HistoryRecord& r, const std::string& reason,
+                              uint64_t sender_id) {
+  const bool current = r.file.session == session_;
+  settled_.add(r.file.session, r.file.file_id, clock_.now());
+  if (current) seen_ids_.insert(r.file.file_id);
+  FailureRecord rec;
+  rec.file = r.file;
+  rec.sender_id = sender_id;
+  if (r.file.size > 0) {
+    rec.missing.emplace_back(0, r.file.size);
+    rec.missing_ranges_total = 1;
+  }
+  rec.reason = reason;
+  if (record_unheard(std::move(rec), r.lane, "history")) ++counters_.files_missed;
+}
+
+void FileTable::handle_resend(const Packet& p) {
+  common::Resend r;
+  if (common::decode_resend(p.payload, &r) != DecodeStatus::kOk || r.file_id == 0) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  // At most one per file in flight and a few more: the oldest go first.
+  if (resends_.size() >= 4096) resends_.erase(resends_.begin());
+  resends_[r.file_id] = std::move(r.of);
+}
+
+bool FileTable::skip_copy(File& f, bool flagged) {
+  auto it = resends_.find(f.id);
+  if (it == resends_.end()) {
+    if (!flagged) return false;
+    // Its kResend was lost: the copy is skipped when a file of that name and size is in place
+    // (what it is a copy of, delivered), else taken as the file.
+    struct stat st {};
+    if (::fstatat(out_.root_fd(), f.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != f.size) {
+      return false;
+    }
+    ++counters_.resends_skipped;
+    spdlog::info(
+        "Info: {}: a copy of a file sent before (which one was lost on the way); the file of "
+        "that name and size is in place: not written (resent as file {} of session {:016x})",
+        common::json_quote(f.path), f.id, f.session);
+    return true;
+  }
+  common::FileIdentity of = std::move(it->second);
+  resends_.erase(it);
+  if (settled_.fate(of.session, of.file_id) == SettledFiles::Fate::kPassed) {
+    ++counters_.resends_skipped;
+    spdlog::info(
+        "Info: {}: a copy of the file delivered in session {:016x} (file {}); not written "
+        "(resent as file {} of session {:016x})",
+        common::json_quote(f.path), of.session, of.file_id, f.id, f.session);
+    return true;
+  }
+  f.resend_of = std::move(of);
+  return false;
+}
+
+void FileTable::passed(File& f) {
+  settled_.add(f.session, f.id, clock_.now(), SettledFiles::Fate::kPassed);
+  if (f.resend_of) resolve(f);
+}
+
+void FileTable::resolve(const File& f) {
+  const common::FileIdentity& of = *f.resend_of;
+  const std::string record = settled_.record(of.session, of.file_id);
+  settled_.add(of.session, of.file_id, clock_.now(), SettledFiles::Fate::kPassed);
+  ++counters_.resends_delivered;
+  const std::string how =
+      fmt::format("delivered on resend (session {:016x}, file {}) at {}", f.session, f.id,
+                  common::iso8601_local(std::chrono::system_clock::now()));
+  spdlog::info("Info: {}: {}: the failure of session {:016x}, file {} is resolved{}",
+               common::json_quote(f.path), how, of.session, of.file_id,
+               record.empty() ? "" : "; record: " + record);
+  // The journal's R line: a later copy of it is skipped, and the start-up knows it delivered.
+  Outcome o;
+  o.kind = Outcome::Kind::kResolved;
+  o.file = identity_of(f);
+  o.file.session = of.session;
+  o.file.file_id = of.file_id;
+  o.record = record;
+  o.reason = how;
+  fs_.post(
+      [o, how, record, j = journal_, &out = out_] {
+        if (j != nullptr) j->append(o);
+        if (!record.empty() && !out.resolve_record(record, how)) {
+          spdlog::warn("Warn: the record {} could not be marked resolved", record);
+        }
+      },
+      nullptr);
+}
+
+}  // namespace ddft::receiver

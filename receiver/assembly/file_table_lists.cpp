@@ -1,0 +1,270 @@
+// The file table's side of lanes and of the sender's file lists: which lanes hold a file open,
+// and files a list names that this receiver never heard of, recorded as failed at once or once
+// the lane that carried them is gone.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/json.hpp"
+#include "receiver/assembly/file_rules.hpp"
+#include "receiver/assembly/file_table.hpp"
+
+namespace ddft::receiver {
+using common::DecodeStatus;
+using common::Packet;
+
+namespace {
+// List entries held at most (a session's complete list names at most 100,000 files): past it,
+// the oldest is settled at once.
+constexpr size_t kHeldMax = 100'000;
+}  // namespace
+
+// A striped file's announce on a lane that had not announced it yet: the lane is done with
+// its earlier files.
+void FileTable::announce_again(File& f, const Packet& p, size_t lane) {
+  const uint64_t bit = uint64_t{1} << lane;
+  if (!(p.header.flags & common::kFlagStriped) || (f.lanes_seen & bit) != 0) return;  // a repeat
+  close_lane(lane, f.id);
+  f.lanes_seen |= bit;
+}
+
+// Each lane sends its files one after the other, in the order of their ids (the sender numbers
+// them as it reads them and hands each lane its share in that order): a file still receiving
+// when a lane it is open on announces a later one has lost its end (or data FEC could not
+// rebuild) there. Once no lane holds it open, it gets a short grace for reordered packets.
+void FileTable::close_lane(size_t lane, uint32_t next_id) {
+  const uint64_t bit = uint64_t{1} << lane;
+  for (auto& [key, other] : files_) {
+    File& o = *other;
+    if (key.first != session_ || !common::file_id_before(o.id, next_id) ||
+        o.state != FileState::kReceiving || (o.open_lanes & bit) == 0) {
+      continue;
+    }
+    o.open_lanes &= ~bit;
+    if (o.open_lanes == 0 && !o.superseded) {
+      o.superseded = true;
+      o.superseded_at = clock_.now();
+    }
+  }
+}
+
+// A striped file needs every lane of the sender: one striped over more lanes than this receiver
+// drains is refused ("" when it can be assembled here).
+std::string FileTable::striped_refusal() const {
+  if (gate_ == nullptr || gate_->sender_lanes() <= gate_->lanes()) return {};
+  return fmt::format(
+      "striped over the sender's {} lanes, of which this receiver drains {}: a file cannot be "
+      "striped across receiver hosts (give dd_file_send --stripe-mb 0)",
+      gate_->sender_lanes(), gate_->lanes());
+}
+
+bool FileTable::final_due(const File& f, common::Clock::time_point now) const {
+  if (gate_ == nullptr) return false;
+  const uint64_t lanes = f.open_lanes != 0 ? f.open_lanes : uint64_t{1} << f.lane;
+  for (size_t i = 0; i < gate_->lanes(); ++i) {
+    if ((lanes >> i & 1) != 0 && !gate_->gone(i, now)) return false;
+  }
+  return true;
+}
+
+void FileTable::handle_file_list(const Packet& p, size_t lane) {
+  common::FileList list;
+  if (common::decode_file_list(p.payload, &list) != DecodeStatus::kOk) {
+    ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    return;
+  }
+  // The sender's lane this list came down, as its heartbeats say (before the first, a receiver
+  // of one lane takes it for the sender's lane 0).
+  int here = gate_ == nullptr ? 0 : gate_->sender_lane(lane);
+  if (here < 0 && (gate_ == nullptr || gate_->lanes() == 1)) here = 0;
+  for (const common::FileListEntry& e : list.entries) {
+    // Known to this run (in flight, finished, refused or filtered), or to an earlier one: its
+    // outcome is written already, or will be.
+    if (auto rec = records_.take_unnamed(e.file_id)) {
+      // It failed with nothing received and its record was left out under the flood bound:
+      // the list vouches for it now.
+      records_.write_named(std::move(*rec), /*vouched=*/true);
+      continue;
+    }
+    if (find(e.file_id) != nullptr || seen_ids_.contains(e.file_id) ||
+        filtered_ids_.contains(e.file_id)) {
+      continue;
+    }
+    if (known_earlier(e.file_id)) {
+      remember_seen(e.file_id);
+      ++counters_.listed_known;
+      continue;
+    }
+    // A resend that never came: a copy; the file it copies is named (or delivered) on its own.
+    if (e.resend) {
+      remember_seen(e.file_id);
+      continue;
+    }
+    // A list that came down the lane that carried the file comes after the file's end there:
+    // the file is lost. A list from another lane may overtake the file: it waits for its lane.
+    // (A sender before lanes does not say, and has one lane.)
+    const bool own_lane = e.lane == common::kLaneUnsaid || (e.lane >= 0 && e.lane == here);
+    if (!own_lane) {
+      hold(e);
+      continue;
+    }
+    held_.erase(e.file_id);
+    remember_seen(e.file_id);
+    record_unannounced(e);
+  }
+}
+
+void FileTable::hold(const common::FileListEntry& e) {
+  if (held_.count(e.file_id) != 0) return;
+  if (held_.size() >= kHeldMax) release_held(common::Clock::time_point::max());
+  auto h = std::make_unique<HeldEntry>();
+  h->path = std::string(e.path);
+  h->entry = e;
+  h->entry.path = h->path;
+  held_.emplace(e.file_id, std::move(h));
+}
+
+std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::time_point now,
+                                               const char* ended, bool* drop) const {
+  *drop = false;
+  if (now == common::Clock::time_point::max()) return std::string(" (too many files waiting)");
+  const size_t lanes = gate_ == nullptr ? 1 : gate_->lanes();
+  const auto gone = [&](size_t lane) {
+    return ended != nullptr || gate_ == nullptr || gate_->gone(lane, now);
+  };
+  const auto all_gone = [&] {
+    for (size_t i = 0; i < lanes; ++i) {
+      if (!gone(i)) return false;
+    }
+    return true;
+  };
+  if (sender_lane == common::kLaneAll) {
+    if (!all_gone()) return std::nullopt;
+    return std::string(" (striped over every lane)");
+  }
+  const int lane = gate_ == nullptr ? 0 : gate_->lane_of_sender(sender_lane);
+  if (lane >= 0) {
+    if (!gone(static_cast<size_t>(lane))) return std::nullopt;
+    return fmt::format(" (lane {}, {}{}{})", lane, cfg_.lane_name(static_cast<size_t>(lane)),
+                       ended != nullptr ? "; " : "", ended != nullptr ? ended : "");
+  }
+  // No lane here carries it. When every lane here has said which it carries, that lane is not
+  // listened on here: if the sender says it goes to this host, nothing here will ever bring the
+  // file; else it is another receiver's. Otherwise it is perhaps the lane here that never came
+  // up, settled once every lane is gone.
+  if (gate_ != nullptr && gate_->all_lanes_named()) {
+    if (gate_->sender_lane_to_this_host(sender_lane)) {
+      return fmt::format(
+          " (the sender's lane {} goes to this receiver's host, but no --listen here takes it)",
+          sender_lane);
+    }
+    *drop = true;
+    return std::nullopt;
+  }
+  if (!all_gone()) return std::nullopt;
+  return fmt::format(" (the sender's lane {}: no packet of it reached this receiver)", sender_lane);
+}
+
+void FileTable::end_session(bool receiver_stopping) {
+  release_held(clock_.now(), receiver_stopping ? "the receiver stopped before that lane brought it"
+                                               : "the session ended before that lane brought it");
+  held_.clear();  // none is left: each was recorded or left to another receiver
+}
+
+void FileTable::release_held(common::Clock::time_point now, const char* ended) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    const uint32_t id = it->first;
+    if (find(id) != nullptr || seen_ids_.contains(id) || filtered_ids_.contains(id)) {
+      it = held_.erase(it);  // it came after all
+      continue;
+    }
+    bool drop = false;
+    const std::optional<std::string> note = held_due(it->second->entry.lane, now, ended, &drop);
+    if (drop) {
+      ++counters_.listed_elsewhere;
+      spdlog::info("Info: {}: left to the receiver of the sender's lane {}{}",
+                   common::json_quote(it->second->path), it->second->entry.lane,
+                   gate_->knows_lane_hosts() ? " (another host)"
+                                             : " (the sender does not say where its lanes go)");
+      it = held_.erase(it);
+      continue;
+    }
+    if (!note) {
+      ++it;
+      continue;
+    }
+    const std::unique_ptr<HeldEntry> h = std::move(it->second);
+    it = held_.erase(it);
+    remember_seen(id);
+    record_unannounced(h->entry, *note);
+    if (now == common::Clock::time_point::max()) return;  // one made room
+  }
+}
+
+std::string FileTable::sent_before_joining(const common::FileListEntry& e) const {
+  if (gate_ == nullptr) return {};
+  const int lane = e.lane >= 0 ? gate_->lane_of_sender(e.lane) : gate_->lanes() == 1 ? 0 : -1;
+  if (lane < 0) return {};
+  const uint64_t first = gate_->first_seq(static_cast<size_t>(lane));
+  // The receiver heard its lane from the session's first packet on, or the file came after the
+  // first file it heard announced: it was on the wire while the receiver was receiving.
+  if (first == 0 || first == UINT64_MAX ||
+      (first_id_ != 0 && !common::file_id_before(e.file_id, first_id_))) {
+    return {};
+  }
+  return fmt::format(
+      "never announced to this receiver: sent before its first packet of the session (packet "
+      "{} of the lane{}), while it was not receiving",
+      first, e.aborted ? "; the sender aborted it" : "");
+}
+
+std::string FileTable::lane_note(const File& f) const {
+  if (gate_ == nullptr || gate_->lanes() <= 1) return {};
+  if (f.striped) return " (striped over every lane)";
+  return fmt::format(" (lane {}, {})", f.lane, cfg_.lane_name(f.lane));
+}
+
+// A listed file this receiver never heard of: recorded as failed, named.
+void FileTable::record_unannounced(const common::FileListEntry& e, const std::string& lane_note) {
+  FailureRecord rec = unannounced_record(e, session_);
+  if (std::string before = sent_before_joining(e); !before.empty()) rec.reason = std::move(before);
+  rec.reason += lane_note;
+  if (record_unheard(std::move(rec), e.lane, "file list")) ++counters_.files_unannounced;
+}
+
+bool FileTable::record_unheard(FailureRecord rec, int sender_lane, const char* named_by) {
+  const bool current = rec.file.session == session_;
+  // What its announce would have met: a name the receiver refuses is refused, a filtered one is
+  // policy; either way as the announce would have been handled.
+  if (std::string why = out_.check_path(rec.file.path); !why.empty()) {
+    ++counters_.files_refused;
+    if (current) ++session_files_.refused;
+    records_.refuse(refusal_record(named_file(rec.file), rec.file.session, why), why);
+    return false;
+  }
+  if (!cfg_.filter.empty()) {
+    if (auto why = cfg_.filter.refusal(rec.file.path)) {
+      ++counters_.files_filtered;
+      if (current) {
+        ++session_files_.filtered;
+        filtered_ids_.insert(rec.file.file_id);
+      }
+      spdlog::info("Info: filtered {}: {} (named by the sender's {})",
+                   common::json_quote(rec.file.path), *why, named_by);
+      return false;
+    }
+  }
+  ++counters_.files_failed;
+  if (current) ++session_files_.failed;
+  if (current && gate_ != nullptr && gate_->lanes() > 1) {
+    if (sender_lane == common::kLaneAll) {
+      rec.lane = common::kLaneAll;  // "lane": "striped", as for a striped file that failed
+    } else if (sender_lane >= 0) {
+      const int lane = gate_->lane_of_sender(sender_lane);
+      rec.lane = lane >= 0 ? lane : sender_lane;
+    }
+  }
+  records_.write_named(std::move(rec), /*vouched=*/true);
+  return true;
+}
+
+}  // namespace ddft::receiver

@@ -1,0 +1,486 @@
+// OutputDir: the checks of wire paths, the folders and temporary files of files being received,
+// their rename into place under the collision policy, flushing, the folder lock and the state file.
+// The origins are in output_dir_origin.cpp, the failure records and the start-up recovery of
+// leftovers in output_dir_records.cpp.
+#include "receiver/delivery/output_dir.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/openat2.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+
+#include "receiver/delivery/output_dir_internal.hpp"
+
+namespace ddft::receiver {
+using common::write_all;
+using namespace output_dir_detail;
+
+namespace {
+
+// Opens folder `name` (one path component) of `dir` with no symlink followed anywhere and nothing
+// resolved outside `dir` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS). Kernels before 5.6
+// (ENOSYS) and sandboxes whose system-call filter predates openat2 (EPERM: systemd 246-247, older
+// container profiles) fall back to openat(O_NOFOLLOW), which for one component is as strict.
+int open_dir_beneath(int dir, const char* name) {
+  static std::atomic<bool> have_openat2{true};
+  if (have_openat2) {
+    open_how how{};
+    how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    const long fd = ::syscall(SYS_openat2, dir, name, &how, sizeof how);
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return static_cast<int>(fd);
+    have_openat2 = false;
+  }
+  return ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+}  // namespace
+
+std::string check_wire_path(std::string_view path, const PathLimits& limits) {
+  if (path.empty()) return "empty path";
+  if (path.size() > limits.max_length) {
+    return fmt::format("path of {} bytes is longer than --max-path-length {}", path.size(),
+                       limits.max_length);
+  }
+  if (path.front() == '/') return "absolute path";
+  for (unsigned char c : path) {
+    if (c == 0) return "NUL byte in path";
+    if (c < 0x20 || c == 0x7F) return "control character in path";
+  }
+  size_t start = 0;
+  size_t depth = 0;
+  while (start <= path.size()) {
+    if (++depth > limits.max_depth) {
+      return fmt::format("path deeper than --max-path-depth {}", limits.max_depth);
+    }
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view comp = path.substr(start, end - start);
+    if (comp.empty()) return "empty path component";
+    if (comp == "." || comp == "..") return "'.' or '..' in path";
+    if (comp.size() > kNameMax) return "path component longer than 255 bytes";
+    if (comp.starts_with(kTempPrefix))
+      return "a name the receiver keeps for its own files (.ddft-*)";
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string collision_name(std::string_view base, unsigned n) {
+  const size_t dot = base.rfind('.');
+  if (dot == std::string_view::npos || dot == 0) return fmt::format("{}.{}", base, n);
+  return fmt::format("{}.{}{}", base.substr(0, dot), n, base.substr(dot));
+}
+
+std::string temp_name(uint64_t session, uint32_t file_id) {
+  return fmt::format("{}{:016x}-{}{}", kTempPrefix, session, file_id, kTempSuffix);
+}
+
+bool is_temp_name(std::string_view name) {
+  return name.size() > kTempPrefix.size() + kTempSuffix.size() && name.starts_with(kTempPrefix) &&
+         name.ends_with(kTempSuffix);
+}
+
+OutputDir::OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy,
+                     bool null_sink)
+    : root_(root), failed_path_(failed_dir), policy_(policy), null_sink_(null_sink) {
+  if (root.empty()) {
+    // --sink null without --output: nothing on disk at all (see the header).
+    if (!null_sink) throw std::runtime_error("no output folder given (--output)");
+    failed_path_.clear();
+    return;
+  }
+  root_fd_.reset(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd_) {
+    throw std::runtime_error(
+        fmt::format("output folder '{}' cannot be used: {}", root, errno_text(errno)));
+  }
+  if (::faccessat(root_fd_.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
+    throw std::runtime_error(
+        fmt::format("output folder '{}' is not writable: {}", root, errno_text(errno)));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(failed_dir, ec);
+  failed_fd_.reset(::open(failed_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!failed_fd_ || ::faccessat(failed_fd_.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
+    throw std::runtime_error(fmt::format("failed-files folder '{}' cannot be used: {}", failed_dir,
+                                         ec ? ec.message() : errno_text(errno)));
+  }
+  struct stat rs {
+  }, fst{};
+  ::fstat(root_fd_.get(), &rs);
+  ::fstat(failed_fd_.get(), &fst);
+  if (rs.st_dev != fst.st_dev) {
+    throw std::runtime_error(fmt::format(
+        "failed-files folder '{}' must be on the same file system as the output folder '{}'",
+        failed_dir, root));
+  }
+  failed_dev_ = fst.st_dev;
+  failed_ino_ = fst.st_ino;
+  keep_record_reserve();
+}
+
+bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
+                            std::string* reason, std::vector<common::UniqueFd>* made_in,
+                            bool create) {
+  common::UniqueFd cur(::dup(root_fd_.get()));
+  size_t start = 0;
+  while (true) {
+    const size_t slash = rel_path.find('/', start);
+    if (slash == std::string_view::npos) {
+      *base = std::string(rel_path.substr(start));
+      *dir = std::move(cur);
+      return true;
+    }
+    const std::string comp(rel_path.substr(start, slash - start));
+    int fd = open_dir_beneath(cur.get(), comp.c_str());
+    if (fd < 0 && errno == ENOENT && create) {
+      if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0) {
+        if (errno != EEXIST) {
+          *reason = fmt::format("cannot create folder '{}': {}", comp, errno_text(errno));
+          return false;
+        }
+      } else if (made_in != nullptr) {
+        // The new folder's entry lives in `cur`: it must be synced before any file in it (or
+        // below it) counts as durable (take_new_folder_parents()).
+        made_in->emplace_back(::dup(cur.get()));
+      }
+      fd = open_dir_beneath(cur.get(), comp.c_str());
+    }
+    if (fd < 0) {
+      *reason = (errno == ELOOP || errno == ENOTDIR)
+                    ? fmt::format("'{}' in the output folder is a symlink or not a folder", comp)
+                    : fmt::format("cannot open folder '{}': {}", comp, errno_text(errno));
+      return false;
+    }
+    cur.reset(fd);
+    struct stat st {};
+    if (::fstat(cur.get(), &st) == 0 && st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
+      *reason = "path leads into the failed-files folder";
+      return false;
+    }
+    start = slash + 1;
+  }
+}
+
+bool OutputDir::enable_direct_io() {
+  if (null_sink_) return false;
+  const int fd = ::openat(root_fd_.get(), ".", O_TMPFILE | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  ::close(fd);
+  direct_io_ = true;
+  return true;
+}
+
+bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
+                            std::string* reason, const Origin* origin) {
+  if (std::string why = check_wire_path(rel_path, limits_); !why.empty()) {
+    *reason = why;
+    return false;
+  }
+  if (null_sink_) {
+    if (root_fd_) out->dir.reset(::dup(root_fd_.get()));
+    out->fd.reset(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+    out->tmp_name.clear();
+    out->base_name = std::string(rel_path);
+    out->rel_path = std::string(rel_path);
+    return true;
+  }
+  common::UniqueFd dir;
+  std::string base;
+  std::vector<common::UniqueFd> made_in;
+  if (!open_parent(rel_path, &dir, &base, reason, &made_in)) return false;
+  struct stat st {};
+  if (::fstat(dir.get(), &st) != 0) {
+    *reason = fmt::format("cannot use the folder: {}", errno_text(errno));
+    return false;
+  }
+  if (st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
+    *reason = "path leads into the failed-files folder";
+    return false;
+  }
+  // Made under a scratch name and renamed to the temporary name only once its origin is on it:
+  // a crash in between leaves a scratch file (removed at start-up, it holds no data), never a
+  // temporary file nobody can name. O_EXCL + O_NOFOLLOW: never reuse or follow whatever may
+  // already sit under either name.
+  const std::string scratch =
+      origin != nullptr && tmp.ends_with(kTempSuffix)
+          ? tmp.substr(0, tmp.size() - kTempSuffix.size()) + std::string(kScratchSuffix)
+          : tmp;
+  common::UniqueFd fd(::openat(dir.get(), scratch.c_str(),
+                               O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) {
+    *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
+    return false;
+  }
+  std::string sidecar;
+  if (origin != nullptr) {
+    // Written before anything else can happen to the file: from here on a crash leaves a file
+    // the next start can name.
+    if (!write_origin(dir.get(), fd.get(), tmp, *origin, &sidecar, reason)) {
+      ::unlinkat(dir.get(), scratch.c_str(), 0);
+      return false;
+    }
+    if (scratch != tmp &&
+        ::renameat2(dir.get(), scratch.c_str(), dir.get(), tmp.c_str(), RENAME_NOREPLACE) != 0) {
+      *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
+      ::unlinkat(dir.get(), scratch.c_str(), 0);
+      if (!sidecar.empty()) ::unlinkat(dir.get(), sidecar.c_str(), 0);
+      return false;
+    }
+  }
+  if (direct_io_) {
+    out->direct_fd.reset(
+        ::openat(dir.get(), tmp.c_str(), O_WRONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC));
+  }
+  out->dir = std::move(dir);
+  out->fd = std::move(fd);
+  out->tmp_name = tmp;
+  out->base_name = std::move(base);
+  out->rel_path = std::string(rel_path);
+  out->sidecar = std::move(sidecar);
+  out->renamed = false;
+  out->dir_dev = st.st_dev;
+  out->dir_ino = st.st_ino;
+  if (!made_in.empty()) {
+    std::lock_guard lock(new_parents_mu_);
+    for (auto& p : made_in) new_parents_.push_back(std::move(p));
+  }
+  return true;
+}
+
+std::vector<common::UniqueFd> OutputDir::take_new_folder_parents() {
+  std::lock_guard lock(new_parents_mu_);
+  return std::exchange(new_parents_, {});
+}
+
+bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
+                         std::string* reason) {
+  set_times(f, mode, mtime_ns);
+  if (!rename_into_place(f, moved_old, reason)) return false;
+  f.fd.reset();
+  return true;
+}
+
+void OutputDir::set_times(TempFile& f, uint32_t mode, int64_t mtime_ns) {
+  if (null_sink_ || !f.fd) return;
+  // Only permission bits: set-id and sticky bits from the wire are never applied.
+  ::fchmod(f.fd.get(), static_cast<mode_t>(mode & 0777));
+  const timespec times[2] = {
+      {0, UTIME_OMIT},
+      {static_cast<time_t>(mtime_ns / 1'000'000'000), static_cast<long>(mtime_ns % 1'000'000'000)}};
+  if (mtime_ns >= 0) ::futimens(f.fd.get(), times);
+}
+
+bool OutputDir::rename_into_place(TempFile& f, std::string* moved_old, std::string* reason) {
+  moved_old->clear();
+  f.direct_fd.reset();
+  if (null_sink_) {
+    f.renamed = true;
+    return true;
+  }
+  const int dfd = f.dir.get();
+  const char* tmp = f.tmp_name.c_str();
+  const char* fin = f.base_name.c_str();
+  if (policy_ == CollisionPolicy::kOverwrite) {
+    struct stat existing {};
+    if (::fstatat(dfd, fin, &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(existing.st_mode)) {
+      *reason = "a folder already has that name";
+      return false;
+    }
+    if (::renameat(dfd, tmp, dfd, fin) != 0) {
+      *reason = fmt::format("cannot rename into place: {}", errno_text(errno));
+      return false;
+    }
+    f.renamed = true;
+    f.tmp_name = f.base_name;
+    return true;
+  }
+  // Bounded: each pass either succeeds or finds a name taken by someone else meanwhile.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (::renameat2(dfd, tmp, dfd, fin, RENAME_NOREPLACE) == 0) {
+      f.renamed = true;
+      f.tmp_name = f.base_name;
+      return true;
+    }
+    if (errno != EEXIST) {
+      *reason = fmt::format("cannot rename into place: {}", errno_text(errno));
+      return false;
+    }
+    if (policy_ == CollisionPolicy::kReject) {
+      *reason = "a file of the same name exists (--on-collision reject)";
+      return false;
+    }
+    // Only a regular file is moved aside: a folder (the failed folder, a received tree) or
+    // anything else of that name stays where it is and the new file fails instead.
+    struct stat existing {};
+    if (::fstatat(dfd, fin, &existing, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(existing.st_mode)) {
+      *reason = "something that is not a regular file (a folder?) already has that name";
+      return false;
+    }
+    // Keep the old file under the first free "name.N.ext".
+    bool moved = false;
+    for (unsigned n = 1; n < 100000 && !moved; ++n) {
+      const std::string cand = collision_name(f.base_name, n);
+      if (::renameat2(dfd, fin, dfd, cand.c_str(), RENAME_NOREPLACE) == 0) {
+        *moved_old = cand;
+        moved = true;
+      } else if (errno == ENOENT) {
+        break;  // the old file went away by itself: just retry the rename
+      } else if (errno != EEXIST) {
+        *reason = fmt::format("cannot move the existing file aside: {}", errno_text(errno));
+        return false;
+      }
+    }
+  }
+  *reason = "the final name stayed taken";
+  return false;
+}
+
+FlushErrors OutputDir::flush_files(const std::vector<TempFile*>& files, bool datasync) {
+  FlushErrors errors(files.size(), 0);
+  if (null_sink_ || files.empty()) return errors;
+#ifdef DDFT_TEST_DROP_SYNC
+  return errors;  // a test-only build: no flush, so that the power-cut test must fail
+#endif
+  auto flush_one = [datasync](const TempFile& f) {
+    if (!f.fd) return EBADF;
+    const int rc = datasync ? ::fdatasync(f.fd.get()) : ::fsync(f.fd.get());
+    return rc == 0 ? 0 : errno;
+  };
+  if (files.size() == 1) {
+    errors[0] = flush_one(*files[0]);
+    return errors;
+  }
+  // syncfs reports a write-back error of any file of the file system since the last call (per
+  // descriptor); each file's own fdatasync reports only its own, so it tells which files failed.
+  if (::syncfs(root_fd_.get()) == 0) return errors;
+  for (size_t i = 0; i < files.size(); ++i) errors[i] = flush_one(*files[i]);
+  return errors;
+}
+
+bool OutputDir::finish_renamed(const common::FileIdentity& file, std::string* error) {
+  const std::string& rel_path = file.path;
+  if (null_sink_ || !check_path(rel_path).empty()) return false;
+  common::UniqueFd dir;
+  std::string base;
+  std::string reason;
+  if (!open_parent(rel_path, &dir, &base, &reason, nullptr, /*create=*/false)) return false;
+  common::UniqueFd fd(
+      ::openat(dir.get(), base.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) != file.size) {
+    return false;
+  }
+  // Only our file: its origin still names the session and the file (the origin is removed after
+  // the Passed line, so a file that has one was never logged).
+  const std::string tmp = temp_name(file.session, file.file_id);
+  Origin o;
+  if (!read_origin_of(dir.get(), tmp, fd.get(), &o) || o.file.session != file.session ||
+      o.file.file_id != file.file_id || o.file.path != rel_path) {
+    return false;
+  }
+  if (::fsync(fd.get()) != 0 || ::fsync(dir.get()) != 0) {
+    *error = errno_text(errno);
+    return false;
+  }
+  TempFile t;
+  t.dir = std::move(dir);
+  t.fd = std::move(fd);
+  const std::string side = sidecar_name(tmp);
+  if (::faccessat(t.dir.get(), side.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) t.sidecar = side;
+  forget_origin(t);
+  return true;
+}
+
+void OutputDir::lock_exclusive() {
+  if (null_sink_) return;
+  // flock on the folder itself: nothing to create, and the lock goes with the process.
+  lock_fd_.reset(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!lock_fd_ || ::flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    lock_fd_.reset();
+    throw std::runtime_error(
+        err == EWOULDBLOCK
+            ? fmt::format("output folder '{}' is in use by another dd_file_receive (one receiver "
+                          "per folder)",
+                          root_)
+            : fmt::format("output folder '{}' cannot be locked: {}", root_, errno_text(err)));
+  }
+}
+
+std::string state_file_name(size_t lane) {
+  return lane == 0 ? std::string(kStateFileName) : fmt::format("{}.lane{}", kStateFileName, lane);
+}
+
+std::optional<std::string> OutputDir::read_state(const std::string& name) const {
+  if (!root_fd_) return std::nullopt;  // --sink null without a folder: state in memory only
+  // O_NONBLOCK: a FIFO planted under the name must not hang the start-up.
+  common::UniqueFd fd(
+      ::openat(root_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const std::string where = fmt::format("{}/{}", root_, name);
+  if (!fd) {
+    if (errno == ENOENT) return std::nullopt;
+    throw std::runtime_error(
+        fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw std::runtime_error(fmt::format("session state '{}' is not a regular file", where));
+  }
+  std::string text(4096, '\0');
+  const ssize_t got = common::read_up_to(fd.get(), text.data(), text.size());
+  if (got < 0) {
+    throw std::runtime_error(
+        fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno)));
+  }
+  text.resize(static_cast<size_t>(got));
+  return text;
+}
+
+bool OutputDir::write_state(const std::string& name, std::string_view text, std::string* reason) {
+  if (null_sink_) return true;
+  // Durable before it counts: the data, the rename, and the folder entry (a replay mark lost in a
+  // power cut would reopen the door to what was taken before it). Whatever sits under the
+  // temporary name (a FIFO, a hard link to another file) is removed, not opened.
+  if (!common::replace_file_at(root_fd_.get(), name, text)) {
+    *reason = errno_text(errno);
+    return false;
+  }
+  return true;
+}
+
+std::string OutputDir::check_path(std::string_view rel_path) const {
+  return check_wire_path(rel_path, limits_);
+}
+
+std::optional<OutputDir::Space> OutputDir::space() const {
+  struct statvfs st {};
+  if (null_sink_ || ::fstatvfs(root_fd_.get(), &st) != 0) return std::nullopt;
+  return Space{static_cast<uint64_t>(st.f_bavail) * st.f_frsize,
+               static_cast<uint64_t>(st.f_blocks) * st.f_frsize};
+}
+
+uint64_t OutputDir::free_bytes() const {
+  struct statvfs st {};
+  if (null_sink_ || ::fstatvfs(root_fd_.get(), &st) != 0) return UINT64_MAX;
+  // A record reserve's worth is never offered to files: when the reserve was given up for a
+  // record on a full disk, its space stays for the next records.
+  const uint64_t free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  const auto kept = static_cast<uint64_t>(kRecordReserveBytes);
+  return free > kept ? free - kept : 0;
+}
+
+}  // namespace ddft::receiver

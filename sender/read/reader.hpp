@@ -1,0 +1,71 @@
+// Reader stage: reads each file in large blocks into pool buffers, hashes it, and hands
+// begin/block/end (or abort) items to a WorkSink: the transmitter's queue, or the lane router
+// (sender/transmit/lane_router.hpp) with several lanes. Reads go through common::BlockReader over
+// the BlockIo engine (io_uring; --readers IO threads, --read-queue-depth each), several blocks
+// ahead, and are handed on in file order.
+#pragma once
+
+#include <atomic>
+#include <stop_token>
+#include <vector>
+
+#include "common/block_io.hpp"
+#include "common/block_reader.hpp"
+#include "common/bounded_queue.hpp"
+#include "common/buffer_pool.hpp"
+#include "common/clock.hpp"
+#include "sender/config.hpp"
+#include "sender/events.hpp"
+#include "sender/work_item.hpp"
+
+namespace ddft::sender {
+
+class Reader {
+ public:
+  // `files`, `pool` and `out` must outlive run(). A file that cannot be opened is logged, counted
+  // (open_failures()) and handed on as a kSkip item. With `cfg.file_lock`, each file is read
+  // under a shared flock(), waiting up to cfg.lock_timeout_s (on `clock`) while a writer holds an
+  // exclusive one.
+  Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
+         WorkSink& out);
+  // The same into one transmitter's queue (which must outlive run()).
+  Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
+         common::BoundedQueue<WorkItem>& out);
+  // The same over a fixed list (which must outlive run()).
+  Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, common::Clock& clock,
+         BufferPool& pool, common::BoundedQueue<WorkItem>& out);
+  // Runs on the reader thread. Closes `out` when done (also when stopped or on error).
+  void run(std::stop_token stop);
+  uint64_t open_failures() const { return open_failures_.load(); }
+
+ private:
+  // What became of one copy of a file.
+  enum class Outcome { kSent, kAborted, kStopped };
+  // Reads one opened file, as copy `copy`.
+  Outcome read_file(int fd, const std::shared_ptr<const FileMeta>& meta, uint8_t copy,
+                    std::stop_token& stop);
+  // A synthetic source: the pool buffers' contents, no IO.
+  Outcome read_synthetic(const std::shared_ptr<const FileMeta>& meta, uint8_t copy,
+                         std::stop_token& stop);
+  // Every copy of a file (--repeat); returns false when stopped.
+  template <typename ReadCopy>
+  bool send_copies(ReadCopy&& read_copy);
+
+  // Takes the FILE_LOCK shared lock; returns false (with *why) when it cannot.
+  bool lock_shared(int fd, const std::string& path, std::stop_token& stop, std::string* why);
+  // A file that cannot be opened: logged, counted and handed on as kSkip. False when stopped.
+  bool skip(const SourceFile& src, const std::string& why);
+
+  std::unique_ptr<ListSource> owned_list_;  // the list constructor's
+  std::unique_ptr<QueueSink> owned_sink_;   // the queue constructors'
+  FileSource& files_;
+  const SenderConfig& cfg_;
+  common::Clock& clock_;
+  BufferPool& pool_;
+  WorkSink& out_;
+  std::atomic<uint64_t> open_failures_{0};
+  std::unique_ptr<common::BlockIo> io_;
+  common::BlockReader block_reader_;  // over io_ and pool_
+};
+
+}  // namespace ddft::sender

@@ -1,0 +1,95 @@
+// FailureRecords on a real output folder and FsPool, with a FakeClock.
+#include "receiver/assembly/failure_records.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+namespace ddft::receiver {
+namespace {
+namespace fs = std::filesystem;
+
+class FailureRecordsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("ddft_fr_" + std::to_string(::getpid()));
+    fs::remove_all(base_);
+    fs::create_directories(base_);
+    out_ = std::make_unique<OutputDir>(base_.string(), (base_ / ".failed").string(),
+                                       CollisionPolicy::kRename);
+  }
+  void TearDown() override { fs::remove_all(base_); }
+  void settle() {
+    while (pool_.pending() > 0) {
+      pool_.wait(std::chrono::milliseconds(50));
+      pool_.reap();
+    }
+  }
+  size_t record_count() const {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(base_ / ".failed")) n += e.is_regular_file();
+    return n;
+  }
+  static FailureRecord rec(uint32_t id) {
+    FailureRecord r;
+    r.file.path = "f" + std::to_string(id) + ".bin";
+    r.file.session = 1;
+    r.file.file_id = id;
+    r.reason = "test";
+    r.file.verify = common::VerifyType::kB2B;
+    return r;
+  }
+  fs::path base_;
+  std::unique_ptr<OutputDir> out_;
+  FsPool pool_{1, "tfr"};
+  common::FakeClock clock_;
+  AssemblerCounters counters_;
+};
+
+TEST_F(FailureRecordsTest, WritesARecordAndTellsWhere) {
+  FailureRecords r(*out_, pool_, clock_, false, counters_);
+  std::string where = "unset";
+  r.write(rec(1), nullptr, [&](const std::string& w) { where = w; });
+  settle();
+  EXPECT_NE(where.find(".failed"), std::string::npos) << where;
+  EXPECT_EQ(record_count(), 1u);
+}
+
+TEST_F(FailureRecordsTest, TheBudgetIsPerMinuteAndVouchedFilesHaveTheirOwn) {
+  FailureRecords r(*out_, pool_, clock_, false, counters_);
+  for (uint64_t i = 0; i < kRecordsPerMinute; ++i) EXPECT_TRUE(r.take_slot());
+  EXPECT_FALSE(r.take_slot());
+  EXPECT_TRUE(r.take_slot(/*vouched=*/true));
+  EXPECT_EQ(counters_.records_suppressed, 1u);
+  clock_.advance(std::chrono::minutes(1));
+  EXPECT_TRUE(r.take_slot());
+  FailureRecords keyed(*out_, pool_, clock_, true, counters_);
+  for (uint64_t i = 0; i < kRecordsPerMinute + 5; ++i) ASSERT_TRUE(keyed.take_slot());
+}
+
+TEST_F(FailureRecordsTest, UnnamedFailuresAreKeptUntilAListNamesThem) {
+  FailureRecords r(*out_, pool_, clock_, false, counters_);
+  r.keep_unnamed(9, rec(9));
+  EXPECT_FALSE(r.take_unnamed(8).has_value());
+  auto got = r.take_unnamed(9);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->file.path, "f9.bin");
+  EXPECT_FALSE(r.take_unnamed(9).has_value());
+  r.keep_unnamed(10, rec(10));
+  r.clear_unnamed();
+  EXPECT_FALSE(r.take_unnamed(10).has_value());
+  r.write_named(*got, true);
+  settle();
+  EXPECT_EQ(record_count(), 1u);
+}
+
+TEST_F(FailureRecordsTest, FormatsTheFirstMissingRanges) {
+  EXPECT_EQ(format_missing({{0, 10}, {20, 30}}), "0-10, 20-30");
+  std::vector<std::pair<uint64_t, uint64_t>> many(9, {1, 2});
+  EXPECT_EQ(format_missing(many), "1-2, 1-2, 1-2, 1-2, 1-2");
+}
+
+}  // namespace
+}  // namespace ddft::receiver

@@ -1,0 +1,94 @@
+// The pure decisions about one file (file_rules.hpp).
+#include "receiver/assembly/file_rules.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ddft::receiver {
+namespace {
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(FileRules, AnAnnounceMakesAFileWithItsChunkCount) {
+  common::Announce a;
+  a.file_id = 7;
+  a.path = "d/x.bin";
+  a.size = 2001;
+  a.chunk_size = 1000;
+  a.verify = common::VerifyType::kB2B;
+  const auto now = common::Clock::time_point(seconds(3));
+  auto f = file_from_announce(a, 99, now, 1 << 20);
+  EXPECT_EQ(f->session, 99u);
+  EXPECT_EQ(f->chunks_total, 3u);
+  EXPECT_EQ(f->announced, now);
+  EXPECT_EQ(f->next_report, 1u << 20);
+  const Origin o = origin_of(*f, "10.0.0.1:4000");
+  EXPECT_EQ(o.file.path, "d/x.bin");
+  EXPECT_EQ(o.sender, "10.0.0.1:4000");
+  EXPECT_EQ(o.file.file_id, 7u);
+}
+
+TEST(FileRules, SizeRefusalsInOrder) {
+  ReceiverConfig cfg;
+  cfg.max_file_size = 1000;
+  EXPECT_EQ(size_refusal(cfg, 1001, 2, 0, UINT64_MAX),
+            "announced size 1,001 bytes is over --max-file-size 1,000");
+  cfg.max_file_size = 0;
+  EXPECT_NE(size_refusal(cfg, uint64_t{1} << 61, 1, 0, UINT64_MAX).find("larger than"),
+            std::string::npos);
+  EXPECT_EQ(size_refusal(cfg, 600, 1, 500, 1000),
+            "not enough free space: 600 bytes announced, 1,000 free on the output folder's file "
+            "system (500 promised to files in flight)");
+  EXPECT_EQ(size_refusal(cfg, 500, 1, 500, 1000), "");
+  EXPECT_EQ(size_refusal(cfg, 0, 0, 5000, 1000), "") << "an empty file always fits";
+  EXPECT_GE(files_in_flight_bound(10), 160u);
+}
+
+TEST(FileRules, RecordsOfRefusedAndUnannouncedFiles) {
+  common::FileListEntry e;
+  e.file_id = 4;
+  e.path = "gone.bin";
+  e.size = 300;
+  e.verify = common::VerifyType::kB2B;
+  e.aborted = true;
+  const FailureRecord u = unannounced_record(e, 5);
+  EXPECT_EQ(u.reason, "never announced: all its packets were lost (and the sender aborted it)");
+  ASSERT_EQ(u.missing.size(), 1u);
+  EXPECT_EQ(u.missing[0].second, 300u);
+  EXPECT_TRUE(u.file.digest.empty());
+  const File f = named_file(u.file);
+  EXPECT_EQ(f.session, 5u);
+  EXPECT_EQ(f.id, 4u);
+  EXPECT_EQ(f.size, 300u);
+  const FailureRecord r = refusal_record(f, 5, "bad name");
+  EXPECT_EQ(r.reason, "refused: bad name");
+  EXPECT_EQ(r.file.path, "gone.bin");
+  EXPECT_EQ(r.file.verify_name(), "B2B");
+}
+
+TEST(FileRules, ExpiryReasons) {
+  File f;
+  f.size = 10;
+  f.end.copies = 1;
+  const auto t0 = common::Clock::time_point(seconds(100));
+  f.last_packet = t0;
+  EXPECT_EQ(expiry_reason(f, t0 + seconds(1), seconds(5), 5, false), "");
+  EXPECT_NE(expiry_reason(f, t0 + seconds(1), seconds(5), 5, true).find("sender finished"),
+            std::string::npos);
+  EXPECT_EQ(expiry_reason(f, t0 + seconds(6), seconds(5), 5, false),
+            "no packet for 5.0 s: the sender stopped or the link went down before the file's end");
+  f.pause_s = 3;
+  EXPECT_EQ(expiry_reason(f, t0 + seconds(6), seconds(5), 5, false), "") << "the send pauses";
+  f.end_seen = true;
+  f.end_seen_at = t0;
+  EXPECT_EQ(expiry_reason(f, t0 + milliseconds(499), seconds(5), 5, false), "");
+  EXPECT_EQ(expiry_reason(f, t0 + kEndGrace, seconds(5), 5, false),
+            "incomplete at its end packet: 0 of 10 bytes received (packets lost)");
+  f.end_seen = false;
+  f.superseded = true;
+  f.superseded_at = t0;
+  EXPECT_NE(expiry_reason(f, t0 + kEndGrace, seconds(5), 5, false).find("end packet was lost"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddft::receiver

@@ -1,0 +1,306 @@
+// The file table with two lanes (tests/unit/receiver/assembly/file_table_lanes_fixture.hpp): striped
+// files, a lane's next file, held list entries, lanes of other hosts.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "receiver/assembly/file_table.hpp"
+#include "receiver/link/session_gate.hpp"
+#include "support/fake_sender.hpp"
+#include "support/log_capture.hpp"
+#include "unit/receiver/assembly/file_table_lanes_fixture.hpp"
+
+namespace ddft::receiver {
+namespace {
+namespace fs = std::filesystem;
+using Datagram = std::vector<uint8_t>;
+
+TEST_F(FileTableLanesTest, AStripedFileWaitsForEveryLanesEndAndIsVerifiedOnce) {
+  const std::string content = lane_content(10000, 3);
+  // Lane 0 carries bytes 0-6000 and ends; lane 1 is slower.
+  feed(0, lane_[0].striped_announce(1, "big.bin", content.size()));
+  feed_all(0, lane_[0].data(1, content, 0, 0, 6000));
+  feed(0, lane_[0].end(1, content));
+  later(3);  // past the end's grace: lane 1 still holds the file open
+  EXPECT_EQ(table_->size(), 1u);
+  EXPECT_EQ(counters_.files_failed, 0u);
+  feed(1, lane_[1].striped_announce(1, "big.bin", content.size()));
+  feed_all(1, lane_[1].data(1, content, 0, 6000));
+  feed(1, lane_[1].end(1, content));
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_TRUE(read(base_ / "big.bin") == content);
+}
+
+TEST_F(FileTableLanesTest, AStripedFileMissingALanesDataFailsOnceEveryLaneHasEnded) {
+  const std::string content = lane_content(10000, 5);
+  feed(0, lane_[0].striped_announce(1, "holed.bin", content.size()));
+  feed(1, lane_[1].striped_announce(1, "holed.bin", content.size()));
+  feed_all(0, lane_[0].data(1, content, 0, 0, 4000));
+  feed(0, lane_[0].end(1, content));
+  feed(1, lane_[1].end(1, content));  // lane 1's data (4000-10000) was lost
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_failed, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("[4000, 10000]"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("\"lane\": \"striped\""), std::string::npos) << rec;
+}
+
+TEST_F(FileTableLanesTest, ANextFileSupersedesOnlyTheFilesOfItsOwnLane) {
+  const std::string a = lane_content(5000, 1);
+  const std::string b = lane_content(3000, 2);
+  feed(0, lane_[0].announce(1, "a.bin", a.size()));
+  feed_all(0, lane_[0].data(1, a, 0, 0, 2000));  // the rest (and the end) lost on lane 0
+  feed_all(1, lane_[1].file(2, "b.bin", b));     // lane 1 goes on to its next file
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_failed, 0u) << "lane 1's file is no sign that lane 0's is over";
+  EXPECT_EQ(counters_.files_passed, 1u);
+  feed(0, lane_[0].announce(3, "c.bin", 10));  // lane 0 goes on: a.bin lost its end
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_failed, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("\"lane\": 0"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("lane 0, 127.0.0.1:5000"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("[2000, 5000]"), std::string::npos) << rec;
+}
+
+// A session's ids wrap from 2^32 - 1 to 1: the lane's next file is still a later one, so the
+// file before it that lost its end fails after the grace, not after the silence timeout.
+TEST_F(FileTableLanesTest, ANextFileAfterTheIdWrapStillSupersedesTheOneBefore) {
+  constexpr uint32_t kLast = UINT32_MAX;
+  const std::string a = lane_content(5000, 1);
+  const std::string b = lane_content(3000, 2);
+  feed(0, lane_[0].announce(kLast, "a.bin", a.size()));
+  feed_all(0, lane_[0].data(kLast, a, 0, 0, 2000));  // the rest (and the end) lost
+  feed_all(0, lane_[0].file(common::next_file_id(kLast), "b.bin", b));
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(counters_.files_failed, 1u) << "file 1 comes after file 2^32 - 1 on its lane";
+  EXPECT_NE(records().find("[2000, 5000]"), std::string::npos) << records();
+}
+
+TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
+  const std::string late = lane_content(3000, 4);
+  const std::string lost = lane_content(2000, 6);
+  const std::string own = lane_content(1000, 8);
+  // Lane 0's list overtakes lane 1's files: neither is named yet.
+  feed(0, lane_[0].file_list({{7, "late.bin", late, common::VerifyType::kB2B, false, 1},
+                              {8, "lost.bin", lost, common::VerifyType::kB2B, false, 1}}));
+  later(1);
+  settle();
+  EXPECT_EQ(counters_.files_unannounced, 0u);
+  EXPECT_TRUE(table_->holds_list_entries());
+  // One arrives after all; the list of lane 1 names a file of its own that never came.
+  feed_all(1, lane_[1].file(7, "late.bin", late));
+  feed(1, lane_[1].file_list({{9, "own.bin", own, common::VerifyType::kB2B, false, 1}}));
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 1u) << "lane 1's own list names its lost file at once";
+  // Lane 1 ends: the file its list never vouched for and that never came is named now.
+  feed(1, lane_[1].heartbeat(true, 1000, 1, 2));
+  later(2);
+  settle();
+  EXPECT_EQ(counters_.files_unannounced, 2u);
+  EXPECT_FALSE(table_->holds_list_entries());
+  const std::string rec = records();
+  EXPECT_NE(rec.find("lost.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("own.bin"), std::string::npos) << rec;
+  EXPECT_EQ(rec.find("late.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("\"lane\": 1"), std::string::npos) << rec;
+}
+
+// A list entry still waiting for its lane when the sender starts a new session is settled under
+// the session that listed it: the new session's ids start afresh and must not inherit it.
+TEST_F(FileTableLanesTest, AHeldListEntryIsSettledUnderItsOwnSessionWhenANewOneStarts) {
+  const std::string lost = lane_content(2000, 6);
+  feed(0, lane_[0].file_list({{8, "lost.bin", lost, common::VerifyType::kB2B, false, 1}}));
+  ASSERT_TRUE(table_->holds_list_entries());
+  // What the assembler does when a packet of another session comes.
+  constexpr uint64_t kNext = 0x6262;
+  table_->fail_receiving("sender restarted (new session)");
+  table_->end_session();
+  gate_->retire();
+  gate_->start(kNext);
+  table_->start_session(kNext);
+  settle();
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("lost.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find(fmt::format("\"session\": \"{:016x}\"", kSession)), std::string::npos) << rec;
+  EXPECT_NE(rec.find("the session ended before that lane brought it"), std::string::npos) << rec;
+  // The new session's own file 8 is a file of its own, delivered.
+  testing::FakeSender next{kNext};
+  const std::string fresh = lane_content(1500, 2);
+  feed(0, next.heartbeat(false, 1000, 0, 2));
+  feed_all(0, next.file(8, "fresh.bin", fresh));
+  later(5);
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  EXPECT_EQ(records().find(fmt::format("{:016x}", kNext)), std::string::npos) << records();
+}
+
+// The receiver stopping settles them too, and says so.
+TEST_F(FileTableLanesTest, AHeldListEntryIsRecordedWhenTheReceiverStops) {
+  const std::string lost = lane_content(2000, 6);
+  feed(0, lane_[0].file_list({{8, "lost.bin", lost, common::VerifyType::kB2B, false, 1}}));
+  ASSERT_TRUE(table_->holds_list_entries());
+  table_->fail_receiving("receiver stopped");
+  table_->end_session(/*receiver_stopping=*/true);
+  settle();
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  EXPECT_NE(records().find("(lane 1, 127.0.0.1:5001; the receiver stopped before that lane "
+                           "brought it)"),
+            std::string::npos)
+      << records();
+}
+
+// A receiver that starts after the sender: the files the list names from before its first
+// packet were sent while it was not receiving, and their records say so; a file lost after it
+// joined keeps the reason of a loss.
+TEST_F(FileTableLanesTest, AListedFileSentBeforeTheReceiverJoinedIsNamedWithThatReason) {
+  constexpr uint64_t kLate = 0x7373;
+  table_->end_session();
+  gate_->retire();
+  gate_->start(kLate);
+  table_->start_session(kLate);
+  testing::FakeSender late{kLate};
+  *late.seq() = 500;  // the receiver's first packet of the session is the sender's 500th
+  const std::string early = lane_content(1000, 3);
+  const std::string seen = lane_content(1500, 4);
+  const std::string lost = lane_content(700, 5);
+  feed(0, late.heartbeat(false, 1000, 0, 2));
+  feed_all(0, late.file(5, "seen.bin", seen));
+  feed(0, late.file_list({{4, "early.bin", early, common::VerifyType::kB2B, false, 0},
+                          {5, "seen.bin", seen, common::VerifyType::kB2B, false, 0},
+                          {6, "lost.bin", lost, common::VerifyType::kB2B, false, 0}}));
+  later(5);
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 2u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("\"name\": \"early.bin\""), std::string::npos) << rec;
+  EXPECT_NE(rec.find("sent before its first packet of the session (packet 500 of the lane), "
+                     "while it was not receiving"),
+            std::string::npos)
+      << rec;
+  EXPECT_NE(rec.find("\"reason\": \"never announced: all its packets were lost\""),
+            std::string::npos)
+      << "lost.bin came after the receiver joined: " << rec;
+}
+
+// A striped file that only the list names (every packet of it lost) is recorded once every lane
+// is gone, and its record says it was striped, as a striped file that failed says.
+TEST_F(FileTableLanesTest, AStripedFileOnlyTheListNamesIsRecordedAsStriped) {
+  const std::string gone = lane_content(5000, 10);
+  feed(0, lane_[0].file_list(
+              {{11, "gone.bin", gone, common::VerifyType::kB2B, false, common::kLaneAll}}));
+  later(1);
+  settle();
+  EXPECT_EQ(counters_.files_unannounced, 0u) << "lane 1 may still bring it";
+  feed(0, lane_[0].heartbeat(true, 1000, 0, 2));
+  feed(1, lane_[1].heartbeat(true, 1000, 1, 2));
+  later(2);
+  settle();
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("gone.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("\"lane\": \"striped\""), std::string::npos) << rec;
+  EXPECT_NE(rec.find("striped over every lane"), std::string::npos) << rec;
+}
+
+TEST_F(FileTableLanesTest, AListEntryOfALaneNoLaneHereCarriesIsLeftToItsReceiver) {
+  // The sender drives three lanes; this receiver's two carry its lanes 0 and 1.
+  const std::string other = lane_content(1000, 9);
+  feed(0, lane_[0].file_list({{5, "other.bin", other, common::VerifyType::kB2B, false, 2}}));
+  later(1);
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.listed_elsewhere, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 0u);
+}
+
+// The sender drives three lanes to this host, whose receiver listens on two: the third lane's
+// files can come from nowhere else, so the list's entries for them are recorded, not dropped.
+TEST_F(FileTableLanesTest, AListEntryOfALaneToThisHostThatNoListenTakesIsRecorded) {
+  feed(0, lane_[0].heartbeat(false, 1000, 0, 3));
+  feed(0, lane_[0].sender_info(0xabc, {0, 0, 0}));
+  EXPECT_EQ(gate_->sender_id(), 0xabcu);
+  const std::string unheard = lane_content(1000, 9);
+  feed(0, lane_[0].file_list({{5, "unheard.bin", unheard, common::VerifyType::kB2B, false, 2}}));
+  later(1);
+  settle();
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.listed_elsewhere, 0u);
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  const std::string rec = records();
+  EXPECT_NE(rec.find("unheard.bin"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("the sender's lane 2 goes to this receiver's host, but no --listen here "
+                     "takes it"),
+            std::string::npos)
+      << rec;
+}
+
+// The same lane on another host is left to that host's receiver: logged and counted.
+TEST_F(FileTableLanesTest, AListEntryOfALaneToAnotherHostIsLoggedAndLeftToItsReceiver) {
+  testing::LogCapture log;
+  feed(0, lane_[0].heartbeat(false, 1000, 0, 3));
+  feed(0, lane_[0].sender_info(0xabc, {0, 0, 2}));
+  const std::string other = lane_content(1000, 9);
+  feed(0, lane_[0].file_list({{5, "other.bin", other, common::VerifyType::kB2B, false, 2}}));
+  later(1);
+  settle();
+  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_EQ(counters_.listed_elsewhere, 1u);
+  EXPECT_EQ(counters_.files_unannounced, 0u);
+  EXPECT_NE(log.text().find("\"other.bin\": left to the receiver of the sender's lane 2 (another "
+                            "host)"),
+            std::string::npos)
+      << log.text();
+}
+
+TEST_F(FileTableLanesTest, AFileStripedOverMoreLanesThanThisReceiverHasIsRefused) {
+  // The sender drives three lanes; this receiver has two of them (the third ends elsewhere).
+  feed(0, lane_[0].heartbeat(false, 1000, 0, 3));
+  const std::string content = lane_content(5000, 2);
+  feed(0, lane_[0].striped_announce(1, "split.bin", content.size()));
+  feed_all(0, lane_[0].data(1, content, 0, 0, 2000));
+  settle();
+  EXPECT_EQ(counters_.files_refused, 1u);
+  EXPECT_TRUE(table_->empty());
+  const std::string rec = records();
+  EXPECT_NE(rec.find("striped across receiver hosts"), std::string::npos) << rec;
+  // A whole file of the same session is taken as ever.
+  feed_all(1, lane_[1].file(2, "whole.bin", content));
+  settle();
+  EXPECT_EQ(counters_.files_passed, 1u);
+}
+
+TEST_F(FileTableLanesTest, TheGateKnowsEachLanesStateAndWhenTheSessionIsOver) {
+  EXPECT_EQ(gate_->lane_of_sender(1), 1);
+  EXPECT_EQ(gate_->lane_of_sender(2), -1);
+  EXPECT_TRUE(gate_->all_lanes_named());
+  feed(0, lane_[0].heartbeat(true, 1000, 0, 2));
+  clock_.advance(std::chrono::seconds(2));
+  EXPECT_TRUE(gate_->final_due(0, clock_.now()));
+  EXPECT_FALSE(gate_->gone(1, clock_.now()));
+  EXPECT_FALSE(gate_->finished(true)) << "lane 1 is still sending";
+  feed(1, lane_[1].heartbeat(true, 1000, 1, 2));
+  EXPECT_TRUE(gate_->finished(true));
+  EXPECT_EQ(gate_->seq(0).received(), 2u);
+  EXPECT_EQ(gate_->received(), 4u);
+}
+
+}  // namespace
+}  // namespace ddft::receiver

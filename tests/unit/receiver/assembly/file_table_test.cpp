@@ -1,0 +1,219 @@
+// The file table driven directly: packets built with common/protocol.hpp, a real output folder,
+// the pwrite engine, a FakeClock.
+#include "receiver/assembly/file_table.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/fake_sender.hpp"
+
+namespace ddft::receiver {
+namespace {
+namespace fs = std::filesystem;
+using Datagram = std::vector<uint8_t>;
+
+class FileTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("ddft_ft_" + std::to_string(::getpid()));
+    fs::remove_all(base_);
+    fs::create_directories(base_);
+    cfg_.output = base_.string();
+    cfg_.write_block_kb = 4;
+    cfg_.file_timeout_s = 5;
+    cfg_.write_mode = WriteMode::kBuffered;
+    out_ = std::make_unique<OutputDir>(base_.string(), (base_ / ".failed").string(),
+                                       CollisionPolicy::kRename);
+    common::BlockIoOptions o;
+    o.engine = common::IoEngine::kPwrite;
+    o.queue_depth = 4;
+    io_ = common::make_block_io(o, nullptr);
+    engine_ = std::make_unique<WriteEngine>(*io_, mem_, 4096);
+    records_ = std::make_unique<FailureRecords>(*out_, pool_, clock_, false, counters_);
+    table_ =
+        std::make_unique<FileTable>(cfg_, *out_, pool_, clock_, *engine_, *records_, counters_);
+    table_->start_session(kSession);
+  }
+  void TearDown() override {
+    table_.reset();
+    fs::remove_all(base_);
+  }
+  common::Header next() {
+    common::Header h;
+    h.session_id = kSession;
+    h.seq = seq_++;
+    return h;
+  }
+  // Decodes `d` and hands it to the table's handler for its type.
+  void feed(const Datagram& d) {
+    common::Packet p;
+    ASSERT_EQ(common::decode_packet(d, &p), common::DecodeStatus::kOk);
+    switch (p.header.type) {
+      case common::PacketType::kAnnounce:
+        table_->handle_announce(p);
+        break;
+      case common::PacketType::kData:
+        table_->handle_data(p);
+        break;
+      case common::PacketType::kEnd:
+        table_->handle_end(p);
+        break;
+      case common::PacketType::kAbort:
+        table_->handle_abort(p);
+        break;
+      case common::PacketType::kFileList:
+        table_->handle_file_list(p);
+        break;
+      default:
+        FAIL() << "unexpected type";
+    }
+  }
+  // A whole file as the sender sends it: announce (chunks of 1000 bytes, b2b), data, end.
+  void send_file(uint32_t id, const std::string& path, const std::string& content) {
+    feed(sender_.announce(id, path, content.size()));
+    for (const Datagram& d : sender_.data(id, content)) feed(d);
+    feed(sender_.end(id, content));
+  }
+  void settle() {
+    for (int i = 0; i < 1000 && (table_->io_pending() || !table_->empty()); ++i) table_->pump(true);
+  }
+  static constexpr uint64_t kSession = 0x1234;
+  ddft::testing::FakeSender sender_{kSession};
+  fs::path base_;
+  ReceiverConfig cfg_;
+  std::unique_ptr<OutputDir> out_;
+  std::unique_ptr<common::BlockIo> io_;
+  common::AlignedBuffer mem_{4 * 4096};
+  FsPool pool_{2, "tft"};
+  common::FakeClock clock_;
+  AssemblerCounters counters_;
+  std::unique_ptr<WriteEngine> engine_;
+  std::unique_ptr<FailureRecords> records_;
+  std::unique_ptr<FileTable> table_;
+  uint64_t seq_ = 0;
+};
+
+TEST_F(FileTableTest, AFileLargerThanTheBlockPoolIsDeliveredAndItsLifeEnds) {
+  std::string content(40000, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 13);
+  send_file(1, "a/b.bin", content);
+  settle();
+  EXPECT_TRUE(table_->empty());
+  EXPECT_EQ(counters_.files_passed, 1u);
+  EXPECT_EQ(table_->session_files().passed, 1u);
+  std::ifstream in(base_ / "a/b.bin", std::ios::binary);
+  std::stringstream got;
+  got << in.rdbuf();
+  EXPECT_EQ(got.str(), content);
+}
+
+TEST_F(FileTableTest, AHostileNameIsRefusedAndAnAbortFails) {
+  send_file(1, "../evil", "xyz");
+  settle();
+  EXPECT_EQ(counters_.files_refused, 1u);
+  EXPECT_EQ(counters_.unknown_file, 1u) << "its data belongs to no file";
+  common::Announce a;
+  a.file_id = 2;
+  a.verify = common::VerifyType::kB2B;
+  a.size = 5000;
+  a.chunk_size = 1000;
+  a.path = "x.bin";
+  Datagram b(512);
+  b.resize(common::encode_announce(next(), a, b));
+  feed(b);
+  EXPECT_EQ(table_->size(), 1u);
+  Datagram ab(512);
+  ab.resize(common::encode_abort(next(), common::Abort{2, "gone"}, ab));
+  feed(ab);
+  settle();
+  EXPECT_TRUE(table_->empty());
+  EXPECT_EQ(counters_.files_failed, 1u);
+}
+
+TEST_F(FileTableTest, ATimedOutFileFailsAndAListedUnknownFileIsNamed) {
+  common::Announce a;
+  a.file_id = 3;
+  a.verify = common::VerifyType::kB2B;
+  a.size = 5000;
+  a.chunk_size = 1000;
+  a.path = "late.bin";
+  Datagram b(512);
+  b.resize(common::encode_announce(next(), a, b));
+  feed(b);
+  clock_.advance(std::chrono::seconds(6));
+  table_->tick(clock_.now());
+  settle();
+  EXPECT_TRUE(table_->empty());
+  EXPECT_EQ(counters_.files_failed, 1u);
+  common::FileListEntry e;
+  e.file_id = 4;
+  e.size = 10;
+  e.verify = common::VerifyType::kB2B;
+  e.path = "never.bin";
+  const std::string never = "0123456789";
+  const auto key =
+      common::hash_buffer(e.verify, {reinterpret_cast<const uint8_t*>(never.data()), never.size()});
+  e.key_len = key.size;
+  e.key = key.bytes;
+  std::vector<common::FileListEntry> entries{e};
+  Datagram l(9000);
+  size_t taken = 0;
+  l.resize(common::encode_file_list(next(), 0, entries, l, &taken));
+  feed(l);
+  feed(l);  // named once
+  settle();
+  EXPECT_EQ(counters_.files_unannounced, 1u);
+  EXPECT_EQ(counters_.files_failed, 2u);
+}
+
+// A flood of announces while the disk is slow (every pool thread held): the evicted files fail
+// before the refusals that follow them, so their records come first in the per-minute budget,
+// whenever their temporary files are made.
+TEST_F(FileTableTest, EvictedFilesTakeTheRecordBudgetBeforeTheRefusalsAfterThem) {
+  cfg_.max_files_in_flight = 8;
+  table_ = std::make_unique<FileTable>(cfg_, *out_, pool_, clock_, *engine_, *records_, counters_);
+  table_->start_session(kSession);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  for (int i = 0; i < 2; ++i) pool_.post([released] { released.wait(); }, nullptr);
+  const int kFlood = 16 + static_cast<int>(kRecordsPerMinute) + 50;
+  for (int i = 1; i <= kFlood; ++i) {
+    const std::string path = "flood/" + std::to_string(i);  // a.path only views it
+    common::Announce a;
+    a.file_id = static_cast<uint32_t>(i);
+    a.verify = common::VerifyType::kB2B;
+    a.size = 1000;
+    a.chunk_size = 1000;
+    a.path = path;
+    Datagram b(512);
+    b.resize(common::encode_announce(next(), a, b));
+    feed(b);
+  }
+  EXPECT_EQ(counters_.files_evicted, 8u) << "files 1-8 gave way to files 9-16";
+  release.set_value();
+  table_->fail_receiving("test over");
+  settle();
+  std::string records;
+  for (const auto& e : fs::directory_iterator(base_ / ".failed")) {
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    records += text.str() + "\n";
+  }
+  for (int i = 1; i <= 8; ++i) {
+    EXPECT_NE(records.find("\"flood/" + std::to_string(i) + "\""), std::string::npos)
+        << "evicted file " << i << " has a record";
+  }
+  EXPECT_NE(records.find("more than 8 files in flight"), std::string::npos);
+  EXPECT_GT(counters_.records_suppressed, 0u) << "the budget was used up by the refusals";
+}
+
+}  // namespace
+}  // namespace ddft::receiver

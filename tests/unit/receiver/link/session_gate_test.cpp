@@ -1,0 +1,117 @@
+// The session gate with datagrams built by common/protocol.hpp and a FakeClock.
+#include "receiver/link/session_gate.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ddft::receiver {
+namespace {
+namespace fs = std::filesystem;
+using Datagram = std::vector<uint8_t>;
+
+Datagram heartbeat(uint64_t session, uint64_t seq, bool final = false, uint16_t flags = 0) {
+  common::Header h;
+  h.session_id = session;
+  h.seq = seq;
+  h.flags = flags;
+  common::Heartbeat hb{final ? common::kHeartbeatFinal : 0u, 1000, seq, 1};
+  Datagram b(256);
+  b.resize(common::encode_heartbeat(h, hb, b));
+  return b;
+}
+
+class SessionGateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("ddft_sg_" + std::to_string(::getpid()));
+    fs::remove_all(base_);
+    fs::create_directories(base_);
+    out_ = std::make_unique<OutputDir>(base_.string(), (base_ / ".failed").string(),
+                                       CollisionPolicy::kRename);
+    cfg_.file_timeout_s = 5;
+    gate_ = std::make_unique<SessionGate>(cfg_, *out_, pool_, clock_, counters_);
+  }
+  void TearDown() override {
+    gate_.reset();
+    fs::remove_all(base_);
+  }
+  // Opens `d`; true when admitted as a packet of the current session (starting it if new).
+  bool admit(Datagram d) {
+    std::span<const uint8_t> data(d);
+    common::Packet p;
+    if (!gate_->open(&data, d.size(), &p)) return false;
+    switch (gate_->classify(p)) {
+      case SessionGate::Session::kRefused:
+        return false;
+      case SessionGate::Session::kNew:
+        if (gate_->session() != 0) gate_->retire();
+        gate_->start(p.header.session_id);
+        break;
+      case SessionGate::Session::kCurrent:
+        break;
+    }
+    return gate_->note_packet(0, p);
+  }
+  fs::path base_;
+  std::unique_ptr<OutputDir> out_;
+  ReceiverConfig cfg_;
+  FsPool pool_{1, "tsg"};
+  common::FakeClock clock_;
+  AssemblerCounters counters_;
+  std::unique_ptr<SessionGate> gate_;
+};
+
+TEST_F(SessionGateTest, DamagedAndTruncatedDatagramsAreCountedAndDropped) {
+  Datagram d = heartbeat(1, 0);
+  d[d.size() - 1] ^= 0xff;
+  EXPECT_FALSE(admit(d));
+  Datagram ok = heartbeat(1, 1);
+  std::span<const uint8_t> data(ok);
+  common::Packet p;
+  EXPECT_FALSE(gate_->open(&data, ok.size() + 10, &p));
+  EXPECT_EQ(counters_.datagrams, 2u);
+  EXPECT_EQ(counters_.truncated, 1u);
+  EXPECT_EQ(counters_.rejected[static_cast<size_t>(common::DecodeStatus::kBadLength)], 1u);
+}
+
+TEST_F(SessionGateTest, SessionsStartRetireAndCountTheirSequence) {
+  EXPECT_TRUE(admit(heartbeat(7, 0)));
+  EXPECT_EQ(gate_->session(), 7u);
+  EXPECT_FALSE(admit(heartbeat(7, 0))) << "a duplicate";
+  EXPECT_EQ(counters_.duplicates, 1u);
+  EXPECT_TRUE(admit(heartbeat(7, 3)));
+  EXPECT_EQ(gate_->seq().lost(), 2u);
+  EXPECT_TRUE(admit(heartbeat(8, 0)));  // the sender restarted
+  EXPECT_EQ(counters_.lost_in_past_sessions, 2u);
+  EXPECT_EQ(counters_.sessions, 2u);
+  EXPECT_FALSE(admit(heartbeat(7, 9))) << "a retired session never comes back";
+  EXPECT_EQ(counters_.other_session, 1u);
+}
+
+TEST_F(SessionGateTest, FinalHeartbeatAndSilenceEndTheSession) {
+  EXPECT_FALSE(gate_->finished(true)) << "no session yet";
+  ASSERT_TRUE(admit(heartbeat(3, 0)));
+  EXPECT_FALSE(gate_->finished(true));
+  clock_.advance(std::chrono::seconds(6));
+  EXPECT_TRUE(gate_->finished(true)) << "silent for --file-timeout";
+  EXPECT_FALSE(gate_->finished(false)) << "never while files are in flight";
+  ASSERT_TRUE(admit(heartbeat(3, 1)));
+  gate_->on_heartbeat(0, common::Heartbeat{common::kHeartbeatFinal, 1000, 1, 1});
+  EXPECT_TRUE(gate_->finished(true));
+  EXPECT_FALSE(gate_->final_due(0, clock_.now()));
+  EXPECT_TRUE(gate_->final_due(0, clock_.now() + std::chrono::seconds(1)));
+}
+
+TEST_F(SessionGateTest, WithoutAKeySealedDatagramsAreRefused) {
+  Datagram d = heartbeat(1, 0, false, common::kFlagEncrypt);
+  EXPECT_FALSE(admit(d));
+  EXPECT_EQ(counters_.auth_rejected[static_cast<size_t>(AuthReject::kNoKey)], 1u);
+  EXPECT_FALSE(gate_->keyed());
+}
+
+}  // namespace
+}  // namespace ddft::receiver
