@@ -137,7 +137,8 @@ def check_links(root):
                 os.path.join(os.path.dirname(source), path))
             where = f"{rel}:{number}"
             if not os.path.exists(resolved):
-                problems.append(f"{where}: link to {target}: no file {path}")
+                shown = os.path.relpath(resolved, root)
+                problems.append(f"{where}: link to {target}: no file {shown}")
             elif anchor and os.path.isfile(resolved) and resolved.endswith(".md") and \
                     anchor not in anchors_of(resolved):
                 shown = os.path.relpath(resolved, root)
