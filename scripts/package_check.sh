@@ -193,6 +193,10 @@ expected=(
   "-rw-r--r-- ./usr/share/man/man1/dd_file_send.1.gz"
 )
 for p in "${programs[@]}" "${scripts[@]}"; do expected+=("-rwxr-xr-x ./usr/bin/$p"); done
+# The documents the README points to: each of the source tree's docs/*.md.
+for doc in "$repo"/docs/*.md; do
+  expected+=("-rw-r--r-- ./usr/share/doc/ddft/docs/${doc##*/}")
+done
 # dd_reconcile's Python package: each module of the source tree's, and nothing else.
 for module in "$repo"/scripts/ddft_reconcile/*.py; do
   expected+=("-rw-r--r-- ./usr/share/ddft/python/ddft_reconcile/${module##*/}")

@@ -20,10 +20,10 @@ reports="$build/sanitizer-reports"
 #   bench.*  the benchmarks' smoke runs: they measure speed, which means nothing under ASan, and
 #            take a minute of the suite run one at a time; the code they run is run sanitized by
 #            every end-to-end test, and the normal suite (build/) runs them.
-#   scripts.format, sizes, layers, reconcile (and sizes_planted, layers_planted, their proofs)
-#            checks of the source and of the Python reconciler, which no sanitizer sees: the
-#            normal suite runs them.
-excluded='^(bench\.|scripts\.(format|sizes|sizes_planted|layers|layers_planted|reconcile)$)'
+#   scripts.format, sizes, layers, docs, reconcile (and sizes_planted, layers_planted,
+#            docs_planted, their proofs) checks of the source and of the Python reconciler, which
+#            no sanitizer sees: the normal suite runs them.
+excluded='^(bench\.|scripts\.(format|sizes|sizes_planted|layers|layers_planted|docs|docs_planted|reconcile)$)'
 # The tests that move GiBs (the lanes test's striped file, the loss soak) run at a small size
 # here: the normal suite runs them at full size, and the sanitizers find the same faults on less
 # data.
