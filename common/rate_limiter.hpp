@@ -1,7 +1,7 @@
 // A token bucket on absolute deadlines: the next deadline is the previous one plus the cost, not
 // "now" plus the cost, so sleep overshoot never accumulates into a slower average (asio timer3).
-// The sender paces its wire rate with it (--rate, sender/transmit/pacer.hpp) and dd_linksim caps the
-// simulated link's bandwidth with it.
+// The sender paces its wire rate with it (--rate, sender/transmit/pacer.hpp) and dd_linksim caps
+// the simulated link's bandwidth with it.
 #pragma once
 
 #include <chrono>

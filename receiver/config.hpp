@@ -66,13 +66,14 @@ struct ReceiverConfig {
   std::string write_mode_text = "rwd";
   CollisionPolicy on_collision = CollisionPolicy::kRename;
   std::string on_collision_text = "rename";
-  double file_timeout_s = 30;      // no packet of a file for this long: it fails
-  double journal_hours = 25;       // what the journal remembers (receiver/delivery/outcome_log.hpp)
-  size_t journal_mb = 256;         // and how big it may grow
-  size_t fec_buffer_mb = 64;       // FEC windows kept until their parity comes
-  size_t compress_buffer_mb = 64;  // compressed blocks gathered until whole (receiver/assembly/zframes.hpp)
-  size_t write_block_kb = 1024;    // assembly / write block size
-  size_t write_buffers = 64;       // blocks in the write pool
+  double file_timeout_s = 30;  // no packet of a file for this long: it fails
+  double journal_hours = 25;   // what the journal remembers (receiver/delivery/outcome_log.hpp)
+  size_t journal_mb = 256;     // and how big it may grow
+  size_t fec_buffer_mb = 64;   // FEC windows kept until their parity comes
+  size_t compress_buffer_mb =
+      64;  // compressed blocks gathered until whole (receiver/assembly/zframes.hpp)
+  size_t write_block_kb = 1024;                            // assembly / write block size
+  size_t write_buffers = 64;                               // blocks in the write pool
   unsigned queue_depth = common::kDefaultWriteQueueDepth;  // io_uring queue depth, per writer
   unsigned writers = 1;  // IO threads writing (1: the writer thread itself)
   // Threads decoding and opening datagrams, the writer thread included (UnsealPool); 0: from the
@@ -106,7 +107,8 @@ struct ReceiverConfig {
   std::vector<std::string> includes;
   std::vector<std::string> excludes;
   common::PathFilter filter;  // built from them by finalize_receiver_config()
-  // --on-complete CMD: run on each delivered file, off the receive path (receiver/delivery/hook_runner.hpp).
+  // --on-complete CMD: run on each delivered file, off the receive path
+  // (receiver/delivery/hook_runner.hpp).
   std::string on_complete;             // empty: none
   double on_complete_timeout_s = 300;  // then its process group is killed
   unsigned on_complete_jobs = 1;       // hooks running at once

@@ -72,8 +72,8 @@ struct AssemblerCounters {
   // rebuilt that went into a file, and chunks a later copy (--repeat) filled.
   uint64_t fec_rebuilt_used = 0;
   uint64_t repeat_filled = 0;
-  // --compress (receiver/assembly/zframes.hpp): blocks decompressed whole, refused (bomb, damaged), and
-  // dropped from the side buffer to stay within --compress-buffer-mb; their frames' bytes and
+  // --compress (receiver/assembly/zframes.hpp): blocks decompressed whole, refused (bomb, damaged),
+  // and dropped from the side buffer to stay within --compress-buffer-mb; their frames' bytes and
   // what those decompressed to.
   uint64_t zblocks_done = 0;
   uint64_t zblocks_bad = 0;

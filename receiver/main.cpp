@@ -16,8 +16,8 @@
 #include "iotest/cli.hpp"
 #include "receiver/config.hpp"
 #include "receiver/operations/metrics.hpp"
-#include "receiver/pipeline.hpp"
 #include "receiver/operations/systemd_notify.hpp"
+#include "receiver/pipeline.hpp"
 
 int main(int argc, char** argv) {
   using namespace ddft;

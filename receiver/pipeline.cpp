@@ -9,11 +9,11 @@
 
 #include "common/json.hpp"
 #include "common/named_thread.hpp"
+#include "receiver/assembly/writer_loop.hpp"
+#include "receiver/delivery/stall_hook.hpp"
 #include "receiver/link/byte_ring.hpp"
 #include "receiver/link/ingest.hpp"
 #include "receiver/link/unseal_pool.hpp"
-#include "receiver/delivery/stall_hook.hpp"
-#include "receiver/assembly/writer_loop.hpp"
 
 namespace ddft::receiver {
 

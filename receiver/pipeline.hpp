@@ -27,12 +27,12 @@
 // a write or a pool call to finish, while the ring holds what the link brings.
 //
 // Start: the output folder is checked and locked first, and what an earlier run left is finished
-// or named (receiver/delivery/recovery.hpp); then the ring is populated (and locked with --lock-memory),
-// the write blocks, the IO engine and the hook runner are made, and only then is the link opened
-// (bind, or the device node): from the moment a sender's datagrams can queue in the kernel, all
-// that is left is to make the assembler and start the two threads that drain them (about 10 ms
-// here, against a second per GiB of ring). The `receiving on` line (and READY=1 to systemd, see
-// ReceiverObserver) comes once both threads run their loops.
+// or named (receiver/delivery/recovery.hpp); then the ring is populated (and locked with
+// --lock-memory), the write blocks, the IO engine and the hook runner are made, and only then is
+// the link opened (bind, or the device node): from the moment a sender's datagrams can queue in the
+// kernel, all that is left is to make the assembler and start the two threads that drain them
+// (about 10 ms here, against a second per GiB of ring). The `receiving on` line (and READY=1 to
+// systemd, see ReceiverObserver) comes once both threads run their loops.
 //
 // Stop: the ingest thread stops first; the writer drains what the ring already holds, then every
 // file still receiving is recorded as failed ("receiver stopped"), files with all their data
@@ -55,13 +55,13 @@
 #include "common/clock.hpp"
 #include "common/transport.hpp"
 #include "receiver/assembly/assembler.hpp"
-#include "receiver/link/byte_ring.hpp"
 #include "receiver/config.hpp"
 #include "receiver/delivery/hook_runner.hpp"
-#include "receiver/link/ingest.hpp"
 #include "receiver/delivery/outcome_log.hpp"
 #include "receiver/delivery/output_dir.hpp"
 #include "receiver/delivery/recovery.hpp"
+#include "receiver/link/byte_ring.hpp"
+#include "receiver/link/ingest.hpp"
 
 namespace ddft::receiver {
 

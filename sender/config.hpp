@@ -16,8 +16,8 @@
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
-#include "sender/source/file_list.hpp"
 #include "sender/operations/progress.hpp"
+#include "sender/source/file_list.hpp"
 #include "sender/source/shard.hpp"
 
 namespace ddft::sender {
@@ -75,9 +75,11 @@ struct SenderConfig {
   std::string state_dir;      // --state-dir: the sender id and the history; "": neither
   double history_hours = 25;  // --history-hours: what the history keeps
   size_t history_mb = 64;     // --history-mb: and how big it may grow
-  // --resend-request FILE: send again exactly the files it names (sender/source/resend_request.hpp).
+  // --resend-request FILE: send again exactly the files it names
+  // (sender/source/resend_request.hpp).
   std::string resend_request;
-  // --resend-after: each file sent goes again after each of these (sender/source/resend_schedule.hpp).
+  // --resend-after: each file sent goes again after each of these
+  // (sender/source/resend_schedule.hpp).
   std::vector<std::chrono::seconds> resend_after;
   // --history-repeat: when each file of the history goes on the wire again after it was sent
   // (sender/source/history_feed.hpp); empty ("none"): never.
@@ -119,8 +121,8 @@ struct SenderConfig {
   std::string metrics;     // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   common::LogConfig log;
   ProgressMode progress = ProgressMode::kAuto;  // set by finalize_sender_config()
-  std::string progress_text = "auto";           // --progress auto|on|off (sender/operations/progress.hpp)
-  std::string manifest;                         // --manifest FILE: JSON lines (sender/operations/manifest.hpp)
+  std::string progress_text = "auto";  // --progress auto|on|off (sender/operations/progress.hpp)
+  std::string manifest;  // --manifest FILE: JSON lines (sender/operations/manifest.hpp)
   // Hot folder (--watch, sender/source/hot_folder.hpp) and the globs of both modes.
   std::string watch_dir;              // --watch DIR: send what lands there; no sources then
   std::string sent_dir;               // --sent-dir: move sent files there (default: delete)

@@ -5,7 +5,8 @@
 //   FileSource ──> Reader ──> Transmitter(s) ──> LaneHub ──> SendObserver(s)
 //   (list, or the      reads       one per lane     every callback comes from a transmit thread,
 //    hot folder)                                    one at a time, each event once however many
-//                                                   lanes carry the session (sender/transmit/lane_hub.hpp)
+//                                                   lanes carry the session
+//                                                   (sender/transmit/lane_hub.hpp)
 #pragma once
 
 #include <cstdint>

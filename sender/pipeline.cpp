@@ -12,10 +12,10 @@
 #include "common/logging.hpp"
 #include "common/named_thread.hpp"
 #include "sender/read/compressor.hpp"
+#include "sender/read/reader.hpp"
 #include "sender/source/history_feed.hpp"
 #include "sender/transmit/lane_hub.hpp"
 #include "sender/transmit/lane_router.hpp"
-#include "sender/read/reader.hpp"
 #include "sender/transmit/transmitter.hpp"
 
 namespace ddft::sender {

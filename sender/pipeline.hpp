@@ -31,8 +31,8 @@
 #include "common/transport.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
-#include "sender/source/file_list.hpp"
 #include "sender/send_status.hpp"
+#include "sender/source/file_list.hpp"
 #include "sender/work_item.hpp"
 
 namespace ddft::sender {

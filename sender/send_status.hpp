@@ -38,8 +38,8 @@ struct SendStatus {
   // Lanes of the current session whose links still send (--lane-down continue takes a failed
   // one out); 0 before the first session.
   std::atomic<uint64_t> lanes_up{0};
-  // --compress (sender/read/compressor.hpp): blocks tried and those sent as frames; the bytes of the
-  // blocks tried and what they took as data on the wire (frames, and the blocks sent raw).
+  // --compress (sender/read/compressor.hpp): blocks tried and those sent as frames; the bytes of
+  // the blocks tried and what they took as data on the wire (frames, and the blocks sent raw).
   std::atomic<uint64_t> compress_blocks{0};
   std::atomic<uint64_t> compress_blocks_compressed{0};
   std::atomic<uint64_t> compress_in_bytes{0};

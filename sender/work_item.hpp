@@ -49,8 +49,8 @@ struct WorkItem {
   // decompresses to the `raw_len` bytes of the file at `offset`.
   bool compressed = false;
   uint32_t raw_len = 0;
-  // Lanes: the file is striped over every lane up when it began (sender/transmit/lane_router.hpp). Set
-  // by the router on every item of such a file.
+  // Lanes: the file is striped over every lane up when it began (sender/transmit/lane_router.hpp).
+  // Set by the router on every item of such a file.
   bool striped = false;
   // Lanes: the lanes that carry the file, bit k for lane k (one bit for a whole file); set by the
   // router on every item. 0: not routed (one lane, the transmitter's own).

@@ -46,18 +46,18 @@
 #include "common/block_io.hpp"
 #include "common/clock.hpp"
 #include "common/protocol.hpp"
+#include "receiver/assembly/failure_records.hpp"
+#include "receiver/assembly/file_table.hpp"
 #include "receiver/config.hpp"
 #include "receiver/counters.hpp"
 #include "receiver/delivery/delivered_file.hpp"
-#include "receiver/assembly/failure_records.hpp"
-#include "receiver/link/fec_decoder.hpp"
-#include "receiver/assembly/file_table.hpp"
 #include "receiver/delivery/fs_pool.hpp"
-#include "receiver/link/ingest.hpp"
 #include "receiver/delivery/outcome_log.hpp"
 #include "receiver/delivery/output_dir.hpp"
-#include "receiver/link/session_gate.hpp"
 #include "receiver/delivery/write_engine.hpp"
+#include "receiver/link/fec_decoder.hpp"
+#include "receiver/link/ingest.hpp"
+#include "receiver/link/session_gate.hpp"
 
 namespace ddft::receiver {
 

@@ -1,6 +1,6 @@
 // One file in flight: what its announce said, what has arrived, and where it is in its life.
-// The file table (receiver/assembly/file_table.hpp) owns every File and is the one place a File ends;
-// the other units get a File& for the length of one call, or a pointer the table keeps alive
+// The file table (receiver/assembly/file_table.hpp) owns every File and is the one place a File
+// ends; the other units get a File& for the length of one call, or a pointer the table keeps alive
 // (a write's block, the committer's cookie) while the file has I/O or a step in progress.
 #pragma once
 

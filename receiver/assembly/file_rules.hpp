@@ -11,8 +11,8 @@
 
 #include "common/clock.hpp"
 #include "common/protocol.hpp"
-#include "receiver/config.hpp"
 #include "receiver/assembly/file.hpp"
+#include "receiver/config.hpp"
 #include "receiver/delivery/output_dir.hpp"
 
 namespace ddft::receiver {

@@ -27,22 +27,22 @@
 #include "common/clock.hpp"
 #include "common/history_wire.hpp"
 #include "common/protocol.hpp"
-#include "receiver/config.hpp"
-#include "receiver/counters.hpp"
 #include "receiver/assembly/failure_records.hpp"
 #include "receiver/assembly/file.hpp"
 #include "receiver/assembly/file_blocks.hpp"
 #include "receiver/assembly/finisher.hpp"
-#include "receiver/delivery/fs_pool.hpp"
-#include "receiver/link/ingest.hpp"
-#include "receiver/delivery/outcome_log.hpp"
-#include "receiver/delivery/output_dir.hpp"
 #include "receiver/assembly/progress.hpp"
 #include "receiver/assembly/recent_ids.hpp"
-#include "receiver/link/session_gate.hpp"
 #include "receiver/assembly/settled_files.hpp"
-#include "receiver/delivery/write_engine.hpp"
 #include "receiver/assembly/zframes.hpp"
+#include "receiver/config.hpp"
+#include "receiver/counters.hpp"
+#include "receiver/delivery/fs_pool.hpp"
+#include "receiver/delivery/outcome_log.hpp"
+#include "receiver/delivery/output_dir.hpp"
+#include "receiver/delivery/write_engine.hpp"
+#include "receiver/link/ingest.hpp"
+#include "receiver/link/session_gate.hpp"
 
 namespace ddft::receiver {
 
@@ -98,8 +98,9 @@ class FileTable final : private Finisher::Owner {
   // chunks a later copy (--repeat) fills (File::repairs, and the counters).
   void handle_announce(const common::Packet& p, size_t lane = 0);
   void handle_data(const common::Packet& p, bool rebuilt = false);
-  // A piece of a compressed block (receiver/assembly/zframes.hpp): once the block is whole, its bytes
-  // are taken as its chunks' data; a block that does not decompress to its size fails the file.
+  // A piece of a compressed block (receiver/assembly/zframes.hpp): once the block is whole, its
+  // bytes are taken as its chunks' data; a block that does not decompress to its size fails the
+  // file.
   void handle_zdata(const common::Packet& p, bool rebuilt = false);
   void handle_end(const common::Packet& p, size_t lane = 0);
   void handle_abort(const common::Packet& p);

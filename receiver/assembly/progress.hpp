@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "common/clock.hpp"
-#include "receiver/counters.hpp"
 #include "receiver/assembly/file.hpp"
+#include "receiver/counters.hpp"
 
 namespace ddft::receiver {
 

@@ -29,8 +29,8 @@
 
 #include "common/clock.hpp"
 #include "receiver/assembly/assembler.hpp"
-#include "receiver/link/byte_ring.hpp"
 #include "receiver/config.hpp"
+#include "receiver/link/byte_ring.hpp"
 #include "receiver/link/ingest.hpp"
 #include "receiver/link/unseal_pool.hpp"
 

@@ -9,8 +9,8 @@
 // One line per event, appended: "<kind> <session hex> <file id> <size> <verify> <key hex or ->
 // <path as a JSON string>", and for F and R lines " <record as a JSON string> <reason as a JSON
 // string> <bytes received>"; for P lines, when the file's repairs are known (not for a file the
-// start-up finished), " <FEC rebuilt> <repeat filled>" (receiver/delivery/file_repairs.hpp). A time mark
-// "T <ns since the epoch>" goes before the first line of each minute: every line after it was
+// start-up finished), " <FEC rebuilt> <repeat filled>" (receiver/delivery/file_repairs.hpp). A time
+// mark "T <ns since the epoch>" goes before the first line of each minute: every line after it was
 // written at that time or later (a reader of an older version skips it as damaged). Lines are
 // not synced on their own.
 //

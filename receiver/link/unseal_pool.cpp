@@ -9,7 +9,7 @@
 namespace ddft::receiver {
 
 UnsealPool::UnsealPool(unsigned workers, const std::vector<common::Key>& keys, size_t max_packet,
-                   size_t batch)
+                       size_t batch)
     : max_packet_(max_packet),
       batch_(batch),
       start_(static_cast<std::ptrdiff_t>(std::max(workers, 1u))),

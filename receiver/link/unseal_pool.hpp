@@ -35,7 +35,8 @@ class UnsealPool {
   // `workers` counts the caller: workers - 1 threads are started. `keys` empty: no sealing, so
   // items are only decoded. `max_packet` is the largest datagram accepted; `batch` the most
   // items one run() takes.
-  UnsealPool(unsigned workers, const std::vector<common::Key>& keys, size_t max_packet, size_t batch);
+  UnsealPool(unsigned workers, const std::vector<common::Key>& keys, size_t max_packet,
+             size_t batch);
   ~UnsealPool();
   UnsealPool(const UnsealPool&) = delete;
   UnsealPool& operator=(const UnsealPool&) = delete;

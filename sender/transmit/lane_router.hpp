@@ -44,18 +44,18 @@ class LaneRouter final : public WorkSink {
 
   // Routes into `lanes` (at least one, at most common::kMaxLanes; each must outlive the router).
   // A file larger than `stripe_threshold` bytes is striped when 2 lanes or more are up (0: never
-  // striped), in stripes of the smaller of kStripeUnit and `stripe_threshold`, rounded down to whole blocks
-  // of `block_size` bytes (the reader's), at least one block: so a striped file has at least
-  // two stripes.
+  // striped), in stripes of the smaller of kStripeUnit and `stripe_threshold`, rounded down to
+  // whole blocks of `block_size` bytes (the reader's), at least one block: so a striped file has at
+  // least two stripes.
   LaneRouter(std::vector<common::BoundedQueue<WorkItem>*> lanes, uint64_t stripe_threshold,
              size_t block_size);
   LaneRouter(const LaneRouter&) = delete;
   LaneRouter& operator=(const LaneRouter&) = delete;
 
   // One thread at a time (the reader, or the dd-zstdN worker whose turn it is under
-  // --compress, sender/read/compressor.hpp): routes `item` (see the rules above). Blocks while the lane
-  // (or, for an item every lane takes, any of them) is full. Returns false once closed, with `item`
-  // untouched; an item for every lane may then have reached some of them.
+  // --compress, sender/read/compressor.hpp): routes `item` (see the rules above). Blocks while the
+  // lane (or, for an item every lane takes, any of them) is full. Returns false once closed, with
+  // `item` untouched; an item for every lane may then have reached some of them.
   bool push(WorkItem&& item) override;
   // Closes every lane's queue. Any thread.
   void close() override;

@@ -5,8 +5,8 @@
 //                         <──take (lane k's cursor: what lane k has not sent yet)──
 //
 // A file goes into the list once, when the last lane that carries it has ended or aborted it
-// (sender/transmit/lane_hub.hpp decides which lane that is). Every lane sends every entry: each has its
-// own cursor and takes, on its own cadence (kListInterval, kListBatch), the entries it has not
+// (sender/transmit/lane_hub.hpp decides which lane that is). Every lane sends every entry: each has
+// its own cursor and takes, on its own cadence (kListInterval, kListBatch), the entries it has not
 // sent yet. At the end a lane reports done (lane_done()) and keeps its link alive until every lane
 // is; then it takes its last list: the complete list while that may be sent, else the rest.
 #pragma once

@@ -4,19 +4,19 @@
 //
 // Besides each file's announce, data and end, it sends mid-file repeated announces (kFlagRepeat,
 // once after every R bytes of a file's data, R = repeat_announce_interval()) and the session's
-// file list (kFileList, common/protocol.hpp), shared by the lanes (sender/transmit/session_list.hpp): the
-// files finished or aborted on the wire since this lane's previous list every kListInterval or
-// kListBatch files, and at the end of the session the complete list (or, past kCompleteListMax
-// files or in hot-folder mode, the rest). A striped file's announces carry kFlagStriped, and its
-// repeated announces count this lane's own data bytes.
+// file list (kFileList, common/protocol.hpp), shared by the lanes
+// (sender/transmit/session_list.hpp): the files finished or aborted on the wire since this lane's
+// previous list every kListInterval or kListBatch files, and at the end of the session the complete
+// list (or, past kCompleteListMax files or in hot-folder mode, the rest). A striped file's
+// announces carry kFlagStriped, and its repeated announces count this lane's own data bytes.
 //
 // The link is never quiet for longer than a heartbeat interval while the sender paces itself:
 // during every DFTS sleep (intra-packet, -fsdelay, the sleep algorithm's pause, EOF_DELAY) the
 // pacer's keepalive sends a heartbeat from this thread once the last datagram is an interval old
-// (sender/transmit/transmitter_keepalive.cpp), and a full link buffer is retried at least that often. So
-// that such a heartbeat never overtakes a datagram numbered before it (the receiver would count
-// the gap as loss), a batch ends where an intra-packet sleep falls and every sleep comes after a
-// batch's last datagram: nothing encoded waits unsent through one.
+// (sender/transmit/transmitter_keepalive.cpp), and a full link buffer is retried at least that
+// often. So that such a heartbeat never overtakes a datagram numbered before it (the receiver would
+// count the gap as loss), a batch ends where an intra-packet sleep falls and every sleep comes
+// after a batch's last datagram: nothing encoded waits unsent through one.
 //
 // When its link refuses a send (LinkError), a lane either ends the session (--lane-down stop, one
 // lane, or the last lane up) or goes down (--lane-down continue): it sends nothing more, the
@@ -41,11 +41,11 @@
 #include "common/transport.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
+#include "sender/send_status.hpp"
 #include "sender/transmit/fec_encoder.hpp"
 #include "sender/transmit/lane_hub.hpp"
 #include "sender/transmit/lane_router.hpp"
 #include "sender/transmit/pacer.hpp"
-#include "sender/send_status.hpp"
 #include "sender/transmit/session_list.hpp"
 #include "sender/work_item.hpp"
 
@@ -137,8 +137,8 @@ class Transmitter {
   // How the logs name this lane: "lane 1 (127.0.0.1:5001)".
   std::string lane_label() const;
 
-  // The link failed with `e` (sender/transmit/transmitter_lane_down.cpp): rethrows it (naming the lane)
-  // unless --lane-down continue and another lane is up; else takes this lane down: one error
+  // The link failed with `e` (sender/transmit/transmitter_lane_down.cpp): rethrows it (naming the
+  // lane) unless --lane-down continue and another lane is up; else takes this lane down: one error
   // line, the files it carries fail, its queue is drained (buffers back) until closed, and the
   // lane reports done at the end barrier.
   void go_down(const LinkError& e);
@@ -146,8 +146,8 @@ class Transmitter {
   // back; nothing is sent.
   void drop_item(const WorkItem& item, const std::string& reason);
 
-  // The keepalive (sender/transmit/transmitter_keepalive.cpp). During a DFTS sleep, on this thread: a
-  // heartbeat when the last datagram left keepalive_interval() ago or more; returns when to be
+  // The keepalive (sender/transmit/transmitter_keepalive.cpp). During a DFTS sleep, on this thread:
+  // a heartbeat when the last datagram left keepalive_interval() ago or more; returns when to be
   // asked again. Sends nothing while datagrams encoded before it wait unsent, or from within
   // its own send.
   common::Clock::time_point keep_link_alive(common::Clock::time_point now);
@@ -193,8 +193,9 @@ class Transmitter {
   void send_heartbeat(bool final);
   // The session's kSenderInfo, at its start and then every kSenderInfoIntervalS.
   void send_sender_info_if_due();
-  // What the history feed has packed since this lane's last call (sender/transmit/transmitter_history.cpp);
-  // `last`: the session's last call, which packs what is due without waiting to gather more.
+  // What the history feed has packed since this lane's last call
+  // (sender/transmit/transmitter_history.cpp); `last`: the session's last call, which packs what is
+  // due without waiting to gather more.
   void send_history_if_due(bool last = false);
   void begin_file(const WorkItem& item);
   // The announce of `meta` as its first copy sends it, but for pause_s (0).

@@ -1,5 +1,5 @@
-// The sender's history on the wire (sender/source/history_feed.hpp): each lane sends every payload the
-// feed packs, once, as a source of its FEC window like any control datagram.
+// The sender's history on the wire (sender/source/history_feed.hpp): each lane sends every payload
+// the feed packs, once, as a source of its FEC window like any control datagram.
 #include <spdlog/spdlog.h>
 
 #include "common/history_wire.hpp"

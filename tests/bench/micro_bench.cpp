@@ -186,7 +186,7 @@ void BM_UnsealPool(benchmark::State& state) {
     sealed.push_back(std::move(buf));
   }
   receiver::UnsealPool pool(static_cast<unsigned>(state.range(0)), {psk}, kPacket + kSealOverhead,
-                          kBatch);
+                            kBatch);
   std::vector<receiver::Prechecked> items(kBatch);
   for (auto _ : state) {
     for (size_t i = 0; i < kBatch; ++i) {

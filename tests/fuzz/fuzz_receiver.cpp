@@ -35,8 +35,8 @@
 #include "fuzz_support.hpp"
 #include "receiver/assembly/assembler.hpp"
 #include "receiver/config.hpp"
-#include "receiver/link/ingest.hpp"
 #include "receiver/delivery/output_dir.hpp"
+#include "receiver/link/ingest.hpp"
 
 namespace ddft::fuzz {
 namespace {

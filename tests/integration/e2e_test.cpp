@@ -476,8 +476,8 @@ TEST_F(EndToEnd, SealedTransfersArriveByteForByteEncryptedOrAuthenticatedOnly) {
 
   // Authenticated only, with FEC behind the seal, and the receiver given --workers 2 (the option
   // end to end; whether the helpers did their shares, which depends on how much each drain
-  // finds, is for UnsealPoolTest and WriterLoopTest): the next session of the same receiver folder. A
-  // fresh log: start_receiver() waits for the new receiver's own "receiving on" line (under ASan
+  // finds, is for UnsealPoolTest and WriterLoopTest): the next session of the same receiver folder.
+  // A fresh log: start_receiver() waits for the new receiver's own "receiving on" line (under ASan
   // the first one's line let the sender start before the new socket was bound).
   fs::remove_all(out_ / "a.bin");
   fs::remove(base_ / "receive.log");

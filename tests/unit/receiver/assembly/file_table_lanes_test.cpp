@@ -1,5 +1,5 @@
-// The file table with two lanes (tests/unit/receiver/assembly/file_table_lanes_fixture.hpp): striped
-// files, a lane's next file, held list entries, lanes of other hosts.
+// The file table with two lanes (tests/unit/receiver/assembly/file_table_lanes_fixture.hpp):
+// striped files, a lane's next file, held list entries, lanes of other hosts.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
