@@ -97,7 +97,10 @@ class HotFolder : public ReceiverFixture {
     }
     return true;
   }
+  // Waits for each of `rels` to be logged Passed (the sender moves or deletes a file once it is
+  // sent, which may be before the receiver has it whole), then checks each once, as sent.
   void expect_delivered_once(const std::vector<std::string>& rels) {
+    EXPECT_TRUE(eventually([&] { return all_delivered(rels); }, seconds(30)));
     const std::string log = rx_log();
     for (const auto& r : rels) {
       EXPECT_EQ(delivered(r), 1) << r << "\n" << log;
