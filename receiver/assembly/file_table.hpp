@@ -11,6 +11,10 @@
 // completion is freed at once, with no graveyard or scope guard to keep it alive.
 //
 // Writer thread only.
+// The table owns every File (its temporary file, and the blocks it holds while resident); the
+// folder, pool, engine, records and counters are the caller's and must outlive it. A bad packet
+// is counted, never thrown; std::logic_error marks an impossible state (a file ended with I/O
+// pending, the write pool exhausted with no block to evict): a bug.
 #pragma once
 
 #include <chrono>

@@ -2,6 +2,11 @@
 // place once verified, or moved to the failed folder with a JSON record. Every path from the wire
 // is checked, and folders are walked with openat(O_NOFOLLOW) from the output folder's descriptor,
 // so nothing is ever written outside it, whatever symlinks are planted inside.
+//
+// The writer thread owns it; the FsPool's threads run its per-file calls, any number at once on
+// different files (they only read its settings). The constructor and lock_exclusive() throw
+// std::runtime_error with one line (start-up: a folder it cannot use or lock); the per-file
+// calls report a failure by their result, with a reason.
 #pragma once
 
 #include <sys/types.h>
