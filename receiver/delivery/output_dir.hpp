@@ -43,8 +43,8 @@ std::string check_wire_path(std::string_view path, const PathLimits& limits = {}
 
 // The receiver's own files in the output folder: the replay state (--key-file) and the lock.
 inline constexpr const char* kStateFileName = ".ddft-session-state";
-// Lane k's replay state (--key-file): kStateFileName for lane 0 (as before lanes), else
-// kStateFileName + ".laneK".
+// Lane k's replay state (--key-file): kStateFileName for lane 0 (the name a receiver of one lane
+// uses), else kStateFileName + ".laneK".
 std::string state_file_name(size_t lane);
 inline constexpr const char* kLockFileName = ".ddft-lock";
 // Space kept in the output folder (the failed folder's file system) for failure records, given up
