@@ -96,7 +96,7 @@ class FileTable final : private Finisher::Owner {
   // Lanes: a file is "open" on the lanes that announced it (a whole file on its one lane, a
   // striped one on every lane). The next file a lane announces closes the lane for the files
   // open on it, as does the file's end on that lane; a file that no lane holds open any more
-  // and still misses data fails after a short grace (as one lane's next file always did).
+  // and still misses data fails after a short grace (with one lane: once the next file comes).
   //
   // Data: `rebuilt` when FEC made the packet; a file counts the rebuilt packets it takes, and the
   // chunks a later copy (--repeat) fills (File::repairs, and the counters).
