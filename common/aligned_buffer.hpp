@@ -1,4 +1,9 @@
-// Page-aligned memory allocated once (mmap), suitable for O_DIRECT and io_uring fixed buffers.
+// Page-aligned memory mapped once (mmap), for O_DIRECT and io_uring fixed buffers.
+//
+// An AlignedBuffer owns its mapping and unmaps it when destroyed (move-only). Its bytes carry no
+// lock: the threads that share them agree on who writes what (a BufferPool's slots, a ring's
+// producer and consumer). The constructor throws std::bad_alloc when the memory cannot be
+// mapped; nothing else throws.
 #pragma once
 
 #include <cstddef>

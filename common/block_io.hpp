@@ -6,6 +6,12 @@
 // Every request completes exactly once, whole or with an error: short transfers and
 // -EAGAIN/-EINTR are resubmitted here, so callers only see the final outcome. The one exception
 // is a read that meets the end of the file: it completes with the bytes there were.
+//
+// One thread submits and reaps; the IO threads are the engine's own, joined by its destructor.
+// Buffers stay the caller's and must stay valid until their completion is reaped.
+// make_block_io() throws std::runtime_error when io_uring is demanded and refused; a running
+// engine throws only when it breaks itself (io_uring_submit fails), never for a request: a
+// failed request is its completion's error.
 #pragma once
 
 #include <cstddef>

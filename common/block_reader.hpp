@@ -1,6 +1,11 @@
 // Reading one file front to back through the block IO engine: several blocks ahead, handed on in
 // file order. The sender's reader stage reads every file with it, and dd_iotest --test read times
 // it, so that the self-test's read figure is the sender's own.
+//
+// One thread calls read_file() at a time; the engine and the pool are the caller's and must
+// outlive the reader. A block's buffer is the sink's once it takes it, else the reader gives it
+// back: on every way out no read is in flight and no buffer is lost. A failed read is kFailed
+// with a reason; only a broken engine throws (common/block_io.hpp).
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,8 @@
 // A bounded blocking multi-producer multi-consumer queue. Producers block when it is full (the
 // sender's back-pressure policy); close() wakes everyone and ends the stream explicitly.
+//
+// Any thread may push, pop and close. The queue owns the items it holds (moved in, moved out);
+// nothing is dropped. It throws nothing of its own, only what moving a T throws.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,9 @@
 // A fixed set of equal, page-aligned buffers handed out by index (slot handles): the sender's
 // reader fills them, its transmitter empties them, and dd_iotest --test read times the same.
+//
+// The pool owns the slab (allocated once, never grown) and lends its buffers by index: a buffer
+// acquired is its holder's until released, exactly once. Any thread may acquire and release.
+// The constructor throws std::bad_alloc when the slab cannot be mapped; nothing else throws.
 #pragma once
 
 #include <cstddef>

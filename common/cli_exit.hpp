@@ -1,6 +1,8 @@
 // How the programs end on a bad command line: CLI11 prints what to say, and the status is 2, as
 // for other command-line tools (not CLI11's own 105, 106, ...), so that scripts can tell a usage
 // error from a failed transfer.
+//
+// For main(), after a failed parse; throws nothing.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,5 +1,8 @@
 // Time sources. Pacing, timeouts and reports take a Clock so tests can use FakeClock and never
 // assert on real time.
+//
+// Every Clock is thread-safe and throws nothing. SteadyClock::instance() lives for the whole
+// program; whoever takes a Clock& says how long it must live.
 #pragma once
 
 #include <atomic>

@@ -13,6 +13,10 @@
 //    header (magic "DDFT", length), and bytes that do not form a valid frame (checksum) are
 //    skipped up to the next magic, counted and reported.
 //  - Frames are at most 32 + 65535 bytes. Nothing else is in the stream.
+//
+// A DeviceSink or DeviceSource owns its descriptor and is used by one thread (its lane's
+// transmit or receive thread). The constructors throw std::runtime_error with one line when the
+// node cannot be opened; once open, send() and receive() report errors as std::error_code.
 #pragma once
 
 #include <string>

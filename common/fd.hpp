@@ -1,4 +1,7 @@
-// RAII owner of a POSIX file descriptor.
+// RAII owner of a POSIX file descriptor, and the read, write and replace helpers built on it.
+//
+// A UniqueFd owns its descriptor (move-only; closed by its destructor) and is used by one thread
+// at a time. Nothing here throws: the helpers report failure by their result, with errno set.
 #pragma once
 
 #include <fcntl.h>

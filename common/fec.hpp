@@ -3,6 +3,10 @@
 // The sender adds M parity shards to every K source shards (--fec K:M); the receiver rebuilds up
 // to M lost shards of a group from any K that arrived. The window and group layout on the wire is
 // described with kParity in protocol.hpp; this file holds the settings and the codec.
+//
+// parse_fec() and check_fec_interleave() return false with a reason. An RsCodec is used by one
+// thread (it caches decode matrices); its constructor throws std::invalid_argument for k or m out
+// of range (a bug: the settings are checked first). The caller owns every shard buffer.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,8 @@
 // File verification digests behind one interface: XXH3-128 (B2B) and SHA-256 (OpenSSL EVP).
+//
+// A Digest is a plain value. A Hasher is fed by one thread, in file order. make_hasher(),
+// hash_buffer() and a SHA-256 hasher's reset() throw std::runtime_error only when the crypto
+// library cannot provide the digest (out of memory); hashing bytes never fails.
 #pragma once
 
 #include <array>

@@ -58,6 +58,10 @@
 //  A receiver that delivered the file skips the copy without writing it; one that failed or
 //  missed it delivers the copy under its name and marks the failure resolved. A receiver before
 //  this type refuses it (kBadType) and takes the copy for a new file.
+//
+// Pure functions over the caller's buffers: no I/O, any thread. A malformed payload is a
+// DecodeStatus, and an entry that cannot go on the wire is left out (pack_history()) or makes 0
+// bytes (encode_resend()): nothing throws.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,6 @@
 // Minimal JSON output for the records the programs write (failed-file records, summaries).
+//
+// Pure functions: no I/O, any thread; a parse that fails returns false; nothing throws.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,7 @@
 // Little-endian loads and stores, byte by byte: the wire format's integers (common/protocol.hpp)
 // and the state files that reuse them. Independent of the host's endianness and alignment.
+//
+// No I/O, any thread, nothing thrown; the caller guarantees the bytes are there.
 #pragma once
 
 #include <cstdint>

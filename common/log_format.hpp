@@ -1,5 +1,9 @@
 // The log options both programs share (--log-file, --verbose, --quiet, --syslog, --log-format) and
 // the --log-format json line formatter.
+//
+// add_log_options() runs on main's thread before the parse (CLI11 reports a bad value as its own
+// CLI::ParseError). A JsonLogFormatter is spdlog's: each sink holds its own clone and calls it
+// under the sink's lock; formatting throws nothing.
 #pragma once
 
 #include <spdlog/formatter.h>

@@ -1,4 +1,10 @@
-// Logging setup (spdlog) and the number/time formats of the DFTS receive log.
+// Logging setup (spdlog) and the number and time formats of the DFTS receive log.
+//
+// setup_logging() runs once, on main's thread before any other thread starts, and throws
+// spdlog::spdlog_ex when the log file cannot be opened. After it, logging, the Console and
+// reopen_log_file() are thread-safe and throw nothing. The Console is the process's
+// (stdout_console()); an overlay stays its installer's, who removes it before destroying it.
+// The formatters are pure.
 #pragma once
 
 #include <spdlog/spdlog.h>

@@ -6,9 +6,15 @@
 // snapshot the owning thread copies a few times a second), and the registry's read callbacks
 // look at those from the server thread when a scrape comes.
 //
-//   program threads ──(atomics / snapshot)──> MetricsRegistry::render() <── [thread "metrics":
+//   program threads ──(atomics / snapshot)──> MetricsRegistry::render() <── [dd-metrics:
 //                                                                           MetricsServer]
 //                                                                           GET /metrics
+//
+// The registry is thread-safe. The server owns its sockets and its "dd-metrics" thread, joined
+// by stop() or its destructor; what a read callback looks at must outlive the serving
+// (MetricsServing). At start-up a bad registration throws std::invalid_argument (a bug), an
+// address that cannot be bound std::runtime_error with one line; a scrape never throws out of
+// the server: a read callback that throws makes it answer 500.
 #pragma once
 
 #include <CLI/CLI.hpp>

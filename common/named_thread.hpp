@@ -4,6 +4,10 @@
 // a name of the form "dd-<stage>" (at most 15 characters, the kernel's limit) and the places
 // where threads start can be found with one grep. The programs' main threads keep the program's
 // name: operators find the daemon by it (pgrep, systemd, ps).
+//
+// Any thread may start one. The caller owns the returned std::jthread, which requests a stop and
+// joins when destroyed. Throws what std::jthread throws (std::system_error) when no thread can
+// be started.
 #pragma once
 
 #include <pthread.h>

@@ -1,5 +1,7 @@
 // Whole decimal numbers from text: the one parser the options, the journals and the wire's
 // text fields share.
+//
+// Pure functions: any thread; a text that is not a number gives false, never an exception.
 #pragma once
 
 #include <charconv>

@@ -1,4 +1,8 @@
 // Include/exclude globs on relative paths (--include, --exclude), on both sides of the diode.
+//
+// A PathFilter is a value: its const calls from any thread. Its constructor throws
+// std::invalid_argument with one line for an empty pattern or one with an unclosed '['
+// (start-up); matching never throws.
 #pragma once
 
 #include <optional>

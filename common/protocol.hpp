@@ -233,11 +233,16 @@
 //
 // Lanes (--dest several times): whole files go down one lane each. A file over --stripe-mb is
 // striped: its announce (with kFlagStriped, flags bit 4) and its end go down every lane of the
-// session, and each range of --stripe-mb bytes of its data down one of them; the end's digest is
-// of the whole file, in file order, as for any other file.
+// session, and each range of its data (at most 4 MiB: the sender's choice, which a receiver does
+// not depend on) down one of them; the end's digest is of the whole file, in file order, as for
+// any other file.
 //
 // Data packets of a file carry chunk_size bytes each (the last one fewer) at offsets that are
 // multiples of chunk_size, so a receiver can index them with a bitmap.
+//
+// Encoding and decoding are pure functions over the caller's buffers: no I/O, any thread. A
+// datagram that does not decode is a DecodeStatus, never an exception; an encoder given what
+// does not fit returns 0.
 #pragma once
 
 #include <array>

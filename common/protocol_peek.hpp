@@ -1,5 +1,7 @@
 // Reading and patching an encoded datagram in place: part of common/protocol.hpp, which includes
 // this at its end (include that, not this).
+//
+// One load or store each, inline, unchecked: any thread; nothing throws.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,7 @@
 // Where the regions of a datagram lie and how long datagrams are: part of common/protocol.hpp,
 // which includes this at its end (include that, not this).
+//
+// Offsets and sizes, inline, unchecked: any thread; nothing throws.
 #pragma once
 
 #include <cstddef>

@@ -2,6 +2,9 @@
 // "now" plus the cost, so sleep overshoot never accumulates into a slower average (asio timer3).
 // The sender paces its wire rate with it (--rate, sender/transmit/pacer.hpp) and dd_linksim caps
 // the simulated link's bandwidth with it.
+//
+// One thread uses an instance (a lane's transmit thread, dd_linksim's forwarding loop). The
+// Clock is the caller's and must outlive it. Throws nothing.
 #pragma once
 
 #include <chrono>

@@ -26,6 +26,12 @@
 // The receiver opens a sealed datagram into its inner datagram: what the sender built, its
 // checksum recomputed only for FEC sources (parity is computed over whole inner datagrams, so
 // rebuilt ones need no key); without FEC the inner checksum is not needed and left as it came.
+//
+// A Sealer or an Opener belongs to one thread (OpenSSL contexts are not shared); the caller owns
+// every buffer. load_key_file() throws std::runtime_error with one line (start-up); an OpenSSL
+// failure (out of memory) throws std::runtime_error; Sealer::seal() throws std::logic_error for a
+// datagram that does not fit or a seq that would repeat a nonce (a bug). A datagram that does
+// not open is an OpenStatus, never an exception.
 #pragma once
 
 #include <openssl/evp.h>

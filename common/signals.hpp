@@ -1,6 +1,10 @@
 // Signal handling for the programs' main(): SIGINT/SIGTERM request a stop, which the pipeline
 // stages see through their std::stop_token; SIGHUP reopens the log file (logrotate). Boost.Asio's
 // signal_set does the signal-safe part.
+//
+// StopOnSignals is made on main's thread before the pipeline starts and owns the "dd-signals"
+// thread, joined by its destructor. It throws what Boost.Asio throws when the signals cannot be
+// set up (start-up).
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -1,5 +1,10 @@
 // The link between the programs, seen as a stream of datagrams. UDP (simulator mode) implements it
 // here; the card-driver device transport implements the same interfaces.
+//
+// A sink or a source is used by one thread, but for the calls that say "any thread". Send and
+// receive errors are std::error_code; a full link buffer is std::errc::no_buffer_space, for the
+// caller to wait and retry (a sink drops nothing). The parse functions return false with a
+// reason; nothing here throws.
 #pragma once
 
 #include <algorithm>

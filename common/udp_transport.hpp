@@ -1,5 +1,10 @@
 // UDP transport (simulator mode): Boost.Asio opens, binds and connects the socket; the hot path
 // uses batched sendmmsg/recvmmsg on its descriptor.
+//
+// A UdpSink or UdpSource owns its socket and is used by one thread; peer() and link_drops() may
+// be called from any. The constructors throw std::runtime_error with one line (a destination
+// that cannot be resolved, a port in use); once open, send() and receive() report errors as
+// std::error_code.
 #pragma once
 
 #include <sys/socket.h>

@@ -1,5 +1,7 @@
 // How durably a received file is written (--write-mode), shared by the receiver and the disk
 // self-test (dd_iotest --mode), which must time the same syncs.
+//
+// Pure functions: any thread; nothing throws.
 #pragma once
 
 #include <string_view>

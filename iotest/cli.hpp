@@ -1,5 +1,9 @@
 // The self-test's command line and its dialogue: dd_iotest, dd_file_receive --test-io and
 // dd_file_send --test-read-io all come here.
+//
+// Runs on main's thread, which owns the terminal dialogue; the disk runs start their own IO
+// threads (iotest/disk.hpp). iotest_main() and run_if_requested() return an exit status and let
+// nothing out; prompt_params() throws std::runtime_error when the input ends.
 #pragma once
 
 #include <CLI/CLI.hpp>

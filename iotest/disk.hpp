@@ -8,6 +8,10 @@
 //    from a file whose pages are dropped before each run.
 // Every file it makes is named .ddft-iotest-PID-N in the tested folder and removed on every way
 // out: success, error, Ctrl-C.
+//
+// One thread drives a DiskRunner (main's); the BlockIo it builds runs the IO threads. The runner
+// owns the files it makes. preflight() and a run throw std::runtime_error with one line (a run's
+// files removed first).
 #pragma once
 
 #include <memory>

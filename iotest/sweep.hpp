@@ -1,6 +1,10 @@
 // The disk self-test's sweep: every (block size x thread count) setting, several runs each, the
 // table of averages, the recommended setting, and the same figures as JSON. The runs themselves
 // are done by a Runner (iotest/disk.hpp drives the disk; unit tests give a scripted one).
+//
+// One thread (the caller's); the only I/O is the Runner's. The parsers and checks throw
+// std::invalid_argument with one line for a bad parameter; the sweep passes on what the Runner
+// throws; the formatters throw nothing.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,9 @@
 // length (--burst-len), optionally capped (--burst-max); from them p(good->bad) and p(bad->good)
 // follow. Then: duplication, bit flips, and reordering (a packet held back behind the next
 // --reorder-depth packets).
+//
+// One thread uses a LinkModel (dd_linksim's forwarding loop). Impairments::check() names a bad
+// setting instead of throwing; nothing here throws.
 #pragma once
 
 #include <cstdint>

@@ -87,8 +87,8 @@ void Receiver::make_rings() {
   const size_t ring_bytes = (cfg_.buffer_mb * 1024 * 1024 - pool_bytes) / cfg_.lanes();
   lanes_.resize(cfg_.lanes());
   for (Lane& l : lanes_) {
-    // Populating touches every page now (about a second per GiB here, 2-3 s under memory
-    // pressure): the link is not open yet, so no datagram waits in the kernel meanwhile.
+    // Populating touches every page now (docs/operations.md says how long that takes): the link
+    // is not open yet, so no datagram waits in the kernel meanwhile.
     l.ring = std::make_unique<ByteRing>(ring_bytes, /*populate=*/true);
     l.ring->share_bell(bell_);
     if (!cfg_.lock_memory) continue;

@@ -1,44 +1,35 @@
-// The receiver pipeline (docs/architecture.md has it whole, with the assembler's units).
+// The receiver pipeline: per link (lane) a receive thread and its ring, and one writer thread
+// that drains every ring into the assembler. docs/architecture.md ("The receiver", "Lanes", "The
+// middle") draws it whole; its ends are
 //
-//   link ──> [dd-rx: Ingest] ──> ByteRing (--buffer-mb, allocated once)
-//            recvmmsg (with GRO,  never blocks: full ring = drop + count + log
-//            bundles) straight    (the sender's file lists are kept aside: DropLedger)
-//            into the ring
+//   lane k's DatagramSource ──> Receiver::run() ──> files under --output, or named as failed
+//                                               ──> ReceiveTotals; status() from any thread
 //
-//   ByteRing ──> [dd-write: WriterLoop ──> Assembler] ──> BlockIo (io_uring, or pwrite; with
-//                waits, hands datagrams   SessionGate,       --writers N, threads dd-wio1..N):
-//                on, releases bytes,      FileTable,         write blocks registered as fixed
-//                polls I/O, publishes     FileBlocks,        buffers; folder fsyncs
-//                counters (250 ms)        WriteEngine,   ──> FsPool (dd-fsop1..dd-fsop4): every
-//                                         Finisher,          call that can wait on the file
-//                                         FailureRecords     system (create, verify, flush,
-//                                                            rename, records)
-//                                                        ──> Committer: verified files in
-//                                                            batches: one flush, renames,
-//                                                            folder syncs, then "Passed"
-//                                                        ──> HookRunner (--on-complete):
-//                                                            queued; dd-hook1..N run it
-//
-// Lanes (--listen or --device several times, --lanes N): each link has its own ring and receive
-// thread ("dd-rx0", "dd-rx1", ...: lane k's is dd-rxK), the rings share --buffer-mb and one bell,
-// and the one writer thread drains them all into one assembler (docs/architecture.md, "Lanes").
-//
-// The writer thread never waits on the file system, only (when every write block is taken) for
-// a write or a pool call to finish, while the ring holds what the link brings.
-//
-// Start: the output folder is checked and locked first, and what an earlier run left is finished
-// or named (receiver/delivery/recovery.hpp); then the ring is populated (and locked with
-// --lock-memory), the write blocks, the IO engine and the hook runner are made, and only then is
-// the link opened (bind, or the device node): from the moment a sender's datagrams can queue in the
-// kernel, all that is left is to make the assembler and start the two threads that drain them
-// (about 10 ms here, against a second per GiB of ring). The `receiving on` line (and READY=1 to
-// systemd, see ReceiverObserver) comes once both threads run their loops.
-//
-// Stop: the ingest thread stops first; the writer drains what the ring already holds, then every
-// file still receiving is recorded as failed ("receiver stopped"), files with all their data
-// finish, and all I/O is waited for. Then running hooks finish (each up to
-// --on-complete-timeout; with --once, queued ones run too) and every file whose hook never ran
-// is logged.
+// What it promises:
+// - The link never waits: a full ring drops, counts and logs. The writer thread never waits on
+//   the file system, only (when every write block is taken) for a write or a pool call to
+//   finish, while the rings hold what the links bring.
+// - Start: the output folder is checked and locked first, and what an earlier run left is
+//   finished or named (receiver/delivery/recovery.hpp); then the rings are populated (and locked
+//   with --lock-memory), the write blocks, the IO engine and the hook runner are made, and only
+//   then are the links opened (bind, or the device node): once a sender's datagrams can queue in
+//   the kernel, all that is left is to make the assembler and start the threads that drain them
+//   (docs/operations.md has the times). The `receiving on` line (and READY=1 to systemd, see
+//   ReceiverObserver) comes once every one of those threads runs its loop.
+// - Stop: the receive threads stop first; the writer drains what the rings already hold, then
+//   every file still receiving is recorded as failed ("receiver stopped"), files with all their
+//   data finish, and all I/O is waited for. Then running hooks finish (each up to
+//   --on-complete-timeout; with --once, queued ones run too) and every file whose hook never ran
+//   is logged.
+// Threads: the constructor starts the pools the receiver owns (dd-wio1..N with --writers N,
+// dd-hook1..N); run() on the caller's thread starts "dd-rx" (or "dd-rx0".. with lanes),
+// "dd-write" and the assembler's dd-fsop1..4, and joins them before it returns; status() and the
+// other const calls are thread-safe.
+// Ownership: the receiver owns the output folder, the rings, the write blocks, the IO engine and
+// the hook runner; the config and the clock are the caller's and must outlive it. Throws: the
+// constructor std::runtime_error with one line (a folder it cannot use, a port in use), and run()
+// the same before it receives (a damaged replay state); once receiving, a datagram, a file or a
+// failed write is counted and named, never thrown.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,7 @@
 // A sliding window over sequence numbers: which of the last `Size` numbers below the highest seen
 // have been taken. The loss counter (SeqCounter) and the replay guard (ReplayGuard) both use it.
+//
+// A plain value: no I/O, one thread; nothing throws.
 #pragma once
 
 #include <algorithm>

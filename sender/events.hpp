@@ -1,12 +1,11 @@
 // What the sender tells the rest of the program about each file: the seams the send manifest, the
 // progress display, the hot folder and the metrics hang on, so that none of them reaches into the
-// pipeline.
+// pipeline (docs/architecture.md, "The sender", shows where they sit).
 //
-//   FileSource ──> Reader ──> Transmitter(s) ──> LaneHub ──> SendObserver(s)
-//   (list, or the      reads       one per lane     every callback comes from a transmit thread,
-//    hot folder)                                    one at a time, each event once however many
-//                                                   lanes carry the session
-//                                                   (sender/transmit/lane_hub.hpp)
+// A FileSource is called by the reader thread (next()) and, for backlog(), by a transmit thread.
+// A SendObserver is called by the transmit threads through the LaneHub, one call at a time, each
+// event once however many lanes carry the session; it must be quick and must not throw. Sources
+// and observers are the caller's and must outlive the session.
 #pragma once
 
 #include <cstdint>

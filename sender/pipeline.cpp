@@ -78,7 +78,7 @@ void Sender::log_start(const FileSource& files) const {
     for (size_t i = 1; i < sinks_.size(); ++i) to += ", " + cfg_.lane_name(i);
     to += fmt::format(" ({} lanes, --rate per lane)", sinks_.size());
   }
-  // Without --shard the line stays as it was, byte for byte.
+  // Without --shard the line is the one DFTS operators' scripts read, byte for byte.
   const std::string shard = cfg_.shard.enabled() ? ", --shard " + cfg_.shard.to_string() : "";
   spdlog::info("Info: session {:016x}: {} to {}, packet {} bytes, rate {}, verify {}{}{}",
                session_id_, files.describe(), to, cfg_.packet_size,

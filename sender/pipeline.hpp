@@ -1,14 +1,8 @@
 // The sender pipeline: one reader, one or more lanes (several links driven as one session,
-// --dest given several times or --lanes N). docs/architecture.md draws it whole.
+// --dest given several times or --lanes N). docs/architecture.md ("The sender", "Compression",
+// "Lanes") draws it whole; its ends are
 //
-//   sources ──> [dd-read: Reader] ──> LaneRouter ──> a bounded queue of WorkItem per lane
-//               blocks into one        whole files, or      (slot handles; a full queue blocks
-//               BufferPool, hashed     4 MiB stripes of     the reader: back-pressure)
-//               in file order          a large file
-//   ──> [dd-tx / dd-txK: Transmitter] ──> the lane's DatagramSink
-//        packetises, paces at the lane's --rate, numbers, FEC, seals; control packets, heartbeats
-//   every lane ──> LaneHub: observers hear each file once; SessionList: the file list every lane
-//                  sends, and the barrier at which the lanes end together
+//   FileSource ──> Sender::run() ──> one DatagramSink per lane;  SendObserver(s) hear each file
 //
 // What it promises:
 // - Every file is announced, sent and ended (with its digest), or aborted when it could not be
@@ -19,7 +13,13 @@
 //   transmitter waits for the reader or another lane except at the end barrier, after its queue.
 // - A lane whose link refuses a send ends the session (--lane-down stop, and always with one
 //   lane) or goes down alone (--lane-down continue): its files fail and are listed as aborted.
-// Thread: Sender::run() on the caller's thread starts and joins every stage thread.
+// Threads: run() on the caller's thread starts "dd-read", "dd-tx" (or "dd-tx0".. with lanes)
+// and the pools the stages own, and joins them all before it returns. Ownership: the config,
+// sinks, clock, observers, status and history feed are the caller's and must outlive run(); the
+// session's pool, queues and stages live inside run(). Throws: the constructor
+// std::invalid_argument without a sink (a bug); run() rethrows, once every thread has joined,
+// what a lane threw (the LinkError that ended the session). A file that cannot be read is
+// counted and aborted, never thrown.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,8 @@
 // The sender's numbers: a session's totals, and the live counters --metrics and the progress
 // display read while it runs.
+//
+// SendTotals is a plain value. SendStatus's atomics are written by the transmit threads (relaxed,
+// no lock) and read by any thread; the program owns the one SendStatus its Senders share.
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,11 @@
 // What the sender's reader stage hands its transmit stage(s): one WorkItem per file event or
 // block, each block a slot handle into a common::BufferPool, through a WorkSink. Observers
 // (sender/events.hpp) see files as FileMeta.
+//
+// A WorkItem is a value moved from stage to stage; a block's buffer is lent by index, and the
+// item's last holder gives it back to the pool exactly once (the transmitter, or whoever drops
+// the item). A WorkSink is pushed by one thread at a time; push() blocks while full and returns
+// false once closed; nothing here throws.
 #pragma once
 
 #include <cstddef>

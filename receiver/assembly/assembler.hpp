@@ -1,36 +1,20 @@
-// The assembler: the receive side's core, a façade over the units below. It takes checked
+// The assembler: the receive side's core, a façade over the units of the middle (SessionGate,
+// FecDecoder, FileTable, FileBlocks, WriteEngine, Finisher, FailureRecords; docs/architecture.md,
+// "The middle", draws them and the seams where threads could later sit). It takes checked
 // datagrams off the ring, follows the sender session, assembles each file's data into write
 // blocks, hashes it in file order, writes it through the BlockIo, and finishes every file exactly
 // one way: verified and renamed into place, or moved to the failed folder with a record of why.
 // It also prints the DFTS receive log.
 //
-// It owns no thread: the receiver pipeline calls it from the "dd-write" thread (WriterLoop); tests
-// call it directly with datagrams they build, a FakeClock and a real folder.
+//   datagrams, in arrival order ──> Assembler ──> writes (BlockIo), file-system calls (FsPool)
+//   (WriterLoop)                              ──> log lines, journal, records, delivered files
 //
-//   datagram ─> SessionGate ──(admitted packet)──> FEC (FecDecoder: rebuilt and replayed
-//               decode, unseal,     [A]            packets re-enter here) ──> dispatch
-//               replay window, session, seq                                    │
-//                                                                              v
-//   FileTable (owns every File; the one place a file ends) <───────────────────┘
-//     announce/data/end/abort/list, timeouts, make-room/eviction
-//     ├─ FileBlocks: fill, hash in order, submit ──(writes)──> WriteEngine ──> BlockIo
-//     │                                              [B]        blocks, backlog, reap
-//     ├─ Finisher: verify, Committer, deliver, fail ──(pool work)──> FsPool
-//     └─ FailureRecords: budgets, records, retries ──(pool work)──> FsPool
-//   completions: WriteEngine::reap() and FsPool::reap() collect only; FileTable::pump() [C]
-//   processes them at one point (after a packet, in poll(), or while waiting for a free block).
-//
-// Future thread boundaries (each a bounded queue of handles, drained by the next stage):
-//   [A] gate -> file table: admitted packets as ring-slot handles plus session-change messages,
-//       in order (the gate and FEC on the rx/decode thread, the file table on the writer thread).
-//       Overflow: drop and count, as the ring does today (the diode cannot push back).
-//   [B] file table -> write engine: filled blocks (Block* handles into the block pool) and
-//       folder syncs; back: completions (cookie, error, latency), a queue FileTable::pump()
-//       drains. Overflow: none; the pool's size bounds both (a full pool stalls filling).
-//   [C] file table -> finisher: files whose writes are done (File* kept alive by the table);
-//       back: "failed" / "ended" messages (Finisher::Owner). Bounded by files in flight.
-// Counters (AssemblerCounters) are shared by reference today; on a split each unit keeps its own
-// and publish() sums them.
+// It owns no thread: the pipeline calls it from "dd-write" (WriterLoop) only; tests call it
+// directly with datagrams they build, a FakeClock and a real folder. It owns its units and the
+// FsPool (dd-fsop1..4); the folder, the IO engine, the block memory and the clock are the
+// caller's and must outlive it. Bad input is counted and dropped, and an exception while handling
+// one packet is counted (handling_errors) and logged: the next datagram goes on. The constructor
+// throws std::runtime_error when a lane's replay state is damaged (start-up).
 #pragma once
 
 #include <chrono>

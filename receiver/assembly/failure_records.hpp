@@ -5,6 +5,9 @@
 //
 // Writer thread only. The writes run on the FsPool; their `then` callbacks run on the writer
 // thread from FsPool::reap() (FileTable::pump()).
+// The folder, the pool, the clock, the counters and the journal are the caller's and must outlive
+// it; it keeps the records the file system refused (a bounded number) until they are written.
+// Nothing here throws.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 // The file table (receiver/assembly/file_table.hpp) owns every File and is the one place a File
 // ends; the other units get a File& for the length of one call, or a pointer the table keeps alive
 // (a write's block, the committer's cookie) while the file has I/O or a step in progress.
+//
+// Writer thread only. The functions over a File are pure; nothing here throws.
 #pragma once
 
 #include <cstdint>

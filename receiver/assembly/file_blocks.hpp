@@ -4,6 +4,8 @@
 //
 // Writer thread only. It changes the File it is given (its block map, hash, pending I/O count)
 // but never ends a file nor moves it on: the file table does, after these calls return.
+// The blocks are the write engine's (the caller's), lent to a file while resident. It throws only
+// what the engine's BlockIo throws when it breaks (common/block_io.hpp).
 #pragma once
 
 #include <cstddef>

@@ -11,6 +11,10 @@
 // completion is freed at once, with no graveyard or scope guard to keep it alive.
 //
 // Writer thread only.
+// The table owns every File (its temporary file, and the blocks it holds while resident); the
+// folder, pool, engine, records and counters are the caller's and must outlive it. A bad packet
+// is counted, never thrown; std::logic_error marks an impossible state (a file ended with I/O
+// pending, the write pool exhausted with no block to evict): a bug.
 #pragma once
 
 #include <chrono>
@@ -92,7 +96,7 @@ class FileTable final : private Finisher::Owner {
   // Lanes: a file is "open" on the lanes that announced it (a whole file on its one lane, a
   // striped one on every lane). The next file a lane announces closes the lane for the files
   // open on it, as does the file's end on that lane; a file that no lane holds open any more
-  // and still misses data fails after a short grace (as one lane's next file always did).
+  // and still misses data fails after a short grace (with one lane: once the next file comes).
   //
   // Data: `rebuilt` when FEC made the packet; a file counts the rebuilt packets it takes, and the
   // chunks a later copy (--repeat) fills (File::repairs, and the counters).

@@ -8,6 +8,10 @@
 // Writer thread only. Its pool work and the committer's results come back through FsPool::reap()
 // and the write engine's completions, both processed in FileTable::pump(): the seam where a
 // finishing thread can later sit, fed a queue of files whose writes are done.
+//
+// The folder, pool, engine, blocks, records, counters and owner are the caller's and must outlive
+// it; it owns the Committer. Nothing here throws: a failed verification, flush or rename fails
+// the file (Owner::fail).
 #pragma once
 
 #include <cstdint>

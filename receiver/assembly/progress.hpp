@@ -3,6 +3,7 @@
 // completion, each over the interval since the last line and since start.
 //
 // Writer thread only (Receiver::publish() copies waits() from it).
+// Nothing here throws.
 #pragma once
 
 #include <chrono>

@@ -10,6 +10,7 @@
 // in a receiver that runs for months.
 //
 // Writer thread only.
+// A plain in-memory set that owns its entries; nothing here throws.
 #pragma once
 
 #include <chrono>

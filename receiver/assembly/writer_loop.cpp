@@ -18,8 +18,9 @@ constexpr auto kIdleWait = std::chrono::microseconds(20000);
 // Ring records are handed back to the ingest thread in groups of at least this many (once every
 // datagram in them has been handed on), so it never waits on a whole drain.
 constexpr size_t kReleaseGroup = 64;
-// Datagrams the open workers take at a time: about 1 MB of 8952-byte ones, a few hundred µs of
-// AES-GCM per worker, against a few µs to wake them.
+// Datagrams the open workers take at a time: about 1 MiB of datagrams of the default size, so
+// that each worker's share of AES-GCM outweighs waking it (docs/performance.md has what sealing
+// costs).
 constexpr size_t kOpenBatch = 128;
 // With lanes, the rings are drained this many bytes of each in turn.
 constexpr uint64_t kLaneSlice = uint64_t{1} << 20;

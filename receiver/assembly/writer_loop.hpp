@@ -1,25 +1,24 @@
-// The receiver's "dd-write" thread: drains the ring into the assembler.
+// The receiver's "dd-write" thread: drains the rings into the assembler.
 //
-//   ByteRing(s) ──> [WriterLoop on "dd-write"] ──> Assembler (decode, files, writes, finishing)
-//   DropLedger(s) (file lists kept from a full ring, taken in arrival order)
+//   lane k's ByteRing (all ringing one bell) ──> [WriterLoop on "dd-write"] ──> Assembler
+//   lane k's DropLedger (file lists and heartbeats a full ring kept aside)  ──┘
 //
-// With lanes there is one ring (and ledger) per lane, all ringing one bell: each pass drains
-// every ring in turn, and each datagram goes on with the lane it came from.
-//
-// Datagrams go to the assembler in batches: UnsealPool (--workers) decodes and opens a batch's
-// datagrams side by side, then the assembler takes them one by one in arrival order. With one
-// worker a batch is one datagram, decoded and opened on this thread.
-//
-// Each pass waits for datagrams (20 ms, or 200 us while I/O is pending, so a small file's
-// rename does not wait for the next packet), hands them to the assembler, gives the ring back
-// in small groups, takes the file lists the ingest thread kept aside once everything before
-// them has been taken, and polls the assembler's I/O. Every 250 ms it names the ring's drops by
-// file and publishes the assembler's counters.
+// Each pass waits for datagrams (20 ms, or 200 us while I/O is pending, so that a small file's
+// rename does not wait for the next packet), drains every ring in turn and hands its datagrams
+// on, in the order they arrived, each with its lane: a batch is first decoded and opened side by
+// side by the UnsealPool (--workers; with one worker a batch is one datagram, on this thread).
+// It gives the rings back in groups, hands on the kept file lists once everything before them has
+// been taken, and polls the assembler's I/O. Every 250 ms it names the rings' drops by file and
+// publishes the assembler's counters.
 //
 // Stop: on a stop request (or with --once, when the session has finished) the loop ends, stops
-// the thread that fills the ring (the ingest thread, through `stop_upstream`), drains what the
-// ring still holds, and fails every file still incomplete ("receiver stopped before the file
-// was complete"). The assembler is only ever called from this thread.
+// the threads that fill the rings (through `stop_upstream`), drains what the rings still hold,
+// and fails every file still incomplete ("receiver stopped before the file was complete").
+//
+// run() on its own thread, the only one that ever calls the assembler. The rings, ledgers,
+// assembler and clock are the caller's and must outlive run(); the loop owns the UnsealPool and
+// its "dd-open" threads. run() throws nothing: an exception from the assembler ends the loop with
+// an Error line, and the stop sequence still runs.
 #pragma once
 
 #include <deque>

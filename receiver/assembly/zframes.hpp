@@ -8,6 +8,8 @@
 // from different copies (--repeat): a block compresses to the same frame in every copy.
 //
 // Writer thread only.
+// It owns the frames it holds and one zstd context: the constructor throws std::bad_alloc when
+// zstd cannot make one. A frame that does not decompress is kBad, never an exception.
 #pragma once
 
 #include <zstd.h>

@@ -7,8 +7,8 @@
 //                       the parents of folders made since the last batch] ──> done, in order
 //
 // Group commit without timers: a batch is flushed as soon as the previous batch's flush is over,
-// so under load a batch holds every file verified meanwhile (hundreds), and a lone file goes at
-// once. The flush is fdatasync (rwd) or fsync (rws) for a lone file, and one syncfs() for a batch
+// so under load a batch holds every file verified meanwhile, and a lone file goes at once. The
+// flush is fdatasync (rwd) or fsync (rws) for a lone file, and one syncfs() for a batch
 // (OutputDir::flush_files): git's core.fsyncMethod=batch idea, with the flush after every file's
 // data and size are written and the folder syncs after the renames. Under --write-mode rw nothing
 // is synced: the renames only.
@@ -16,6 +16,11 @@
 // A file's outcome is reported only once everything for it is durable; an error of its flush or
 // of its folder's sync fails it (never retried: after a failed sync the page cache cannot be
 // trusted).
+//
+// Writer thread (add(), on_dir_synced(), and `done`); the flushes and renames run on the FsPool.
+// The folder, the pool and the journal are the caller's and must outlive it; a request's
+// TempFile stays the caller's, untouched, until its result. Nothing here throws: a failure is
+// the file's CommitResult.
 #pragma once
 
 #include <cstdint>

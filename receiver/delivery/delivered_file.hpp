@@ -1,5 +1,6 @@
 // What the assembler tells the rest of the receiver about a file it has verified and renamed into
 // place (the --on-complete hook's input).
+// A plain value; nothing here throws.
 #pragma once
 
 #include <cstdint>

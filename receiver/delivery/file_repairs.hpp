@@ -1,5 +1,6 @@
 // What repaired one file on its way: the counts its `repaired:` Info line (after its File:
 // line), its journal's P line, its failure record and the metrics report.
+// A plain value; nothing here throws.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,11 @@
 // that calls reap() (the writer thread), in the order the work finished. Work items may run in any
 // order and at the same time: callers order dependent steps themselves (a step is posted from
 // the previous step's `done`).
+//
+// The pool owns its threads (joined by its destructor) and the queued work; what a work item
+// touches is its poster's to keep alive until its `done` runs. Work must not throw (a throw is
+// caught and logged, and `done` still runs); reap() passes on what a `done` throws, the rest
+// staying queued.
 #pragma once
 
 #include <chrono>

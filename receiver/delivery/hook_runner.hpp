@@ -23,6 +23,10 @@
 // by signal" is the shell itself killed. The output tail (last 3 lines, 200 bytes each) is
 // logged on failure only. A hook never moves, removes or holds back the file: the file is
 // delivered before its hook is queued.
+//
+// enqueue() and file_moved() from any thread (the writer's); the runner owns its queue, its
+// threads and their child processes, and stop() (or the destructor) joins them. Nothing leaves a
+// hook thread: a hook that cannot start or be watched is logged as its outcome.
 #pragma once
 
 #include <atomic>

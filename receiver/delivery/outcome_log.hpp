@@ -9,15 +9,19 @@
 // One line per event, appended: "<kind> <session hex> <file id> <size> <verify> <key hex or ->
 // <path as a JSON string>", and for F and R lines " <record as a JSON string> <reason as a JSON
 // string> <bytes received>"; for P lines, when the file's repairs are known (not for a file the
-// start-up finished), " <FEC rebuilt> <repeat filled>" (receiver/delivery/file_repairs.hpp). A time
-// mark "T <ns since the epoch>" goes before the first line of each minute: every line after it was
-// written at that time or later (a reader of an older version skips it as damaged). Lines are
-// not synced on their own.
+// start-up finished), " <FEC rebuilt> <repeat filled>" (receiver/delivery/file_repairs.hpp). A
+// time mark "T <ns since the epoch>" goes before the first line of each minute: every line after
+// it was written at that time or later (a reader that does not know T lines skips it as
+// damaged). Lines are not synced on their own.
 //
 // Compaction (compact()): lines older than the window go; of the rest, each file keeps only what
 // the start-up reads (its last line, and its last F line with the L line after it); past
 // --journal-mb the oldest go too, with a warning. Done at start-up, after the recovery, and
 // whenever the journal has doubled since the last compaction (in append()).
+//
+// append() and compact() from any thread (one mutex), the other calls from one. The file is
+// opened for each use, never held. The constructor throws std::runtime_error with one line when
+// the journal cannot be created (start-up); later, a write that fails returns false with errno.
 #pragma once
 
 #include <chrono>

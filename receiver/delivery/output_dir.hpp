@@ -2,6 +2,11 @@
 // place once verified, or moved to the failed folder with a JSON record. Every path from the wire
 // is checked, and folders are walked with openat(O_NOFOLLOW) from the output folder's descriptor,
 // so nothing is ever written outside it, whatever symlinks are planted inside.
+//
+// The writer thread owns it; the FsPool's threads run its per-file calls, any number at once on
+// different files (they only read its settings). The constructor and lock_exclusive() throw
+// std::runtime_error with one line (start-up: a folder it cannot use or lock); the per-file
+// calls report a failure by their result, with a reason.
 #pragma once
 
 #include <sys/types.h>
@@ -38,8 +43,8 @@ std::string check_wire_path(std::string_view path, const PathLimits& limits = {}
 
 // The receiver's own files in the output folder: the replay state (--key-file) and the lock.
 inline constexpr const char* kStateFileName = ".ddft-session-state";
-// Lane k's replay state (--key-file): kStateFileName for lane 0 (as before lanes), else
-// kStateFileName + ".laneK".
+// Lane k's replay state (--key-file): kStateFileName for lane 0 (the name a receiver of one lane
+// uses), else kStateFileName + ".laneK".
 std::string state_file_name(size_t lane);
 inline constexpr const char* kLockFileName = ".ddft-lock";
 // Space kept in the output folder (the failed folder's file system) for failure records, given up

@@ -1,5 +1,6 @@
-// Private to OutputDir's implementation (receiver/output_dir*.cpp): the names it gives its own
-// files and the helpers its parts share. Nothing else includes this.
+// Private to OutputDir's implementation (receiver/delivery/output_dir*.cpp): the names it gives
+// its own files and the helpers its parts share. Nothing else includes this. The helpers run on
+// the thread of the OutputDir call that uses them and report failure by their result.
 #pragma once
 
 #include <cstring>

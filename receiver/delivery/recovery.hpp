@@ -1,5 +1,9 @@
 // What the receiver does at start-up, before it takes a datagram, to keep its promise across a
 // crash or a power cut: every file an earlier run was working on ends as delivered or as named.
+//
+// Runs once, in the Receiver's constructor on main's thread, before any thread of the receiver
+// starts. The folder and the journal are the caller's. A damaged journal line is skipped, never
+// thrown.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // Test hook (hidden options --test-stall-writer-s S and --test-stall-after-mb M): the disk stalls
 // once for S seconds after M MiB were written, as a disk does when it hiccups. It wraps the write
 // engine only when asked for, so the normal path pays nothing for it.
+// The stall blocks the thread that submits the write (dd-write), as a stuck disk queue would
+// hold it; otherwise it is the engine it wraps, which it owns: same threads, same throws.
 #pragma once
 
 #include <chrono>

@@ -8,6 +8,9 @@
 //
 // Writer thread only (as the BlockIo it drives). No allocation per block or per write once the
 // backlog and the completion list have grown to their working size.
+// The BlockIo and the block memory are the caller's and must outlive it; the blocks are the
+// engine's, lent to a file while taken. It throws only what the BlockIo throws when it breaks; a
+// failed write is a completion with its error.
 #pragma once
 
 #include <cstddef>

@@ -17,6 +17,10 @@
 // A reservation that does not fit before the end of the memory wraps to its start, leaving a pad
 // record behind. Positions (produced(), consumed(), Record::next) count bytes since the start and
 // only grow.
+//
+// One producer thread (the lane's dd-rx) and one consumer (dd-write); used(), produced() and
+// consumed() from any thread. The ring owns its memory, allocated (and with `populate` touched)
+// once: the constructor throws std::bad_alloc; nothing else throws.
 #pragma once
 
 #include <algorithm>

@@ -5,6 +5,10 @@
 // FEC datagram of the receiver's life; when it runs out, or when more than kMaxWindows windows
 // are open, the oldest window is given up (its unrepaired groups are counted as lost; the files
 // they belong to then fail with their missing ranges in the usual way).
+//
+// Writer thread only, one decoder per lane. It owns its window pool; a rebuilt datagram is lent
+// to the Deliver callback for that call only. Parity that disagrees with its window is counted
+// and dropped; the assembler catches and counts anything else this throws.
 #pragma once
 
 #include <cstdint>

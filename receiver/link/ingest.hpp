@@ -1,5 +1,10 @@
 // Ingest stage: drains the link into the ring as fast as the link delivers. Never blocks on the
 // disk: when the ring is full, datagrams are received into a scratch area, dropped and counted.
+//
+// run() on the lane's receive thread (dd-rx, or dd-rxK with lanes), the ring's one producer; the
+// counters and the ledger are read by other threads as their comments say. The source and the
+// ring are the caller's and must outlive run(). run() throws nothing: a receive error ends the
+// loop with an Error line.
 #pragma once
 
 #include <atomic>

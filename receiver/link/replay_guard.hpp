@@ -3,6 +3,9 @@
 // the newest session accepted), or of this session (a sequence number already taken, or one too
 // far behind to tell). The newest session and how far it got are kept in a small state file, so a
 // restart of the receiver does not reopen the door to what it had taken before.
+//
+// One guard per lane, on the writer thread; no I/O of its own (the session gate saves and
+// restores the mark). parse_session_mark() returns nothing with a reason; nothing here throws.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,10 @@
 //
 // Writer thread only, but for precheck(): decoding and opening need no state of the gate, so
 // UnsealPool's workers do them for a batch side by side, and admit() takes the batch in order.
+//
+// The folder, pool, clock and counters are the caller's and must outlive the gate; it owns the
+// Opener and each lane's replay guard. The constructor throws std::runtime_error when a lane's
+// replay state is damaged (start-up); a datagram that fails a check is counted and dropped.
 #pragma once
 
 #include <chrono>

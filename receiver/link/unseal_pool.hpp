@@ -13,6 +13,11 @@
 // on the writer thread.
 //
 // With one worker there is no thread: run() does everything on the caller's.
+//
+// run() from one thread (the writer's), which takes a share itself. The pool owns its threads
+// (joined by its destructor), its Openers and the inner buffers, valid until the next run(). The
+// constructor throws std::invalid_argument for a batch of 0 (a bug); run() throws again, once
+// every share is done, what a worker threw (OpenSSL out of memory).
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,9 @@
 // dd_file_receive's Prometheus metrics (--metrics): every number the receiver exposes, with what
 // it means, read from Receiver::status() once per scrape.
+//
+// Registered on main's thread before the server starts; the reads run on "dd-metrics" through
+// Receiver's thread-safe status(). Registration throws std::invalid_argument only for a bad
+// metric (a bug).
 #pragma once
 
 #include "common/metrics.hpp"

@@ -5,6 +5,9 @@
 // Without NOTIFY_SOCKET in the environment (not started by systemd, or not as Type=notify) every
 // call is a no-op. A message that cannot be sent is logged (at most once a minute) and otherwise
 // ignored: the daemon keeps receiving whatever happens to its service manager.
+//
+// The notifier is made on main's thread before other threads start; on_receiving() and
+// on_tick() come from the writer thread, status() and stopping() from any. Nothing here throws.
 #pragma once
 
 #include <atomic>

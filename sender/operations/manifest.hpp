@@ -19,9 +19,14 @@
 //
 // Each line is written whole with one write() on a descriptor opened O_APPEND, so a crash leaves
 // no half line and several senders may share one manifest. Lines are made durable (fdatasync)
-// when the session ends and, while files keep coming, at most once a second: a sync per line
-// would cost the link's thread a disk flush per file (thousands a second with small files), and
-// the page cache already keeps every written line across a crash of the program.
+// when the session ends and, while files keep coming, at most once a second (after every line
+// with sync_each_line()): the page cache keeps every written line across a crash of the program,
+// and a sync per line would cost the link's thread a disk flush per file.
+//
+// ManifestWriter owns the file. Its callbacks come from the transmit threads one at a time,
+// link_left_out() from any thread. The constructor throws std::runtime_error with one line when
+// the file cannot be opened (start-up); a line or a sync that fails later is logged and counted
+// (errors()), never thrown.
 #pragma once
 
 #include <chrono>

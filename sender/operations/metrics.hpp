@@ -1,5 +1,8 @@
 // dd_file_send's Prometheus metrics (--metrics): every number the sender exposes, with what it
-// means, read from a SendStatus the transmit thread keeps up to date.
+// means, read from a SendStatus the transmit threads keep up to date.
+//
+// Registered on main's thread before the server starts; the reads run on "dd-metrics", from
+// atomics. Registration throws std::invalid_argument only for a bad metric (a bug).
 #pragma once
 
 #include "common/clock.hpp"

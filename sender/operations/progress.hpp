@@ -10,6 +10,10 @@
 //
 // For a source that keeps giving files (the hot folder) the batch has no end, so its line has no
 // percent and no ETA: files done, bytes sent, the rate and, when the source can tell, its queue.
+//
+// render_progress() is pure. ProgressDisplay's callbacks come from the transmit threads, one at
+// a time; it draws through the console's lock, and the console and the clock are the caller's.
+// Nothing here throws.
 #pragma once
 
 #include <chrono>

@@ -11,11 +11,15 @@
 // original file's. A block keeps its pool buffer: a frame is never longer than its block, so it
 // is written over it and no second buffer is taken (no pool deadlock, no extra memory but one
 // scratch block per worker). Back-pressure: a worker whose turn it is blocks in out.push(); the
-// others wait for their turn; the job queue fills; the reader blocks.
+// others wait for their turn; the job queue fills; the reader blocks. --compress auto first
+// tries a 64 KiB sample from the middle of the block at level 1, and sends the block raw when
+// the sample does not shrink either (docs/performance.md has what each mode costs).
 //
-// --compress auto tries a 64 KiB sample from the middle of the block at level 1 first and sends
-// the block raw when the sample does not shrink either: on incompressible data that costs about
-// a sixteenth of a level-1 pass, not a full compression.
+// push() and close() on the reader's thread. The compressor owns its workers (joined by close()
+// or its destructor) and their zstd contexts; the pool and `out` are the caller's. The
+// constructor throws std::bad_alloc when zstd cannot make a context; a block that fails to
+// compress goes raw (logged), and a failed push on to `out` ends the stream as if refused: no
+// exception leaves a worker.
 #pragma once
 
 #include <zstd.h>

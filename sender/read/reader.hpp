@@ -3,6 +3,11 @@
 // (sender/transmit/lane_router.hpp) with several lanes. Reads go through common::BlockReader over
 // the BlockIo engine (io_uring; --readers IO threads, --read-queue-depth each), several blocks
 // ahead, and are handed on in file order.
+//
+// run() on the "dd-read" thread. The reader owns the files it opens and its read engine
+// (dd-rio1..N); the source, pool and sink are the caller's and must outlive run(). A file that
+// cannot be opened or read is a kSkip or kAbort item, never an exception; run() logs anything
+// that escapes and closes the sink on every way out.
 #pragma once
 
 #include <atomic>

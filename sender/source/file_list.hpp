@@ -1,4 +1,7 @@
 // Turns the command line's files and folders into the list of files to send.
+//
+// Runs on main's thread before the session. It reads folders and stats files but opens none for
+// reading; what cannot be listed is an entry of FileList::errors, never an exception.
 #pragma once
 
 #include <cstdint>

@@ -17,6 +17,11 @@
 //
 // Lines are not synced one by one: sync() makes them durable (at a session's end, and at most
 // once a second while files keep coming, as the manifest does).
+//
+// History's append(), mark_sent_up_to() and sync() are thread-safe (one mutex); it owns the
+// file's descriptor. Its constructor and sender_id_in() throw std::runtime_error with one line
+// (start-up); a line that cannot be written later returns false, which HistoryRecorder logs and
+// counts. HistoryRecorder's callbacks come from the transmit threads, one at a time.
 #pragma once
 
 #include <chrono>

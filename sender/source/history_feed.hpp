@@ -16,6 +16,8 @@
 // by the next run, at its start (the history keeps "sent up to" marks: sent_up_to()).
 //
 // Thread-safe: the lanes' transmit threads take(), the session's observer thread add()s.
+// It owns the schedule and the packed payloads (each shared with the lanes until all have sent
+// it); nothing here throws.
 #pragma once
 
 #include <chrono>

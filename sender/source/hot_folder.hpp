@@ -25,6 +25,11 @@
 // the name in that instant is put back (under its name, or "name.N.ext" when that is taken
 // again) and sent, never removed. A stop between the two is finished at the next start from the
 // journal's record.
+//
+// next() runs on the reader thread, the SendObserver callbacks on the transmit threads; one mutex
+// serialises them. The hot folder owns its inotify descriptor and its journal. The constructor
+// throws std::runtime_error with one line on a bad setting, before touching any file; once
+// running, a file that cannot be sent or removed is logged and held, never thrown.
 #pragma once
 
 #include <cstdint>

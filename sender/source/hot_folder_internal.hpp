@@ -1,5 +1,5 @@
-// Private to HotFolder's implementation (sender/hot_folder*.cpp): what its parts share. Nothing
-// else includes this.
+// Private to HotFolder's implementation (sender/source/hot_folder*.cpp): what its parts share.
+// Nothing else includes this. Called under HotFolder's mutex; the helpers are pure.
 #pragma once
 
 #include <sys/inotify.h>

@@ -15,6 +15,9 @@
 //                ^                                                                  │
 //                └──── an event on a held file ── held <── failed, or sent but kept ┤
 //                                                                   finished <── sent, removed
+//
+// One caller at a time (HotFolder, under its mutex); time comes only from the `now` arguments and
+// the file system only through the caller's probe. Nothing here throws.
 #pragma once
 
 #include <chrono>

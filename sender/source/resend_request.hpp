@@ -10,6 +10,10 @@
 // sent (size and digest): a file that changed or cannot be found is refused with one line. Each
 // goes as a resend (kResend), so the receiver delivers it under its name and marks its failure
 // resolved.
+//
+// Runs on main's thread before the session. read_resend_requests() throws std::runtime_error
+// with one line ("FILE:LINE: ...") when the file cannot be read or a line is not a request
+// (start-up); a request that cannot be served goes to the error list, never thrown.
 #pragma once
 
 #include <cstdint>

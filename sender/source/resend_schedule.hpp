@@ -8,7 +8,8 @@
 //                                                                      one-shot send, the hot
 //                                                                      folder's next())
 //
-// Thread-safe.
+// Thread-safe (one mutex). The clock is the caller's and must outlive it. Nothing here throws: a
+// file that changed or went is logged once and not resent.
 #pragma once
 
 #include <chrono>

@@ -10,7 +10,9 @@
 // `protect_for` (the history's last repeat on the wire, after which a receiver can no longer name
 // it as missed) is never removed for the size bound; the bound is then exceeded, with a warning.
 //
-// Thread-safe (the transmit threads' observer calls, the hot folder's start).
+// Thread-safe (the transmit threads' observer calls, the hot folder's start). The constructor
+// throws std::runtime_error with one line when the index cannot be opened (start-up); pruning
+// that fails is logged, never thrown.
 #pragma once
 
 #include <chrono>

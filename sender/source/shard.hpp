@@ -5,6 +5,8 @@
 // told, modulo N. Every host computes the same split on any machine, with no word between hosts:
 // each file is in exactly one shard, so none is sent twice and none is left out. By hand:
 //   printf %s 'photos/a.jpg' | xxhsum -H3      then the hex value modulo N.
+//
+// Pure: any thread; parse_shard() returns false with a reason; nothing throws.
 #pragma once
 
 #include <cstdint>

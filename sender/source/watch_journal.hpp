@@ -13,6 +13,10 @@
 // <path> is the relative path with every byte outside '!'..'~' and '%' written as %XX, so any
 // name is one field; <check> is 8 hex digits, the first 32 bits of the XXH3-128 of the line up to
 // the space before it, so a torn or altered line is told from a good one.
+//
+// Not thread-safe: HotFolder serialises the calls. The journal owns its descriptor. The
+// constructor throws std::runtime_error with one line when the file cannot be read or created,
+// or is not a journal (start-up); the records and compact() return a std::error_code.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,10 @@
 // window is full, or the transmitter closes it early (end of a file, a heartbeat, the session's
 // end), the parity datagrams of its groups are made: index-major, so that a burst over the parity
 // also spreads across the groups.
+//
+// One per lane, on its transmit thread. It owns its parity buffers (allocated once) and keeps no
+// copy of a source. add() throws std::logic_error for a source longer than the packet size allows
+// (a bug).
 #pragma once
 
 #include <cstdint>

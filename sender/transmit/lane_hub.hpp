@@ -1,10 +1,11 @@
-// What the lanes of one session share: the observers, who hear each event once and one
-// at a time, which lanes still carry each file, the session's file list and its end barrier.
+// What the lanes of one session share: the observers, who hear each event once and one at a
+// time, which lanes still carry each file, the session's file list and its end barrier.
 //
-//   lane 0's transmitter ──┐ file_begun, file_progress,        ┌──> SendObserver(s): each event
-//   lane 1's transmitter ──┼─ lane_finished / file_done ──> LaneHub (one mutex)  once, serialised
-//   ...                   ─┘                                   └──> SessionList: the file's entry,
-//                                                                   when its last lane is done
+//   lane k's transmitter ── file_begun, file_progress, ──> LaneHub ──> SendObserver(s): each
+//   (one per lane)           lane_finished, file_done     (one mutex)   event once, one at a time
+//                                                                   ──> SessionList: a file's
+//                                                                       entry, once its last lane
+//                                                                       is through with it
 //
 // A whole file is carried by one lane, a striped file by every lane. The first lane to announce a
 // file tells the observers it started; its progress is the sum over lanes (and copies); the last
@@ -16,6 +17,10 @@
 // and has not finished its part of, begun or yet to begin, is doomed. It fails with the lane's
 // reason; the other lanes that carry it (a striped file's) ask doomed() and abort it on the wire
 // instead of ending it, since the receiver could never complete it.
+//
+// Thread-safe: every lane's transmit thread calls it, and the mutex is held while the observers
+// run. The observers are the caller's and must outlive the hub; it owns the SessionList. Throws
+// nothing of its own.
 #pragma once
 
 #include <cstddef>

@@ -1,10 +1,11 @@
-// The lane router: between the one reader and the lanes' transmitters, it decides which
-// lane carries what.
+// The lane router: between the one reader and the lanes' transmitters, it decides which lane
+// carries what.
 //
-//   Reader ──push──> LaneRouter ──> lane 0's BoundedQueue<WorkItem> ──> Transmitter "dd-tx0"
-//   (reader thread)      │      ──> lane 1's queue ──> Transmitter "dd-tx1" ...
-//                        └── queued bytes per lane (atomics): + when a block is routed to the
-//                            lane, - when its transmitter has packetised it (block_done())
+//   Reader (or Compressor) ──push──> LaneRouter ──> lane 0's BoundedQueue<WorkItem> ──> dd-tx0
+//                                        │      ──> lane 1's queue ──> dd-tx1 ...
+//                                        └── queued bytes per lane (atomics): + when a block is
+//                                            routed to the lane, - when its transmitter has
+//                                            packetised it (block_done())
 //
 // The rules, the "least busy" lane being the one with the fewest queued bytes (ties: the next lane
 // after the last one chosen, so that empty files and an idle session still spread):
@@ -12,8 +13,9 @@
 //   --repeat copy of it included, down the lane least busy at its first kBegin;
 // - a striped file (more than --stripe-mb MiB, 2 lanes or more): each copy's kBegin, kEnd and
 //   kAbort go down every lane (each after that lane's share of the data, which queue order
-//   gives); its data in stripes of stripe_bytes(), each stripe down the lane least busy when its
-//   first block is routed, and the rest of the stripe after it;
+//   gives); its data in stripes of stripe_bytes() (kStripeUnit, 4 MiB; less under a smaller
+//   --stripe-mb), each stripe down the lane least busy when its first block is routed, and the
+//   rest of the stripe after it;
 // - a kSkip (a file never announced) goes down the least busy lane.
 // A full lane queue blocks the reader (back-pressure), as one transmitter's queue does.
 //
@@ -22,6 +24,10 @@
 // rest of a file it already carries, still goes down its queue, which its transmitter drains
 // without sending (so that the file fails as a whole and the buffers come back). Lanes never come
 // back up.
+//
+// push() from one thread at a time; every other call from any thread. The lane queues are the
+// caller's and must outlive the router; a block's buffer passes with its item to the lane. The
+// constructor throws std::invalid_argument for no lane or more than kMaxLanes (a bug).
 #pragma once
 
 #include <atomic>

@@ -8,6 +8,9 @@
 // Every sleep goes through a Clock, so all of it is tested against a fake clock. A keepalive
 // (set_keepalive) is called during the DFTS sleeps, so that a long deliberate pause still sends
 // heartbeats and the receiver never takes it for a dead link.
+//
+// One per lane, on its transmit thread; the clock is the caller's and must outlive it. It throws
+// nothing of its own; what the keepalive throws passes through.
 #pragma once
 
 #include <chrono>

@@ -9,6 +9,9 @@
 // its own cursor and takes, on its own cadence (kListInterval, kListBatch), the entries it has not
 // sent yet. At the end a lane reports done (lane_done()) and keeps its link alive until every lane
 // is; then it takes its last list: the complete list while that may be sent, else the rest.
+//
+// Thread-safe (one mutex): every lane's transmit thread calls it. It owns its entries (copies).
+// The constructor throws std::invalid_argument for 0 lanes (a bug).
 #pragma once
 
 #include <chrono>

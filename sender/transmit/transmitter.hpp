@@ -1,27 +1,29 @@
-// Transmit stage: turns work items into datagrams, paces them and sends them in batches. One per
-// lane: each has its own sink, pacer (--rate is per lane), sequence numbers, FEC
-// windows and, sealed, its own salt (so its own key) under the session's one id.
+// Transmit stage, one per lane: turns work items into datagrams (each file's announce, data or
+// kZData pieces, end or abort; mid-file repeated announces; the session's file lists and history;
+// heartbeats), numbers them, adds FEC parity, seals them (--key-file), paces them (--rate is per
+// lane) and sends them in batches down the lane's sink. Each lane has its own sequence numbers,
+// FEC windows and salt (so its own key) under the session's one id.
 //
-// Besides each file's announce, data and end, it sends mid-file repeated announces (kFlagRepeat,
-// once after every R bytes of a file's data, R = repeat_announce_interval()) and the session's
-// file list (kFileList, common/protocol.hpp), shared by the lanes
-// (sender/transmit/session_list.hpp): the files finished or aborted on the wire since this lane's
-// previous list every kListInterval or kListBatch files, and at the end of the session the complete
-// list (or, past kCompleteListMax files or in hot-folder mode, the rest). A striped file's
-// announces carry kFlagStriped, and its repeated announces count this lane's own data bytes.
+//   lane's BoundedQueue<WorkItem> ──> [Transmitter on dd-tx / dd-txK] ──> lane's DatagramSink
+//                                                   │ each file's events, its list entry
+//                                                   v
+//                                          LaneHub (observers, SessionList)
 //
-// The link is never quiet for longer than a heartbeat interval while the sender paces itself:
-// during every DFTS sleep (intra-packet, -fsdelay, the sleep algorithm's pause, EOF_DELAY) the
-// pacer's keepalive sends a heartbeat from this thread once the last datagram is an interval old
-// (sender/transmit/transmitter_keepalive.cpp), and a full link buffer is retried at least that
-// often. So that such a heartbeat never overtakes a datagram numbered before it (the receiver would
-// count the gap as loss), a batch ends where an intra-packet sleep falls and every sleep comes
-// after a batch's last datagram: nothing encoded waits unsent through one.
-//
-// When its link refuses a send (LinkError), a lane either ends the session (--lane-down stop, one
-// lane, or the last lane up) or goes down (--lane-down continue): it sends nothing more, the
-// router stops choosing it, the files it carries fail (striped ones on every lane, which abort
-// them), and it drains its queue, giving every buffer back, until the session ends.
+// What it promises:
+// - The link is never quiet for longer than a heartbeat interval: during every DFTS sleep the
+//   pacer's keepalive sends a heartbeat from this thread, and a full link buffer is retried at
+//   least that often. Such a heartbeat never overtakes a datagram numbered before it (the
+//   receiver would count the gap as loss): a batch ends where an intra-packet sleep falls, and
+//   every sleep comes after a batch's last datagram.
+// - Every block's buffer goes back to the pool, sent or not.
+// - When its link refuses a send (LinkError), the lane ends the session (--lane-down stop, one
+//   lane, or the last lane up) or goes down (--lane-down continue): it sends nothing more, the
+//   router stops choosing it, the files it carries fail (striped ones on every lane, which abort
+//   them), and it drains its queue, giving every buffer back, until the session ends.
+// run() on the lane's thread, where the pacer calls back into it. The config, sink, clock, pool,
+// queue, hub and router are the caller's and must outlive run(). run() throws LinkError when the
+// link fails and the session must end, and std::logic_error or std::runtime_error for a datagram
+// that cannot fit the packet size (a bug); a file that cannot be read is aborted on the wire.
 #pragma once
 
 #include <chrono>

@@ -111,7 +111,7 @@ TEST_F(CompressEndToEnd, TextCrossesInFewerDatagramsAndRandomDataAsItIs) {
     // (a frame's own header and checksum would not save 1/32 of them).
     EXPECT_NE(tx_log().find("Info: compression: 4 of 8 block(s) compressed"), std::string::npos)
         << tx_log();
-    // The text's 3 MiB shrink about 5x: the session takes well under 70% of the datagrams.
+    // The text's 3 MiB compress well: the session takes well under 70% of the datagrams.
     EXPECT_LT(sent * 10, plain * 7) << tx_log();
   }
 }

@@ -224,8 +224,8 @@ TEST_F(EndToEnd, TheSenderIdCrossesWithEachSessionAndTheHistoryKeepsEachFile) {
   EXPECT_NE(history.find("\"b.txt\""), std::string::npos) << history;
 }
 
-// Issue 8's receive side with the real daemon: --on-complete gets each delivered file's final
-// path and a failing hook leaves its file delivered, --exclude drops a file without a failure
+// The receiver's operator features with the real daemon: --on-complete gets each delivered file's
+// final path and a failing hook leaves its file delivered, --exclude drops a file without a failure
 // record, and --log-format json writes one JSON object per line.
 TEST_F(EndToEnd, OnCompleteHooksFiltersAndJsonLog) {
   std::ofstream(src_ / "a.txt") << "a";

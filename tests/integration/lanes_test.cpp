@@ -1,4 +1,4 @@
-// Lanes on the wire (issue 18): the real dd_file_send drives three links as one session, each
+// Lanes on the wire: the real dd_file_send drives three links as one session, each
 // link a UDP socket of this test on loopback, and every datagram is decoded as a receiver would:
 // each lane numbers its datagrams from 0, names itself in its heartbeats, carries whole files
 // alone and a striped file's announce (kFlagStriped) and end with every other lane, and ends with

@@ -119,7 +119,8 @@ class LossTest : public ReceiverFixture {
   std::unique_ptr<Process> link_;
 };
 
-// The loss matrix of the issue, each pattern with the setting docs/loss.md recommends for it.
+// Every loss pattern of docs/loss.md ("Which setting for which loss"), each with the setting it
+// recommends.
 TEST_F(LossTest, EveryPatternWithItsRecommendedSettingDeliversEverything) {
   const std::vector<Pattern> patterns = {
       {"random 0.1%", {"--loss", "0.1", "--seed", "11"}, {"--fec", "64:4"}},

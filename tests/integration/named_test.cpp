@@ -1,4 +1,4 @@
-// Every file named (issue 15, part 3), end to end over loopback with the real binaries: each file
+// Every file named, end to end over loopback with the real binaries: each file
 // the sender sent is either delivered byte for byte or named by exactly one failure record, and
 // dd_reconcile (with the sender's --manifest) finds every one delivered or failed. The receiver's
 // ring overflows under a stalled disk, the receiver starts in the middle of a file, it restarts
@@ -36,9 +36,9 @@ double since(steady_clock::time_point t) {
   return duration<double>(steady_clock::now() - t).count();
 }
 
-// The issue's case: 10,000 small files sent unpaced into a writer that stalls long enough for the
-// ring to overflow. Packets of thousands of files are dropped, announces, data and ends alike;
-// the passed files and the failed records add up to 10,000, each naming its file once.
+// The hardest case for naming: 10,000 small files sent unpaced into a writer that stalls long
+// enough for the ring to overflow. Packets of thousands of files are dropped, announces, data and
+// ends alike; the passed files and the failed records add up to 10,000, each naming its file once.
 TEST_F(Named, TenThousandSmallFilesIntoAStalledWriterAreEachNamed) {
   const auto t0 = steady_clock::now();
   std::vector<std::string> paths;

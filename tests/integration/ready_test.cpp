@@ -1,7 +1,7 @@
-// "Ready means ready" (issue 15, part 4) with the real binaries:
+// "Ready means ready" with the real binaries:
 //   - a sender started the instant the receiver looks up (its port is bound, or its `receiving
-//     on` line appears), unpaced, loses nothing although the receiver's ring took about a second
-//     to prepare;
+//     on` line appears), unpaced, loses nothing although preparing the receiver's ring takes far
+//     longer than such a sender needs to fill the socket buffer;
 //   - the systemd notify protocol for real, on an AF_UNIX datagram socket of the test's own:
 //     READY=1 only once the ring is prepared and the port is bound, WATCHDOG=1 pings that stop
 //     while the writer is stalled, STOPPING=1 on SIGTERM.
@@ -96,10 +96,9 @@ class Ready : public ReceiverFixture {
 // ---------------------------------------------------------------------------------------------
 // A sender started the instant the receiver looks up.
 
-// The ring: preparing it must take far longer than an unpaced sender needs to fill the socket
-// buffer (64 MiB at about 1 GB/s: well under 0.1 s). Measured here (2026-11-25, from start to
-// the `receiving on` line): 128 MB 0.15 s, 256 MB 0.34 s, 512 MB 0.4-0.7 s, 1024 MB 0.96-1.2 s,
-// 2048 MB 2.3 s. 1024 MB (the default) is over half a second with room to spare.
+// The ring: preparing it must take far longer than an unpaced sender needs to fill the 64 MiB
+// socket buffer, or the test would pass whatever the order of the start-up; 1024 MB (the
+// default) does, with room to spare (docs/operations.md says how long preparing takes).
 constexpr const char* kBigRingMb = "1024";
 // Unpaced, 256 MiB: four times the socket buffer, so a socket that nobody drains overflows.
 const std::vector<std::string> kSources = {"synthetic:100M", "synthetic:80M", "synthetic:76M"};
@@ -107,7 +106,7 @@ const std::vector<std::string> kSources = {"synthetic:100M", "synthetic:80M", "s
 #if defined(__SANITIZE_ADDRESS__)
 // Under AddressSanitizer (scripts/sanitize.sh) the programs run at about half speed, and an
 // unpaced sender overruns the receive thread whenever it runs, which says nothing about start-up.
-// 100 MB/s still fills the 64 MiB socket buffer well within the second the ring takes.
+// 100 MB/s still fills the 64 MiB socket buffer well before the ring is prepared.
 constexpr const char* kRate = "100";
 #else
 constexpr const char* kRate = "0";
@@ -131,8 +130,8 @@ TEST_P(ReadyUnpaced, SenderStartedAtOnceLosesNothing) {
       base_ / "receive.log");
   // The port bound is when a sender's datagrams start to queue in the kernel (what a sender
   // started by a unit ordered After= the receiver meets); the `receiving on` line is what an
-  // operator waits for. With the old order (bind, then populate the ring) the first lost about
-  // 15,000 of the 29,000 datagrams here: the socket buffer overflowed while nobody drained it.
+  // operator waits for. Were the port bound before the ring is populated, the socket buffer
+  // would overflow while nobody drains it, and the first case would lose datagrams.
   const bool up =
       GetParam() == StartAt::kPortBound
           ? soon([&] { return udp_port_bound(port_); }, seconds(30))

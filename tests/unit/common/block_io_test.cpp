@@ -152,7 +152,7 @@ TEST(PooledBlockIo, ANewRequestDoesNotWaitForUnrelatedOnes) {
   ASSERT_TRUE(io->submit_read(a[0], reinterpret_cast<uint8_t*>(buf[0]), 1, 0, 1));
   ASSERT_TRUE(io->submit_read(b[0], reinterpret_cast<uint8_t*>(buf[1]), 1, 0, 2));
   // Let both threads settle into waiting for those completions (not a timing assertion: the
-  // pause only makes the interleaving that used to stall likely).
+  // pause only makes likely the interleaving in which a wrong pool would stall).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(::write(c[1], "z", 1), 1);
   ASSERT_TRUE(io->submit_read(c[0], reinterpret_cast<uint8_t*>(buf[2]), 1, 0, 3));

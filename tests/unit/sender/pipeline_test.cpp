@@ -162,7 +162,7 @@ TEST(SenderPipeline, ASessionSendsEveryFileWholeThenTheFinalHeartbeat) {
   }
 }
 
-// The session's first line: without --shard byte for byte as before (DFTS operators and their
+// The session's first line: without --shard byte for byte the DFTS line (operators and their
 // scripts read it); with --shard K/N, the shard at its end.
 TEST(SenderPipeline, TheSessionLineNamesTheShardOnlyWhenSet) {
   testing::ScratchDir dir("sender_session_line");

@@ -1594,7 +1594,7 @@ TEST_P(AssemblerTest, AFileTheFloodBoundLeftUnnamedIsNamedWhenAListNamesIt) {
 TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {
   SeqCounter c;
   c.record(5);
-  c.record(UINT64_MAX);  // used to loop forever
+  c.record(UINT64_MAX);  // the window's clearing must end at the top of the range
   EXPECT_EQ(c.received(), 2u);
   EXPECT_FALSE(c.record(UINT64_MAX));
 }

@@ -234,7 +234,7 @@ TEST_F(OutputDirTest, NullSinkWithoutAFolderTouchesNothing) {
   // Refusals still apply.
   TempFile bad;
   EXPECT_FALSE(od.create_temp("../x", temp_name(1, 2), &bad, &reason));
-  // With a folder, records are written there as before.
+  // With a folder, records are written there.
   EXPECT_TRUE(OutputDir((base_ / "out").string(), (base_ / "out/.failed").string(),
                         CollisionPolicy::kRename, true)
                   .has_records());
@@ -620,10 +620,9 @@ TEST_P(OriginFsTest, ALeftoverWithoutOriginIsRecordedUnderItsTemporaryName) {
   EXPECT_FALSE(fs::exists(root_ / "u" / temp_name(0xaa, 3)));
 }
 
-// Fixed (found by this test): before origins, a leftover's data was always moved to the failed
-// folder, and recovery still logs "moved to the failed folder (record: R)" for an unnamed one;
-// but recover_one() now removes the data of every leftover unless --keep-partial, so that line
-// is false and the old behaviour is gone. Either keep the data (as here) or change the line.
+// A leftover without an origin keeps its data in the failed folder: recovery logs "moved to the
+// failed folder (record: R)" for an unnamed leftover, so its data must be there. Either keep the
+// data (as here) or change the line.
 TEST_P(OriginFsTest, ALeftoverWithoutOriginKeepsItsDataAsBefore) {
   {
     TempFile f;

@@ -562,10 +562,10 @@ TEST_F(HotFolderTest, AVersionRenamedOverTheNameAsItIsHandedOutWaitsAndIsSentOnc
   EXPECT_TRUE(drain().empty()) << "sent once";
 }
 
-// Issue 8's last race: a new version renamed over a sent file in the instant between the last
-// check and the removal. The name is moved to a private one first and the inode that moved is
-// checked: the new version is put back and sent, never deleted or moved away as if sent. When
-// the name was taken again meanwhile (a third version), it goes back as "name.1.ext".
+// The last race of removing a sent file: a new version renamed over it in the instant between the
+// last check and the removal. The name is moved to a private one first and the inode that moved is
+// checked: the new version is put back and sent, never deleted or moved away as if sent. When the
+// name was taken again meanwhile (a third version), it goes back as "name.1.ext".
 TEST_F(HotFolderTest, ANewVersionRenamedOverASentFileAsItIsRemovedIsPutBackAndSent) {
   for (const bool move : {false, true}) {
     for (const bool taken_again : {false, true}) {
