@@ -19,9 +19,11 @@
 #include <thread>
 
 #include "common/protocol.hpp"
+#include "support/files.hpp"
 #include "support/json_check.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {

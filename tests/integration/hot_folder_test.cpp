@@ -12,8 +12,11 @@
 #include <thread>
 
 #include "sender/shard.hpp"
+#include "support/files.hpp"
+#include "support/net.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {

@@ -25,8 +25,11 @@
 #include "common/hash.hpp"
 #include "common/protocol.hpp"
 #include "common/udp_transport.hpp"
+#include "support/files.hpp"
+#include "support/net.hpp"
 #include "support/process.hpp"
 #include "support/scratch_fs.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {

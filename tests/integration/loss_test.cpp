@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "common/hash.hpp"
+#include "support/files.hpp"
+#include "support/net.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 

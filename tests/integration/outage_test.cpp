@@ -16,8 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "support/files.hpp"
 #include "support/named_fixture.hpp"
+#include "support/net.hpp"
 #include "support/process.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {

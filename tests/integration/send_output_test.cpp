@@ -16,9 +16,11 @@
 #include <set>
 #include <sstream>
 
+#include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 #include "support/terminal_screen.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {

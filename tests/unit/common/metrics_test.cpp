@@ -16,7 +16,7 @@
 
 #include "integration/http_client.hpp"
 #include "support/host_probe.hpp"
-#include "support/process.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::common {
 namespace {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 
+#include "support/files.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {

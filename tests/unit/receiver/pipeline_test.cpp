@@ -19,6 +19,7 @@
 #include "receiver/config.hpp"
 #include "receiver/metrics.hpp"
 #include "support/fake_sender.hpp"
+#include "support/files.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/files.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {

@@ -13,9 +13,9 @@
 #include <set>
 #include <thread>
 
+#include "support/files.hpp"
 #include "support/host_probe.hpp"
 #include "support/log_capture.hpp"
-#include "support/process.hpp"
 
 namespace ddft::sender {
 namespace {

@@ -26,7 +26,7 @@
 #include "sender/file_list.hpp"
 #include "sender/pipeline.hpp"
 #include "sender/transmitter.hpp"
-#include "support/process.hpp"
+#include "support/files.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::sender {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "support/process.hpp"
+#include "support/files.hpp"
 
 namespace ddft::sender {
 namespace {
