@@ -11,15 +11,17 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "common/logging.hpp"
+#include "support/files.hpp"
 #include "support/json_check.hpp"
 #include "support/scoped_tz.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::common {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::read_file;
 using testing::JsonChecker;
 
 using testing::ScopedTz;
@@ -45,13 +47,6 @@ std::string format(std::string_view payload, spdlog::level::level_enum level = s
   spdlog::memory_buf_t out;
   f.format(msg, out);
   return std::string(out.data(), out.size());
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 TEST(JsonLogFormatter, OneExactObjectPerLine) {
@@ -155,18 +150,11 @@ TEST(JsonChecker, RefusesWhatIsNotOneFlatObject) {
 
 class SetupLogging : public ::testing::Test {
  protected:
-  void SetUp() override {
-    old_ = spdlog::default_logger();
-    dir_ = fs::temp_directory_path() / ("ddft_log_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    spdlog::set_default_logger(old_);
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { old_ = spdlog::default_logger(); }
+  void TearDown() override { spdlog::set_default_logger(old_); }
   std::shared_ptr<spdlog::logger> old_;
-  fs::path dir_;
+  testing::ScratchDir scratch_{"log"};
+  fs::path dir_ = scratch_.path();
 };
 
 TEST_F(SetupLogging, JsonLogFileSurvivesAReopen) {
@@ -180,8 +168,8 @@ TEST_F(SetupLogging, JsonLogFileSurvivesAReopen) {
   reopen_log_file();
   spdlog::warn("Warn: after\nrotation");
   spdlog::default_logger()->flush();
-  const std::string before = read(dir_ / "r.log.1");
-  const std::string after = read(dir_ / "r.log");
+  const std::string before = read_file(dir_ / "r.log.1");
+  const std::string after = read_file(dir_ / "r.log");
   const auto b = JsonChecker::parse_flat_object(before);
   const auto a = JsonChecker::parse_flat_object(after);
   ASSERT_TRUE(b) << before;
@@ -201,11 +189,11 @@ TEST_F(SetupLogging, TextFormatIsTheDftsLine) {
   fs::rename(dir_ / "r.log", dir_ / "r.log.1");
   reopen_log_file();
   spdlog::info("Info: reopened");
-  const std::string line = read(dir_ / "r.log.1");
+  const std::string line = read_file(dir_ / "r.log.1");
   ASSERT_EQ(line.size(), 15 + std::string("Info: plain\n").size()) << line;
   EXPECT_EQ(line.substr(2, 1), "/");
   EXPECT_EQ(line.substr(15), "Info: plain\n");
-  EXPECT_EQ(read(dir_ / "r.log").substr(15), "Info: reopened\n");
+  EXPECT_EQ(read_file(dir_ / "r.log").substr(15), "Info: reopened\n");
 }
 
 TEST_F(SetupLogging, SyslogAddsASinkThatGetsTheBareMessage) {
@@ -248,7 +236,8 @@ TEST(LogOptions, ParseFromTheCommandLineAndAConfigFile) {
     EXPECT_THROW(app.parse(3, const_cast<char**>(argv)), CLI::ValidationError);
   }
   {
-    const fs::path conf = fs::temp_directory_path() / ("ddft_logopt_" + std::to_string(::getpid()));
+    const testing::ScratchDir dir("logopt");
+    const fs::path conf = dir.path() / "log.conf";
     std::ofstream(conf) << "syslog = true\nlog-format = \"json\"\n";
     LogConfig cfg;
     CLI::App app;
@@ -257,7 +246,6 @@ TEST(LogOptions, ParseFromTheCommandLineAndAConfigFile) {
     const std::string path = conf.string();
     const char* argv[] = {"x", "--config", path.c_str()};
     app.parse(3, const_cast<char**>(argv));
-    fs::remove(conf);
     EXPECT_TRUE(cfg.syslog);
     EXPECT_EQ(cfg.format, "json");
   }

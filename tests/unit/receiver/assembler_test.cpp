@@ -18,14 +18,17 @@
 #include "common/seal.hpp"
 #include "support/engines.hpp"
 #include "support/fake_sender.hpp"
+#include "support/files.hpp"
 #include "support/host_probe.hpp"
 #include "support/log_capture.hpp"
 #include "support/packet_builder.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
 using common::Header;
+using ddft::testing::read_file;
 using Datagram = std::vector<uint8_t>;
 
 using ddft::testing::FakeSender;
@@ -48,8 +51,6 @@ using ddft::testing::EngineParam;
 class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_as_" + std::to_string(::getpid()));
-    fs::remove_all(base_);
     fs::create_directories(base_ / "out");
     fs::create_directories(base_ / "outside");
     cfg_.output = (base_ / "out").string();
@@ -64,10 +65,7 @@ class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
     }
     build();
   }
-  void TearDown() override {
-    asm_.reset();
-    fs::remove_all(base_);
-  }
+  void TearDown() override { asm_.reset(); }
   void build() {
     asm_.reset();
     writer_.reset();
@@ -90,12 +88,6 @@ class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
     for (int i = 0; i < 1000 && asm_->io_pending(); ++i) asm_->poll(true);
     asm_->poll(false);
   }
-  static std::string read(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
   std::vector<fs::path> records() {
     std::vector<fs::path> out;
     if (!fs::exists(base_ / "out/.failed")) return out;
@@ -109,7 +101,7 @@ class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
   std::vector<std::string> records_naming(const std::string& name) {
     std::vector<std::string> out;
     for (const fs::path& r : records()) {
-      std::string text = read(r);
+      std::string text = read_file(r);
       if (text.find("\"name\": \"" + name + "\",") != std::string::npos) {
         out.push_back(std::move(text));
       }
@@ -132,7 +124,8 @@ class AssemblerTest : public ::testing::TestWithParam<EngineParam> {
     return std::nullopt;
   }
 
-  fs::path base_;
+  testing::ScratchDir scratch_{"as"};
+  fs::path base_ = scratch_.path();
   ReceiverConfig cfg_;
   common::FakeClock clock_;
   common::UniqueFd root_fd_;             // use_journal()
@@ -148,7 +141,7 @@ TEST_P(AssemblerTest, DeliversAFileWholeAndVerified) {
   const std::string content = pattern(300'000, 1);  // spans several 64 KiB write blocks
   feed(tx.file(1, "dir/a.bin", content));
   settle();
-  EXPECT_TRUE(read(base_ / "out/dir/a.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/dir/a.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
   EXPECT_TRUE(records().empty());
   EXPECT_EQ(asm_->seq().lost(), 0u);
@@ -163,9 +156,9 @@ TEST_P(AssemblerTest, EmptyAndTinyFiles) {
   settle();
   EXPECT_TRUE(fs::exists(base_ / "out/empty"));
   EXPECT_EQ(fs::file_size(base_ / "out/empty"), 0u);
-  EXPECT_EQ(read(base_ / "out/one"), "x");
-  EXPECT_EQ(read(base_ / "out/exact"), pattern(3000, 2));
-  EXPECT_EQ(read(base_ / "out/plus1"), pattern(3001, 3));
+  EXPECT_EQ(read_file(base_ / "out/one"), "x");
+  EXPECT_EQ(read_file(base_ / "out/exact"), pattern(3000, 2));
+  EXPECT_EQ(read_file(base_ / "out/plus1"), pattern(3001, 3));
   EXPECT_EQ(asm_->counters().files_passed, 4u);
 }
 
@@ -183,7 +176,7 @@ TEST_P(AssemblerTest, RepeatedControlPacketsAndDuplicatesDeliverOnce) {
   feed(end);
   feed(ann);  // a late repeat of the announce must not start the file again
   settle();
-  EXPECT_TRUE(read(base_ / "out/dup.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/dup.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
   EXPECT_FALSE(fs::exists(base_ / "out/dup.1.bin"));
   EXPECT_GE(asm_->counters().duplicates, 1u);
@@ -200,7 +193,7 @@ TEST_P(AssemblerTest, ReorderedDataStillVerifiesEvenPastTheWritePool) {
   feed(data);
   feed(tx.end(1, content));
   settle();
-  EXPECT_TRUE(read(base_ / "out/shuffled.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/shuffled.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
 }
 
@@ -219,7 +212,7 @@ TEST_P(AssemblerTest, LostDataPacketFailsWithTheMissingRange) {
   EXPECT_FALSE(fs::exists(base_ / "out/lost.bin"));
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
-  const std::string json = read(recs[0]);
+  const std::string json = read_file(recs[0]);
   EXPECT_NE(json.find("\"missing_ranges\": [[4000, 5000]]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"bytes_received\": 9000"), std::string::npos) << json;
   EXPECT_NE(json.find("incomplete"), std::string::npos) << json;
@@ -239,7 +232,7 @@ TEST_P(AssemblerTest, ReorderedTailWithinGraceIsNotAFailure) {
   asm_->poll();
   feed(last);
   settle();
-  EXPECT_TRUE(read(base_ / "out/late.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/late.bin") == content);
 }
 
 TEST_P(AssemblerTest, HashMismatchFailsAndNeverAppears) {
@@ -252,7 +245,7 @@ TEST_P(AssemblerTest, HashMismatchFailsAndNeverAppears) {
   EXPECT_FALSE(fs::exists(base_ / "out/bad.bin"));
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
-  EXPECT_NE(read(recs[0]).find("verification failed"), std::string::npos);
+  EXPECT_NE(read_file(recs[0]).find("verification failed"), std::string::npos);
 }
 
 TEST_P(AssemblerTest, SenderGoneTimesOut) {
@@ -271,7 +264,7 @@ TEST_P(AssemblerTest, SenderGoneTimesOut) {
   settle();
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
-  const std::string json = read(recs[0]);
+  const std::string json = read_file(recs[0]);
   EXPECT_NE(json.find("no packet for"), std::string::npos) << json;
   EXPECT_NE(json.find("[[20000, 50000]]"), std::string::npos) << json;
   EXPECT_FALSE(fs::exists(base_ / "out/dead.bin"));
@@ -284,7 +277,7 @@ TEST_P(AssemblerTest, AbortFromSenderFailsTheFile) {
   settle();
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
-  EXPECT_NE(read(recs[0]).find("sender aborted the file: file shrank"), std::string::npos);
+  EXPECT_NE(read_file(recs[0]).find("sender aborted the file: file shrank"), std::string::npos);
 }
 
 TEST_P(AssemblerTest, NewSessionFailsTheOldOnesFilesAndIgnoresItsStragglers) {
@@ -298,11 +291,11 @@ TEST_P(AssemblerTest, NewSessionFailsTheOldOnesFilesAndIgnoresItsStragglers) {
   feed(a_data[1]);           // a straggler of the old session
   feed(b.file(1, "b.bin", content));
   settle();
-  EXPECT_TRUE(read(base_ / "out/b.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/b.bin") == content);
   EXPECT_FALSE(fs::exists(base_ / "out/a.bin"));
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
-  EXPECT_NE(read(recs[0]).find("sender restarted"), std::string::npos);
+  EXPECT_NE(read_file(recs[0]).find("sender restarted"), std::string::npos);
   EXPECT_GE(asm_->counters().other_session, 1u);
 }
 
@@ -318,12 +311,12 @@ TEST_P(AssemblerTest, NewSessionLetsTheOldOnesFinishedFilesBeWritten) {
   feed(b.heartbeat(false));
   feed(b.file(1, "b.bin", content));
   settle();
-  EXPECT_TRUE(read(base_ / "out/a.bin") == content);
-  EXPECT_TRUE(read(base_ / "out/b.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/a.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/b.bin") == content);
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);  // only the file that was cut off
-  EXPECT_NE(read(recs[0]).find("cut.bin"), std::string::npos);
-  EXPECT_NE(read(recs[0]).find("sender restarted"), std::string::npos);
+  EXPECT_NE(read_file(recs[0]).find("cut.bin"), std::string::npos);
+  EXPECT_NE(read_file(recs[0]).find("sender restarted"), std::string::npos);
   EXPECT_EQ(asm_->counters().files_passed, 2u);
 }
 
@@ -413,7 +406,7 @@ TEST_P(AssemblerTest, ProgressLinesEveryReportInterval) {
   const std::string content = pattern(2'621'440, 12);
   feed(tx.file(1, "big.bin", content));
   settle();
-  EXPECT_TRUE(read(base_ / "out/big.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/big.bin") == content);
 }
 
 TEST_P(AssemblerTest, FinalHeartbeatFinishesTheSession) {
@@ -446,7 +439,7 @@ TEST_P(AssemblerTest, StopFailsFilesInFlight) {
   EXPECT_FALSE(fs::exists(base_ / "out/inflight.bin"));
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
-  EXPECT_NE(read(recs[0]).find("receiver stopped"), std::string::npos);
+  EXPECT_NE(read_file(recs[0]).find("receiver stopped"), std::string::npos);
 }
 
 TEST_P(AssemblerTest, RestartedSenderReusingIdsLosesNothing) {
@@ -461,11 +454,11 @@ TEST_P(AssemblerTest, RestartedSenderReusingIdsLosesNothing) {
   feed(a_data);
   feed(b.file(1, "b.bin", new_content));
   settle();
-  EXPECT_TRUE(read(base_ / "out/b.bin") == new_content);
+  EXPECT_TRUE(read_file(base_ / "out/b.bin") == new_content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
-  const std::string rec = read(recs[0]);
+  const std::string rec = read_file(recs[0]);
   EXPECT_NE(rec.find("\"session\": \"000000000000001f\""), std::string::npos) << rec;
   EXPECT_NE(rec.find("sender restarted"), std::string::npos) << rec;
 }
@@ -487,7 +480,7 @@ TEST_P(AssemblerTest, FailedFileKeepsEverythingThatArrived) {
     if (e.path().extension() != ".json") kept = e.path();
   }
   ASSERT_FALSE(kept.empty());
-  const std::string got = read(kept);
+  const std::string got = read_file(kept);
   ASSERT_EQ(got.size(), content.size());
   EXPECT_EQ(got.substr(0, 1000), std::string(1000, '\0'));
   EXPECT_TRUE(got.substr(1000) == content.substr(1000));  // all received bytes are in it
@@ -519,7 +512,7 @@ TEST_P(AssemblerTest, AFileCannotPushAFolderAside) {
   EXPECT_TRUE(fs::is_directory(base_ / "out/tree"));
   EXPECT_FALSE(fs::exists(base_ / "out/.failed.1"));
   EXPECT_FALSE(fs::exists(base_ / "out/tree.1"));
-  EXPECT_EQ(read(base_ / "out/tree/inside.txt"), "keep");
+  EXPECT_EQ(read_file(base_ / "out/tree/inside.txt"), "keep");
   EXPECT_EQ(asm_->counters().files_failed, 2u);
   EXPECT_EQ(records().size(), 2u);
 }
@@ -540,8 +533,8 @@ TEST_P(AssemblerTest, DirectIoWritesAlignedBlocksAndTheTail) {
   feed(data);
   feed(tx.end(2, content));
   settle();
-  EXPECT_TRUE(read(base_ / "out/direct.bin") == content);
-  EXPECT_TRUE(read(base_ / "out/direct2.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/direct.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/direct2.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 2u);
 }
 
@@ -558,7 +551,7 @@ TEST_P(AssemblerTest, DirectIoWithABlockSizeThatIsNotAMultipleOf4K) {
   const std::string content = pattern(5 * 66560 + 777, 18);
   feed(tx.file(1, "odd.bin", content));
   settle();
-  EXPECT_TRUE(read(base_ / "out/odd.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/odd.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
 }
 
@@ -583,7 +576,7 @@ TEST_P(AssemblerTest, FecRebuildsLostPacketsOfEveryKind) {
     if (std::find(drop.begin(), drop.end(), i) == drop.end()) feed(wire[i]);
   }
   settle();
-  EXPECT_TRUE(read(base_ / "out/fec.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/fec.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
   EXPECT_EQ(asm_->fec().rebuilt, 5u);
   // The link's loss is still reported: the two after the first packet that came (a receiver
@@ -602,7 +595,7 @@ TEST_P(AssemblerTest, FecRebuiltAnnounceOfASmallFileGetsItsEndToo) {
   ASSERT_TRUE(is_type(wire[0], common::PacketType::kAnnounce));
   for (size_t i = 1; i < wire.size(); ++i) feed(wire[i]);
   settle();
-  EXPECT_EQ(read(base_ / "out/small.bin"), content);
+  EXPECT_EQ(read_file(base_ / "out/small.bin"), content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
   EXPECT_TRUE(records().empty());
 }
@@ -625,7 +618,7 @@ TEST_P(AssemblerTest, FecBeyondRepairFailsWithTheMissingRangesInBoundedTime) {
   settle();
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
-  const std::string json = read(recs[0]);
+  const std::string json = read_file(recs[0]);
   EXPECT_NE(json.find("\"missing_ranges\": [[15000, 18000]]"), std::string::npos) << json;
   EXPECT_EQ(asm_->fec().rebuilt, 0u);
 }
@@ -640,7 +633,7 @@ TEST_P(AssemblerTest, FecInterleaveRebuildsABurst) {
     if (i < 10 || i >= 26) feed(wire[i]);  // 16 in a row lost
   }
   settle();
-  EXPECT_TRUE(read(base_ / "out/burst.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/burst.bin") == content);
   EXPECT_EQ(asm_->fec().rebuilt, 16u);
 }
 
@@ -655,7 +648,7 @@ TEST_P(AssemblerTest, LateOriginalOfARebuiltPacketIsADuplicate) {
   }
   feed(late);
   settle();
-  EXPECT_TRUE(read(base_ / "out/late.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/late.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
   EXPECT_EQ(asm_->fec().rebuilt, 1u);
   EXPECT_GE(asm_->counters().duplicates, 1u);
@@ -700,7 +693,7 @@ TEST_P(AssemblerTest, RepeatFillsTheHolesOfOneCopyFromTheNext) {
   feed(tx.data(1, content, 1));
   feed(tx.end(1, content, common::VerifyType::kB2B, 1, 2));
   settle();
-  EXPECT_TRUE(read(base_ / "out/twice.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/twice.bin") == content);
   EXPECT_EQ(asm_->counters().files_passed, 1u);
   EXPECT_FALSE(fs::exists(base_ / "out/twice.1.bin"));
   EXPECT_NE(log.text().find("twice.bin: complete after copy 2 of 2"), std::string::npos)
@@ -721,7 +714,7 @@ TEST_P(AssemblerTest, RepeatWithTheSameHoleInEveryCopyFailsAfterTheLast) {
     settle();
     EXPECT_EQ(records().size(), c == 2 ? 1u : 0u) << "after copy " << int(c);
   }
-  EXPECT_NE(read(records().at(0)).find("in all 3 copies"), std::string::npos);
+  EXPECT_NE(read_file(records().at(0)).find("in all 3 copies"), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -777,8 +770,8 @@ TEST_P(AssemblerTest, RepairCountsAFecRebuiltPacket) {
   }
   feed(late);
   settle();
-  ASSERT_EQ(read(base_ / "out/rebuilt.bin"), content);
-  ASSERT_EQ(read(base_ / "out/plain.bin"), plain);
+  ASSERT_EQ(read_file(base_ / "out/rebuilt.bin"), content);
+  ASSERT_EQ(read_file(base_ / "out/plain.bin"), plain);
   EXPECT_EQ(asm_->fec().rebuilt, 1u);
   EXPECT_EQ(line_after(log.text(), "File: rebuilt.bin, "),
             "Info: rebuilt.bin: repaired: FEC rebuilt 1 packet(s), repeats filled 0 chunk(s)")
@@ -815,7 +808,7 @@ TEST_P(AssemblerTest, RepairCountsARebuiltPacketOfferedAgainAfterItsAnnounce) {
   feed(wire[8]);  // group 0's: the announce, then the window again
   for (size_t i = 10; i < wire.size(); ++i) feed(wire[i]);
   settle();
-  ASSERT_EQ(read(base_ / "out/late.bin"), content) << log.text();
+  ASSERT_EQ(read_file(base_ / "out/late.bin"), content) << log.text();
   EXPECT_EQ(asm_->fec().rebuilt, 2u);
   EXPECT_EQ(line_after(log.text(), "File: late.bin, "),
             "Info: late.bin: repaired: FEC rebuilt 1 packet(s), repeats filled 0 chunk(s)")
@@ -840,7 +833,7 @@ TEST_P(AssemblerTest, RepairCountsTheChunksARepeatFilled) {
   feed(tx.data(1, content, 1));
   feed(tx.end(1, content, common::VerifyType::kB2B, 1, 2));
   settle();
-  ASSERT_EQ(read(base_ / "out/twice.bin"), content);
+  ASSERT_EQ(read_file(base_ / "out/twice.bin"), content);
   EXPECT_EQ(line_after(log.text(), "Info: twice.bin: complete after copy 2 of 2 (--repeat)")
                 .rfind("File: twice.bin, ", 0),
             0u)
@@ -918,7 +911,7 @@ TEST_P(AssemblerTest, RepairCountsOfCompressedBlocks) {
     if (i != 3) feed(wire[i]);
   }
   settle();
-  ASSERT_EQ(read(base_ / "out/fec.log"), text) << log.text();
+  ASSERT_EQ(read_file(base_ / "out/fec.log"), text) << log.text();
   EXPECT_EQ(line_after(log.text(), "File: fec.log, "),
             "Info: fec.log: repaired: FEC rebuilt 1 packet(s), repeats filled 0 chunk(s)")
       << log.text();
@@ -936,7 +929,7 @@ TEST_P(AssemblerTest, RepairCountsOfCompressedBlocks) {
   feed(tx.zdata(2, text, text.size(), 1));
   feed(tx.end(2, text, common::VerifyType::kB2B, 1, 2));
   settle();
-  ASSERT_EQ(read(base_ / "out/twice.log"), text) << log.text();
+  ASSERT_EQ(read_file(base_ / "out/twice.log"), text) << log.text();
   EXPECT_EQ(line_after(log.text(), "File: twice.log, "),
             "Info: twice.log: repaired: FEC rebuilt 0 packet(s), repeats filled 60 chunk(s)")
       << log.text();
@@ -955,14 +948,14 @@ TEST_P(AssemblerTest, NextFileAnnouncedFailsAFileWhoseEndWasLost) {
   feed(tx.data(1, a));  // all of its data, but its end packets are lost
   feed(tx.file(2, "b.bin", b));
   settle();
-  EXPECT_TRUE(read(base_ / "out/b.bin") == b);
+  EXPECT_TRUE(read_file(base_ / "out/b.bin") == b);
   EXPECT_TRUE(records().empty());  // a grace for a reordered end first
   clock_.advance(std::chrono::milliseconds(600));
   asm_->poll();
   settle();
   auto recs = records();
   ASSERT_EQ(recs.size(), 1u);
-  EXPECT_NE(read(recs[0]).find("went on to the next file"), std::string::npos);
+  EXPECT_NE(read_file(recs[0]).find("went on to the next file"), std::string::npos);
 }
 
 TEST_P(AssemblerTest, SilenceOfThreeHeartbeatsIsWarnedAndTheResumeLogged) {
@@ -1021,7 +1014,7 @@ TEST_P(AssemblerTest, SealedSessionIsDeliveredAndUnsealedDatagramsAreNot) {
     const std::string name = encrypt ? "secret.bin" : "inspected.bin";
     feed(seal_all(sealer, tx.file(1, name, content)));
     settle();
-    EXPECT_TRUE(read(base_ / "out" / name) == content) << name;
+    EXPECT_TRUE(read_file(base_ / "out" / name) == content) << name;
   }
   EXPECT_EQ(asm_->counters().files_passed, 2u);
   // The same file unsealed, as anyone on the wire could send it: dropped before it is looked at.
@@ -1078,7 +1071,7 @@ TEST_P(AssemblerTest, ReplaysOfEarlierSessionsAreRefusedAcrossARestart) {
   const auto old_wire = seal_all(old_sealer, old_tx.file(1, "report.txt", "version 1"));
   feed(old_wire);
   settle();
-  ASSERT_EQ(read(base_ / "out/report.txt"), "version 1");
+  ASSERT_EQ(read_file(base_ / "out/report.txt"), "version 1");
 
   FakeSender new_tx(72);
   common::Sealer new_sealer(cfg_.keys[0], 72, salt_at(2000), true);
@@ -1106,7 +1099,7 @@ TEST_P(AssemblerTest, ReplaysOfEarlierSessionsAreRefusedAcrossARestart) {
   // The newest session going on after the restart is taken (its numbers are past the mark).
   feed(seal_all(new_sealer, new_tx.file(2, "next.txt", "more")));
   settle();
-  EXPECT_EQ(read(base_ / "out/next.txt"), "more");
+  EXPECT_EQ(read_file(base_ / "out/next.txt"), "more");
   // Within a session, a datagram played again is a duplicate and changes nothing.
   const auto once = seal_all(new_sealer, new_tx.file(3, "once.txt", "x"));
   feed(once);
@@ -1140,7 +1133,7 @@ TEST_P(AssemblerTest, FecRebuildsLostPacketsBehindTheSeal) {
     if (i != 0 && i != 5 && i != 9) feed(wire[i]);  // the announce and two data packets lost
   }
   settle();
-  EXPECT_TRUE(read(base_ / "out/fec.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/fec.bin") == content);
   EXPECT_EQ(asm_->fec().rebuilt, 3u);
 }
 
@@ -1154,8 +1147,9 @@ TEST_P(AssemblerTest, FilesOverTheSizeLimitAreRefused) {
   EXPECT_TRUE(fs::exists(base_ / "out/small.bin"));
   EXPECT_FALSE(fs::exists(base_ / "out/big.bin"));
   ASSERT_EQ(records().size(), 1u);
-  EXPECT_NE(read(records()[0]).find("announced size 1,001 bytes is over --max-file-size 1,000"),
-            std::string::npos);
+  EXPECT_NE(
+      read_file(records()[0]).find("announced size 1,001 bytes is over --max-file-size 1,000"),
+      std::string::npos);
 }
 
 // Each announce is handled to its end (its file made, the evicted one recorded) before the next:
@@ -1228,7 +1222,7 @@ TEST_P(AssemblerTest, FilesFinishingTheirWritesDoNotCostLaterFilesTheirPlace) {
   }
   settle();
   for (uint32_t id = 1; id <= 6; ++id) {
-    EXPECT_TRUE(read(base_ / fmt::format("out/s{}.bin", id)) == contents[id - 1]) << id;
+    EXPECT_TRUE(read_file(base_ / fmt::format("out/s{}.bin", id)) == contents[id - 1]) << id;
   }
   EXPECT_EQ(asm_->counters().files_passed, 6u);
   EXPECT_EQ(asm_->counters().files_evicted, 0u);
@@ -1247,8 +1241,8 @@ TEST_P(AssemblerTest, PlantedFifosCannotHangTheReplayMark) {
   common::Sealer sealer(cfg_.keys[0], 78, salt_at(100), true);
   feed(seal_all(sealer, tx.file(1, "f.txt", "x")));
   settle();
-  EXPECT_EQ(read(base_ / "out/f.txt"), "x");
-  EXPECT_NE(read(base_ / "out" / kStateFileName).find("session=000000000000004e"),
+  EXPECT_EQ(read_file(base_ / "out/f.txt"), "x");
+  EXPECT_NE(read_file(base_ / "out" / kStateFileName).find("session=000000000000004e"),
             std::string::npos);
   asm_.reset();
   fs::remove(base_ / "out" / kStateFileName);
@@ -1272,9 +1266,9 @@ TEST_P(AssemblerTest, PathsBeyondTheLimitsAreRefusedWithTheirReason) {
   feed(tx.file(3, std::string(41, 'n'), "long"));
   feed(tx.file(4, ".ddft-session-state", "x"));
   settle();
-  EXPECT_EQ(read(base_ / "out/a/b/ok.txt"), "ok");
+  EXPECT_EQ(read_file(base_ / "out/a/b/ok.txt"), "ok");
   std::string all;
-  for (const auto& r : records()) all += read(r);
+  for (const auto& r : records()) all += read_file(r);
   EXPECT_NE(all.find("path deeper than --max-path-depth 3"), std::string::npos) << all;
   EXPECT_NE(all.find("path of 41 bytes is longer than --max-path-length 40"), std::string::npos);
   EXPECT_NE(all.find("a name the receiver keeps for its own files"), std::string::npos);
@@ -1297,8 +1291,8 @@ TEST_P(AssemblerTest, ReceiveFiltersDropFilesWithoutARecord) {
   feed(tx.file(6, "../evil.bin", "refused"));
   settle();
   asm_->log_summary();
-  EXPECT_EQ(read(base_ / "out/a.txt"), "delivered");
-  EXPECT_EQ(read(base_ / "out/keep/x.bin"), "included by its path");
+  EXPECT_EQ(read_file(base_ / "out/a.txt"), "delivered");
+  EXPECT_EQ(read_file(base_ / "out/keep/x.bin"), "included by its path");
   EXPECT_FALSE(fs::exists(base_ / "out/b.bin"));
   EXPECT_FALSE(fs::exists(base_ / "out/sub"));  // not even its folder
   EXPECT_FALSE(fs::exists(base_ / "out/keep/tmp"));
@@ -1311,7 +1305,7 @@ TEST_P(AssemblerTest, ReceiveFiltersDropFilesWithoutARecord) {
   EXPECT_EQ(asm_->counters().filtered_packets, 3u);
   EXPECT_EQ(asm_->counters().unknown_file, 1u);
   ASSERT_EQ(records().size(), 1u);  // the hostile one's only: filtering is not a failure
-  EXPECT_NE(read(records()[0]).find("evil.bin"), std::string::npos);
+  EXPECT_NE(read_file(records()[0]).find("evil.bin"), std::string::npos);
   const std::string text = log.text();
   EXPECT_NE(text.find("Info: filtered \"b.bin\": matches no --include\n"), std::string::npos)
       << text;
@@ -1355,7 +1349,7 @@ TEST_P(AssemblerTest, EachDeliveredFileIsReportedWithItsFinalPathAndKey) {
   EXPECT_EQ(got[0].displaced_to, "");
   EXPECT_EQ(got[1].final_path, root + "d/x.txt");
   EXPECT_EQ(got[1].displaced_to, root + "d/x.1.txt");
-  EXPECT_EQ(read(got[1].displaced_to), "first");
+  EXPECT_EQ(read_file(got[1].displaced_to), "first");
   EXPECT_EQ(got[2].key, "none");
   // The key is the File: line's.
   const std::string text = log.text();
@@ -1447,7 +1441,7 @@ TEST_P(AssemblerTest, AFileListNamingKnownFilesWritesNoRecord) {
   feed(std::vector<Datagram>(open_data.begin() + 2, open_data.end()));
   feed(tx.end(4, open));
   settle();
-  EXPECT_TRUE(read(base_ / "out/open.bin") == open);
+  EXPECT_TRUE(read_file(base_ / "out/open.bin") == open);
   EXPECT_EQ(asm_->counters().files_passed, 2u);
   // The complete list at the end of the session names them all again: still nothing.
   feed(tx.file_list(all, common::kListComplete));
@@ -1540,7 +1534,7 @@ TEST_P(AssemblerTest, AFileJoinedMidFileIsCompletedByTheNextCopy) {
   feed(tx.data(1, content, 1));
   feed(tx.end(1, content, common::VerifyType::kB2B, 1, 2));
   settle();
-  EXPECT_TRUE(read(base_ / "out/joined.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "out/joined.bin") == content);
   EXPECT_TRUE(records().empty());
   EXPECT_EQ(asm_->counters().files_passed, 1u);
   EXPECT_NE(log.text().find("joined.bin: complete after copy 2 of 2"), std::string::npos)
@@ -1571,7 +1565,7 @@ TEST_P(AssemblerTest, AFileTheFloodBoundLeftUnnamedIsNamedWhenAListNamesIt) {
   clock_.advance(std::chrono::milliseconds(600));  // past the grace for a reordered end
   asm_->poll();
   settle();
-  EXPECT_EQ(read(base_ / "out/next.bin"), next);
+  EXPECT_EQ(read_file(base_ / "out/next.bin"), next);
   EXPECT_EQ(asm_->counters().files_failed, 1u);
   EXPECT_TRUE(records_naming("quiet.bin").empty()) << "the bound was not reached";
   EXPECT_EQ(log.text().find("quiet.bin FAILED"), std::string::npos) << log.text();

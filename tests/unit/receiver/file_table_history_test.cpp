@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "common/hash.hpp"
+#include "support/files.hpp"
 #include "unit/receiver/file_table_lanes_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {
+using ddft::testing::read_file;
 
 constexpr uint64_t kEarlier = 0xea411e5;  // a session before this receiver started
 // 2026-11-28T12:00:00Z in ns since the epoch.
@@ -138,7 +140,7 @@ TEST_F(FileTableHistoryTest, AResendOfAMissedFileIsDeliveredAndResolvesItsRecord
   feed_all(0, lane_[0].file(3, "gone/a.bin", content));
   settle();
   EXPECT_EQ(counters_.resends_delivered, 1u);
-  EXPECT_EQ(read(base_ / "gone/a.bin"), content);
+  EXPECT_EQ(read_file(base_ / "gone/a.bin"), content);
   const std::string rec = records();
   EXPECT_NE(rec.find("\"resolved\": \"delivered on resend (session 0000000000005151, file 3) at "),
             std::string::npos)

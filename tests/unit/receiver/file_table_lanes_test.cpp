@@ -13,12 +13,14 @@
 #include "receiver/file_table.hpp"
 #include "receiver/session_gate.hpp"
 #include "support/fake_sender.hpp"
+#include "support/files.hpp"
 #include "support/log_capture.hpp"
 #include "unit/receiver/file_table_lanes_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::read_file;
 using Datagram = std::vector<uint8_t>;
 
 TEST_F(FileTableLanesTest, AStripedFileWaitsForEveryLanesEndAndIsVerifiedOnce) {
@@ -35,7 +37,7 @@ TEST_F(FileTableLanesTest, AStripedFileWaitsForEveryLanesEndAndIsVerifiedOnce) {
   feed(1, lane_[1].end(1, content));
   settle();
   EXPECT_EQ(counters_.files_passed, 1u);
-  EXPECT_TRUE(read(base_ / "big.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "big.bin") == content);
 }
 
 TEST_F(FileTableLanesTest, AStripedFileMissingALanesDataFailsOnceEveryLaneHasEnded) {

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "support/files.hpp"
 #include "support/scratch_fs.hpp"
@@ -18,6 +17,7 @@
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::read_file;
 
 TEST(WirePath, AcceptsOrdinaryRelativePaths) {
   for (const char* ok : {"a.txt", "dir/sub/file.bin", ".hidden", "caf\xc3\xa9/r\xc3\xa9sum\xc3\xa9",
@@ -64,21 +64,12 @@ TEST(TempName, IsRecognised) {
 class OutputDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_od_" + std::to_string(::getpid()));
-    fs::remove_all(base_);
     fs::create_directories(base_ / "out");
     fs::create_directories(base_ / "outside");
   }
-  void TearDown() override { fs::remove_all(base_); }
 
   OutputDir make(CollisionPolicy p = CollisionPolicy::kRename) {
     return OutputDir((base_ / "out").string(), (base_ / "out/.failed").string(), p);
-  }
-  static std::string read(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
   }
   bool write_file(OutputDir& od, const std::string& rel, const std::string& content,
                   std::string* moved = nullptr, std::string* reason_out = nullptr) {
@@ -104,14 +95,15 @@ class OutputDirTest : public ::testing::Test {
     return ok;
   }
 
-  fs::path base_;
+  testing::ScratchDir scratch_{"od"};
+  fs::path base_ = scratch_.path();
   uint32_t id_ = 0;
 };
 
 TEST_F(OutputDirTest, CreatesFoldersAndRenamesIntoPlace) {
   auto od = make();
   ASSERT_TRUE(write_file(od, "a/b/c.txt", "hello"));
-  EXPECT_EQ(read(base_ / "out/a/b/c.txt"), "hello");
+  EXPECT_EQ(read_file(base_ / "out/a/b/c.txt"), "hello");
   EXPECT_EQ(fs::last_write_time(base_ / "out/a/b/c.txt").time_since_epoch().count() != 0, true);
   // No temporary file is left behind.
   for (const auto& e : fs::recursive_directory_iterator(base_ / "out")) {
@@ -127,9 +119,9 @@ TEST_F(OutputDirTest, CollisionRenameKeepsOldFile) {
   EXPECT_EQ(moved, "r.1.txt");
   ASSERT_TRUE(write_file(od, "r.txt", "three", &moved));
   EXPECT_EQ(moved, "r.2.txt");
-  EXPECT_EQ(read(base_ / "out/r.txt"), "three");
-  EXPECT_EQ(read(base_ / "out/r.1.txt"), "one");
-  EXPECT_EQ(read(base_ / "out/r.2.txt"), "two");
+  EXPECT_EQ(read_file(base_ / "out/r.txt"), "three");
+  EXPECT_EQ(read_file(base_ / "out/r.1.txt"), "one");
+  EXPECT_EQ(read_file(base_ / "out/r.2.txt"), "two");
 }
 
 TEST_F(OutputDirTest, CollisionOverwriteAndReject) {
@@ -137,19 +129,19 @@ TEST_F(OutputDirTest, CollisionOverwriteAndReject) {
     auto od = make(CollisionPolicy::kOverwrite);
     ASSERT_TRUE(write_file(od, "o.txt", "one"));
     ASSERT_TRUE(write_file(od, "o.txt", "two"));
-    EXPECT_EQ(read(base_ / "out/o.txt"), "two");
+    EXPECT_EQ(read_file(base_ / "out/o.txt"), "two");
     EXPECT_FALSE(fs::exists(base_ / "out/o.1.txt"));
   }
   auto od = make(CollisionPolicy::kReject);
   std::string reason;
   EXPECT_FALSE(write_file(od, "o.txt", "three", nullptr, &reason));
   EXPECT_NE(reason.find("same name"), std::string::npos);
-  EXPECT_EQ(read(base_ / "out/o.txt"), "two");  // the old file is untouched
+  EXPECT_EQ(read_file(base_ / "out/o.txt"), "two");  // the old file is untouched
   // The rejected file is kept in the failed folder, not lost.
   int kept = 0;
   for (const auto& e : fs::directory_iterator(base_ / "out/.failed")) {
     if (e.path().extension() != ".json") {
-      EXPECT_EQ(read(e.path()), "three");
+      EXPECT_EQ(read_file(e.path()), "three");
       ++kept;
     }
   }
@@ -189,7 +181,7 @@ TEST_F(OutputDirTest, FailWritesRecordWithMissingRanges) {
   rec.reason = "incomplete";
   const std::string where = od.fail(f, rec);
   ASSERT_FALSE(where.empty());
-  const std::string json = read(where);
+  const std::string json = read_file(where);
   EXPECT_NE(json.find("\"name\": \"dir/part.bin\""), std::string::npos);
   EXPECT_NE(json.find("\"missing_ranges\": [[3, 100]]"), std::string::npos);
   EXPECT_NE(json.find("\"reason\": \"incomplete\""), std::string::npos);
