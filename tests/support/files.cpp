@@ -61,4 +61,10 @@ std::vector<std::filesystem::path> failed_records(const std::filesystem::path& o
   return recs;
 }
 
+std::vector<std::string> failed_record_texts(const std::filesystem::path& out) {
+  std::vector<std::string> texts;
+  for (const auto& p : failed_records(out)) texts.push_back(read_file(p));
+  return texts;
+}
+
 }  // namespace ddft::testing

@@ -21,5 +21,7 @@ bool same_content(const std::filesystem::path& a, const std::filesystem::path& b
 void write_pattern(const std::filesystem::path& p, uint64_t size, uint64_t seed);
 // The failure records (*.json) in the receiver's failed folder below `out`.
 std::vector<std::filesystem::path> failed_records(const std::filesystem::path& out);
+// The text of each of those records (support/json_matchers.hpp checks them).
+std::vector<std::string> failed_record_texts(const std::filesystem::path& out);
 
 }  // namespace ddft::testing

@@ -11,10 +11,12 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "common/logging.hpp"
 #include "support/files.hpp"
 #include "support/json_check.hpp"
+#include "support/json_matchers.hpp"
 #include "support/scoped_tz.hpp"
 #include "support/scratch_fs.hpp"
 
@@ -23,6 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 using ddft::testing::read_file;
 using testing::JsonChecker;
+using testing::JsonHas;
+using testing::JsonText;
+using testing::JsonValue;
 
 using testing::ScopedTz;
 
@@ -60,21 +65,19 @@ TEST(JsonLogFormatter, OneExactObjectPerLine) {
 TEST(JsonLogFormatter, TimeIsLocalWithMillisecondsAndTheOffset) {
   {
     ScopedTz tz("UTC0");
-    EXPECT_NE(format("x").find("\"time\":\"2026-11-22T17:20:01.123+00:00\""), std::string::npos);
-    EXPECT_NE(format("x", spdlog::level::info, at(-123 + 7)).find("T17:20:01.007+00:00\""),
-              std::string::npos);
-    EXPECT_NE(format("x", spdlog::level::info, at(877)).find("T17:20:02.000+00:00\""),
-              std::string::npos);
+    EXPECT_THAT(format("x"), JsonHas("time", "2026-11-22T17:20:01.123+00:00"));
+    EXPECT_THAT(format("x", spdlog::level::info, at(-123 + 7)),
+                JsonHas("time", "2026-11-22T17:20:01.007+00:00"));
+    EXPECT_THAT(format("x", spdlog::level::info, at(877)),
+                JsonHas("time", "2026-11-22T17:20:02.000+00:00"));
   }
   {
     ScopedTz tz("<-0330>3:30");  // behind UTC: a negative offset with minutes
-    EXPECT_NE(format("x").find("\"time\":\"2026-11-22T13:50:01.123-03:30\""), std::string::npos)
-        << format("x");
+    EXPECT_THAT(format("x"), JsonHas("time", "2026-11-22T13:50:01.123-03:30"));
   }
   {
     ScopedTz tz("<+0545>-5:45");
-    EXPECT_NE(format("x").find("\"time\":\"2026-11-22T23:05:01.123+05:45\""), std::string::npos)
-        << format("x");
+    EXPECT_THAT(format("x"), JsonHas("time", "2026-11-22T23:05:01.123+05:45"));
   }
 }
 
@@ -146,6 +149,59 @@ TEST(JsonChecker, RefusesWhatIsNotOneFlatObject) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->at("s"), "a\"b\\c/\xc3\xa9\xf0\x9f\x93\x81");
   EXPECT_EQ(ok->at("n"), "-1.5e3");
+}
+
+TEST(JsonChecker, AnyObjectKeepsEachMembersKindAndOneTextPerValue) {
+  const auto rec = JsonChecker::parse_object(
+      "{\n  \"name\": \"a \\\"b\\\"\",\n  \"lane\": 0,\n  \"ranges\": [[0, 4000], [5000, 6000]],\n"
+      "  \"exact\": false,\n  \"key\": null,\n  \"inner\": {\"s\": \"x\", \"a\": []}\n}\n");
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->at("name").kind, JsonValue::Kind::kString);
+  EXPECT_EQ(rec->at("name").text, "a \"b\"");
+  EXPECT_EQ(rec->at("lane").kind, JsonValue::Kind::kNumber);
+  EXPECT_EQ(rec->at("lane").text, "0");
+  EXPECT_EQ(rec->at("ranges").kind, JsonValue::Kind::kArray);
+  EXPECT_EQ(rec->at("ranges").text, "[[0,4000],[5000,6000]]");
+  EXPECT_EQ(rec->at("exact").kind, JsonValue::Kind::kBool);
+  EXPECT_EQ(rec->at("key").kind, JsonValue::Kind::kNull);
+  EXPECT_EQ(rec->at("inner").kind, JsonValue::Kind::kObject);
+  EXPECT_EQ(rec->at("inner").text, "{\"s\":\"x\",\"a\":[]}");
+  const std::vector<std::string> bad = {"{\"a\":[1,]}", "{\"a\":[1}", "{\"a\":{\"b\"}}", "[1]",
+                                        std::string(40, '[') + std::string(40, ']')};
+  for (const std::string& b : bad) {
+    EXPECT_FALSE(JsonChecker::parse_object(b)) << b;
+  }
+  EXPECT_FALSE(
+      JsonChecker::parse_object("{\"a\":" + std::string(40, '[') + std::string(40, ']') + "}"))
+      << "nested too deep";
+}
+
+// JsonHas fails on the wrong member or the wrong kind, where a search of the text would pass.
+TEST(JsonChecker, JsonHasLooksAtTheNamedMemberAndItsKind) {
+  using ::testing::Contains;
+  using ::testing::Not;
+  using ::testing::StartsWith;
+  const std::string sent = R"({"reason":"not \"status\":\"failed\"","status":"sent","lane":0})";
+  EXPECT_THAT(sent, JsonHas("status", "sent"));
+  EXPECT_THAT(sent, Not(JsonHas("status", "failed")));
+  EXPECT_THAT(sent, JsonHas("lane", 0));
+  EXPECT_THAT(sent, Not(JsonHas("lane", "0")));
+  EXPECT_THAT(R"({"lane":"0"})", Not(JsonHas("lane", 0)));
+  EXPECT_THAT(sent, Not(JsonHas("missing", "sent")));
+  EXPECT_THAT(sent, JsonHas("reason", StartsWith("not ")));
+  EXPECT_THAT("not json", Not(JsonHas("status", "sent")));
+  EXPECT_THAT(
+      R"({"r": [[0, 4000]], "x": {"y": true}, "k": null})",
+      ::testing::AllOf(JsonHas("r", JsonText("[[0,4000]]")), JsonHas("x", JsonHas("y", true)),
+                       JsonHas("k", nullptr), Not(JsonHas("r", JsonText("[[0,400]]")))));
+  const std::vector<std::string> records = {R"({"name":"a.bin"})", R"({"name":"b.bin"})"};
+  EXPECT_THAT(records, Contains(JsonHas("name", "b.bin")));
+  EXPECT_THAT(records, Not(Contains(JsonHas("name", "c.bin"))));
+  // What a failure says.
+  ::testing::StringMatchResultListener why;
+  EXPECT_FALSE(::testing::ExplainMatchResult(JsonHas("lane", "0"), sent, &why));
+  EXPECT_EQ(why.str(), "whose \"lane\" is the number 0");
+  EXPECT_THROW(JsonHas("r", JsonText("[1,")), std::invalid_argument);
 }
 
 class SetupLogging : public ::testing::Test {

@@ -110,14 +110,14 @@ class FileTableLanesTest : public ::testing::Test {
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s)));
     table_->tick(clock_.now());
   }
-  // The failure records written, concatenated.
-  std::string records() {
-    std::string all;
-    if (!std::filesystem::exists(base_ / ".failed")) return all;
-    for (const auto& e : std::filesystem::directory_iterator(base_ / ".failed")) {
-      if (e.path().extension() == ".json") all += ddft::testing::read_file(e.path());
-    }
-    return all;
+  // The text of each failure record written.
+  std::vector<std::string> records() { return testing::failed_record_texts(base_); }
+  // The text of the one failure record written; "" and a test failure when there is not one.
+  std::string record() {
+    const std::vector<std::string> all = records();
+    if (all.size() == 1) return all[0];
+    ADD_FAILURE() << all.size() << " failure records where one was expected";
+    return "";
   }
 
   testing::FakeSender lane_[2] = {testing::FakeSender{kSession}, testing::FakeSender{kSession}};

@@ -12,6 +12,7 @@
 
 #include "support/fake_sender.hpp"
 #include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
@@ -19,6 +20,10 @@ namespace {
 namespace fs = std::filesystem;
 using ddft::testing::read_file;
 using Datagram = std::vector<uint8_t>;
+using ddft::testing::JsonHas;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::StartsWith;
 
 class FileTableTest : public ::testing::Test {
  protected:
@@ -193,15 +198,13 @@ TEST_F(FileTableTest, EvictedFilesTakeTheRecordBudgetBeforeTheRefusalsAfterThem)
   release.set_value();
   table_->fail_receiving("test over");
   settle();
-  std::string records;
-  for (const auto& e : fs::directory_iterator(base_ / ".failed")) {
-    records += read_file(e.path()) + "\n";
-  }
+  const std::vector<std::string> records = ddft::testing::failed_record_texts(base_);
   for (int i = 1; i <= 8; ++i) {
-    EXPECT_NE(records.find("\"flood/" + std::to_string(i) + "\""), std::string::npos)
+    EXPECT_THAT(records,
+                Contains(AllOf(JsonHas("name", "flood/" + std::to_string(i)),
+                               JsonHas("reason", StartsWith("more than 8 files in flight")))))
         << "evicted file " << i << " has a record";
   }
-  EXPECT_NE(records.find("more than 8 files in flight"), std::string::npos);
   EXPECT_GT(counters_.records_suppressed, 0u) << "the budget was used up by the refusals";
 }
 

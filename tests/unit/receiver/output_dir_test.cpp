@@ -12,12 +12,16 @@
 #include <memory>
 
 #include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::JsonHas;
+using ddft::testing::JsonText;
 using ddft::testing::read_file;
+using ::testing::HasSubstr;
 
 TEST(WirePath, AcceptsOrdinaryRelativePaths) {
   for (const char* ok : {"a.txt", "dir/sub/file.bin", ".hidden", "caf\xc3\xa9/r\xc3\xa9sum\xc3\xa9",
@@ -182,9 +186,9 @@ TEST_F(OutputDirTest, FailWritesRecordWithMissingRanges) {
   const std::string where = od.fail(f, rec);
   ASSERT_FALSE(where.empty());
   const std::string json = read_file(where);
-  EXPECT_NE(json.find("\"name\": \"dir/part.bin\""), std::string::npos);
-  EXPECT_NE(json.find("\"missing_ranges\": [[3, 100]]"), std::string::npos);
-  EXPECT_NE(json.find("\"reason\": \"incomplete\""), std::string::npos);
+  EXPECT_THAT(json, JsonHas("name", "dir/part.bin"));
+  EXPECT_THAT(json, JsonHas("missing_ranges", JsonText("[[3, 100]]")));
+  EXPECT_THAT(json, JsonHas("reason", "incomplete"));
   EXPECT_FALSE(fs::exists(base_ / "out/dir/part.bin"));
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(base_ / "out/.failed")) {
@@ -565,8 +569,7 @@ TEST_P(OriginFsTest, KeepPartialMovesTheLeftoversDataToTheFailedFolder) {
   ASSERT_EQ(data.size(), 1u);
   EXPECT_EQ(testing::read_file(data[0]), std::string(4096, 'A'));
   const std::string json = testing::read_file(got[0].record);
-  EXPECT_NE(json.find("\"data_file\": \"" + data[0].filename().string() + "\""), std::string::npos)
-      << json;
+  EXPECT_THAT(json, JsonHas("data_file", data[0].filename().string()));
   EXPECT_FALSE(fs::exists(root_ / "k" / sidecar_name(0x77, 9)));
 }
 
@@ -608,8 +611,8 @@ TEST_P(OriginFsTest, ALeftoverWithoutOriginIsRecordedUnderItsTemporaryName) {
   EXPECT_EQ(l.missing_text, "");
   ASSERT_FALSE(l.record.empty());
   const std::string json = testing::read_file(l.record);
-  EXPECT_NE(json.find("\"name\": \"u/" + temp_name(0xaa, 3) + "\""), std::string::npos) << json;
-  EXPECT_NE(json.find("its origin could not be read"), std::string::npos) << json;
+  EXPECT_THAT(json, JsonHas("name", "u/" + temp_name(0xaa, 3)));
+  EXPECT_THAT(json, JsonHas("reason", HasSubstr("its origin could not be read")));
   EXPECT_FALSE(fs::exists(root_ / "u" / temp_name(0xaa, 3)));
 }
 

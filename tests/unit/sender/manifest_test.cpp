@@ -15,6 +15,7 @@
 #include "common/json.hpp"
 #include "sender/pipeline.hpp"
 #include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "support/scoped_tz.hpp"
 #include "support/scratch_fs.hpp"
 
@@ -28,6 +29,7 @@ using std::chrono::system_clock;
 // 2026-11-22 17:20:01.123 UTC.
 const system_clock::time_point kTime = system_clock::time_point(1795368001123ms);
 
+using ddft::testing::JsonHas;
 using testing::ScopedTz;
 
 TEST(Iso8601Local, MillisecondsAndTheZonesOffset) {
@@ -304,9 +306,9 @@ TEST_F(ManifestTest, ALineCutShortLeavesTheNextOnALineOfItsOwn) {
   std::istringstream in(raw);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 3u) << raw;
-  EXPECT_NE(lines[0].find("\"path\":\"first\""), std::string::npos);
+  EXPECT_THAT(lines[0], JsonHas("path", "first"));
   EXPECT_EQ(lines[1].size(), 20u);
-  EXPECT_NE(lines[2].find("\"path\":\"fourth\""), std::string::npos) << lines[2];
+  EXPECT_THAT(lines[2], JsonHas("path", "fourth"));
   EXPECT_TRUE(lines[2].starts_with("{\"time\"")) << lines[2];
 }
 
