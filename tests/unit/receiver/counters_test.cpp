@@ -24,7 +24,7 @@ TEST(SeqCounter, CountsGapsAndDuplicates) {
   EXPECT_FALSE(c.record(9));
 }
 
-TEST(CountersSeq, ResetForgetsTheOldSession) {
+TEST(SeqCounter, ResetForgetsTheOldSession) {
   SeqCounter c;
   for (uint64_t s : {1, 2, 5}) c.record(s);
   EXPECT_EQ(c.lost(), 2u);
@@ -34,7 +34,7 @@ TEST(CountersSeq, ResetForgetsTheOldSession) {
   EXPECT_TRUE(c.record(2));  // not a duplicate any more
 }
 
-TEST(CountersSeq, ALateNumberBelowTheFirstFillsNoGapTwice) {
+TEST(SeqCounter, ALateNumberBelowTheFirstFillsNoGapTwice) {
   SeqCounter c;
   c.record(10);
   c.record(12);
@@ -44,7 +44,7 @@ TEST(CountersSeq, ALateNumberBelowTheFirstFillsNoGapTwice) {
   EXPECT_EQ(c.received(), 3u);
 }
 
-TEST(CountersInterval, KeepsSumCountAndPeak) {
+TEST(IntervalStat, KeepsSumCountAndPeak) {
   IntervalStat s;
   s.add(1'000'000);
   s.add(3'000'000);
