@@ -18,8 +18,11 @@
 
 #include "common/protocol.hpp"
 #include "support/fake_sender.hpp"
+#include "support/files.hpp"
+#include "support/net.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {

@@ -19,14 +19,18 @@
 #include <thread>
 
 #include "common/protocol.hpp"
+#include "support/files.hpp"
 #include "support/json_check.hpp"
+#include "support/json_matchers.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono;
+using ::testing::HasSubstr;
 
 constexpr size_t kChunk = 8952 - 48;  // data bytes per packet at the default packet size
 
@@ -307,8 +311,8 @@ TEST_F(EndToEnd, SenderKilledMidFileLeavesNoFinalFile) {
   const auto recs = failed_records(out_);
   ASSERT_EQ(recs.size(), 1u);
   const std::string rec = read_file(recs[0]);
-  EXPECT_NE(rec.find("\"name\": \"victim.bin\""), std::string::npos) << rec;
-  EXPECT_NE(rec.find("no packet for"), std::string::npos) << rec;
+  EXPECT_THAT(rec, JsonHas("name", "victim.bin"));
+  EXPECT_THAT(rec, JsonHas("reason", HasSubstr("no packet for")));
   EXPECT_NE(rx_log().find("victim.bin FAILED"), std::string::npos);
 }
 
@@ -328,7 +332,7 @@ TEST_F(EndToEnd, DroppedDataPacketNamesTheMissingRange) {
   const std::string rec = read_file(recs[0]);
   const std::string range =
       "[[" + std::to_string(5 * kChunk) + ", " + std::to_string(6 * kChunk) + "]]";
-  EXPECT_NE(rec.find("\"missing_ranges\": " + range), std::string::npos) << rec;
+  EXPECT_THAT(rec, JsonHas("missing_ranges", JsonText(range)));
   EXPECT_NE(rx_log().find("1 lost"), std::string::npos) << rx_log();
 }
 

@@ -12,8 +12,11 @@
 #include <thread>
 
 #include "sender/source/shard.hpp"
+#include "support/files.hpp"
+#include "support/net.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {
@@ -44,9 +47,9 @@ std::vector<std::string> files_in(const fs::path& dir) {
   return out;
 }
 
-class HotFolder : public ReceiverFixture {
+class HotFolderTest : public ReceiverFixture {
  protected:
-  HotFolder() : ReceiverFixture("hot_e2e") {}
+  HotFolderTest() : ReceiverFixture("hot_e2e") {}
   void SetUp() override {
     ReceiverFixture::SetUp();
     dir_ = make_dir("outbox");
@@ -111,7 +114,7 @@ class HotFolder : public ReceiverFixture {
   std::unique_ptr<Process> sender_;
 };
 
-TEST_F(HotFolder, SendsWhatIsThereAndWhatComesInNewSubfoldersThenTidiesUp) {
+TEST_F(HotFolderTest, SendsWhatIsThereAndWhatComesInNewSubfoldersThenTidiesUp) {
   drop("a.bin", 1 << 20, 1);
   drop("sub/b.bin", 12345, 2);
   drop("empty", 0, 3);
@@ -138,7 +141,7 @@ TEST_F(HotFolder, SendsWhatIsThereAndWhatComesInNewSubfoldersThenTidiesUp) {
   EXPECT_NE(tx_log().find("4 file(s) sent, 0 failed"), std::string::npos) << tx_log();
 }
 
-TEST_F(HotFolder, ASlowWriterKeepingTheFileOpenIsSentOnlyWhenCompleteAndOnce) {
+TEST_F(HotFolderTest, ASlowWriterKeepingTheFileOpenIsSentOnlyWhenCompleteAndOnce) {
   start_receiver();
   start_sender();
   ASSERT_TRUE(
@@ -169,7 +172,7 @@ TEST_F(HotFolder, ASlowWriterKeepingTheFileOpenIsSentOnlyWhenCompleteAndOnce) {
 // Two host pairs on one hot folder (--shard 0/2 and 1/2), each sender with its own receiver:
 // every file arrives once, at the receiver of its shard, and one dd_reconcile over both manifests
 // and both receivers finds every file delivered.
-TEST_F(HotFolder, TwoHostPairsShareOneFolderAndSendEveryFileOnce) {
+TEST_F(HotFolderTest, TwoHostPairsShareOneFolderAndSendEveryFileOnce) {
   std::vector<std::string> names;
   for (int i = 1; i <= 12; ++i) {
     names.push_back((i % 4 == 0 ? "sub/s" : "f") + std::to_string(i) + ".bin");
@@ -230,7 +233,7 @@ TEST_F(HotFolder, TwoHostPairsShareOneFolderAndSendEveryFileOnce) {
       << read_file(report);
 }
 
-TEST_F(HotFolder, ACrashAfterTheSentRecordResendsNothingAndMissesNothing) {
+TEST_F(HotFolderTest, ACrashAfterTheSentRecordResendsNothingAndMissesNothing) {
   std::vector<std::string> names;
   for (int i = 1; i <= 6; ++i) {
     names.push_back("f" + std::to_string(i) + ".bin");
@@ -266,7 +269,7 @@ TEST_F(HotFolder, ACrashAfterTheSentRecordResendsNothingAndMissesNothing) {
   expect_delivered_once(names);
 }
 
-TEST_F(HotFolder, ASigtermMidFileAndARestartResendNothingAndMissNothing) {
+TEST_F(HotFolderTest, ASigtermMidFileAndARestartResendNothingAndMissNothing) {
   drop("1.bin", 100'000, 21);
   drop("2-big.bin", 24 << 20, 22);
   drop("3.bin", 100'000, 23);
@@ -297,7 +300,7 @@ TEST_F(HotFolder, ASigtermMidFileAndARestartResendNothingAndMissNothing) {
   expect_delivered_once({"1.bin", "2-big.bin", "3.bin"});
 }
 
-TEST_F(HotFolder, SentDirKeepsTheTreeAndNumbersACollision) {
+TEST_F(HotFolderTest, SentDirKeepsTheTreeAndNumbersACollision) {
   const fs::path sent = base_ / "sent";
   write_pattern(sent / "sub/a.txt", 10, 31);  // an earlier a.txt, already there
   drop("sub/a.txt", 5000, 32);
@@ -315,7 +318,7 @@ TEST_F(HotFolder, SentDirKeepsTheTreeAndNumbersACollision) {
       << tx_log();
 }
 
-TEST_F(HotFolder, FiltersLeaveFilesInPlaceInTheHotFolderAndOutOfAOneShotSend) {
+TEST_F(HotFolderTest, FiltersLeaveFilesInPlaceInTheHotFolderAndOutOfAOneShotSend) {
   drop("x.txt", 1000, 41);
   drop("y.dat", 1000, 42);
   start_receiver();
@@ -347,7 +350,7 @@ TEST_F(HotFolder, FiltersLeaveFilesInPlaceInTheHotFolderAndOutOfAOneShotSend) {
   EXPECT_EQ(rx_log().find("logs/c.txt"), std::string::npos);
 }
 
-TEST_F(HotFolder, BadInputsAreOneLineAndLoseNothing) {
+TEST_F(HotFolderTest, BadInputsAreOneLineAndLoseNothing) {
   write_pattern(dir_ / "keep.bin", 1000, 51);
   std::ofstream(base_ / "plain") << "p";
   fs::create_directories(dir_ / "sent");

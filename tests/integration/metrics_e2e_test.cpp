@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "http_client.hpp"
+#include "support/files.hpp"
 #include "support/host_probe.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {

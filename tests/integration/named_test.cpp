@@ -23,9 +23,12 @@
 #include <vector>
 
 #include "common/logging.hpp"
+#include "support/files.hpp"
 #include "support/named_fixture.hpp"
+#include "support/net.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {

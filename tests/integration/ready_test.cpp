@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/files.hpp"
 #include "support/host_probe.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "http_client.hpp"
+#include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {

@@ -16,14 +16,21 @@
 #include <set>
 #include <sstream>
 
+#include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 #include "support/terminal_screen.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::testing {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::StartsWith;
 
 struct Output {
   int status = -1;  // as Process::wait gives it
@@ -259,33 +266,33 @@ TEST_F(SendOutput, TheManifestHasALineForEveryFileWithTheKeyTheReceiverLogs) {
   std::istringstream in(m);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 3u) << m;
-  const std::regex session(R"re("session":"([0-9a-f]{16})")re");
-  std::smatch sm;
-  ASSERT_TRUE(std::regex_search(lines[0], sm, session)) << lines[0];
-  const std::string id = sm[1];
+  const auto first = json_members(lines[0]);
+  ASSERT_TRUE(first && first->count("session")) << lines[0];
+  const std::string id = first->at("session").text;
+  ASSERT_THAT(id, MatchesRegex("[0-9a-f]{16}"));
   EXPECT_TRUE(has(read_file(base_ / "receive.log"), "sender session " + id)) << id;
   const std::string log = read_file(base_ / "receive.log");
   for (const auto& [line, name, size] :
        {std::tuple{lines[0], "a.bin", 300000}, std::tuple{lines[2], "c.bin", 5000}}) {
-    EXPECT_TRUE(has(line, "\"session\":\"" + id + "\"")) << line;
-    EXPECT_TRUE(has(line, std::string("\"path\":\"dir/") + name + "\"")) << line;
-    EXPECT_TRUE(has(line, "\"size\":" + std::to_string(size) + ",")) << line;
-    EXPECT_TRUE(has(line, "\"verify\":\"B2B\"")) << line;
-    EXPECT_TRUE(has(line, "\"status\":\"sent\"}")) << line;
+    EXPECT_THAT(line,
+                AllOf(JsonHas("session", id), JsonHas("path", std::string("dir/") + name),
+                      JsonHas("size", size), JsonHas("verify", "B2B"), JsonHas("status", "sent")));
     // The key is the one the receiver logs for that file.
-    std::smatch km;
-    ASSERT_TRUE(std::regex_search(line, km, std::regex(R"re("key":"(0x[0-9A-F]{8})")re"))) << line;
+    const auto members = json_members(line);
+    ASSERT_TRUE(members && members->count("key")) << line;
+    const std::string key = members->at("key").text;
+    ASSERT_THAT(key, MatchesRegex("0x[0-9A-F]{8}"));
     EXPECT_TRUE(has(log, std::string("File: dir/") + name + ", Trans: ")) << log;
-    EXPECT_TRUE(
-        std::regex_search(log, std::regex(std::string("File: dir/") + name + R"(, Trans: .*Key: )" +
-                                          km[1].str() + ", B2B Passed")))
-        << km[1] << "\n"
+    EXPECT_TRUE(std::regex_search(log, std::regex(std::string("File: dir/") + name +
+                                                  R"(, Trans: .*Key: )" + key + ", B2B Passed")))
+        << key << "\n"
         << log;
   }
-  EXPECT_TRUE(has(lines[1], "\"file_id\":0,\"path\":\"dir/b.bin\",\"size\":0,")) << lines[1];
-  EXPECT_TRUE(has(lines[1], "\"key\":null,\"status\":\"failed\",\"reason\":\"cannot read "))
-      << lines[1];
-  EXPECT_TRUE(has(lines[1], "FILE_LOCK=Y")) << lines[1];
+  EXPECT_THAT(
+      lines[1],
+      AllOf(JsonHas("file_id", 0), JsonHas("path", "dir/b.bin"), JsonHas("size", 0),
+            JsonHas("key", nullptr), JsonHas("status", "failed"),
+            JsonHas("reason", AllOf(StartsWith("cannot read "), HasSubstr("FILE_LOCK=Y")))));
   EXPECT_TRUE(std::regex_search(
       lines[0],
       std::regex(R"re(^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d",)re")))

@@ -1,7 +1,8 @@
-// Test helper: a strict check of one JSON object (RFC 8259), for the lines the programs write
-// (--log-format json). It decodes a flat object: every member's value is a string, a number,
-// true, false or null (nested objects and arrays are refused). Strings must be valid UTF-8 with no
-// raw control character; escapes are decoded (\uXXXX to UTF-8, surrogate pairs joined).
+// Test helper: a strict check of one JSON object (RFC 8259), for the lines and records the
+// programs write (--log-format json lines, send manifest lines, failure records). Strings must be
+// valid UTF-8 with no raw control character; escapes are decoded (\uXXXX to UTF-8, surrogate
+// pairs joined). parse_flat_object() takes a flat object (every member a string, a number, true,
+// false or null); parse_object() takes arrays and objects as members too.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,16 @@
 
 namespace ddft::testing {
 
+// One member's value: its kind and its text. The text of a string is the string decoded; of a
+// number, true, false or null, the value as written; of an array or an object, the value in
+// compact JSON (no space outside strings, strings quoted again with only the escapes JSON
+// requires), so that two writings of one value have one text.
+struct JsonValue {
+  enum class Kind { kString, kNumber, kBool, kNull, kArray, kObject };
+  Kind kind = Kind::kNull;
+  std::string text;
+};
+
 class JsonChecker {
  public:
   // The object's members, each value as decoded text (strings unquoted; numbers, true, false
@@ -19,13 +30,39 @@ class JsonChecker {
   // whitespace allowed). *error says where it failed.
   static std::optional<std::map<std::string, std::string>> parse_flat_object(
       std::string_view text, std::string* error = nullptr) {
-    JsonChecker c(text);
+    const auto members = parse(text, /*flat=*/true, error);
+    if (!members) return std::nullopt;
     std::map<std::string, std::string> out;
-    if (!c.object(&out) || (c.ws(), c.i_ != text.size())) {
-      if (error) *error = "at byte " + std::to_string(c.i_) + ": " + c.error_;
-      return std::nullopt;
-    }
+    for (const auto& [key, value] : *members) out.emplace(key, value.text);
     return out;
+  }
+
+  // The object's members, any JSON value each (nested arrays and objects at most 32 deep), or
+  // nullopt when `text` is not exactly one JSON object (surrounding whitespace allowed). *error
+  // says where it failed.
+  static std::optional<std::map<std::string, JsonValue>> parse_object(
+      std::string_view text, std::string* error = nullptr) {
+    return parse(text, /*flat=*/false, error);
+  }
+
+  // `s` as a JSON string literal: quoted, with \" \\ and control characters escaped.
+  static std::string quote(std::string_view s) {
+    std::string out = "\"";
+    for (const char ch : s) {
+      const auto c = static_cast<uint8_t>(ch);
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += ch;
+      } else if (c < 0x20) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xF];
+      } else {
+        out += ch;
+      }
+    }
+    return out + "\"";
   }
 
  private:
@@ -47,32 +84,94 @@ class JsonChecker {
     }
     return false;
   }
-  bool object(std::map<std::string, std::string>* out) {
+  static constexpr int kMaxDepth = 32;
+
+  static std::optional<std::map<std::string, JsonValue>> parse(std::string_view text, bool flat,
+                                                               std::string* error) {
+    JsonChecker c(text);
+    c.flat_ = flat;
+    std::map<std::string, JsonValue> out;
+    if (!c.members(&out, 0) || (c.ws(), c.i_ != text.size())) {
+      if (error) *error = "at byte " + std::to_string(c.i_) + ": " + c.error_;
+      return std::nullopt;
+    }
+    return out;
+  }
+  // An object's members into *out (document order kept in *compact when given).
+  bool members(std::map<std::string, JsonValue>* out, int depth, std::string* compact = nullptr) {
     if (!eat('{')) return fail("expected '{'");
-    if (eat('}')) return true;
+    if (compact) *compact = "{";
+    if (eat('}')) {
+      if (compact) *compact += '}';
+      return true;
+    }
     do {
-      std::string key, value;
+      std::string key;
+      JsonValue value;
       ws();
       if (!string(&key)) return false;
       if (!eat(':')) return fail("expected ':'");
       ws();
-      if (!scalar(&value)) return false;
-      if (!out->emplace(key, value).second) return fail("duplicate key");
+      if (!this->value(&value, depth)) return false;
+      if (compact) {
+        if (compact->size() > 1) *compact += ',';
+        *compact += quote(key) + ':' + compact_text(value);
+      }
+      if (!out->emplace(std::move(key), std::move(value)).second) return fail("duplicate key");
     } while (eat(','));
     if (!eat('}')) return fail("expected ',' or '}'");
+    if (compact) *compact += '}';
     return true;
   }
-  bool scalar(std::string* out) {
+  static std::string compact_text(const JsonValue& v) {
+    return v.kind == JsonValue::Kind::kString ? quote(v.text) : v.text;
+  }
+  bool value(JsonValue* out, int depth) {
     if (i_ >= s_.size()) return fail("expected a value");
-    if (s_[i_] == '"') return string(out);
+    const char c = s_[i_];
+    if (c == '"') {
+      out->kind = JsonValue::Kind::kString;
+      return string(&out->text);
+    }
+    if (c == '[' || c == '{') {
+      if (flat_) return fail("an array or object in a flat object");
+      if (depth + 1 >= kMaxDepth) return fail("nested too deep");
+      if (c == '{') {
+        std::map<std::string, JsonValue> inner;
+        out->kind = JsonValue::Kind::kObject;
+        return members(&inner, depth + 1, &out->text);
+      }
+      out->kind = JsonValue::Kind::kArray;
+      return array(&out->text, depth + 1);
+    }
     for (std::string_view word : {"true", "false", "null"}) {
       if (s_.substr(i_, word.size()) == word) {
-        *out = std::string(word);
+        out->kind = word == "null" ? JsonValue::Kind::kNull : JsonValue::Kind::kBool;
+        out->text = std::string(word);
         i_ += word.size();
         return true;
       }
     }
-    return number(out);
+    out->kind = JsonValue::Kind::kNumber;
+    return number(&out->text);
+  }
+  bool array(std::string* compact, int depth) {
+    ++i_;  // '['
+    *compact = "[";
+    if (eat(']')) {
+      *compact += ']';
+      return true;
+    }
+    do {
+      JsonValue v;
+      ws();
+      if (!value(&v, depth)) return false;
+      if (compact->size() > 1) *compact += ',';
+      *compact += compact_text(v);
+    } while (eat(','));
+    if (!eat(']')) return fail("expected ',' or ']'");
+    *compact += ']';
+    return true;
   }
   bool number(std::string* out) {
     const size_t start = i_;
@@ -234,6 +333,7 @@ class JsonChecker {
 
   std::string_view s_;
   size_t i_ = 0;
+  bool flat_ = true;
   std::string error_;
 };
 

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
 

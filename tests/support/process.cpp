@@ -1,17 +1,10 @@
 #include "support/process.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstring>
-#include <fstream>
-#include <random>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -68,62 +61,6 @@ int run(const std::vector<std::string>& argv, const std::filesystem::path& outpu
         std::chrono::milliseconds timeout) {
   Process p(argv, output);
   return p.wait(timeout);
-}
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool same_content(const std::filesystem::path& a, const std::filesystem::path& b) {
-  std::ifstream fa(a, std::ios::binary);
-  std::ifstream fb(b, std::ios::binary);
-  if (!fa || !fb) return false;
-  std::vector<char> ba(1 << 20);
-  std::vector<char> bb(1 << 20);
-  while (true) {
-    fa.read(ba.data(), static_cast<std::streamsize>(ba.size()));
-    fb.read(bb.data(), static_cast<std::streamsize>(bb.size()));
-    if (fa.gcount() != fb.gcount()) return false;
-    if (std::memcmp(ba.data(), bb.data(), static_cast<size_t>(fa.gcount())) != 0) return false;
-    if (fa.gcount() == 0 || !fa) return !fb || fb.peek() == EOF;
-  }
-}
-
-uint16_t free_udp_port() {
-  const int s = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(s);
-  return ntohs(addr.sin_port);
-}
-
-void write_pattern(const std::filesystem::path& p, uint64_t size, uint64_t seed) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary);
-  std::mt19937_64 rng(seed);
-  std::vector<uint64_t> block(1 << 17);  // 1 MiB
-  for (uint64_t left = size; left > 0;) {
-    for (auto& w : block) w = rng();
-    const uint64_t n = std::min<uint64_t>(left, block.size() * 8);
-    out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(n));
-    left -= n;
-  }
-}
-
-std::vector<std::filesystem::path> failed_records(const std::filesystem::path& out) {
-  std::vector<std::filesystem::path> recs;
-  if (!std::filesystem::exists(out / ".failed")) return recs;
-  for (const auto& e : std::filesystem::directory_iterator(out / ".failed")) {
-    if (e.path().extension() == ".json") recs.push_back(e.path());
-  }
-  return recs;
 }
 
 }  // namespace ddft::testing

@@ -21,7 +21,10 @@
 #include <utility>
 #include <vector>
 
+#include "support/files.hpp"
+#include "support/net.hpp"
 #include "support/process.hpp"
+#include "support/wait.hpp"
 
 #ifndef DDFT_RECEIVE_BIN
 #error "receiver_fixture.hpp needs DDFT_RECEIVE_BIN (the path of dd_file_receive)"

@@ -18,7 +18,6 @@
 #include <string_view>
 
 #include "support/log_capture.hpp"
-#include "support/process.hpp"
 
 namespace ddft::testing {
 

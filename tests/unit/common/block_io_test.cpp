@@ -15,6 +15,7 @@
 #include "common/fd.hpp"
 #include "support/engines.hpp"
 #include "support/host_probe.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::common {
 namespace {
@@ -25,7 +26,6 @@ using ddft::testing::EngineParam;
 class BlockIoTest : public ::testing::TestWithParam<EngineParam> {
  protected:
   void SetUp() override {
-    path_ = fs::temp_directory_path() / ("ddft_bio_" + std::to_string(::getpid()));
     mem_ = AlignedBuffer(2 << 20);
     BlockIoOptions o;
     o.engine = GetParam().engine;
@@ -41,10 +41,7 @@ class BlockIoTest : public ::testing::TestWithParam<EngineParam> {
     EXPECT_EQ(io_->engine(), o.engine) << io_->describe();
     EXPECT_EQ(note, "");
   }
-  void TearDown() override {
-    io_.reset();
-    fs::remove(path_);
-  }
+  void TearDown() override { io_.reset(); }
   // Submits `count` requests made by `submit(i)` (more than the queue holds: submit reports
   // "full" and the caller reaps) and returns each cookie's completions.
   template <typename Submit>
@@ -57,7 +54,8 @@ class BlockIoTest : public ::testing::TestWithParam<EngineParam> {
     }
     return seen;
   }
-  fs::path path_;
+  testing::ScratchDir scratch_{"bio"};
+  fs::path path_ = scratch_.path() / "blocks";
   AlignedBuffer mem_;
   std::unique_ptr<BlockIo> io_;
 };

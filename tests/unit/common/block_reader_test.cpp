@@ -15,6 +15,7 @@
 #include "common/fd.hpp"
 #include "support/engines.hpp"
 #include "support/host_probe.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::common {
 namespace {
@@ -28,7 +29,6 @@ class BlockReaderTest : public ::testing::TestWithParam<EngineParam> {
   static constexpr size_t kBuffers = 4;
 
   void SetUp() override {
-    path_ = fs::temp_directory_path() / ("ddft_brd_" + std::to_string(::getpid()));
     data_.resize(100'000);
     for (size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<char>(i * 131 % 251);
     std::ofstream(path_, std::ios::binary).write(data_.data(), static_cast<long>(data_.size()));
@@ -44,10 +44,7 @@ class BlockReaderTest : public ::testing::TestWithParam<EngineParam> {
     io_ = make_block_io(o, nullptr);
     EXPECT_EQ(io_->engine(), o.engine) << io_->describe();
   }
-  void TearDown() override {
-    io_.reset();
-    fs::remove(path_);
-  }
+  void TearDown() override { io_.reset(); }
   // Every buffer is back in the pool: all of them can be taken without waiting.
   bool all_buffers_free() {
     std::vector<int> taken;
@@ -61,7 +58,8 @@ class BlockReaderTest : public ::testing::TestWithParam<EngineParam> {
     return all;
   }
 
-  fs::path path_;
+  testing::ScratchDir scratch_{"brd"};
+  fs::path path_ = scratch_.path() / "blocks";
   std::string data_;
   BufferPool pool_{kBuffers, kBlock};
   std::unique_ptr<BlockIo> io_;

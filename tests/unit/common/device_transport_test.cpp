@@ -11,6 +11,7 @@
 
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::common {
 namespace {
@@ -28,13 +29,7 @@ std::vector<uint8_t> frame(uint64_t seq, size_t data_len) {
 
 class DeviceTransportTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ddft_dev_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    node_ = dir_ / "node";
-    ASSERT_EQ(::mkfifo(node_.c_str(), 0600), 0);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { ASSERT_EQ(::mkfifo(node_.c_str(), 0600), 0); }
   // Receives until `want` datagrams arrived or nothing more comes.
   std::vector<std::vector<uint8_t>> receive_all(DeviceSource& src, size_t want) {
     std::vector<std::vector<uint8_t>> out;
@@ -49,7 +44,9 @@ class DeviceTransportTest : public ::testing::Test {
     }
     return out;
   }
-  fs::path dir_, node_;
+  testing::ScratchDir scratch_{"dev"};
+  fs::path dir_ = scratch_.path();
+  fs::path node_ = dir_ / "node";
 };
 
 TEST_F(DeviceTransportTest, FramesSurviveArbitraryReadBoundariesAndGarbage) {

@@ -11,16 +11,23 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <vector>
 
 #include "common/logging.hpp"
+#include "support/files.hpp"
 #include "support/json_check.hpp"
+#include "support/json_matchers.hpp"
 #include "support/scoped_tz.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::common {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::read_file;
 using testing::JsonChecker;
+using testing::JsonHas;
+using testing::JsonText;
+using testing::JsonValue;
 
 using testing::ScopedTz;
 
@@ -47,13 +54,6 @@ std::string format(std::string_view payload, spdlog::level::level_enum level = s
   return std::string(out.data(), out.size());
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(JsonLogFormatter, OneExactObjectPerLine) {
   ScopedTz tz("CET-1CEST,M3.5.0,M10.5.0/3");  // November: +01:00
   EXPECT_EQ(format("File: a.txt, Trans: 5 (bytes), Key: 0x6999CF78, B2B Passed"),
@@ -65,21 +65,19 @@ TEST(JsonLogFormatter, OneExactObjectPerLine) {
 TEST(JsonLogFormatter, TimeIsLocalWithMillisecondsAndTheOffset) {
   {
     ScopedTz tz("UTC0");
-    EXPECT_NE(format("x").find("\"time\":\"2026-11-22T17:20:01.123+00:00\""), std::string::npos);
-    EXPECT_NE(format("x", spdlog::level::info, at(-123 + 7)).find("T17:20:01.007+00:00\""),
-              std::string::npos);
-    EXPECT_NE(format("x", spdlog::level::info, at(877)).find("T17:20:02.000+00:00\""),
-              std::string::npos);
+    EXPECT_THAT(format("x"), JsonHas("time", "2026-11-22T17:20:01.123+00:00"));
+    EXPECT_THAT(format("x", spdlog::level::info, at(-123 + 7)),
+                JsonHas("time", "2026-11-22T17:20:01.007+00:00"));
+    EXPECT_THAT(format("x", spdlog::level::info, at(877)),
+                JsonHas("time", "2026-11-22T17:20:02.000+00:00"));
   }
   {
     ScopedTz tz("<-0330>3:30");  // behind UTC: a negative offset with minutes
-    EXPECT_NE(format("x").find("\"time\":\"2026-11-22T13:50:01.123-03:30\""), std::string::npos)
-        << format("x");
+    EXPECT_THAT(format("x"), JsonHas("time", "2026-11-22T13:50:01.123-03:30"));
   }
   {
     ScopedTz tz("<+0545>-5:45");
-    EXPECT_NE(format("x").find("\"time\":\"2026-11-22T23:05:01.123+05:45\""), std::string::npos)
-        << format("x");
+    EXPECT_THAT(format("x"), JsonHas("time", "2026-11-22T23:05:01.123+05:45"));
   }
 }
 
@@ -153,20 +151,66 @@ TEST(JsonChecker, RefusesWhatIsNotOneFlatObject) {
   EXPECT_EQ(ok->at("n"), "-1.5e3");
 }
 
+TEST(JsonChecker, AnyObjectKeepsEachMembersKindAndOneTextPerValue) {
+  const auto rec = JsonChecker::parse_object(
+      "{\n  \"name\": \"a \\\"b\\\"\",\n  \"lane\": 0,\n  \"ranges\": [[0, 4000], [5000, 6000]],\n"
+      "  \"exact\": false,\n  \"key\": null,\n  \"inner\": {\"s\": \"x\", \"a\": []}\n}\n");
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->at("name").kind, JsonValue::Kind::kString);
+  EXPECT_EQ(rec->at("name").text, "a \"b\"");
+  EXPECT_EQ(rec->at("lane").kind, JsonValue::Kind::kNumber);
+  EXPECT_EQ(rec->at("lane").text, "0");
+  EXPECT_EQ(rec->at("ranges").kind, JsonValue::Kind::kArray);
+  EXPECT_EQ(rec->at("ranges").text, "[[0,4000],[5000,6000]]");
+  EXPECT_EQ(rec->at("exact").kind, JsonValue::Kind::kBool);
+  EXPECT_EQ(rec->at("key").kind, JsonValue::Kind::kNull);
+  EXPECT_EQ(rec->at("inner").kind, JsonValue::Kind::kObject);
+  EXPECT_EQ(rec->at("inner").text, "{\"s\":\"x\",\"a\":[]}");
+  const std::vector<std::string> bad = {"{\"a\":[1,]}", "{\"a\":[1}", "{\"a\":{\"b\"}}", "[1]",
+                                        std::string(40, '[') + std::string(40, ']')};
+  for (const std::string& b : bad) {
+    EXPECT_FALSE(JsonChecker::parse_object(b)) << b;
+  }
+  EXPECT_FALSE(
+      JsonChecker::parse_object("{\"a\":" + std::string(40, '[') + std::string(40, ']') + "}"))
+      << "nested too deep";
+}
+
+// JsonHas fails on the wrong member or the wrong kind, where a search of the text would pass.
+TEST(JsonChecker, JsonHasLooksAtTheNamedMemberAndItsKind) {
+  using ::testing::Contains;
+  using ::testing::Not;
+  using ::testing::StartsWith;
+  const std::string sent = R"({"reason":"not \"status\":\"failed\"","status":"sent","lane":0})";
+  EXPECT_THAT(sent, JsonHas("status", "sent"));
+  EXPECT_THAT(sent, Not(JsonHas("status", "failed")));
+  EXPECT_THAT(sent, JsonHas("lane", 0));
+  EXPECT_THAT(sent, Not(JsonHas("lane", "0")));
+  EXPECT_THAT(R"({"lane":"0"})", Not(JsonHas("lane", 0)));
+  EXPECT_THAT(sent, Not(JsonHas("missing", "sent")));
+  EXPECT_THAT(sent, JsonHas("reason", StartsWith("not ")));
+  EXPECT_THAT("not json", Not(JsonHas("status", "sent")));
+  EXPECT_THAT(
+      R"({"r": [[0, 4000]], "x": {"y": true}, "k": null})",
+      ::testing::AllOf(JsonHas("r", JsonText("[[0,4000]]")), JsonHas("x", JsonHas("y", true)),
+                       JsonHas("k", nullptr), Not(JsonHas("r", JsonText("[[0,400]]")))));
+  const std::vector<std::string> records = {R"({"name":"a.bin"})", R"({"name":"b.bin"})"};
+  EXPECT_THAT(records, Contains(JsonHas("name", "b.bin")));
+  EXPECT_THAT(records, Not(Contains(JsonHas("name", "c.bin"))));
+  // What a failure says.
+  ::testing::StringMatchResultListener why;
+  EXPECT_FALSE(::testing::ExplainMatchResult(JsonHas("lane", "0"), sent, &why));
+  EXPECT_EQ(why.str(), "whose \"lane\" is the number 0");
+  EXPECT_THROW(JsonHas("r", JsonText("[1,")), std::invalid_argument);
+}
+
 class SetupLogging : public ::testing::Test {
  protected:
-  void SetUp() override {
-    old_ = spdlog::default_logger();
-    dir_ = fs::temp_directory_path() / ("ddft_log_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    spdlog::set_default_logger(old_);
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { old_ = spdlog::default_logger(); }
+  void TearDown() override { spdlog::set_default_logger(old_); }
   std::shared_ptr<spdlog::logger> old_;
-  fs::path dir_;
+  testing::ScratchDir scratch_{"log"};
+  fs::path dir_ = scratch_.path();
 };
 
 TEST_F(SetupLogging, JsonLogFileSurvivesAReopen) {
@@ -180,8 +224,8 @@ TEST_F(SetupLogging, JsonLogFileSurvivesAReopen) {
   reopen_log_file();
   spdlog::warn("Warn: after\nrotation");
   spdlog::default_logger()->flush();
-  const std::string before = read(dir_ / "r.log.1");
-  const std::string after = read(dir_ / "r.log");
+  const std::string before = read_file(dir_ / "r.log.1");
+  const std::string after = read_file(dir_ / "r.log");
   const auto b = JsonChecker::parse_flat_object(before);
   const auto a = JsonChecker::parse_flat_object(after);
   ASSERT_TRUE(b) << before;
@@ -201,11 +245,11 @@ TEST_F(SetupLogging, TextFormatIsTheDftsLine) {
   fs::rename(dir_ / "r.log", dir_ / "r.log.1");
   reopen_log_file();
   spdlog::info("Info: reopened");
-  const std::string line = read(dir_ / "r.log.1");
+  const std::string line = read_file(dir_ / "r.log.1");
   ASSERT_EQ(line.size(), 15 + std::string("Info: plain\n").size()) << line;
   EXPECT_EQ(line.substr(2, 1), "/");
   EXPECT_EQ(line.substr(15), "Info: plain\n");
-  EXPECT_EQ(read(dir_ / "r.log").substr(15), "Info: reopened\n");
+  EXPECT_EQ(read_file(dir_ / "r.log").substr(15), "Info: reopened\n");
 }
 
 TEST_F(SetupLogging, SyslogAddsASinkThatGetsTheBareMessage) {
@@ -248,7 +292,8 @@ TEST(LogOptions, ParseFromTheCommandLineAndAConfigFile) {
     EXPECT_THROW(app.parse(3, const_cast<char**>(argv)), CLI::ValidationError);
   }
   {
-    const fs::path conf = fs::temp_directory_path() / ("ddft_logopt_" + std::to_string(::getpid()));
+    const testing::ScratchDir dir("logopt");
+    const fs::path conf = dir.path() / "log.conf";
     std::ofstream(conf) << "syslog = true\nlog-format = \"json\"\n";
     LogConfig cfg;
     CLI::App app;
@@ -257,7 +302,6 @@ TEST(LogOptions, ParseFromTheCommandLineAndAConfigFile) {
     const std::string path = conf.string();
     const char* argv[] = {"x", "--config", path.c_str()};
     app.parse(3, const_cast<char**>(argv));
-    fs::remove(conf);
     EXPECT_TRUE(cfg.syslog);
     EXPECT_EQ(cfg.format, "json");
   }

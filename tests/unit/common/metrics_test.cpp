@@ -16,7 +16,7 @@
 
 #include "integration/http_client.hpp"
 #include "support/host_probe.hpp"
-#include "support/process.hpp"
+#include "support/wait.hpp"
 
 namespace ddft::common {
 namespace {
@@ -353,7 +353,7 @@ TEST_F(MetricsServerTest, AFailingRenderAnswers500AndServingGoesOn) {
 
 // Where the host has an IPv6 loopback (a plain socket binds [::1]), the server binds it too and
 // answers a scrape over it.
-TEST(MetricsServerV6, ServesOnIpv6LoopbackWhenThereIsOne) {
+TEST_F(MetricsServerTest, ServesOnIpv6LoopbackWhenThereIsOne) {
   if (const std::string why = testing::ipv6_loopback_missing(); !why.empty()) GTEST_SKIP() << why;
   MetricsRegistry reg;
   reg.add(kGauge, "ddft_test_v6", "Over IPv6", [] { return 6.0; });

@@ -9,18 +9,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/scratch_fs.hpp"
+
 namespace ddft::common {
 namespace {
 namespace fs = std::filesystem;
 
 class KeyFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ddft_key_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override {}
   std::string write(const std::string& name, const std::string& bytes, mode_t mode = 0600) {
     const auto p = dir_ / name;
     std::ofstream(p, std::ios::binary) << bytes;
@@ -35,7 +32,8 @@ class KeyFileTest : public ::testing::Test {
     }
     return "";
   }
-  fs::path dir_;
+  testing::ScratchDir scratch_{"key"};
+  fs::path dir_ = scratch_.path();
 };
 
 std::string raw_key() {

@@ -10,9 +10,16 @@
 #include <tuple>
 
 #include "iotest/cli.hpp"
+#include "support/json_matchers.hpp"
 
 namespace ddft::iotest {
 namespace {
+using ddft::testing::JsonHas;
+using ddft::testing::JsonText;
+using ddft::testing::JsonValue;
+using ddft::testing::JsonValueIs;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 Params small() {
   Params p;
@@ -137,7 +144,7 @@ TEST(Recommend, AvoidsCellsThatTimedOutUnlessAllDid) {
   EXPECT_FALSE(recommend(none).valid);
 }
 
-TEST(Format, TableHasTheSeedsShape) {
+TEST(SweepReport, TableHasTheSeedsShape) {
   const Sweep s = with_means({64, 128, 4096}, {1, 2, 8}, {1, 2, 3, 4, 5, 6, 7.25, 8, 1234.56});
   const std::string t = format_table(s);
   std::istringstream in(t);
@@ -152,7 +159,7 @@ TEST(Format, TableHasTheSeedsShape) {
   EXPECT_EQ(lines[5], "(MB/s, MB = 2^20 bytes, average of the runs)");
 }
 
-TEST(Format, ParametersAndRecommendationNameTheFlagsAndConfigLines) {
+TEST(SweepReport, ParametersAndRecommendationNameTheFlagsAndConfigLines) {
   Sweep s = with_means({64, 1024}, {1, 2}, {100, 150, 300, 200});
   s.params.mode = common::WriteMode::kDataSync;
   s.params.direct = false;
@@ -176,7 +183,7 @@ TEST(Format, ParametersAndRecommendationNameTheFlagsAndConfigLines) {
 
 // What the test had to set differently from the programs' defaults is part of the advice, so
 // that the recommended flags reproduce the measured setting and the receiver starts with them.
-TEST(Format, RecommendationCarriesWhatTheTestChangedFromTheDefaults) {
+TEST(SweepReport, RecommendationCarriesWhatTheTestChangedFromTheDefaults) {
   EXPECT_EQ(write_buffers_for(1024), 64u);
   EXPECT_EQ(write_buffers_for(16384), 64u);
   EXPECT_EQ(write_buffers_for(32768), 32u);
@@ -199,20 +206,22 @@ TEST(Format, RecommendationCarriesWhatTheTestChangedFromTheDefaults) {
   EXPECT_THROW(validate(s.params), std::invalid_argument);
 }
 
-TEST(Format, JsonCarriesEveryRunAndTheRecommendation) {
+TEST(SweepReport, JsonCarriesEveryRunAndTheRecommendation) {
   Scripted s;
   const Sweep sw = run_sweep(small(), std::ref(s), [] { return false; });
   const std::string j = to_json(sw, recommend(sw), {"a \"quoted\" warning"});
-  EXPECT_NE(j.find("\"test\": \"write\""), std::string::npos);
-  EXPECT_NE(j.find("\"block_kb\": [64,1024], \"threads\": [1,2,4]"), std::string::npos) << j;
-  EXPECT_NE(j.find("{\"block_kb\": 1024, \"threads\": 4, \"files\": 2, \"runs_mbps\": "
-                   "[56.000, 57.000, 58.000], \"mean_mbps\": 57.000, \"timeouts\": 0}"),
-            std::string::npos)
-      << j;
-  EXPECT_NE(j.find("\"flags\": \"--writers 4 --write-block-kb 1024"), std::string::npos) << j;
-  EXPECT_NE(j.find("\"warnings\": [\"a \\\"quoted\\\" warning\"]"), std::string::npos) << j;
-  EXPECT_EQ(std::count(j.begin(), j.end(), '{'), std::count(j.begin(), j.end(), '}'));
-  EXPECT_EQ(std::count(j.begin(), j.end(), '['), std::count(j.begin(), j.end(), ']'));
+  EXPECT_THAT(j, JsonHas("test", "write"));
+  EXPECT_THAT(j, JsonHas("parameters", JsonHas("block_kb", JsonText("[64,1024]"))));
+  EXPECT_THAT(j, JsonHas("parameters", JsonHas("threads", JsonText("[1,2,4]"))));
+  // Each cell an object of the "cells" array (compact text: no spaces).
+  EXPECT_THAT(j,
+              JsonHas("cells", JsonValueIs(JsonValue::Kind::kArray,
+                                           HasSubstr("{\"block_kb\":1024,\"threads\":4,\"files\":2,"
+                                                     "\"runs_mbps\":[56.000,57.000,58.000],"
+                                                     "\"mean_mbps\":57.000,\"timeouts\":0}"))));
+  EXPECT_THAT(j, JsonHas("recommendation",
+                         JsonHas("flags", StartsWith("--writers 4 --write-block-kb 1024"))));
+  EXPECT_THAT(j, JsonHas("warnings", JsonText(R"(["a \"quoted\" warning"])")));
 }
 
 TEST(Input, ListsAreParsedSortedAndCheckedInOneLine) {

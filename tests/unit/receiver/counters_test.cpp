@@ -3,10 +3,28 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace ddft::receiver {
 namespace {
 
-TEST(CountersSeq, ResetForgetsTheOldSession) {
+TEST(SeqCounter, HighestSequenceNumberDoesNotHang) {
+  SeqCounter c;
+  c.record(5);
+  c.record(UINT64_MAX);  // the highest number there is: counting the gap before it still ends
+  EXPECT_EQ(c.received(), 2u);
+  EXPECT_FALSE(c.record(UINT64_MAX));
+}
+
+TEST(SeqCounter, CountsGapsAndDuplicates) {
+  SeqCounter c;
+  for (uint64_t s : {5, 6, 7, 9, 10, 10, 8, 15}) c.record(s);
+  EXPECT_EQ(c.lost(), 4u);  // 11..14
+  EXPECT_EQ(c.received(), 7u);
+  EXPECT_FALSE(c.record(9));
+}
+
+TEST(SeqCounter, ResetForgetsTheOldSession) {
   SeqCounter c;
   for (uint64_t s : {1, 2, 5}) c.record(s);
   EXPECT_EQ(c.lost(), 2u);
@@ -16,7 +34,7 @@ TEST(CountersSeq, ResetForgetsTheOldSession) {
   EXPECT_TRUE(c.record(2));  // not a duplicate any more
 }
 
-TEST(CountersSeq, ALateNumberBelowTheFirstFillsNoGapTwice) {
+TEST(SeqCounter, ALateNumberBelowTheFirstFillsNoGapTwice) {
   SeqCounter c;
   c.record(10);
   c.record(12);
@@ -26,13 +44,23 @@ TEST(CountersSeq, ALateNumberBelowTheFirstFillsNoGapTwice) {
   EXPECT_EQ(c.received(), 3u);
 }
 
-TEST(CountersInterval, KeepsSumCountAndPeak) {
+TEST(IntervalStat, KeepsSumCountAndPeak) {
   IntervalStat s;
   s.add(1'000'000);
   s.add(3'000'000);
   EXPECT_EQ(s.count, 2u);
   EXPECT_EQ(s.max_ns, 3'000'000u);
   EXPECT_EQ(s.format(), "2.00/3");
+}
+
+TEST(IntervalStat, FormatsLikeDfts) {
+  IntervalStat s;
+  EXPECT_EQ(s.format(), "0.00/1");  // the peak is never shown as 0
+  s.add(2'190'000);
+  s.add(2'190'000);
+  EXPECT_EQ(s.format(), "2.19/3");
+  s.add(880'000'000);
+  EXPECT_EQ(s.format().substr(s.format().find('/')), "/880");
 }
 
 TEST(CountersAuth, EveryReasonHasItsLogName) {

@@ -19,11 +19,17 @@
 #include "receiver/config.hpp"
 #include "receiver/operations/metrics.hpp"
 #include "support/fake_sender.hpp"
+#include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 namespace {
 using namespace std::chrono_literals;
+using ddft::testing::JsonHas;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
 
 // `lanes` times --listen 127.0.0.1:0, and `extra` options.
 ReceiverConfig config(const std::filesystem::path& out, int lanes = 1,
@@ -181,13 +187,9 @@ TEST(ReceiverPipeline, LanesFeedOneFileTableAndADeadLaneIsNamedInItsFilesRecords
   EXPECT_EQ(testing::read_file(dir.path() / "a.bin"), "alpha");
   EXPECT_EQ(testing::read_file(dir.path() / "b.bin"), "bravo");
   EXPECT_TRUE(testing::read_file(dir.path() / "big.bin") == big);
-  std::string records;
-  for (const auto& e : std::filesystem::directory_iterator(dir.path() / ".failed")) {
-    records += testing::read_file(e.path());
-  }
-  EXPECT_NE(records.find("lost.bin"), std::string::npos) << records;
-  EXPECT_NE(records.find("the sender's lane 2"), std::string::npos) << records;
-  EXPECT_NE(records.find("\"lane\": 2"), std::string::npos) << records;
+  EXPECT_THAT(testing::failed_record_texts(dir.path()),
+              Contains(AllOf(JsonHas("name", "lost.bin"), JsonHas("lane", 2),
+                             JsonHas("reason", HasSubstr("the sender's lane 2")))));
   EXPECT_EQ(rx.lane_status(2).datagrams, 0u);
   EXPECT_EQ(rx.status().datagrams, t.datagrams);
   // One set of metrics: the link's side per lane, labelled.

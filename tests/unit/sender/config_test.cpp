@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sender/source/hot_folder.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::sender {
 namespace {
@@ -153,8 +154,8 @@ TEST(SenderConfig, LanesFromConsecutivePorts) {
 }
 
 TEST(SenderConfig, DestinationsFromAConfigFile) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("ddft_send_lanes_" + std::to_string(::getpid()) + ".conf");
+  const testing::ScratchDir dir("send_lanes");
+  const auto path = dir.path() / "send.conf";
   {
     std::ofstream f(path);
     f << "dest = [\"127.0.0.1:5000\", \"127.0.0.1:5001\"]\nstripe-mb = 8\n";
@@ -169,7 +170,6 @@ TEST(SenderConfig, DestinationsFromAConfigFile) {
   EXPECT_EQ(parse({"--config", path.string(), "--dest", "127.0.0.1:7000", "x"}, &over), "");
   EXPECT_EQ(over.lanes(), 1u);
   EXPECT_EQ(over.lane_name(0), "127.0.0.1:7000");
-  std::filesystem::remove(path);
 }
 
 TEST(SenderConfig, LanesToDifferentHostsSendWholeFilesUnlessStripingIsAskedFor) {
@@ -230,8 +230,8 @@ TEST(SenderConfig, ShardFromTheCommandLineOrAConfigFile) {
   EXPECT_EQ(cfg.shard.index, 1u);
   EXPECT_EQ(cfg.shard.count, 2u);
   EXPECT_EQ(hot_folder_options(cfg).shard.to_string(), "1/2");
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("ddft_send_shard_" + std::to_string(::getpid()) + ".conf");
+  const testing::ScratchDir dir("send_shard");
+  const auto path = dir.path() / "send.conf";
   std::ofstream(path) << "shard = \"2/3\"\n";
   SenderConfig file;
   EXPECT_EQ(parse({"--config", path.string(), "--dest", "127.0.0.1:5000", "x"}, &file), "");
@@ -240,7 +240,6 @@ TEST(SenderConfig, ShardFromTheCommandLineOrAConfigFile) {
   SenderConfig bad;
   EXPECT_EQ(parse({"--config", path.string(), "--dest", "127.0.0.1:5000", "x"}, &bad),
             "--shard: 3/3: K counts from 0 and must be below N (the 3 shards are 0/3 to 2/3)");
-  std::filesystem::remove(path);
 }
 
 TEST(SenderConfig, BadShardIsOneLine) {

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <string>
 
+#include "support/scratch_fs.hpp"
+
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
@@ -14,13 +16,9 @@ namespace fs = std::filesystem;
 class FailureRecordsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_fr_" + std::to_string(::getpid()));
-    fs::remove_all(base_);
-    fs::create_directories(base_);
     out_ = std::make_unique<OutputDir>(base_.string(), (base_ / ".failed").string(),
                                        CollisionPolicy::kRename);
   }
-  void TearDown() override { fs::remove_all(base_); }
   void settle() {
     while (pool_.pending() > 0) {
       pool_.wait(std::chrono::milliseconds(50));
@@ -41,7 +39,8 @@ class FailureRecordsTest : public ::testing::Test {
     r.file.verify = common::VerifyType::kB2B;
     return r;
   }
-  fs::path base_;
+  testing::ScratchDir scratch_{"fr"};
+  fs::path base_ = scratch_.path();
   std::unique_ptr<OutputDir> out_;
   FsPool pool_{1, "tfr"};
   common::FakeClock clock_;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "support/scratch_fs.hpp"
+
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
@@ -16,7 +18,6 @@ namespace fs = std::filesystem;
 class FileBlocksTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = fs::temp_directory_path() / ("ddft_fb_" + std::to_string(::getpid()));
     common::BlockIoOptions o;
     o.engine = common::IoEngine::kPwrite;
     o.queue_depth = 8;
@@ -28,13 +29,13 @@ class FileBlocksTest : public ::testing::Test {
     f_.tmp.fd.reset(::open(path_.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600));
     f_.tmp_ready = true;
   }
-  void TearDown() override { fs::remove(path_); }
   // Completes every write, as the file table's pump() would.
   void drain(FileBlocks& fb) {
     while (engine_->pending()) engine_->reap(true);
     engine_->handle_completions([&](const common::IoCompletion& c) { fb.on_write_done(c); });
   }
-  fs::path path_;
+  testing::ScratchDir scratch_{"fb"};
+  fs::path path_ = scratch_.path() / "file";
   std::unique_ptr<common::BlockIo> io_;
   common::AlignedBuffer mem_{4 * 4096};
   std::unique_ptr<WriteEngine> engine_;

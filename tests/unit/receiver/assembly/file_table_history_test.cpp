@@ -9,10 +9,20 @@
 #include <vector>
 
 #include "common/hash.hpp"
+#include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "unit/receiver/assembly/file_table_lanes_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {
+using ddft::testing::JsonHas;
+using ddft::testing::read_file;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
 
 constexpr uint64_t kEarlier = 0xea411e5;  // a session before this receiver started
 // 2026-11-28T12:00:00Z in ns since the epoch.
@@ -52,17 +62,15 @@ TEST_F(FileTableHistoryTest, AFileOfAnEarlierSessionNeverGotIsRecordedOnceWithWh
   settle();
   EXPECT_EQ(counters_.files_missed, 1u);
   EXPECT_EQ(counters_.files_failed, 1u);
-  const std::string rec = records();
-  EXPECT_NE(rec.find("\"name\": \"gone/a.bin\""), std::string::npos) << rec;
-  EXPECT_NE(rec.find("in session 000000000ea411e5, file 7, while this receiver was not "
-                     "receiving (named by the sender's history)"),
-            std::string::npos)
-      << rec;
-  EXPECT_NE(rec.find("sent at 2026-11-28T"), std::string::npos) << rec;
-  EXPECT_NE(rec.find("\"sender\": \"000000000000feed\""), std::string::npos) << rec;
-  EXPECT_NE(rec.find("00112233445566778899aabbccddeeff"), std::string::npos)
-      << "the record carries the sender's digest\n"
-      << rec;
+  const std::string rec = record();
+  EXPECT_THAT(rec, JsonHas("name", "gone/a.bin"));
+  EXPECT_THAT(rec, JsonHas("reason", AllOf(StartsWith("sent at 2026-11-28T"),
+                                           EndsWith(" in session 000000000ea411e5, file 7, while "
+                                                    "this receiver was not receiving (named by "
+                                                    "the sender's history)"))));
+  EXPECT_THAT(rec, JsonHas("sender", "000000000000feed"));
+  EXPECT_THAT(rec, JsonHas("expected_key", "00112233445566778899aabbccddeeff"))
+      << "the record carries the sender's digest";
   // Every later repeat of it is passed over: named once.
   feed(0, lane_[0].history(0xfeed, {r}));
   feed(1, lane_[1].history(0xfeed, {r}));
@@ -82,7 +90,7 @@ TEST_F(FileTableHistoryTest, FilesDeliveredOrNamedAlreadyAreNotNamedAgain) {
                            {missed(kEarlier, 3, "known.bin"), missed(kSession, 1, "here.bin", 0)}));
   settle();
   EXPECT_EQ(counters_.files_missed, 0u);
-  EXPECT_EQ(record_count(), 0u) << records();
+  EXPECT_EQ(record_count(), 0u) << ::testing::PrintToString(records());
 }
 
 TEST_F(FileTableHistoryTest, AFileOfThisSessionBeforeTheReceiverJoinedIsNamedAsNotReceiving) {
@@ -93,10 +101,14 @@ TEST_F(FileTableHistoryTest, AFileOfThisSessionBeforeTheReceiverJoinedIsNamedAsN
                            {missed(kSession, 2, "two.bin", 0), missed(kSession, 6, "six.bin", 0)}));
   settle();
   EXPECT_EQ(counters_.files_missed, 2u);
-  const std::string rec = records();
-  EXPECT_NE(rec.find("file 2, while this receiver was not receiving"), std::string::npos) << rec;
+  const std::vector<std::string> recs = records();
+  EXPECT_THAT(recs, Contains(AllOf(JsonHas("name", "two.bin"),
+                                   JsonHas("reason", HasSubstr("file 2, while this receiver was "
+                                                               "not receiving")))));
   // File 6 came after the first file it heard: it was receiving, and lost all of it.
-  EXPECT_NE(rec.find("never reached this receiver: sent at"), std::string::npos) << rec;
+  EXPECT_THAT(recs, Contains(AllOf(JsonHas("name", "six.bin"),
+                                   JsonHas("reason", StartsWith("never reached this receiver: "
+                                                                "sent at")))));
   // An announce of file 2 now (a late repeat) is not taken: it is named already.
   feed(0, lane_[0].announce(2, "two.bin", 1000));
   settle();
@@ -109,8 +121,8 @@ TEST_F(FileTableHistoryTest, AFileOnALaneOfAnotherHostIsLeftToThatHostsReceiver)
   feed(0, lane_[0].history(0xfeed, {missed(kEarlier, 9, "elsewhere.bin", 2),
                                     missed(kEarlier, 10, "striped.bin", common::kLaneAll)}));
   settle();
-  EXPECT_EQ(counters_.files_missed, 1u) << records();
-  EXPECT_EQ(records().find("elsewhere.bin"), std::string::npos) << records();
+  EXPECT_EQ(counters_.files_missed, 1u) << ::testing::PrintToString(records());
+  EXPECT_THAT(records(), Not(Contains(JsonHas("name", "elsewhere.bin"))));
 }
 
 TEST_F(FileTableHistoryTest, AMalformedHistoryIsCountedAndNamesNothing) {
@@ -138,11 +150,9 @@ TEST_F(FileTableHistoryTest, AResendOfAMissedFileIsDeliveredAndResolvesItsRecord
   feed_all(0, lane_[0].file(3, "gone/a.bin", content));
   settle();
   EXPECT_EQ(counters_.resends_delivered, 1u);
-  EXPECT_EQ(read(base_ / "gone/a.bin"), content);
-  const std::string rec = records();
-  EXPECT_NE(rec.find("\"resolved\": \"delivered on resend (session 0000000000005151, file 3) at "),
-            std::string::npos)
-      << rec;
+  EXPECT_EQ(read_file(base_ / "gone/a.bin"), content);
+  EXPECT_THAT(record(), JsonHas("resolved", StartsWith("delivered on resend (session "
+                                                       "0000000000005151, file 3) at ")));
   EXPECT_EQ(record_count(), 1u) << "resolved, not a second record";
   // A later copy of it is a copy of a file delivered: skipped.
   feed(0, lane_[0].resend(4, r.file));

@@ -7,9 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +15,8 @@
 #include "receiver/assembly/file_table.hpp"
 #include "receiver/link/session_gate.hpp"
 #include "support/fake_sender.hpp"
+#include "support/files.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 
@@ -31,9 +31,6 @@ class FileTableLanesTest : public ::testing::Test {
   static constexpr uint64_t kSession = 0x5151;
 
   void SetUp() override {
-    base_ = std::filesystem::temp_directory_path() / ("ddft_ftl_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(base_);
-    std::filesystem::create_directories(base_);
     cfg_.output = base_.string();
     cfg_.write_block_kb = 4;
     cfg_.file_timeout_s = 30;
@@ -60,7 +57,6 @@ class FileTableLanesTest : public ::testing::Test {
   void TearDown() override {
     table_.reset();
     gate_.reset();
-    std::filesystem::remove_all(base_);
   }
   // What the assembler does with a packet of `lane`: the gate notes it, the table handles it.
   void feed(size_t lane, const std::vector<uint8_t>& d) {
@@ -114,24 +110,19 @@ class FileTableLanesTest : public ::testing::Test {
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s)));
     table_->tick(clock_.now());
   }
-  std::string read(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream got;
-    got << in.rdbuf();
-    return got.str();
-  }
-  // The failure records written, concatenated.
-  std::string records() {
-    std::string all;
-    if (!std::filesystem::exists(base_ / ".failed")) return all;
-    for (const auto& e : std::filesystem::directory_iterator(base_ / ".failed")) {
-      if (e.path().extension() == ".json") all += read(e.path());
-    }
-    return all;
+  // The text of each failure record written.
+  std::vector<std::string> records() { return testing::failed_record_texts(base_); }
+  // The text of the one failure record written; "" and a test failure when there is not one.
+  std::string record() {
+    const std::vector<std::string> all = records();
+    if (all.size() == 1) return all[0];
+    ADD_FAILURE() << all.size() << " failure records where one was expected";
+    return "";
   }
 
   testing::FakeSender lane_[2] = {testing::FakeSender{kSession}, testing::FakeSender{kSession}};
-  std::filesystem::path base_;
+  testing::ScratchDir scratch_{"ftl"};
+  std::filesystem::path base_ = scratch_.path();
   ReceiverConfig cfg_;
   std::unique_ptr<OutputDir> out_;
   std::unique_ptr<common::BlockIo> io_;

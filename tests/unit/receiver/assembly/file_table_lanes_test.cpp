@@ -13,13 +13,23 @@
 #include "receiver/assembly/file_table.hpp"
 #include "receiver/link/session_gate.hpp"
 #include "support/fake_sender.hpp"
+#include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "support/log_capture.hpp"
 #include "unit/receiver/assembly/file_table_lanes_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::read_file;
 using Datagram = std::vector<uint8_t>;
+using ddft::testing::JsonHas;
+using ddft::testing::JsonText;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::UnorderedElementsAre;
 
 TEST_F(FileTableLanesTest, AStripedFileWaitsForEveryLanesEndAndIsVerifiedOnce) {
   const std::string content = lane_content(10000, 3);
@@ -35,7 +45,7 @@ TEST_F(FileTableLanesTest, AStripedFileWaitsForEveryLanesEndAndIsVerifiedOnce) {
   feed(1, lane_[1].end(1, content));
   settle();
   EXPECT_EQ(counters_.files_passed, 1u);
-  EXPECT_TRUE(read(base_ / "big.bin") == content);
+  EXPECT_TRUE(read_file(base_ / "big.bin") == content);
 }
 
 TEST_F(FileTableLanesTest, AStripedFileMissingALanesDataFailsOnceEveryLaneHasEnded) {
@@ -48,9 +58,9 @@ TEST_F(FileTableLanesTest, AStripedFileMissingALanesDataFailsOnceEveryLaneHasEnd
   later(3);
   settle();
   EXPECT_EQ(counters_.files_failed, 1u);
-  const std::string rec = records();
-  EXPECT_NE(rec.find("[4000, 10000]"), std::string::npos) << rec;
-  EXPECT_NE(rec.find("\"lane\": \"striped\""), std::string::npos) << rec;
+  const std::string rec = record();
+  EXPECT_THAT(rec, JsonHas("missing_ranges", JsonText("[[4000, 10000]]")));
+  EXPECT_THAT(rec, JsonHas("lane", "striped"));
 }
 
 TEST_F(FileTableLanesTest, ANextFileSupersedesOnlyTheFilesOfItsOwnLane) {
@@ -67,10 +77,10 @@ TEST_F(FileTableLanesTest, ANextFileSupersedesOnlyTheFilesOfItsOwnLane) {
   later(3);
   settle();
   EXPECT_EQ(counters_.files_failed, 1u);
-  const std::string rec = records();
-  EXPECT_NE(rec.find("\"lane\": 0"), std::string::npos) << rec;
-  EXPECT_NE(rec.find("lane 0, 127.0.0.1:5000"), std::string::npos) << rec;
-  EXPECT_NE(rec.find("[2000, 5000]"), std::string::npos) << rec;
+  const std::string rec = record();
+  EXPECT_THAT(rec, JsonHas("lane", 0));
+  EXPECT_THAT(rec, JsonHas("reason", HasSubstr("lane 0, 127.0.0.1:5000")));
+  EXPECT_THAT(rec, JsonHas("missing_ranges", JsonText("[[2000, 5000]]")));
 }
 
 // A session's ids wrap from 2^32 - 1 to 1: the lane's next file is still a later one, so the
@@ -86,7 +96,7 @@ TEST_F(FileTableLanesTest, ANextFileAfterTheIdWrapStillSupersedesTheOneBefore) {
   settle();
   EXPECT_EQ(counters_.files_passed, 1u);
   EXPECT_EQ(counters_.files_failed, 1u) << "file 1 comes after file 2^32 - 1 on its lane";
-  EXPECT_NE(records().find("[2000, 5000]"), std::string::npos) << records();
+  EXPECT_THAT(record(), JsonHas("missing_ranges", JsonText("[[2000, 5000]]")));
 }
 
 TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
@@ -112,11 +122,9 @@ TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
   settle();
   EXPECT_EQ(counters_.files_unannounced, 2u);
   EXPECT_FALSE(table_->holds_list_entries());
-  const std::string rec = records();
-  EXPECT_NE(rec.find("lost.bin"), std::string::npos) << rec;
-  EXPECT_NE(rec.find("own.bin"), std::string::npos) << rec;
-  EXPECT_EQ(rec.find("late.bin"), std::string::npos) << rec;
-  EXPECT_NE(rec.find("\"lane\": 1"), std::string::npos) << rec;
+  EXPECT_THAT(records(),
+              UnorderedElementsAre(AllOf(JsonHas("name", "lost.bin"), JsonHas("lane", 1)),
+                                   AllOf(JsonHas("name", "own.bin"), JsonHas("lane", 1))));
 }
 
 // A list entry still waiting for its lane when the sender starts a new session is settled under
@@ -135,10 +143,10 @@ TEST_F(FileTableLanesTest, AHeldListEntryIsSettledUnderItsOwnSessionWhenANewOneS
   settle();
   EXPECT_FALSE(table_->holds_list_entries());
   EXPECT_EQ(counters_.files_unannounced, 1u);
-  const std::string rec = records();
-  EXPECT_NE(rec.find("lost.bin"), std::string::npos) << rec;
-  EXPECT_NE(rec.find(fmt::format("\"session\": \"{:016x}\"", kSession)), std::string::npos) << rec;
-  EXPECT_NE(rec.find("the session ended before that lane brought it"), std::string::npos) << rec;
+  const std::string rec = record();
+  EXPECT_THAT(rec, JsonHas("name", "lost.bin"));
+  EXPECT_THAT(rec, JsonHas("session", fmt::format("{:016x}", kSession)));
+  EXPECT_THAT(rec, JsonHas("reason", HasSubstr("the session ended before that lane brought it")));
   // The new session's own file 8 is a file of its own, delivered.
   testing::FakeSender next{kNext};
   const std::string fresh = lane_content(1500, 2);
@@ -148,7 +156,7 @@ TEST_F(FileTableLanesTest, AHeldListEntryIsSettledUnderItsOwnSessionWhenANewOneS
   settle();
   EXPECT_EQ(counters_.files_passed, 1u);
   EXPECT_EQ(counters_.files_unannounced, 1u);
-  EXPECT_EQ(records().find(fmt::format("{:016x}", kNext)), std::string::npos) << records();
+  EXPECT_THAT(records(), Not(Contains(JsonHas("session", fmt::format("{:016x}", kNext)))));
 }
 
 // The receiver stopping settles them too, and says so.
@@ -161,10 +169,8 @@ TEST_F(FileTableLanesTest, AHeldListEntryIsRecordedWhenTheReceiverStops) {
   settle();
   EXPECT_FALSE(table_->holds_list_entries());
   EXPECT_EQ(counters_.files_unannounced, 1u);
-  EXPECT_NE(records().find("(lane 1, 127.0.0.1:5001; the receiver stopped before that lane "
-                           "brought it)"),
-            std::string::npos)
-      << records();
+  EXPECT_THAT(record(), JsonHas("reason", HasSubstr("(lane 1, 127.0.0.1:5001; the receiver "
+                                                    "stopped before that lane brought it)")));
 }
 
 // A receiver that starts after the sender: the files the list names from before its first
@@ -190,15 +196,16 @@ TEST_F(FileTableLanesTest, AListedFileSentBeforeTheReceiverJoinedIsNamedWithThat
   settle();
   EXPECT_EQ(counters_.files_passed, 1u);
   EXPECT_EQ(counters_.files_unannounced, 2u);
-  const std::string rec = records();
-  EXPECT_NE(rec.find("\"name\": \"early.bin\""), std::string::npos) << rec;
-  EXPECT_NE(rec.find("sent before its first packet of the session (packet 500 of the lane), "
-                     "while it was not receiving"),
-            std::string::npos)
-      << rec;
-  EXPECT_NE(rec.find("\"reason\": \"never announced: all its packets were lost\""),
-            std::string::npos)
-      << "lost.bin came after the receiver joined: " << rec;
+  const std::vector<std::string> recs = records();
+  EXPECT_THAT(recs,
+              Contains(AllOf(JsonHas("name", "early.bin"),
+                             JsonHas("reason", HasSubstr("sent before its first packet of "
+                                                         "the session (packet 500 of the "
+                                                         "lane), while it was not receiving")))));
+  EXPECT_THAT(recs,
+              Contains(AllOf(JsonHas("name", "lost.bin"),
+                             JsonHas("reason", "never announced: all its packets were lost"))))
+      << "lost.bin came after the receiver joined";
 }
 
 // A striped file that only the list names (every packet of it lost) is recorded once every lane
@@ -215,10 +222,10 @@ TEST_F(FileTableLanesTest, AStripedFileOnlyTheListNamesIsRecordedAsStriped) {
   later(2);
   settle();
   EXPECT_EQ(counters_.files_unannounced, 1u);
-  const std::string rec = records();
-  EXPECT_NE(rec.find("gone.bin"), std::string::npos) << rec;
-  EXPECT_NE(rec.find("\"lane\": \"striped\""), std::string::npos) << rec;
-  EXPECT_NE(rec.find("striped over every lane"), std::string::npos) << rec;
+  const std::string rec = record();
+  EXPECT_THAT(rec, JsonHas("name", "gone.bin"));
+  EXPECT_THAT(rec, JsonHas("lane", "striped"));
+  EXPECT_THAT(rec, JsonHas("reason", HasSubstr("striped over every lane")));
 }
 
 TEST_F(FileTableLanesTest, AListEntryOfALaneNoLaneHereCarriesIsLeftToItsReceiver) {
@@ -244,12 +251,10 @@ TEST_F(FileTableLanesTest, AListEntryOfALaneToThisHostThatNoListenTakesIsRecorde
   EXPECT_FALSE(table_->holds_list_entries());
   EXPECT_EQ(counters_.listed_elsewhere, 0u);
   EXPECT_EQ(counters_.files_unannounced, 1u);
-  const std::string rec = records();
-  EXPECT_NE(rec.find("unheard.bin"), std::string::npos) << rec;
-  EXPECT_NE(rec.find("the sender's lane 2 goes to this receiver's host, but no --listen here "
-                     "takes it"),
-            std::string::npos)
-      << rec;
+  const std::string rec = record();
+  EXPECT_THAT(rec, JsonHas("name", "unheard.bin"));
+  EXPECT_THAT(rec, JsonHas("reason", HasSubstr("the sender's lane 2 goes to this receiver's host, "
+                                               "but no --listen here takes it")));
 }
 
 // The same lane on another host is left to that host's receiver: logged and counted.
@@ -279,8 +284,7 @@ TEST_F(FileTableLanesTest, AFileStripedOverMoreLanesThanThisReceiverHasIsRefused
   settle();
   EXPECT_EQ(counters_.files_refused, 1u);
   EXPECT_TRUE(table_->empty());
-  const std::string rec = records();
-  EXPECT_NE(rec.find("striped across receiver hosts"), std::string::npos) << rec;
+  EXPECT_THAT(record(), JsonHas("reason", HasSubstr("striped across receiver hosts")));
   // A whole file of the same session is taken as ever.
   feed_all(1, lane_[1].file(2, "whole.bin", content));
   settle();

@@ -6,25 +6,28 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <future>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/fake_sender.hpp"
+#include "support/files.hpp"
+#include "support/json_matchers.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::read_file;
 using Datagram = std::vector<uint8_t>;
+using ddft::testing::JsonHas;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::StartsWith;
 
 class FileTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_ft_" + std::to_string(::getpid()));
-    fs::remove_all(base_);
-    fs::create_directories(base_);
     cfg_.output = base_.string();
     cfg_.write_block_kb = 4;
     cfg_.file_timeout_s = 5;
@@ -41,10 +44,7 @@ class FileTableTest : public ::testing::Test {
         std::make_unique<FileTable>(cfg_, *out_, pool_, clock_, *engine_, *records_, counters_);
     table_->start_session(kSession);
   }
-  void TearDown() override {
-    table_.reset();
-    fs::remove_all(base_);
-  }
+  void TearDown() override { table_.reset(); }
   common::Header next() {
     common::Header h;
     h.session_id = kSession;
@@ -86,7 +86,8 @@ class FileTableTest : public ::testing::Test {
   }
   static constexpr uint64_t kSession = 0x1234;
   ddft::testing::FakeSender sender_{kSession};
-  fs::path base_;
+  testing::ScratchDir scratch_{"ft"};
+  fs::path base_ = scratch_.path();
   ReceiverConfig cfg_;
   std::unique_ptr<OutputDir> out_;
   std::unique_ptr<common::BlockIo> io_;
@@ -108,10 +109,7 @@ TEST_F(FileTableTest, AFileLargerThanTheBlockPoolIsDeliveredAndItsLifeEnds) {
   EXPECT_TRUE(table_->empty());
   EXPECT_EQ(counters_.files_passed, 1u);
   EXPECT_EQ(table_->session_files().passed, 1u);
-  std::ifstream in(base_ / "a/b.bin", std::ios::binary);
-  std::stringstream got;
-  got << in.rdbuf();
-  EXPECT_EQ(got.str(), content);
+  EXPECT_EQ(read_file(base_ / "a/b.bin"), content);
 }
 
 TEST_F(FileTableTest, AHostileNameIsRefusedAndAnAbortFails) {
@@ -200,18 +198,13 @@ TEST_F(FileTableTest, EvictedFilesTakeTheRecordBudgetBeforeTheRefusalsAfterThem)
   release.set_value();
   table_->fail_receiving("test over");
   settle();
-  std::string records;
-  for (const auto& e : fs::directory_iterator(base_ / ".failed")) {
-    std::ifstream in(e.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    records += text.str() + "\n";
-  }
+  const std::vector<std::string> records = ddft::testing::failed_record_texts(base_);
   for (int i = 1; i <= 8; ++i) {
-    EXPECT_NE(records.find("\"flood/" + std::to_string(i) + "\""), std::string::npos)
+    EXPECT_THAT(records,
+                Contains(AllOf(JsonHas("name", "flood/" + std::to_string(i)),
+                               JsonHas("reason", StartsWith("more than 8 files in flight")))))
         << "evicted file " << i << " has a record";
   }
-  EXPECT_NE(records.find("more than 8 files in flight"), std::string::npos);
   EXPECT_GT(counters_.records_suppressed, 0u) << "the budget was used up by the refusals";
 }
 

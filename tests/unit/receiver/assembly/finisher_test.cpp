@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "support/scratch_fs.hpp"
+
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
@@ -16,9 +18,6 @@ namespace fs = std::filesystem;
 class FinisherTest : public ::testing::Test, public Finisher::Owner {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_fi_" + std::to_string(::getpid()));
-    fs::remove_all(base_);
-    fs::create_directories(base_);
     cfg_.write_mode = WriteMode::kBuffered;
     out_ = std::make_unique<OutputDir>(base_.string(), (base_ / ".failed").string(),
                                        CollisionPolicy::kRename);
@@ -34,7 +33,6 @@ class FinisherTest : public ::testing::Test, public Finisher::Owner {
   void TearDown() override {
     settle();
     finisher_.reset();
-    fs::remove_all(base_);
   }
   void fail(File& f, const std::string& reason) override {
     failed_.push_back(reason);
@@ -80,7 +78,8 @@ class FinisherTest : public ::testing::Test, public Finisher::Owner {
       pool_.reap();
     }
   }
-  fs::path base_;
+  testing::ScratchDir scratch_{"fi"};
+  fs::path base_ = scratch_.path();
   ReceiverConfig cfg_;
   std::unique_ptr<OutputDir> out_;
   std::unique_ptr<common::BlockIo> io_;

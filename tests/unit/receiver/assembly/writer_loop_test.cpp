@@ -8,26 +8,25 @@
 
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/fake_sender.hpp"
+#include "support/files.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::read_file;
 using testing::Datagram;
 
 class WriterLoopTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_wl_" + std::to_string(::getpid()));
-    fs::remove_all(base_);
     fs::create_directories(base_ / "out");
     cfg_.output = (base_ / "out").string();
     cfg_.failed_dir = (base_ / "out/.failed").string();
@@ -43,10 +42,7 @@ class WriterLoopTest : public ::testing::Test {
     writer_ = common::make_block_io(io, nullptr);
     asm_ = std::make_unique<Assembler>(cfg_, *out_, *writer_, mem_, clock_);
   }
-  void TearDown() override {
-    asm_.reset();
-    fs::remove_all(base_);
-  }
+  void TearDown() override { asm_.reset(); }
   // Puts `ds` in the ring as one record each, or as one bundle when `bundle` (all of one size
   // but the last, as the kernel's GRO makes them).
   void put(const std::vector<Datagram>& ds, bool bundle) {
@@ -92,14 +88,9 @@ class WriterLoopTest : public ::testing::Test {
     EXPECT_TRUE(published);
     return !bound.stop_requested() && upstream_stopped && published;
   }
-  static std::string read(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
 
-  fs::path base_;
+  testing::ScratchDir scratch_{"wl"};
+  fs::path base_ = scratch_.path();
   ReceiverConfig cfg_;
   std::unique_ptr<OutputDir> out_;
   common::AlignedBuffer mem_{8 * 64 * 1024};
@@ -122,7 +113,7 @@ TEST_F(WriterLoopTest, BundlesAreCutIntoDatagramsAndTheSessionEndsTheLoop) {
   put({tx.heartbeat(/*final=*/true)}, false);
   EXPECT_TRUE(run_loop());
   EXPECT_EQ(asm_->counters().files_passed, 1u);
-  EXPECT_EQ(read(base_ / "out/bundled.bin"), content);
+  EXPECT_EQ(read_file(base_ / "out/bundled.bin"), content);
   EXPECT_EQ(asm_->counters().truncated, 1u) << "counted, never decoded";
   EXPECT_EQ(ring_.available(), 0u) << "everything given back to the ring";
   EXPECT_EQ(ring_.consumed(), ring_.produced());
@@ -163,9 +154,9 @@ TEST_F(WriterLoopTest, OpenWorkersDeliverSealedFilesInOrderAndDropForgeries) {
   EXPECT_TRUE(run_loop(&by_helpers));
   EXPECT_GT(by_helpers, 100u) << "the two dd-open threads opened their shares";
   EXPECT_EQ(asm_->counters().files_passed, 39u);
-  EXPECT_EQ(read(base_ / "out/big.bin"), big);
+  EXPECT_EQ(read_file(base_ / "out/big.bin"), big);
   for (uint32_t id = 2; id < 40; ++id) {
-    EXPECT_EQ(read(base_ / "out/small" / std::to_string(id)), std::to_string(id * id));
+    EXPECT_EQ(read_file(base_ / "out/small" / std::to_string(id)), std::to_string(id * id));
   }
   EXPECT_EQ(asm_->counters().auth_rejected[static_cast<size_t>(AuthReject::kBadTag)], 2u);
   EXPECT_EQ(ring_.consumed(), ring_.produced());

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/block_io.hpp"
+#include "support/files.hpp"
 #include "support/host_probe.hpp"
 #include "support/scratch_fs.hpp"
 

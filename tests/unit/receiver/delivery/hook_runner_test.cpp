@@ -11,12 +11,15 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
+
+#include "support/files.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::read_file;
 using namespace std::chrono;
 
 // The log lines written while it lives; readable while other threads log.
@@ -52,25 +55,11 @@ bool eventually(Pred pred) {
   return pred();
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 class HookRunnerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ddft_hook_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override {}
   void TearDown() override {
     runner_.reset();  // stops it: nothing outlives the test
-    fs::remove_all(dir_);
   }
   // Writes an executable shell script and returns a command that runs it. In `body`, $D is the
   // test's folder.
@@ -95,7 +84,8 @@ class HookRunnerTest : public ::testing::Test {
     return c.ok + c.failed + c.timed_out + c.not_run;
   }
 
-  fs::path dir_;
+  testing::ScratchDir scratch_{"hook"};
+  fs::path dir_ = scratch_.path();
   common::FakeClock clock_;
   LogCapture log_;
   std::unique_ptr<HookRunner> runner_;
@@ -122,19 +112,19 @@ TEST_F(HookRunnerTest, PathArrivesVerbatimAsAnArgumentAndInTheEnvironment) {
   runner_->enqueue(f);
   ASSERT_TRUE(eventually([&] { return finished() == 1; })) << log_.text();
   EXPECT_EQ(runner_->counters().ok, 1u) << log_.text();
-  EXPECT_EQ(read(dir_ / "argc"), "1");
-  EXPECT_EQ(read(dir_ / "arg"), f.final_path);
-  EXPECT_EQ(read(dir_ / "path"), f.final_path);
-  EXPECT_EQ(read(dir_ / "rel"), rel);
-  EXPECT_EQ(read(dir_ / "size"), "1234");
-  EXPECT_EQ(read(dir_ / "key"), "0x6999CF78");
-  EXPECT_EQ(read(dir_ / "session"), "0f3c9a7d12e45b60");
-  EXPECT_EQ(read(dir_ / "stdin"), "");  // /dev/null
+  EXPECT_EQ(read_file(dir_ / "argc"), "1");
+  EXPECT_EQ(read_file(dir_ / "arg"), f.final_path);
+  EXPECT_EQ(read_file(dir_ / "path"), f.final_path);
+  EXPECT_EQ(read_file(dir_ / "rel"), rel);
+  EXPECT_EQ(read_file(dir_ / "size"), "1234");
+  EXPECT_EQ(read_file(dir_ / "key"), "0x6999CF78");
+  EXPECT_EQ(read_file(dir_ / "session"), "0f3c9a7d12e45b60");
+  EXPECT_EQ(read_file(dir_ / "stdin"), "");  // /dev/null
   EXPECT_FALSE(fs::exists(dir_ / "PWNED"));
   EXPECT_FALSE(fs::exists(dir_ / "PWNED2"));
   // Only stdin, stdout, stderr (and ls's own directory handle) are open in the hook: none of the
   // test's descriptors leaked.
-  const std::string fds = read(dir_ / "fds");
+  const std::string fds = read_file(dir_ / "fds");
   size_t open = 0;
   for (size_t pos = 0; (pos = fds.find(" -> ", pos)) != std::string::npos; ++pos) ++open;
   EXPECT_LE(open, 4u) << fds;
@@ -150,7 +140,7 @@ TEST_F(HookRunnerTest, CommandMayBeAShellSnippetWithThePathAppended) {
   runner_->enqueue(file("x y.bin"));
   ASSERT_TRUE(eventually([&] { return finished() == 1; })) << log_.text();
   EXPECT_EQ(runner_->counters().ok, 1u) << log_.text();
-  EXPECT_EQ(read(dir_ / "out.txt"), "first|");
+  EXPECT_EQ(read_file(dir_ / "out.txt"), "first|");
 }
 
 TEST_F(HookRunnerTest, ExitStatusIsLoggedWithTheTailOfTheOutput) {
@@ -231,7 +221,7 @@ TEST_F(HookRunnerTest, HangingHookAndWhatItStartedAreKilledAtTheTimeout) {
   start(o);
   runner_->enqueue(file("slow.bin"));
   ASSERT_TRUE(eventually([&] { return fs::exists(dir_ / "started"); }));
-  const pid_t child = std::stoi(read(dir_ / "child"));
+  const pid_t child = std::stoi(read_file(dir_ / "child"));
   clock_.advance(seconds(9));
   // Not yet: it is within its timeout (the runner checks often; give it a few rounds).
   std::this_thread::sleep_for(milliseconds(200));
@@ -245,7 +235,7 @@ TEST_F(HookRunnerTest, HangingHookAndWhatItStartedAreKilledAtTheTimeout) {
       << log_.text();
   // The background child went with it (gone, or a zombie waiting for its new parent).
   EXPECT_TRUE(eventually([&] {
-    const std::string stat = read("/proc/" + std::to_string(child) + "/stat");
+    const std::string stat = read_file("/proc/" + std::to_string(child) + "/stat");
     return stat.empty() || stat.find(") Z ") != std::string::npos;
   }));
 }
@@ -291,7 +281,7 @@ TEST_F(HookRunnerTest, QueueIsBoundedAndEnqueueNeverWaits) {
   std::ofstream(dir_ / "release").put('x');
   ASSERT_TRUE(eventually([&] { return finished() == 4; })) << log_.text();
   EXPECT_EQ(runner_->counters().ok, 3u);
-  EXPECT_EQ(read(dir_ / "started"), d + "/out/1\n" + d + "/out/2\n" + d + "/out/3\n");
+  EXPECT_EQ(read_file(dir_ / "started"), d + "/out/1\n" + d + "/out/2\n" + d + "/out/3\n");
 }
 
 TEST_F(HookRunnerTest, ShutdownWaitsForTheRunningHookAndNamesEveryFileNotRun) {
@@ -320,7 +310,7 @@ TEST_F(HookRunnerTest, ShutdownWaitsForTheRunningHookAndNamesEveryFileNotRun) {
         << log_.text();
   }
   EXPECT_TRUE(log_.has("Info: on-complete: 1 ok, 0 failed, 0 timed out, 3 not run")) << log_.text();
-  EXPECT_EQ(read(dir_ / "started"), d + "/out/running\n");  // the queued ones never started
+  EXPECT_EQ(read_file(dir_ / "started"), d + "/out/running\n");  // the queued ones never started
 }
 
 TEST_F(HookRunnerTest, QueuedHookFollowsItsFileWhenANewerOneTakesItsName) {
@@ -337,7 +327,8 @@ TEST_F(HookRunnerTest, QueuedHookFollowsItsFileWhenANewerOneTakesItsName) {
   runner_->enqueue(file("x.txt"));  // the newer file, now under the name
   std::ofstream(dir_ / "release").put('x');
   ASSERT_TRUE(eventually([&] { return finished() == 3; })) << log_.text();
-  EXPECT_EQ(read(dir_ / "started"), d + "/out/first\n" + d + "/out/x.1.txt\n" + d + "/out/x.txt\n");
+  EXPECT_EQ(read_file(dir_ / "started"),
+            d + "/out/first\n" + d + "/out/x.1.txt\n" + d + "/out/x.txt\n");
 }
 
 TEST_F(HookRunnerTest, SeveralJobsRunAtOnce) {

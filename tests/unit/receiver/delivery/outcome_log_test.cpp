@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/json.hpp"
+#include "support/files.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {

@@ -10,13 +10,18 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
+#include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::JsonHas;
+using ddft::testing::JsonText;
+using ddft::testing::read_file;
+using ::testing::HasSubstr;
 
 TEST(WirePath, AcceptsOrdinaryRelativePaths) {
   for (const char* ok : {"a.txt", "dir/sub/file.bin", ".hidden", "caf\xc3\xa9/r\xc3\xa9sum\xc3\xa9",
@@ -63,21 +68,12 @@ TEST(TempName, IsRecognised) {
 class OutputDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_od_" + std::to_string(::getpid()));
-    fs::remove_all(base_);
     fs::create_directories(base_ / "out");
     fs::create_directories(base_ / "outside");
   }
-  void TearDown() override { fs::remove_all(base_); }
 
   OutputDir make(CollisionPolicy p = CollisionPolicy::kRename) {
     return OutputDir((base_ / "out").string(), (base_ / "out/.failed").string(), p);
-  }
-  static std::string read(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
   }
   bool write_file(OutputDir& od, const std::string& rel, const std::string& content,
                   std::string* moved = nullptr, std::string* reason_out = nullptr) {
@@ -103,14 +99,15 @@ class OutputDirTest : public ::testing::Test {
     return ok;
   }
 
-  fs::path base_;
+  testing::ScratchDir scratch_{"od"};
+  fs::path base_ = scratch_.path();
   uint32_t id_ = 0;
 };
 
 TEST_F(OutputDirTest, CreatesFoldersAndRenamesIntoPlace) {
   auto od = make();
   ASSERT_TRUE(write_file(od, "a/b/c.txt", "hello"));
-  EXPECT_EQ(read(base_ / "out/a/b/c.txt"), "hello");
+  EXPECT_EQ(read_file(base_ / "out/a/b/c.txt"), "hello");
   EXPECT_EQ(fs::last_write_time(base_ / "out/a/b/c.txt").time_since_epoch().count() != 0, true);
   // No temporary file is left behind.
   for (const auto& e : fs::recursive_directory_iterator(base_ / "out")) {
@@ -126,9 +123,9 @@ TEST_F(OutputDirTest, CollisionRenameKeepsOldFile) {
   EXPECT_EQ(moved, "r.1.txt");
   ASSERT_TRUE(write_file(od, "r.txt", "three", &moved));
   EXPECT_EQ(moved, "r.2.txt");
-  EXPECT_EQ(read(base_ / "out/r.txt"), "three");
-  EXPECT_EQ(read(base_ / "out/r.1.txt"), "one");
-  EXPECT_EQ(read(base_ / "out/r.2.txt"), "two");
+  EXPECT_EQ(read_file(base_ / "out/r.txt"), "three");
+  EXPECT_EQ(read_file(base_ / "out/r.1.txt"), "one");
+  EXPECT_EQ(read_file(base_ / "out/r.2.txt"), "two");
 }
 
 TEST_F(OutputDirTest, CollisionOverwriteAndReject) {
@@ -136,19 +133,19 @@ TEST_F(OutputDirTest, CollisionOverwriteAndReject) {
     auto od = make(CollisionPolicy::kOverwrite);
     ASSERT_TRUE(write_file(od, "o.txt", "one"));
     ASSERT_TRUE(write_file(od, "o.txt", "two"));
-    EXPECT_EQ(read(base_ / "out/o.txt"), "two");
+    EXPECT_EQ(read_file(base_ / "out/o.txt"), "two");
     EXPECT_FALSE(fs::exists(base_ / "out/o.1.txt"));
   }
   auto od = make(CollisionPolicy::kReject);
   std::string reason;
   EXPECT_FALSE(write_file(od, "o.txt", "three", nullptr, &reason));
   EXPECT_NE(reason.find("same name"), std::string::npos);
-  EXPECT_EQ(read(base_ / "out/o.txt"), "two");  // the old file is untouched
+  EXPECT_EQ(read_file(base_ / "out/o.txt"), "two");  // the old file is untouched
   // The rejected file is kept in the failed folder, not lost.
   int kept = 0;
   for (const auto& e : fs::directory_iterator(base_ / "out/.failed")) {
     if (e.path().extension() != ".json") {
-      EXPECT_EQ(read(e.path()), "three");
+      EXPECT_EQ(read_file(e.path()), "three");
       ++kept;
     }
   }
@@ -188,10 +185,10 @@ TEST_F(OutputDirTest, FailWritesRecordWithMissingRanges) {
   rec.reason = "incomplete";
   const std::string where = od.fail(f, rec);
   ASSERT_FALSE(where.empty());
-  const std::string json = read(where);
-  EXPECT_NE(json.find("\"name\": \"dir/part.bin\""), std::string::npos);
-  EXPECT_NE(json.find("\"missing_ranges\": [[3, 100]]"), std::string::npos);
-  EXPECT_NE(json.find("\"reason\": \"incomplete\""), std::string::npos);
+  const std::string json = read_file(where);
+  EXPECT_THAT(json, JsonHas("name", "dir/part.bin"));
+  EXPECT_THAT(json, JsonHas("missing_ranges", JsonText("[[3, 100]]")));
+  EXPECT_THAT(json, JsonHas("reason", "incomplete"));
   EXPECT_FALSE(fs::exists(base_ / "out/dir/part.bin"));
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(base_ / "out/.failed")) {
@@ -572,8 +569,7 @@ TEST_P(OriginFsTest, KeepPartialMovesTheLeftoversDataToTheFailedFolder) {
   ASSERT_EQ(data.size(), 1u);
   EXPECT_EQ(testing::read_file(data[0]), std::string(4096, 'A'));
   const std::string json = testing::read_file(got[0].record);
-  EXPECT_NE(json.find("\"data_file\": \"" + data[0].filename().string() + "\""), std::string::npos)
-      << json;
+  EXPECT_THAT(json, JsonHas("data_file", data[0].filename().string()));
   EXPECT_FALSE(fs::exists(root_ / "k" / sidecar_name(0x77, 9)));
 }
 
@@ -615,8 +611,8 @@ TEST_P(OriginFsTest, ALeftoverWithoutOriginIsRecordedUnderItsTemporaryName) {
   EXPECT_EQ(l.missing_text, "");
   ASSERT_FALSE(l.record.empty());
   const std::string json = testing::read_file(l.record);
-  EXPECT_NE(json.find("\"name\": \"u/" + temp_name(0xaa, 3) + "\""), std::string::npos) << json;
-  EXPECT_NE(json.find("its origin could not be read"), std::string::npos) << json;
+  EXPECT_THAT(json, JsonHas("name", "u/" + temp_name(0xaa, 3)));
+  EXPECT_THAT(json, JsonHas("reason", HasSubstr("its origin could not be read")));
   EXPECT_FALSE(fs::exists(root_ / "u" / temp_name(0xaa, 3)));
 }
 

@@ -18,11 +18,14 @@
 #include <utility>
 #include <vector>
 
+#include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::JsonHas;
 
 constexpr uint64_t kRecoverySession = 0x00c0ffee00c0ffeeULL;
 constexpr const char* kKey = "0123456789abcdef0123456789abcdef";
@@ -213,7 +216,7 @@ TEST_P(RecoveryTest, ALeftoverIsNamedWithWhatItHeld) {
                 "known); partial data removed; record: " +
                 recs[0].string()});
   const std::string json = testing::read_file(recs[0]);
-  EXPECT_NE(json.find("\"missing_ranges_exact\": false"), std::string::npos) << json;
+  EXPECT_THAT(json, JsonHas("missing_ranges_exact", false));
   EXPECT_FALSE(fs::exists(root_ / "x" / temp_name(kRecoverySession, 9)));
   // The journal names it as failed (with its record), then as logged, so that neither a later
   // file list nor the next start records it again.
@@ -325,7 +328,7 @@ TEST_P(RecoveryTest, AFailureStoppedBeforeItsRecordGetsItUnderItsNameWithItsData
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs[0], fs::path(f.record));
   const std::string json = testing::read_file(recs[0]);
-  EXPECT_NE(json.find("\"data_file\": \"" + name + "\""), std::string::npos) << json;
+  EXPECT_THAT(json, JsonHas("data_file", name));
 }
 
 // A failure an earlier run stopped in the middle of: the F line came (naming the record to be),

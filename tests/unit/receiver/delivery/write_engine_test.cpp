@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/fd.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::receiver {
 namespace {
@@ -19,7 +20,6 @@ namespace fs = std::filesystem;
 class WriteEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = fs::temp_directory_path() / ("ddft_we_" + std::to_string(::getpid()));
     fd_.reset(::open(path_.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600));
     ASSERT_TRUE(fd_.valid());
     common::BlockIoOptions o;
@@ -27,8 +27,8 @@ class WriteEngineTest : public ::testing::Test {
     o.queue_depth = 2;
     io_ = common::make_block_io(o, nullptr);
   }
-  void TearDown() override { fs::remove(path_); }
-  fs::path path_;
+  testing::ScratchDir scratch_{"we"};
+  fs::path path_ = scratch_.path() / "file";
   common::UniqueFd fd_;
   std::unique_ptr<common::BlockIo> io_;
   common::AlignedBuffer mem_{2 * 8192};

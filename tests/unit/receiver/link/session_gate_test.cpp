@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "support/scratch_fs.hpp"
+
 namespace ddft::receiver {
 namespace {
 namespace fs = std::filesystem;
@@ -27,18 +29,12 @@ Datagram heartbeat(uint64_t session, uint64_t seq, bool final = false, uint16_t 
 class SessionGateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("ddft_sg_" + std::to_string(::getpid()));
-    fs::remove_all(base_);
-    fs::create_directories(base_);
     out_ = std::make_unique<OutputDir>(base_.string(), (base_ / ".failed").string(),
                                        CollisionPolicy::kRename);
     cfg_.file_timeout_s = 5;
     gate_ = std::make_unique<SessionGate>(cfg_, *out_, pool_, clock_, counters_);
   }
-  void TearDown() override {
-    gate_.reset();
-    fs::remove_all(base_);
-  }
+  void TearDown() override { gate_.reset(); }
   // Opens `d`; true when admitted as a packet of the current session (starting it if new).
   bool admit(Datagram d) {
     std::span<const uint8_t> data(d);
@@ -56,7 +52,8 @@ class SessionGateTest : public ::testing::Test {
     }
     return gate_->note_packet(0, p);
   }
-  fs::path base_;
+  testing::ScratchDir scratch_{"sg"};
+  fs::path base_ = scratch_.path();
   std::unique_ptr<OutputDir> out_;
   ReceiverConfig cfg_;
   FsPool pool_{1, "tsg"};

@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 
+#include "support/scratch_fs.hpp"
+
 namespace ddft::receiver {
 namespace {
 using namespace std::chrono_literals;
@@ -63,11 +65,7 @@ TEST(WatchdogGate, EitherLoopStuckWithholdsThePingUntilItPassesAgain) {
 class FakeManager {
  public:
   explicit FakeManager(const char* watchdog_usec) {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ddft_notify_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-    const std::string path = (dir_ / "notify").string();
+    const std::string path = (dir_.path() / "notify").string();
     fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -84,7 +82,6 @@ class FakeManager {
     ::unsetenv("WATCHDOG_USEC");
     ::unsetenv("WATCHDOG_PID");
     if (fd_ >= 0) ::close(fd_);
-    std::filesystem::remove_all(dir_);
   }
   bool bound() const { return bound_; }
   // The next message already sent, if any (sd_notify has returned: it is in the socket).
@@ -98,7 +95,7 @@ class FakeManager {
   }
 
  private:
-  std::filesystem::path dir_;
+  testing::ScratchDir dir_{"notify"};
   int fd_ = -1;
   bool bound_ = false;
 };

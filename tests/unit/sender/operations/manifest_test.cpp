@@ -14,17 +14,22 @@
 
 #include "common/json.hpp"
 #include "sender/pipeline.hpp"
+#include "support/files.hpp"
+#include "support/json_matchers.hpp"
 #include "support/scoped_tz.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::sender {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::read_file;
 using namespace std::chrono_literals;
 using std::chrono::system_clock;
 
 // 2026-11-22 17:20:01.123 UTC.
 const system_clock::time_point kTime = system_clock::time_point(1795368001123ms);
 
+using ddft::testing::JsonHas;
 using testing::ScopedTz;
 
 TEST(Iso8601Local, MillisecondsAndTheZonesOffset) {
@@ -62,21 +67,7 @@ TEST(ManifestLine, ExactlyTheSpecifiedFields) {
 
 class ManifestTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ddft_manifest_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = dir_ / "sent.jsonl";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string contents() const {
-    std::ifstream in(path_, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  void SetUp() override { path_ = dir_ / "sent.jsonl"; }
   // Each line parsed by Python's json module and dumped again, ASCII only, keys sorted: what any
   // JSON reader gets from the manifest.
   std::vector<std::string> parsed() const {
@@ -116,7 +107,8 @@ class ManifestTest : public ::testing::Test {
     return [] { return kTime; };
   }
 
-  fs::path dir_;
+  testing::ScratchDir scratch_{"manifest"};
+  fs::path dir_ = scratch_.path();
   fs::path path_;
   common::FakeClock clock_;
 };
@@ -157,7 +149,7 @@ TEST_F(ManifestTest, LinksLeftOutAreSkippedLinesOfTheirSession) {
   {
     ManifestWriter m(path_.string(), common::VerifyType::kB2B, clock_, fixed_time());
     m.link_left_out("a/l", "skipping symbolic link '/x/a/l' (to 'b'; --symlinks skip)", false);
-    EXPECT_TRUE(contents().empty()) << "no session yet: kept";
+    EXPECT_TRUE(read_file(path_).empty()) << "no session yet: kept";
     m.session_started(0x0f3c9a7d12e45b60);
     m.file_sent(meta(1, "a/b", 10), digest(1));
     m.link_left_out("hot/l", "a symbolic link (--symlinks error)", true);
@@ -206,7 +198,7 @@ TEST_F(ManifestTest, OddNamesSurvive) {
     m.file_sent(meta(4, "latin1-\xe9\xff", 1), digest(4));               // not UTF-8
     m.file_failed(meta(0, "x\"y", 0), "cannot read 'x\"y': No such file\nor directory");
   }
-  const std::string raw = contents();
+  const std::string raw = read_file(path_);
   // One line per file, whatever the names hold.
   EXPECT_EQ(std::count(raw.begin(), raw.end(), '\n'), 5);
   const auto lines = parsed();
@@ -309,14 +301,14 @@ TEST_F(ManifestTest, ALineCutShortLeavesTheNextOnALineOfItsOwn) {
   m.file_sent(meta(4, "fourth", 1), digest(4));
   EXPECT_EQ(m.errors(), 2u);
   // Three lines: the first, the cut one, the fourth; the first and the last parse.
-  const std::string raw = contents();
+  const std::string raw = read_file(path_);
   std::vector<std::string> lines;
   std::istringstream in(raw);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 3u) << raw;
-  EXPECT_NE(lines[0].find("\"path\":\"first\""), std::string::npos);
+  EXPECT_THAT(lines[0], JsonHas("path", "first"));
   EXPECT_EQ(lines[1].size(), 20u);
-  EXPECT_NE(lines[2].find("\"path\":\"fourth\""), std::string::npos) << lines[2];
+  EXPECT_THAT(lines[2], JsonHas("path", "fourth"));
   EXPECT_TRUE(lines[2].starts_with("{\"time\"")) << lines[2];
 }
 

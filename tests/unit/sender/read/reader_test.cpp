@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/fd.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::sender {
 namespace {
@@ -19,12 +20,9 @@ namespace fs = std::filesystem;
 class ReaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ddft_rd_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
     std::ofstream(dir_ / "a.txt") << std::string(25000, 'a');
     files_ = {{(dir_ / "a.txt").string(), "a.txt"}};
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::vector<WorkItem> read_all(Reader& r, BufferPool& pool, common::BoundedQueue<WorkItem>& q) {
     std::vector<WorkItem> items;
     std::thread t([&] { r.run(std::stop_token{}); });
@@ -35,7 +33,8 @@ class ReaderTest : public ::testing::Test {
     t.join();
     return items;
   }
-  fs::path dir_;
+  testing::ScratchDir scratch_{"rd"};
+  fs::path dir_ = scratch_.path();
   std::vector<SourceFile> files_;
   SenderConfig cfg_;
   common::FakeClock clock_;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <set>
 
+#include "support/scratch_fs.hpp"
+
 namespace ddft::sender {
 namespace {
 namespace fs = std::filesystem;
@@ -16,17 +18,15 @@ namespace fs = std::filesystem;
 class FileListTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("ddft_fl_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
     fs::create_directories(root_ / "photos/2024");
     touch(root_ / "photos/b.jpg");
     touch(root_ / "photos/a.jpg");
     touch(root_ / "photos/2024/c.jpg");
     touch(root_ / "single.txt");
   }
-  void TearDown() override { fs::remove_all(root_); }
   static void touch(const fs::path& p) { std::ofstream(p) << "x"; }
-  fs::path root_;
+  testing::ScratchDir scratch_{"fl"};
+  fs::path root_ = scratch_.path();
 };
 
 std::vector<std::string> rel(const FileList& l) {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "sender/work_item.hpp"
-#include "support/process.hpp"
+#include "support/files.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::sender {

@@ -13,9 +13,10 @@
 #include <set>
 #include <thread>
 
+#include "support/files.hpp"
 #include "support/host_probe.hpp"
 #include "support/log_capture.hpp"
-#include "support/process.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::sender {
 namespace {
@@ -23,11 +24,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 using ddft::testing::read_file;
-
-void put(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
+using ddft::testing::write_file;
 
 std::vector<std::string> names(const std::vector<SourceFile>& v) {
   std::vector<std::string> out;
@@ -39,17 +36,10 @@ class HotFolderTest : public ::testing::Test {
  protected:
   static constexpr auto kSettle = 5s;
   void SetUp() override {
-    base_ = fs::temp_directory_path() /
-            ("ddft_hot_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(base_);
-    fs::create_directories(dir_ = base_ / "outbox");
-    fs::create_directories(sent_ = base_ / "sent");
+    fs::create_directories(dir_);
+    fs::create_directories(sent_);
   }
-  void TearDown() override {
-    hf_.reset();
-    fs::remove_all(base_);
-  }
+  void TearDown() override { hf_.reset(); }
   HotFolderOptions opts() {
     HotFolderOptions o;
     o.dir = dir_.string();
@@ -86,15 +76,18 @@ class HotFolderTest : public ::testing::Test {
   void failed(const std::string& rel) { hf_->file_failed(metas_.at(rel), "cannot read it"); }
   std::string journal() { return read_file(dir_ / ".ddft-watch-journal"); }
 
-  fs::path base_, dir_, sent_;
+  testing::ScratchDir scratch_{"hot"};
+  fs::path base_ = scratch_.path();
+  fs::path dir_ = base_ / "outbox";
+  fs::path sent_ = base_ / "sent";
   common::FakeClock clock_;
   std::unique_ptr<HotFolder> hf_;
   std::map<std::string, FileMeta> metas_;
 };
 
 TEST_F(HotFolderTest, FilesPresentAtStartAreSentOnceSettledThenDeletedAndFoldersTidied) {
-  put(dir_ / "a.txt", "aaa");
-  put(dir_ / "sub/deeper/b.txt", "bbb");
+  write_file(dir_ / "a.txt", "aaa");
+  write_file(dir_ / "sub/deeper/b.txt", "bbb");
   start();
   EXPECT_TRUE(drain().empty());
   clock_.advance(kSettle - 1ms);
@@ -123,13 +116,13 @@ TEST_F(HotFolderTest, FilesPresentAtStartAreSentOnceSettledThenDeletedAndFolders
 }
 
 TEST_F(HotFolderTest, AFolderThatGetsANewFileIsNotRemoved) {
-  put(dir_ / "sub/a", "1");
+  write_file(dir_ / "sub/a", "1");
   start();
   clock_.advance(kSettle);
   ASSERT_EQ(names(drain()), std::vector<std::string>{"sub/a"});
   sent("sub/a");
   clock_.advance(kSettle - 1s);
-  put(dir_ / "sub/b", "2");
+  write_file(dir_ / "sub/b", "2");
   drain();
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), std::vector<std::string>{"sub/b"});
@@ -139,12 +132,12 @@ TEST_F(HotFolderTest, AFolderThatGetsANewFileIsNotRemoved) {
 TEST_F(HotFolderTest, NewSubfoldersAreWatchedAndScanned) {
   start();
   // Made and filled before the hot folder has read a single event: found by the scan of "new".
-  put(dir_ / "new/deep/x.bin", "x");
+  write_file(dir_ / "new/deep/x.bin", "x");
   drain();
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), std::vector<std::string>{"new/deep/x.bin"});
   // Watched now: a later file there is seen by its events.
-  put(dir_ / "new/deep/y.bin", "y");
+  write_file(dir_ / "new/deep/y.bin", "y");
   drain();
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), std::vector<std::string>{"new/deep/y.bin"});
@@ -156,20 +149,20 @@ TEST_F(HotFolderTest, AFolderMovedWithinTheTreeIsFollowedAndItsNeighboursStayWat
   start();
   fs::rename(dir_ / "a", dir_ / "c");
   drain();
-  put(dir_ / "c/deep/y", "y");
-  put(dir_ / "a-b/z", "z");
+  write_file(dir_ / "c/deep/y", "y");
+  write_file(dir_ / "a-b/z", "z");
   drain();
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), (std::vector<std::string>{"a-b/z", "c/deep/y"}));
-  put(dir_ / "c/deep/w", "w");
+  write_file(dir_ / "c/deep/w", "w");
   drain();
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), std::vector<std::string>{"c/deep/w"});
 }
 
 TEST_F(HotFolderTest, ANameTheReceiverWouldRefuseStaysInPlace) {
-  put(dir_ / "bad\nname", "b");
-  put(dir_ / "good", "g");
+  write_file(dir_ / "bad\nname", "b");
+  write_file(dir_ / "good", "g");
   start();
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), std::vector<std::string>{"good"});
@@ -217,7 +210,7 @@ TEST_F(HotFolderTest, AFileFoundAtStartWithAWriterStillOnItWaitsForTheClose) {
 }
 
 TEST_F(HotFolderTest, MovedInFilesAreSent) {
-  put(base_ / "staging/m.txt", "moved");
+  write_file(base_ / "staging/m.txt", "moved");
   start();
   fs::rename(base_ / "staging/m.txt", dir_ / "m.txt");
   drain();
@@ -226,9 +219,9 @@ TEST_F(HotFolderTest, MovedInFilesAreSent) {
 }
 
 TEST_F(HotFolderTest, SentDirKeepsTheRelativePathAndNumbersACollision) {
-  put(sent_ / "sub/a.txt", "old");
-  put(dir_ / "sub/a.txt", "new");
-  put(dir_ / "b.tar.gz", "b");
+  write_file(sent_ / "sub/a.txt", "old");
+  write_file(dir_ / "sub/a.txt", "new");
+  write_file(dir_ / "b.tar.gz", "b");
   auto o = opts();
   o.sent_dir = sent_.string();
   start(o);
@@ -241,7 +234,7 @@ TEST_F(HotFolderTest, SentDirKeepsTheRelativePathAndNumbersACollision) {
   EXPECT_EQ(read_file(sent_ / "b.tar.gz"), "b");
   EXPECT_FALSE(fs::exists(dir_ / "sub/a.txt"));
   // A third one of the same name.
-  put(dir_ / "sub/a.txt", "newer");
+  write_file(dir_ / "sub/a.txt", "newer");
   drain();
   clock_.advance(kSettle);
   ASSERT_EQ(drain().size(), 1u);
@@ -250,16 +243,16 @@ TEST_F(HotFolderTest, SentDirKeepsTheRelativePathAndNumbersACollision) {
 }
 
 TEST_F(HotFolderTest, FilteredReservedAndNonRegularFilesStayAndAreNotSent) {
-  put(dir_ / "keep.tmp", "t");
-  put(dir_ / "logs/x.log", "l");
-  put(dir_ / "go.txt", "g");
-  put(dir_ / ".ddft-private", "p");
+  write_file(dir_ / "keep.tmp", "t");
+  write_file(dir_ / "logs/x.log", "l");
+  write_file(dir_ / "go.txt", "g");
+  write_file(dir_ / ".ddft-private", "p");
   fs::create_symlink(dir_ / "go.txt", dir_ / "link");
   ASSERT_EQ(::mkfifo((dir_ / "pipe").c_str(), 0600), 0);
   auto o = opts();
   o.filter = common::PathFilter({}, {"*.tmp", "logs/*"});
   start(o);
-  put(dir_ / "later.tmp", "t2");
+  write_file(dir_ / "later.tmp", "t2");
   drain();
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), std::vector<std::string>{"go.txt"});
@@ -278,8 +271,8 @@ TEST_F(HotFolderTest, LinksAreNamedOnceEachAndCountedNeverFollowed) {
     SCOPED_TRACE(std::string(symlink_mode_name(mode)));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    put(dir_ / "go.txt", "g");
-    put(base_ / "outside/x.txt", "x");
+    write_file(dir_ / "go.txt", "g");
+    write_file(base_ / "outside/x.txt", "x");
     fs::create_symlink(dir_ / "go.txt", dir_ / "file_link");
     fs::create_directory_symlink(base_ / "outside", dir_ / "dir_link");
     fs::create_directories(dir_ / "sub");
@@ -330,7 +323,7 @@ TEST_F(HotFolderTest, TwoShardsOverOneFolderSendDisjointSetsThatTogetherAreEvery
   std::set<std::string> all;
   for (int i = 0; i < 24; ++i) {
     const std::string rel = (i % 3 == 0 ? "sub/f" : "f") + std::to_string(i) + ".bin";
-    put(dir_ / rel, "x");
+    write_file(dir_ / rel, "x");
     all.insert(rel);
   }
   const ddft::testing::LogCapture log;
@@ -342,7 +335,7 @@ TEST_F(HotFolderTest, TwoShardsOverOneFolderSendDisjointSetsThatTogetherAreEvery
   HotFolder other(o1, clock_);
   for (int i = 0; i < 8; ++i) {  // seen by their events, by both
     const std::string rel = "late/g" + std::to_string(i) + ".txt";
-    put(dir_ / rel, "y");
+    write_file(dir_ / rel, "y");
     all.insert(rel);
   }
   EXPECT_TRUE(drain().empty());
@@ -386,7 +379,7 @@ TEST_F(HotFolderTest, TwoShardsOverOneFolderSendDisjointSetsThatTogetherAreEvery
 }
 
 TEST_F(HotFolderTest, AFailedFileStaysAndIsTriedAgainOnlyWhenItChanges) {
-  put(dir_ / "f.bin", "1");
+  write_file(dir_ / "f.bin", "1");
   start();
   clock_.advance(kSettle);
   ASSERT_EQ(names(drain()), std::vector<std::string>{"f.bin"});
@@ -401,14 +394,14 @@ TEST_F(HotFolderTest, AFailedFileStaysAndIsTriedAgainOnlyWhenItChanges) {
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), std::vector<std::string>{"f.bin"});
   failed("f.bin");
-  put(dir_ / "f.bin", "22");  // rewritten
+  write_file(dir_ / "f.bin", "22");  // rewritten
   drain();
   clock_.advance(kSettle);
   EXPECT_EQ(names(drain()), std::vector<std::string>{"f.bin"});
 }
 
 TEST_F(HotFolderTest, AFileChangedWhileItWasSentIsNotRemovedAndIsSentAgain) {
-  put(dir_ / "c.bin", "first");
+  write_file(dir_ / "c.bin", "first");
   start();
   clock_.advance(kSettle);
   ASSERT_EQ(names(drain()), std::vector<std::string>{"c.bin"});
@@ -427,10 +420,10 @@ TEST_F(HotFolderTest, AFileChangedWhileItWasSentIsNotRemovedAndIsSentAgain) {
 }
 
 TEST_F(HotFolderTest, ARestartFinishesWhatTheJournalRecordedAsSentWithoutSendingIt) {
-  put(dir_ / "a.txt", "sent before the crash");
-  put(dir_ / "b.txt", "changed since");
-  put(dir_ / "c.txt", "never sent");
-  put(dir_ / "d/e.txt", "sent, moved");
+  write_file(dir_ / "a.txt", "sent before the crash");
+  write_file(dir_ / "b.txt", "changed since");
+  write_file(dir_ / "c.txt", "never sent");
+  write_file(dir_ / "d/e.txt", "sent, moved");
   auto id = [&](const char* rel) {
     struct stat st {};
     ::lstat((dir_ / rel).c_str(), &st);
@@ -492,9 +485,9 @@ TEST_F(HotFolderTest, AFileRenamedInWhileAScanWalksTheFolderIsSentOnceWhole) {
       hf_.reset();
       fs::remove_all(dir_);
       fs::create_directories(dir_ / "sub");
-      put(dir_ / "sub/old.bin", "already there");
+      write_file(dir_ / "sub/old.bin", "already there");
       const std::string whole(200'000, 'w');
-      put(base_ / "staging/new.bin", whole);
+      write_file(base_ / "staging/new.bin", whole);
       const std::string rel = folder.empty() ? "new.bin" : folder + "/new.bin";
       bool armed = !rescan;
       auto o = opts();
@@ -538,8 +531,8 @@ TEST_F(HotFolderTest, AFileRenamedInWhileAScanWalksTheFolderIsSentOnceWhole) {
 // open for the reader: not read in the old one's place (it would go once now and once again as
 // "changed while it was sent"). It waits its settle time and goes once.
 TEST_F(HotFolderTest, AVersionRenamedOverTheNameAsItIsHandedOutWaitsAndIsSentOnce) {
-  put(dir_ / "a.bin", "version A");
-  put(base_ / "staging/a.bin", "version B, renamed in");
+  write_file(dir_ / "a.bin", "version A");
+  write_file(base_ / "staging/a.bin", "version B, renamed in");
   bool armed = true;
   auto o = opts();
   o.test_hook = [&](std::string_view point, const std::string& rel) {
@@ -575,8 +568,8 @@ TEST_F(HotFolderTest, ANewVersionRenamedOverASentFileAsItIsRemovedIsPutBackAndSe
       fs::remove_all(dir_);
       fs::remove_all(sent_);
       fs::create_directories(sent_);
-      put(dir_ / "d/a.bin", "A, sent");
-      put(base_ / "staging/a.bin", "B, renamed over it");
+      write_file(dir_ / "d/a.bin", "A, sent");
+      write_file(base_ / "staging/a.bin", "B, renamed over it");
       const ddft::testing::LogCapture log;
       auto o = opts();
       if (move) o.sent_dir = sent_.string();
@@ -586,7 +579,7 @@ TEST_F(HotFolderTest, ANewVersionRenamedOverASentFileAsItIsRemovedIsPutBackAndSe
         if (point == "finish") fs::rename(base_ / "staging/a.bin", dir_ / "d/a.bin");
         if (point == "finish-moved") {
           armed = false;
-          if (taken_again) put(dir_ / "d/a.bin", "C, newer still");
+          if (taken_again) write_file(dir_ / "d/a.bin", "C, newer still");
         }
       };
       start(o);
@@ -634,9 +627,9 @@ TEST_F(HotFolderTest, ANewVersionRenamedOverASentFileAsItIsRemovedIsPutBackAndSe
 // The journal's record finds it at the next start: the version sent is removed (not sent again),
 // a new version found there instead is put back and sent.
 TEST_F(HotFolderTest, ARestartFinishesAFileLeftUnderItsPrivateName) {
-  put(dir_ / "sub/a.bin", "A, sent before the stop");
-  put(dir_ / "b.bin", "B's first version, sent");
-  put(base_ / "staging/b.bin", "B's second version");
+  write_file(dir_ / "sub/a.bin", "A, sent before the stop");
+  write_file(dir_ / "b.bin", "B's first version, sent");
+  write_file(base_ / "staging/b.bin", "B's second version");
   const JournalRecord a{"sub/a.bin", identity(dir_ / "sub/a.bin")};
   const JournalRecord b{"b.bin", identity(dir_ / "b.bin")};
   {
@@ -670,8 +663,8 @@ TEST_F(HotFolderTest, ARestartFinishesAFileLeftUnderItsPrivateName) {
 }
 
 TEST_F(HotFolderTest, BadSettingsAreOneLineAndTouchNothing) {
-  put(dir_ / "x.txt", "x");
-  put(base_ / "plain", "p");
+  write_file(dir_ / "x.txt", "x");
+  write_file(base_ / "plain", "p");
   struct Case {
     HotFolderOptions o;
     std::string expect;
@@ -743,7 +736,7 @@ TEST_F(HotFolderTest, AnEventQueueOverflowRescansAndMissesNothing) {
   start();
   // Three events per file (create, modify, close): more than the queue holds.
   const size_t count = limit / 3 + 200;
-  for (size_t i = 0; i < count; ++i) put(dir_ / ("f" + std::to_string(i)), "z");
+  for (size_t i = 0; i < count; ++i) write_file(dir_ / ("f" + std::to_string(i)), "z");
   drain();
   clock_.advance(kSettle);
   EXPECT_EQ(drain().size(), count);
@@ -752,7 +745,7 @@ TEST_F(HotFolderTest, AnEventQueueOverflowRescansAndMissesNothing) {
 // Periodic rescans (every 10 s on a network filesystem, where inotify misses what other machines
 // write) neither hold back a settling file nor send anything twice.
 TEST_F(HotFolderTest, PeriodicRescansDoNotHoldBackASettlingFile) {
-  put(dir_ / "a.bin", "a");
+  write_file(dir_ / "a.bin", "a");
   HotFolderOptions o = opts();
   o.rescan_s = 1;
   start(o);
@@ -761,7 +754,7 @@ TEST_F(HotFolderTest, PeriodicRescansDoNotHoldBackASettlingFile) {
     clock_.advance(1s);
     EXPECT_TRUE(drain().empty()) << i;
   }
-  put(dir_ / "b.bin", "b");
+  write_file(dir_ / "b.bin", "b");
   clock_.advance(1s);  // the settle time, with a rescan each second meanwhile
   EXPECT_EQ(names(drain()), std::vector<std::string>{"a.bin"});
   clock_.advance(4s);

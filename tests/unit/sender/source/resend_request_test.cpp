@@ -14,22 +14,19 @@
 #include <vector>
 
 #include "common/hash.hpp"
+#include "support/files.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::sender {
 namespace {
 namespace fs = std::filesystem;
+using ddft::testing::write_file;
 
 std::string b2b(const std::string& content) {
   return common::hash_buffer(
              common::VerifyType::kB2B,
              std::span(reinterpret_cast<const uint8_t*>(content.data()), content.size()))
       .hex();
-}
-
-void write(const fs::path& p, const std::string& content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << content;
 }
 
 std::string line(uint64_t session, uint32_t id, const std::string& path, const std::string& c) {
@@ -69,9 +66,9 @@ TEST_F(ResendRequestTest, ReadsEachLineAndRefusesABadOneWithItsNumber) {
 
 TEST_F(ResendRequestTest, SendsWhatIsUnchangedFromRetentionOrTheSourcesAndNamesTheRest) {
   const fs::path retention = dir_.path() / "retention";
-  write(retention / "0000000000005e55" / "1" / "kept.bin", "kept");
-  write(dir_.path() / "src" / "same.bin", "same");
-  write(dir_.path() / "src" / "grew.bin", "grew and more");
+  write_file(retention / "0000000000005e55" / "1" / "kept.bin", "kept");
+  write_file(dir_.path() / "src" / "same.bin", "same");
+  write_file(dir_.path() / "src" / "grew.bin", "grew and more");
   std::vector<SourceFile> listed;
   for (const char* n : {"same.bin", "grew.bin"}) {
     SourceFile s;
@@ -106,8 +103,8 @@ TEST_F(ResendRequestTest, SendsWhatIsUnchangedFromRetentionOrTheSourcesAndNamesT
 TEST_F(ResendRequestTest, FindsAFileInAFolderOfSentFilesGivenAsASource) {
   // A hot folder's --sent-dir given as a source: its files are listed under the folder's name,
   // and a name taken there got a number.
-  write(dir_.path() / "sent" / "d" / "a.txt", "first version");
-  write(dir_.path() / "sent" / "d" / "a.1.txt", "second");
+  write_file(dir_.path() / "sent" / "d" / "a.txt", "first version");
+  write_file(dir_.path() / "sent" / "d" / "a.1.txt", "second");
   std::vector<SourceFile> listed;
   for (const char* n : {"sent/d/a.txt", "sent/d/a.1.txt"}) {
     SourceFile s;

@@ -8,7 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "support/process.hpp"
+#include "support/files.hpp"
+#include "support/scratch_fs.hpp"
 
 namespace ddft::sender {
 namespace {
@@ -18,16 +19,9 @@ using ddft::testing::read_file;
 
 class WatchJournalTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ddft_journal_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    path_ = (dir_ / ".ddft-watch-journal").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  void SetUp() override { path_ = (dir_ / ".ddft-watch-journal").string(); }
+  testing::ScratchDir scratch_{"journal"};
+  fs::path dir_ = scratch_.path();
   std::string path_;
 };
 

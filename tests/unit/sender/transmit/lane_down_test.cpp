@@ -26,7 +26,7 @@
 #include "sender/pipeline.hpp"
 #include "sender/source/file_list.hpp"
 #include "sender/transmit/transmitter.hpp"
-#include "support/process.hpp"
+#include "support/files.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::sender {
