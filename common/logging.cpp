@@ -7,10 +7,12 @@
 #include <spdlog/sinks/syslog_sink.h>
 #include <syslog.h>
 
+#include <iterator>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
-#include "common/log_format.hpp"
+#include "common/json.hpp"
 
 namespace ddft::common {
 namespace {
@@ -126,34 +128,57 @@ std::shared_ptr<spdlog::logger> setup_logging(const LogConfig& cfg, const std::s
   return logger;
 }
 
-std::string with_commas(uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  out.reserve(digits.size() + digits.size() / 3);
-  const size_t lead = digits.size() % 3;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && i >= lead && (i - lead) % 3 == 0) out += ',';
-    out += digits[i];
+void add_log_options(CLI::App& app, LogConfig& cfg) {
+  app.add_option("--log-file", cfg.log_file, "Also write the log to this file");
+  app.add_flag("--verbose,-v", cfg.verbose, "Debug lines too");
+  app.add_flag("--quiet,-q", cfg.quiet, "No console output");
+  app.add_flag("--syslog", cfg.syslog,
+               "Also send every line to syslog (facility daemon, ident = the program's name)");
+  app.add_option("--log-format", cfg.format,
+                 "text (the DFTS lines) or json (one object a line: time, level, program, msg), "
+                 "on the console and in --log-file")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+}
+
+namespace {
+
+std::string_view level_name(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace:
+      return "trace";
+    case spdlog::level::debug:
+      return "debug";
+    case spdlog::level::info:
+      return "info";
+    case spdlog::level::warn:
+      return "warning";
+    case spdlog::level::err:
+      return "error";
+    case spdlog::level::critical:
+      return "critical";
+    case spdlog::level::off:
+    case spdlog::level::n_levels:
+      break;
   }
-  return out;
+  return "off";
 }
 
-std::string format_hms(std::chrono::nanoseconds d) {
-  using namespace std::chrono;
-  const auto s = duration_cast<seconds>(d + milliseconds(500)).count();
-  return fmt::format("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+}  // namespace
+
+JsonLogFormatter::JsonLogFormatter(std::string program) : program_(json_quote(program)) {}
+
+void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
+  fmt::format_to(std::back_inserter(dest),
+                 "{{\"time\":\"{}\",\"level\":\"{}\",\"program\":{},\"msg\":{}}}\n",
+                 iso8601_local(msg.time), level_name(msg.level), program_,
+                 json_quote(std::string_view(msg.payload.data(), msg.payload.size())));
 }
 
-std::string format_hms_ms(std::chrono::nanoseconds d) {
-  using namespace std::chrono;
-  const auto ms = duration_cast<milliseconds>(d).count();
-  const auto s = ms / 1000;
-  return fmt::format("{:02}:{:02}:{:02}.{:03}", s / 3600, (s / 60) % 60, s % 60, ms % 1000);
-}
-
-double mib_per_s(uint64_t bytes, std::chrono::nanoseconds d) {
-  if (d.count() <= 0) return 0.0;
-  return static_cast<double>(bytes) / (1024.0 * 1024.0) / std::chrono::duration<double>(d).count();
+std::unique_ptr<spdlog::formatter> JsonLogFormatter::clone() const {
+  auto copy = std::make_unique<JsonLogFormatter>("");
+  copy->program_ = program_;
+  return copy;
 }
 
 }  // namespace ddft::common

@@ -1,16 +1,19 @@
-// Logging setup (spdlog) and the number and time formats of the DFTS receive log.
+// Logging: the process's logger (console, log file, syslog) in the DFTS text format or one JSON
+// object a line, the log options both programs share (--log-file, --verbose, --quiet, --syslog,
+// --log-format), and the Console that keeps a redrawn overlay out of the way of whole lines.
 //
-// setup_logging() runs once, on main's thread before any other thread starts, and throws
-// spdlog::spdlog_ex when the log file cannot be opened. After it, logging, the Console and
-// reopen_log_file() are thread-safe and throw nothing. The Console is the process's
-// (stdout_console()); an overlay stays its installer's, who removes it before destroying it.
-// The formatters are pure.
+// add_log_options() runs on main's thread before the parse (CLI11 reports a bad value as its own
+// CLI::ParseError). setup_logging() runs once, on main's thread before any other thread starts,
+// and throws spdlog::spdlog_ex when the log file cannot be opened. After it, logging, the Console
+// and reopen_log_file() are thread-safe and throw nothing. The Console is the process's
+// (stdout_console()); an overlay stays its installer's, who removes it before destroying it. A
+// JsonLogFormatter is spdlog's: each sink holds its own clone and calls it under the sink's lock.
 #pragma once
 
+#include <spdlog/formatter.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
-#include <cstdint>
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -26,6 +29,10 @@ struct LogConfig {
   bool syslog = false;          // also every line to syslog (facility daemon, ident = program name)
   std::string format = "text";  // text (the DFTS lines) or json (console and log file)
 };
+
+// Registers the log options on `app` (and so in its --config file), filling `cfg`. `cfg` must
+// outlive the parse.
+void add_log_options(CLI::App& app, LogConfig& cfg);
 
 // The DFTS timestamp prefix: "10/02-15:52:54 " then the message, which carries its own
 // "Info:", "Rcvd:", "File:", "Warn:" or "Error:" word.
@@ -80,7 +87,7 @@ spdlog::sink_ptr make_console_sink(Console& console);
 
 // Builds the process-wide logger `name` (console on stdout, plus `cfg.log_file` when set, plus
 // syslog with `cfg.syslog`) in the DFTS format or, with cfg.format "json", one JSON object a line
-// (common/log_format.hpp; syslog always gets the bare message, it stamps lines itself), registers
+// (JsonLogFormatter below; syslog always gets the bare message, it stamps lines itself), registers
 // it as spdlog's default and returns it. Throws spdlog::spdlog_ex when the log file cannot be
 // opened (startup only). Call once, from main, before any thread starts.
 std::shared_ptr<spdlog::logger> setup_logging(const LogConfig& cfg, const std::string& name);
@@ -89,13 +96,20 @@ std::shared_ptr<spdlog::logger> setup_logging(const LogConfig& cfg, const std::s
 // logrotate can move the old file away. Thread-safe; lines are never lost or split.
 void reopen_log_file();
 
-// 104857600 -> "104,857,600".
-std::string with_commas(uint64_t n);
-// Whole seconds as "HH:MM:SS" (rounded to the nearest second).
-std::string format_hms(std::chrono::nanoseconds d);
-// "HH:MM:SS.mmm".
-std::string format_hms_ms(std::chrono::nanoseconds d);
-// Bytes per second in MB/s (MB = 2^20 bytes, as DFTS prints it), 0 for a zero duration.
-double mib_per_s(uint64_t bytes, std::chrono::nanoseconds d);
+// One JSON object per line, for log shippers:
+//   {"time":"2026-11-22T18:20:01.123+01:00","level":"info","program":"dd_file_receive","msg":"..."}
+// time: local time, ISO 8601 with milliseconds and the UTC offset; level: trace, debug, info,
+// warning, error, critical; msg: the line's message exactly as the text format prints it after
+// its timestamp, as a JSON string (any byte survives, see json_quote()). Thread-compatible, as
+// every spdlog formatter: each sink holds its own clone and calls it under the sink's lock.
+class JsonLogFormatter final : public spdlog::formatter {
+ public:
+  explicit JsonLogFormatter(std::string program);
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override;
+  std::unique_ptr<spdlog::formatter> clone() const override;
+
+ private:
+  std::string program_;  // already quoted
+};
 
 }  // namespace ddft::common

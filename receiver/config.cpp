@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "common/log_format.hpp"
+#include "common/logging.hpp"
 #include "common/metrics.hpp"
 #include "common/protocol.hpp"
 

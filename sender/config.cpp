@@ -6,7 +6,7 @@
 #include <cctype>
 #include <thread>
 
-#include "common/log_format.hpp"
+#include "common/logging.hpp"
 #include "common/metrics.hpp"
 #include "common/parse_number.hpp"
 #include "sender/source/history.hpp"

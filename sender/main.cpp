@@ -9,6 +9,7 @@
 
 #include "common/cli_exit.hpp"
 #include "common/device_transport.hpp"
+#include "common/log_format.hpp"
 #include "common/logging.hpp"
 #include "common/metrics.hpp"
 #include "common/signals.hpp"

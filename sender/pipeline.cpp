@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "common/logging.hpp"
+#include "common/log_format.hpp"
 #include "common/named_thread.hpp"
 #include "sender/read/compressor.hpp"
 #include "sender/read/reader.hpp"

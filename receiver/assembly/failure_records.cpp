@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/json.hpp"
-#include "common/logging.hpp"
+#include "common/log_format.hpp"
 
 namespace ddft::receiver {
 using namespace std::chrono;

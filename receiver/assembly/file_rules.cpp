@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "common/logging.hpp"
+#include "common/log_format.hpp"
 
 namespace ddft::receiver {
 using namespace std::chrono;

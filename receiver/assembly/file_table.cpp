@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "common/json.hpp"
-#include "common/logging.hpp"
+#include "common/log_format.hpp"
 #include "receiver/assembly/file_rules.hpp"
 
 namespace ddft::receiver {

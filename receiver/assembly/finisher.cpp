@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/logging.hpp"
+#include "common/log_format.hpp"
 
 namespace ddft::receiver {
 

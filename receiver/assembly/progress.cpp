@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/logging.hpp"
+#include "common/log_format.hpp"
 
 namespace ddft::receiver {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "common/logging.hpp"
+#include "common/log_format.hpp"
 
 namespace ddft::receiver {
 

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "common/history_wire.hpp"
-#include "common/logging.hpp"
+#include "common/log_format.hpp"
 #include "sender/source/history_feed.hpp"
 
 namespace ddft::sender {

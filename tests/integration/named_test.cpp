@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/logging.hpp"
+#include "common/log_format.hpp"
 #include "support/files.hpp"
 #include "support/named_fixture.hpp"
 #include "support/net.hpp"
