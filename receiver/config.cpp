@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/cli_options.hpp"
 #include "common/logging.hpp"
 #include "common/metrics.hpp"
 #include "common/protocol.hpp"
@@ -20,26 +21,20 @@ std::string_view direct_io_name(DirectIo mode) {
 
 namespace {
 
+using common::add_bounded_option;
+using common::add_choice_option;
+
 // The config file, where datagrams come from and the folders files go to.
 void add_link_options(CLI::App& app, ReceiverConfig& cfg) {
-  app.set_config("--config", "", "Read options from this file (TOML or INI, option = value)");
-  // A misspelt setting must stop the program, not be silently ignored.
-  app.allow_config_extras(CLI::config_extras_mode::error);
-  app.add_option("--transport", cfg.transport_text,
-                 "udp (simulator mode, a plain NIC) or device (the diode card driver's node)")
-      ->check(CLI::IsMember({"udp", "device"}))
-      ->capture_default_str();
-  app.add_option("--listen,-l", cfg.listen_texts,
-                 "Address to receive on, HOST:PORT (udp); several times for several lanes")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--device", cfg.devices,
-                 "Card driver device node to read (--transport device); several times for "
-                 "several lanes")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  common::add_config_file_option(app);
+  common::add_transport_option(app, cfg.transport);
+  common::add_endpoints_option(
+      app, "--listen,-l", cfg.listens,
+      "Address to receive on, HOST:PORT (udp); several times for several lanes",
+      common::PortZero::kAllowed, cfg.transport);
+  common::add_devices_option(
+      app, cfg.devices,
+      "Card driver device node to read (--transport device); several times for several lanes");
   app.add_option("--lanes", cfg.lanes_option,
                  "Lanes on consecutive ports from the one --listen HOST:PORT (1-64)");
   // Required but for --sink null (finalize_receiver_config()).
@@ -51,104 +46,79 @@ void add_link_options(CLI::App& app, ReceiverConfig& cfg) {
 
 // Memory: the receive ring, the write blocks and the FEC windows, and the largest datagram.
 void add_memory_options(CLI::App& app, ReceiverConfig& cfg) {
-  app.add_option("--buffer-mb", cfg.buffer_mb,
-                 "RAM for receive buffering in MiB, allocated at start: the receive ring plus the "
-                 "write blocks (--write-buffers x --write-block-kb)")
-      ->check(CLI::Range(size_t{1}, size_t{65536}))
-      ->capture_default_str();
-  app.add_option("--fec-buffer-mb", cfg.fec_buffer_mb,
-                 "Memory for FEC windows, kept until their parity arrives (allocated at the first "
-                 "FEC packet), MiB")
-      ->check(CLI::Range(size_t{1}, size_t{4096}))
-      ->capture_default_str();
-  app.add_option("--compress-buffer-mb", cfg.compress_buffer_mb,
-                 "Memory for compressed blocks (sender --compress) gathered until their last "
-                 "piece comes; past it the oldest is dropped, MiB (at least 4)")
-      ->check(CLI::Range(size_t{4}, size_t{4096}))
-      ->capture_default_str();
-  app.add_option("--max-packet-size", cfg.max_packet_size, "Largest datagram accepted, bytes")
-      ->check(CLI::Range(size_t{common::kMinPacketSize}, size_t{common::kMaxDatagramSize}))
-      ->capture_default_str();
-  app.add_option("--report-mb", cfg.report_mb, "A Rcvd: line every this many MB of a file")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 30))
-      ->capture_default_str();
+  add_bounded_option(app, "--buffer-mb", cfg.buffer_mb, 1, 65536,
+                     "RAM for receive buffering in MiB, allocated at start: the receive ring plus "
+                     "the write blocks (--write-buffers x --write-block-kb)");
+  add_bounded_option(app, "--fec-buffer-mb", cfg.fec_buffer_mb, 1, 4096,
+                     "Memory for FEC windows, kept until their parity arrives (allocated at the "
+                     "first FEC packet), MiB");
+  add_bounded_option(app, "--compress-buffer-mb", cfg.compress_buffer_mb, 4, 4096,
+                     "Memory for compressed blocks (sender --compress) gathered until their last "
+                     "piece comes; past it the oldest is dropped, MiB (at least 4)");
+  add_bounded_option(app, "--max-packet-size", cfg.max_packet_size, common::kMinPacketSize,
+                     common::kMaxDatagramSize, "Largest datagram accepted, bytes");
+  add_bounded_option(app, "--report-mb", cfg.report_mb, 1, size_t{1} << 30,
+                     "A Rcvd: line every this many MB of a file");
 }
 
 // How files are written: durability, collisions, timeouts, blocks, writers and the receive batch.
 void add_write_options(CLI::App& app, ReceiverConfig& cfg) {
-  app.add_option("--write-mode", cfg.write_mode_text,
-                 "rwd (default): a file's data is synced, then it is renamed and its folder "
-                 "synced, before it is logged Passed (many files share one flush); rws: the same "
-                 "with all its metadata (mtime, mode) synced too; rw: no sync at all, faster, but "
-                 "files logged Passed can be lost or empty after a power cut")
-      ->check(CLI::IsMember({"rw", "rwd", "rws"}))
-      ->capture_default_str();
-  app.add_option("--on-collision", cfg.on_collision_text,
-                 "Same name exists: rename (keep the old one as name.N.ext), overwrite, reject")
-      ->check(CLI::IsMember({"rename", "overwrite", "reject"}))
-      ->capture_default_str();
-  app.add_option("--file-timeout", cfg.file_timeout_s,
-                 "Seconds without a packet of a file before it fails")
-      ->check(CLI::Range(0.1, 86400.0))
-      ->capture_default_str();
-  app.add_option("--journal-hours", cfg.journal_hours,
-                 "How long the journal (OUTPUT/.ddft-outcomes) remembers each file delivered or "
-                 "named, across sender sessions and restarts, so that what a sender repeats "
-                 "(file lists, its history) is not named twice")
-      ->check(CLI::Range(0.01, 24.0 * 366))
-      ->capture_default_str();
-  app.add_option("--journal-mb", cfg.journal_mb,
-                 "The journal's size bound, MiB: past it the oldest lines go (with a warning)")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
-      ->capture_default_str();
-  app.add_option("--write-block-kb", cfg.write_block_kb, "Write block size in KiB")
-      ->check(CLI::Range(size_t{64}, size_t{65536}))
-      ->capture_default_str();
-  app.add_option("--write-buffers", cfg.write_buffers, "Write blocks in the pool")
-      ->check(CLI::Range(size_t{4}, size_t{4096}))
-      ->capture_default_str();
-  app.add_option("--queue-depth", cfg.queue_depth,
-                 "Writes in flight per writer (io_uring queue depth)")
-      ->check(CLI::Range(1u, 4096u))
-      ->capture_default_str();
-  app.add_option("--writers", cfg.writers,
-                 "Threads writing blocks to disk, each with its own queue; 1 writes from the "
-                 "writer thread itself (dd_iotest --test write finds the best value)")
-      ->check(CLI::Range(1u, 64u))
-      ->capture_default_str();
-  app.add_option("--workers", cfg.workers,
-                 "Threads checking and opening (--key-file) datagrams side by side, the writer "
-                 "thread included; 0: one per core beyond two, at most 4, at least 1")
-      ->check(CLI::Range(0u, 64u))
-      ->capture_default_str();
-  app.add_option("--io-engine", cfg.io_engine_text, "auto (io_uring, else pwrite), uring, pwrite")
-      ->check(CLI::IsMember({"auto", "uring", "pwrite"}))
-      ->capture_default_str();
-  app.add_option("--sink", cfg.sink_text,
-                 "disk, or null: do everything but write (verification included), to measure "
-                 "the link and the receiver without the disk. --output is optional then; "
-                 "without it the replay state (--key-file) is kept in memory only and a failed "
-                 "file's Error line is its only record")
-      ->check(CLI::IsMember({"disk", "null"}))
-      ->capture_default_str();
-  app.add_option("--socket-buffer-mb", cfg.socket_buffer_mb, "Socket receive buffer, MiB")
-      ->check(CLI::Range(size_t{0}, size_t{2048}))
-      ->capture_default_str();
-  app.add_option("--gro", cfg.gro_text,
-                 "UDP receive offload: auto lets the kernel hand over runs of datagrams as one "
-                 "bundle when it can (one trip up the stack for many); off receives them one by "
-                 "one")
-      ->check(CLI::IsMember({"auto", "off"}))
-      ->capture_default_str();
-  app.add_option("--batch", cfg.batch, "Datagrams per recvmmsg call")
-      ->check(CLI::Range(size_t{1}, size_t{1024}))
-      ->capture_default_str();
-  app.add_option("--direct-io", cfg.direct_io_text,
-                 "Write whole blocks with O_DIRECT, past the page cache, so the disk works during "
-                 "the transfer and not at the final sync: auto (where the file system allows it), "
-                 "on (warn where it does not), off")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
+  add_choice_option(
+      app, "--write-mode", cfg.write_mode,
+      common::named_choices({WriteMode::kBuffered, WriteMode::kDataSync, WriteMode::kFullSync},
+                            write_mode_name),
+      "rwd (default): a file's data is synced, then it is renamed and its folder synced, before it "
+      "is logged Passed (many files share one flush); rws: the same with all its metadata (mtime, "
+      "mode) synced too; rw: no sync at all, faster, but files logged Passed can be lost or empty "
+      "after a power cut");
+  add_choice_option(app, "--on-collision", cfg.on_collision,
+                    common::named_choices({CollisionPolicy::kRename, CollisionPolicy::kOverwrite,
+                                           CollisionPolicy::kReject},
+                                          collision_policy_name),
+                    "Same name exists: rename (keep the old one as name.N.ext), overwrite, reject");
+  add_bounded_option(app, "--file-timeout", cfg.file_timeout_s, 0.1, 86400.0,
+                     "Seconds without a packet of a file before it fails");
+  add_bounded_option(app, "--journal-hours", cfg.journal_hours, 0.01, 24.0 * 366,
+                     "How long the journal (OUTPUT/.ddft-outcomes) remembers each file delivered "
+                     "or named, across sender sessions and restarts, so that what a sender repeats "
+                     "(file lists, its history) is not named twice");
+  add_bounded_option(app, "--journal-mb", cfg.journal_mb, 1, size_t{1} << 20,
+                     "The journal's size bound, MiB: past it the oldest lines go (with a warning)");
+  add_bounded_option(app, "--write-block-kb", cfg.write_block_kb, 64, 65536,
+                     "Write block size in KiB");
+  add_bounded_option(app, "--write-buffers", cfg.write_buffers, 4, 4096,
+                     "Write blocks in the pool");
+  add_bounded_option(app, "--queue-depth", cfg.queue_depth, 1, 4096,
+                     "Writes in flight per writer (io_uring queue depth)");
+  add_bounded_option(app, "--writers", cfg.writers, 1, 64,
+                     "Threads writing blocks to disk, each with its own queue; 1 writes from the "
+                     "writer thread itself (dd_iotest --test write finds the best value)");
+  add_bounded_option(app, "--workers", cfg.workers, 0, 64,
+                     "Threads checking and opening (--key-file) datagrams side by side, the writer "
+                     "thread included; 0: one per core beyond two, at most 4, at least 1");
+  add_choice_option<common::IoEngine>(app, "--io-engine", cfg.io_engine,
+                                      {{"auto", common::IoEngine::kAuto},
+                                       {"uring", common::IoEngine::kUring},
+                                       {"pwrite", common::IoEngine::kPwrite}},
+                                      "auto (io_uring, else pwrite), uring, pwrite");
+  add_choice_option<bool>(
+      app, "--sink", cfg.null_sink, {{"disk", false}, {"null", true}},
+      "disk, or null: do everything but write (verification included), to measure the link and the "
+      "receiver without the disk. --output is optional then; without it the replay state "
+      "(--key-file) is kept in memory only and a failed file's Error line is its only record");
+  add_bounded_option(app, "--socket-buffer-mb", cfg.socket_buffer_mb, 0, 2048,
+                     "Socket receive buffer, MiB");
+  common::add_offload_option(
+      app, "--gro", cfg.gro,
+      "UDP receive offload: auto lets the kernel hand over runs of datagrams as one bundle when it "
+      "can (one trip up the stack for many); off receives them one by one");
+  add_bounded_option(app, "--batch", cfg.batch, 1, 1024, "Datagrams per recvmmsg call");
+  add_choice_option(
+      app, "--direct-io", cfg.direct_io,
+      common::named_choices({DirectIo::kAuto, DirectIo::kOn, DirectIo::kOff}, direct_io_name),
+      "Write whole blocks with O_DIRECT, past the page cache, so the disk works during the "
+      "transfer and not at the final sync: auto (where the file system allows it), on (warn where "
+      "it does not), off");
 }
 
 // What is accepted: the key, limits on files and paths, and the filters.
@@ -164,19 +134,14 @@ void add_admission_options(CLI::App& app, ReceiverConfig& cfg) {
                  "1TB; KB = 1000, KiB = 1024); 0: no limit but the free space")
       ->transform(CLI::AsSizeValue(true))
       ->capture_default_str();
-  app.add_option("--max-files-in-flight", cfg.max_files_in_flight,
-                 "Files receiving at once; an announce beyond it fails the oldest of them (files "
-                 "finishing their writes do not count)")
-      ->check(CLI::Range(size_t{2}, size_t{100000}))
-      ->capture_default_str();
-  app.add_option("--max-path-length", cfg.path_limits.max_length,
-                 "Refuse announced paths longer than this, bytes")
-      ->check(CLI::Range(size_t{1}, common::kMaxPathSize))
-      ->capture_default_str();
-  app.add_option("--max-path-depth", cfg.path_limits.max_depth,
-                 "Refuse announced paths with more components (folders and the name) than this")
-      ->check(CLI::Range(size_t{1}, size_t{2048}))
-      ->capture_default_str();
+  add_bounded_option(app, "--max-files-in-flight", cfg.max_files_in_flight, 2, 100000,
+                     "Files receiving at once; an announce beyond it fails the oldest of them "
+                     "(files finishing their writes do not count)");
+  add_bounded_option(app, "--max-path-length", cfg.path_limits.max_length, 1, common::kMaxPathSize,
+                     "Refuse announced paths longer than this, bytes");
+  add_bounded_option(
+      app, "--max-path-depth", cfg.path_limits.max_depth, 1, 2048,
+      "Refuse announced paths with more components (folders and the name) than this");
   app.add_option("--include", cfg.includes,
                  "Take only files matching this glob (repeatable): without '/' it matches the base "
                  "name, with '/' the whole relative path ('*' crossing '/'); others are logged and "
@@ -197,15 +162,11 @@ void add_run_options(CLI::App& app, ReceiverConfig& cfg) {
                  "/bin/sh -c 'CMD \"$@\"' with the file's final path as the last argument, and "
                  "DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY, DDFT_SESSION in the environment. "
                  "Its exit status is logged; whatever it does, the file stays delivered");
-  app.add_option("--on-complete-timeout", cfg.on_complete_timeout_s,
-                 "Seconds an --on-complete command may run; then its process group is killed "
-                 "(SIGTERM, SIGKILL 5 s later)")
-      ->check(CLI::Range(0.1, 86400.0))
-      ->capture_default_str();
-  app.add_option("--on-complete-jobs", cfg.on_complete_jobs,
-                 "--on-complete commands running at once")
-      ->check(CLI::Range(1u, 64u))
-      ->capture_default_str();
+  add_bounded_option(app, "--on-complete-timeout", cfg.on_complete_timeout_s, 0.1, 86400.0,
+                     "Seconds an --on-complete command may run; then its process group is killed "
+                     "(SIGTERM, SIGKILL 5 s later)");
+  add_bounded_option(app, "--on-complete-jobs", cfg.on_complete_jobs, 1, 64,
+                     "--on-complete commands running at once");
   app.add_flag("--once", cfg.once, "Exit once the first sender session has finished");
   app.add_flag("--lock-memory", cfg.lock_memory, "Lock the receive ring in RAM (mlock)");
   app.add_flag("--keep-partial", cfg.keep_partial,
@@ -219,18 +180,11 @@ void add_run_options(CLI::App& app, ReceiverConfig& cfg) {
 
 // --listen / --device / --lanes into the lanes' links, checked.
 void finalize_lanes(ReceiverConfig& cfg) {
-  std::string error;
   const bool udp = cfg.transport == common::TransportKind::kUdp;
   if (udp) {
-    if (cfg.listen_texts.empty()) throw CLI::RequiredError("--listen");
-    cfg.listens.clear();
-    for (const std::string& text : cfg.listen_texts) {
-      common::Endpoint e;
-      if (!common::parse_endpoint(text, &e, &error)) throw CLI::ValidationError("--listen", error);
-      cfg.listens.push_back(e);
-    }
-  } else if (cfg.devices.empty()) {
-    throw CLI::ValidationError("--device", "--transport device needs --device PATH");
+    if (cfg.listens.empty()) throw CLI::RequiredError("--listen");
+  } else {
+    common::require_devices(cfg.devices);
   }
   if (cfg.lanes_option != 0) {
     if (!udp || cfg.listens.size() != 1) {
@@ -242,16 +196,10 @@ void finalize_lanes(ReceiverConfig& cfg) {
       throw CLI::ValidationError(
           "--lanes", fmt::format("{} lanes: at most {}", cfg.lanes_option, common::kMaxLanes));
     }
-    const common::Endpoint first = cfg.listens.front();
-    if (first.port == 0 || first.port + cfg.lanes_option - 1 > 65535) {
-      throw CLI::ValidationError("--lanes",
-                                 fmt::format("ports {} to {} are not all valid ports", first.port,
-                                             first.port + cfg.lanes_option - 1));
-    }
-    for (size_t i = 1; i < cfg.lanes_option; ++i) {
-      common::Endpoint e = first;
-      e.port = static_cast<uint16_t>(first.port + i);
-      cfg.listens.push_back(e);
+    if (!common::add_consecutive_ports(&cfg.listens, cfg.lanes_option)) {
+      const size_t first = cfg.listens.front().port;
+      throw CLI::ValidationError("--lanes", fmt::format("ports {} to {} are not all valid ports",
+                                                        first, first + cfg.lanes_option - 1));
     }
   }
   if (cfg.lanes() > common::kMaxLanes) {
@@ -293,17 +241,7 @@ void add_receiver_options(CLI::App& app, ReceiverConfig& cfg) {
 }
 
 void finalize_receiver_config(ReceiverConfig& cfg) {
-  std::string error;
-  // CLI11's IsMember has already refused anything else, with its one-line error.
-  if (!common::parse_transport(cfg.transport_text, &cfg.transport)) {
-    throw CLI::ValidationError("--transport", "expected udp or device");
-  }
-  if (cfg.gro_text != "auto" && cfg.gro_text != "off") {
-    throw CLI::ValidationError("--gro", "expected auto or off");
-  }
-  cfg.gro = cfg.gro_text == "auto";
   finalize_lanes(cfg);
-  cfg.null_sink = cfg.sink_text == "null";
   if (cfg.output.empty()) {
     // --sink null writes nothing: it may run without a folder (OutputDir then keeps no state
     // and no records on disk). Anything else needs one.
@@ -314,24 +252,7 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
   } else if (cfg.failed_dir.empty()) {
     cfg.failed_dir = cfg.output + "/.failed";
   }
-  try {
-    cfg.filter = common::PathFilter(cfg.includes, cfg.excludes);
-  } catch (const std::invalid_argument& e) {
-    throw CLI::ValidationError(e.what());  // "--exclude '[a': unclosed '['"
-  }
-  // CLI11's IsMember has already refused anything else.
-  if (!common::parse_write_mode(cfg.write_mode_text, &cfg.write_mode)) {
-    throw CLI::ValidationError("--write-mode", "expected rw, rwd or rws");
-  }
-  cfg.on_collision = cfg.on_collision_text == "overwrite" ? CollisionPolicy::kOverwrite
-                     : cfg.on_collision_text == "reject"  ? CollisionPolicy::kReject
-                                                          : CollisionPolicy::kRename;
-  cfg.io_engine = cfg.io_engine_text == "uring"    ? common::IoEngine::kUring
-                  : cfg.io_engine_text == "pwrite" ? common::IoEngine::kPwrite
-                                                   : common::IoEngine::kAuto;
-  cfg.direct_io = cfg.direct_io_text == "on"    ? DirectIo::kOn
-                  : cfg.direct_io_text == "off" ? DirectIo::kOff
-                                                : DirectIo::kAuto;
+  cfg.filter = common::path_filter_option(cfg.includes, cfg.excludes);
   const size_t pool_mb = cfg.write_buffers * cfg.write_block_kb / 1024;
   if (cfg.buffer_mb < pool_mb + 8) {
     throw CLI::ValidationError(
@@ -343,13 +264,7 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
   if (cfg.key_files.size() > 2) {
     throw CLI::ValidationError("--key-file", "at most two keys (the old and the new one)");
   }
-  for (const std::string& f : cfg.key_files) {
-    try {
-      cfg.keys.push_back(common::load_key_file(f));
-    } catch (const std::exception& e) {
-      throw CLI::ValidationError("--key-file", e.what());
-    }
-  }
+  for (const std::string& f : cfg.key_files) cfg.keys.push_back(common::load_key_option(f));
 }
 
 }  // namespace ddft::receiver

@@ -42,17 +42,13 @@ struct ReceiverConfig {
   // "127.0.0.1:5000", "device /dev/owl1".
   std::string lane_name(size_t lane) const;
 
-  common::TransportKind transport = common::TransportKind::kUdp;
-  // The text forms of transport, direct_io, write_mode and on_collision: what the options bind
-  // to; finalize_receiver_config() parses them into the enums. receiver/pipeline.cpp and
-  // receiver/assembly/assembler.cpp still read some of them; everything else reads the enums.
-  std::string transport_text = "udp";
+  common::TransportKind transport = common::TransportKind::kUdp;  // --transport
   std::string device;       // --device PATH with --transport device (the first lane's)
   common::Endpoint listen;  // the first lane's --listen
   // Lanes (--listen or --device given several times, or --lanes N with consecutive ports): one
   // link each, one receive thread and ring each, one file table. Lane k receives the sender's
-  // lane k (in the order of the sender's --dest).
-  std::vector<std::string> listen_texts;
+  // lane k (in the order of the sender's --dest). With --lanes, finalize_receiver_config() adds
+  // the ports after the one --listen.
   std::vector<common::Endpoint> listens;
   std::vector<std::string> devices;
   size_t lanes_option = 0;        // --lanes N (0: not given)
@@ -63,15 +59,13 @@ struct ReceiverConfig {
   size_t report_mb = 100;         // a Rcvd: line every report_mb MB (2^20) of a file
   // Durable by default: Passed means on disk (receiver/delivery/committer.hpp).
   WriteMode write_mode = WriteMode::kDataSync;
-  std::string write_mode_text = "rwd";
   CollisionPolicy on_collision = CollisionPolicy::kRename;
-  std::string on_collision_text = "rename";
   double file_timeout_s = 30;  // no packet of a file for this long: it fails
   double journal_hours = 25;   // what the journal remembers (receiver/delivery/outcome_log.hpp)
   size_t journal_mb = 256;     // and how big it may grow
   size_t fec_buffer_mb = 64;   // FEC windows kept until their parity comes
-  size_t compress_buffer_mb =
-      64;  // compressed blocks gathered until whole (receiver/assembly/zframes.hpp)
+  // Compressed blocks gathered until whole (receiver/assembly/zframes.hpp).
+  size_t compress_buffer_mb = 64;
   size_t write_block_kb = 1024;                            // assembly / write block size
   size_t write_buffers = 64;                               // blocks in the write pool
   unsigned queue_depth = common::kDefaultWriteQueueDepth;  // io_uring queue depth, per writer
@@ -79,17 +73,14 @@ struct ReceiverConfig {
   // Threads decoding and opening datagrams, the writer thread included (UnsealPool); 0: from the
   // core count (default_open_workers).
   unsigned workers = 0;
+  // --io-engine auto|uring|pwrite; kNull with --sink null (finalize_receiver_config()).
   common::IoEngine io_engine = common::IoEngine::kAuto;
-  std::string io_engine_text = "auto";
   DirectIo direct_io = DirectIo::kAuto;
-  std::string direct_io_text = "auto";  // --direct-io as given (see transport_text)
-  bool null_sink = false;               // --sink null: everything but the disk write
-  std::string sink_text = "disk";
+  bool null_sink = false;         // --sink null: everything but the disk write
   size_t socket_buffer_mb = 256;  // SO_RCVBUF request
   size_t batch = 64;              // datagrams per recvmmsg (16 bundles with GRO)
   // --gro auto: the kernel hands over runs of datagrams as bundles (UDP_GRO) when it can.
   bool gro = true;
-  std::string gro_text = "auto";
   bool once = false;          // exit when the first sender session has finished
   bool lock_memory = false;   // mlock the ring
   bool keep_partial = false;  // keep leftovers' data in the failed folder
@@ -119,8 +110,12 @@ struct ReceiverConfig {
   size_t test_stall_after_mb = 0;
 };
 
+// Registers every option on `app`, bound to `cfg`, including --config for a TOML/INI file. The
+// parse writes each value into its typed field and refuses a bad one with its one line.
 void add_receiver_options(CLI::App& app, ReceiverConfig& cfg);
-// Checks and derives fields after parsing. Throws CLI::ValidationError with a one-line reason.
+// After the parse, once: checks what depends on more than one option (the lanes and --lanes,
+// --output and --sink, the memory, ...), derives the lanes, the folders, the filter and the keys.
+// Throws CLI::ValidationError / CLI::RequiredError with a one-line reason.
 void finalize_receiver_config(ReceiverConfig& cfg);
 
 }  // namespace ddft::receiver

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <thread>
 
+#include "common/cli_options.hpp"
 #include "common/logging.hpp"
 #include "common/metrics.hpp"
 #include "common/parse_number.hpp"
@@ -15,101 +15,114 @@ namespace ddft::sender {
 
 namespace {
 
+using common::add_bounded_option;
+using common::add_choice_option;
+using common::ChoiceCase;
+
 // The config file, what to send, where to and how: transport, packet size, rate, verification.
 void add_link_options(CLI::App& app, SenderConfig& cfg) {
-  app.set_config("--config", "", "Read options from this file (TOML or INI, option = value)");
-  // A misspelt setting must stop the program, not be silently ignored.
-  app.allow_config_extras(CLI::config_extras_mode::error);
+  common::add_config_file_option(app);
   app.add_option("sources", cfg.sources,
                  "Files and folders to send; a folder is sent recursively under its own name, "
                  "'folder/' sends only its contents; synthetic:SIZE sends generated data (e.g. "
                  "synthetic:2G) without reading a disk");
-  app.add_option("--transport", cfg.transport_text,
-                 "udp (simulator mode, a plain NIC) or device (the diode card driver's node)")
-      ->check(CLI::IsMember({"udp", "device"}))
-      ->capture_default_str();
+  common::add_transport_option(app, cfg.transport);
   // Repeatable, one value each: a source after --dest is a source, not a second destination.
-  app.add_option("--dest,-d", cfg.dest_texts,
-                 "Receiver address HOST:PORT (--transport udp); give it once per lane to drive "
-                 "several links as one session")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--device", cfg.devices,
-                 "Card driver device node to write packets to (--transport device); once per "
-                 "lane")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  common::add_endpoints_option(app, "--dest,-d", cfg.dests,
+                               "Receiver address HOST:PORT (--transport udp); give it once per "
+                               "lane to drive several links as one session",
+                               common::PortZero::kRefused, cfg.transport);
+  common::add_devices_option(
+      app, cfg.devices,
+      "Card driver device node to write packets to (--transport device); once per lane");
   app.add_option("--lanes", cfg.lanes_opt,
                  "Drive N links as one session: the one --dest HOST:PORT and the ports after it, "
                  "PORT..PORT+N-1 (--rate applies to each lane)")
       ->check(CLI::Range(size_t{1}, common::kMaxLanes));
-  app.add_option("--stripe-mb", cfg.stripe_mb,
-                 "With 2 lanes or more: a file larger than this many MiB is striped over the "
-                 "lanes in 4 MiB ranges, each down the least busy lane; smaller files go whole "
-                 "down one lane; 0 = never stripe (not given: 64 when every lane goes to one "
-                 "host, else 0)")
-      ->check(CLI::Range(size_t{0}, size_t{1} << 20))
-      ->each([&cfg](const std::string&) { cfg.stripe_given = true; })
-      ->capture_default_str();
-  app.add_option("--lane-down", cfg.lane_down_text,
-                 "When a lane's link reports a send error: stop ends the session; continue takes "
-                 "the lane out of rotation, fails the files it was carrying and goes on over the "
-                 "other lanes (with one lane, continue is stop)")
-      ->check(CLI::IsMember({"stop", "continue"}))
-      ->capture_default_str();
-  app.add_option("--packet-size", cfg.packet_size,
-                 "Datagram size in bytes, header included (default fits a 9000-byte MTU)")
-      ->check(CLI::Range(common::kMinPacketSize, common::kMaxDatagramSize))
-      ->capture_default_str();
+  add_bounded_option(
+      app, "--stripe-mb", cfg.stripe_mb, 0, size_t{1} << 20,
+      "With 2 lanes or more: a file larger than this many MiB is striped over the lanes in 4 MiB "
+      "ranges, each down the least busy lane; smaller files go whole down one lane; 0 = never "
+      "stripe (not given: 64 when every lane goes to one host, else 0)")
+      ->each([&cfg](const std::string&) { cfg.stripe_given = true; });
+  add_choice_option<LaneDownPolicy>(
+      app, "--lane-down", cfg.lane_down,
+      {{"stop", LaneDownPolicy::kStop}, {"continue", LaneDownPolicy::kContinue}},
+      "When a lane's link reports a send error: stop ends the session; continue takes the lane out "
+      "of rotation, fails the files it was carrying and goes on over the other lanes (with one "
+      "lane, continue is stop)");
+  add_bounded_option(app, "--packet-size", cfg.packet_size, common::kMinPacketSize,
+                     common::kMaxDatagramSize,
+                     "Datagram size in bytes, header included (default fits a 9000-byte MTU)");
   app.add_option(
          "--rate", cfg.rate_mb,
          "Rate limit in MB/s on the wire (1 MB = 1,048,576 bytes); 0 = unlimited, which loses "
          "packets whenever the receiver cannot keep up")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--verify", cfg.verify_text, "File verification: b2b (XXH3-128), sha256, none")
-      ->check(CLI::IsMember({"b2b", "sha256", "none"}, CLI::ignore_case))
-      ->capture_default_str();
-  app.add_option("--control-repeat", cfg.control_repeat,
-                 "Copies sent of each announce, end, abort and file-list packet")
-      ->check(CLI::Range(1u, 100u))
-      ->capture_default_str();
+  add_choice_option<common::VerifyType>(app, "--verify", cfg.verify,
+                                        {{"b2b", common::VerifyType::kB2B},
+                                         {"sha256", common::VerifyType::kSha256},
+                                         {"none", common::VerifyType::kNone}},
+                                        "File verification: b2b (XXH3-128), sha256, none",
+                                        ChoiceCase::kAnyCase);
+  add_bounded_option(app, "--control-repeat", cfg.control_repeat, 1, 100,
+                     "Copies sent of each announce, end, abort and file-list packet");
+}
+
+// --compress off, zstd[:LEVEL] or auto[:LEVEL] into cfg.compress and cfg.compress_level.
+void take_compress(const std::string& text, SenderConfig& cfg) {
+  const auto colon = text.find(':');
+  const std::string mode = text.substr(0, colon);
+  const char* expected = "expected off, auto[:LEVEL] or zstd[:LEVEL], LEVEL 1 to 19";
+  if (mode == "off" && colon == std::string::npos) {
+    cfg.compress = CompressMode::kOff;
+    return;
+  }
+  if (mode != "zstd" && mode != "auto") throw CLI::ValidationError("--compress", expected);
+  int level = cfg.compress_level;
+  if (colon != std::string::npos &&
+      (!common::parse_whole_number(std::string_view(text).substr(colon + 1), &level) || level < 1 ||
+       level > 19)) {
+    throw CLI::ValidationError("--compress", expected);
+  }
+  cfg.compress = mode == "zstd" ? CompressMode::kZstd : CompressMode::kAuto;
+  cfg.compress_level = level;
 }
 
 // Loss protection (FEC, repeats) and security (the key).
 void add_protection_options(CLI::App& app, SenderConfig& cfg) {
   auto* loss = "Loss protection (no packet can be asked for again)";
-  app.add_option("--fec", cfg.fec_text,
-                 "Forward error correction K:M: M Reed-Solomon parity packets after every K "
-                 "packets, any M lost of the K + M are rebuilt (e.g. 32:4); off")
+  app.add_option_function<std::string>(
+         "--fec",
+         [&cfg](const std::string& text) {
+           std::string error;
+           if (!common::parse_fec(text, &cfg.fec, &error)) {
+             throw CLI::ValidationError("--fec", error);
+           }
+         },
+         "Forward error correction K:M: M Reed-Solomon parity packets after every K packets, any "
+         "M lost of the K + M are rebuilt (e.g. 32:4); off")
       ->group(loss)
-      ->capture_default_str();
-  app.add_option("--fec-interleave", cfg.fec.interleave,
-                 "Spread consecutive packets over this many FEC groups: a burst of up to "
-                 "interleave x M lost packets is rebuilt")
-      ->check(CLI::Range(1u, 255u))
+      ->default_str("off");
+  add_bounded_option(app, "--fec-interleave", cfg.fec.interleave, 1, 255,
+                     "Spread consecutive packets over this many FEC groups: a burst of up to "
+                     "interleave x M lost packets is rebuilt")
+      ->group(loss);
+  add_bounded_option(app, "--repeat", cfg.repeat, 1, 255,
+                     "Send each file this many times; the receiver fills the holes of one copy "
+                     "from the next and delivers the file once")
+      ->group(loss);
+  app.add_option_function<std::string>(
+         "--compress", [&cfg](const std::string& text) { take_compress(text, cfg); },
+         "Compress blocks with zstd before they cross: zstd[:LEVEL] tries every block, "
+         "auto[:LEVEL] first a sample of each; a block that does not shrink by 1/32 goes as it is "
+         "(LEVEL 1-19, default 1); off. Needs a dd_file_receive of ddft 0.2 or later")
       ->group(loss)
-      ->capture_default_str();
-  app.add_option("--repeat", cfg.repeat,
-                 "Send each file this many times; the receiver fills the holes of one copy from "
-                 "the next and delivers the file once")
-      ->check(CLI::Range(1u, 255u))
-      ->group(loss)
-      ->capture_default_str();
-  app.add_option("--compress", cfg.compress_text,
-                 "Compress blocks with zstd before they cross: zstd[:LEVEL] tries every block, "
-                 "auto[:LEVEL] first a sample of each; a block that does not shrink by 1/32 goes "
-                 "as it is (LEVEL 1-19, default 1); off. Needs a dd_file_receive of ddft 0.2 or "
-                 "later")
-      ->group(loss)
-      ->capture_default_str();
-  app.add_option("--compress-workers", cfg.compress_workers,
-                 "Threads compressing blocks (dd-zstdN); 0: one per core, at most 8")
-      ->check(CLI::Range(0u, 64u))
-      ->group(loss)
-      ->capture_default_str();
+      ->default_str("off");
+  add_bounded_option(app, "--compress-workers", cfg.compress_workers, 0, 64,
+                     "Threads compressing blocks (dd-zstdN); 0: one per core, at most 8")
+      ->group(loss);
   const std::string security = "Security";
   app.add_option("--key-file", cfg.key_file,
                  "Pre-shared key (32 random bytes or 64 hex digits, mode 0600): seal every "
@@ -123,39 +136,25 @@ void add_protection_options(CLI::App& app, SenderConfig& cfg) {
 
 // The reader and the transmitter: blocks, threads, socket, batch and heartbeats.
 void add_read_options(CLI::App& app, SenderConfig& cfg) {
-  app.add_option("--read-block-kb", cfg.read_block_kb, "Reader block size in KiB")
-      ->check(CLI::Range(size_t{4}, size_t{65536}))
-      ->capture_default_str();
-  app.add_option("--read-buffers", cfg.read_buffers,
-                 "Reader blocks in the pool shared with the transmitter (read ahead + queued)")
-      ->check(CLI::Range(size_t{2}, size_t{1024}))
-      ->capture_default_str();
-  app.add_option("--readers", cfg.readers,
-                 "Threads reading files, each with its own queue; 1 reads from the reader thread "
-                 "itself (dd_iotest --test read finds the best value)")
-      ->check(CLI::Range(1u, 64u))
-      ->capture_default_str();
-  app.add_option("--read-queue-depth", cfg.read_queue_depth,
-                 "Reads in flight per reader (io_uring queue depth)")
-      ->check(CLI::Range(1u, 1024u))
-      ->capture_default_str();
-  app.add_option("--socket-buffer-mb", cfg.socket_buffer_mb, "Socket send buffer to ask for, MiB")
-      ->check(CLI::Range(size_t{0}, size_t{1024}))
-      ->capture_default_str();
-  app.add_option("--batch", cfg.batch, "Datagrams per sendmmsg call")
-      ->check(CLI::Range(size_t{1}, size_t{1024}))
-      ->capture_default_str();
-  app.add_option("--gso", cfg.gso_text,
-                 "UDP segmentation offload: auto sends each run of equal datagrams as one "
-                 "segmented send when the kernel takes it (still one datagram each on the wire); "
-                 "off sends them one by one")
-      ->check(CLI::IsMember({"auto", "off"}))
-      ->capture_default_str();
-  app.add_option("--heartbeat-ms", cfg.heartbeat_ms,
-                 "Heartbeat interval when idle, between files and during the DFTS sleeps, ms; the "
-                 "receiver warns after 3 silent intervals")
-      ->check(CLI::Range(10u, 3600000u))
-      ->capture_default_str();
+  add_bounded_option(app, "--read-block-kb", cfg.read_block_kb, 4, 65536,
+                     "Reader block size in KiB");
+  add_bounded_option(app, "--read-buffers", cfg.read_buffers, 2, 1024,
+                     "Reader blocks in the pool shared with the transmitter (read ahead + queued)");
+  add_bounded_option(app, "--readers", cfg.readers, 1, 64,
+                     "Threads reading files, each with its own queue; 1 reads from the reader "
+                     "thread itself (dd_iotest --test read finds the best value)");
+  add_bounded_option(app, "--read-queue-depth", cfg.read_queue_depth, 1, 1024,
+                     "Reads in flight per reader (io_uring queue depth)");
+  add_bounded_option(app, "--socket-buffer-mb", cfg.socket_buffer_mb, 0, 1024,
+                     "Socket send buffer to ask for, MiB");
+  add_bounded_option(app, "--batch", cfg.batch, 1, 1024, "Datagrams per sendmmsg call");
+  common::add_offload_option(
+      app, "--gso", cfg.gso,
+      "UDP segmentation offload: auto sends each run of equal datagrams as one segmented send when "
+      "the kernel takes it (still one datagram each on the wire); off sends them one by one");
+  add_bounded_option(app, "--heartbeat-ms", cfg.heartbeat_ms, 10, 3600000,
+                     "Heartbeat interval when idle, between files and during the DFTS sleeps, ms; "
+                     "the receiver warns after 3 silent intervals");
   app.add_option("--buff-full-delay", cfg.buff_full_delay_ms,
                  "ms to wait when the link buffer is full before retrying (BUFF_FULL_DELAY); at "
                  "most --heartbeat-ms")
@@ -188,26 +187,24 @@ void add_dfts_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--eof-delay", cfg.eof_delay_ms, "ms to wait after each file (EOF_DELAY)")
       ->group(dfts)
       ->capture_default_str();
-  app.add_option("--file-lock", cfg.file_lock_text,
-                 "Y: take a shared lock on each file while it is read, waiting for a writer's "
-                 "lock up to --lock-timeout s (FILE_LOCK)")
-      ->check(CLI::IsMember({"Y", "N"}, CLI::ignore_case))
-      ->group(dfts)
-      ->capture_default_str();
-  app.add_option("--lock-timeout", cfg.lock_timeout_s, "Seconds FILE_LOCK=Y waits for a lock")
-      ->check(CLI::Range(0.0, 86400.0))
-      ->group(dfts)
-      ->capture_default_str();
-  app.add_option("--report", cfg.report_text,
-                 "REPORT_OPTION: S a summary line per file, V also a progress line every "
-                 "--report-mb MB, N errors and the session summary only")
-      ->check(CLI::IsMember({"S", "V", "N"}, CLI::ignore_case))
-      ->group(dfts)
-      ->capture_default_str();
-  app.add_option("--report-mb", cfg.report_mb, "Progress line interval for --report V, MB")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 30))
-      ->group(dfts)
-      ->capture_default_str();
+  add_choice_option<bool>(app, "--file-lock", cfg.file_lock, {{"Y", true}, {"N", false}},
+                          "Y: take a shared lock on each file while it is read, waiting for a "
+                          "writer's lock up to --lock-timeout s (FILE_LOCK)",
+                          ChoiceCase::kAnyCase)
+      ->group(dfts);
+  add_bounded_option(app, "--lock-timeout", cfg.lock_timeout_s, 0.0, 86400.0,
+                     "Seconds FILE_LOCK=Y waits for a lock")
+      ->group(dfts);
+  add_choice_option<ReportOption>(
+      app, "--report", cfg.report,
+      {{"S", ReportOption::kSummary}, {"V", ReportOption::kVerbose}, {"N", ReportOption::kNone}},
+      "REPORT_OPTION: S a summary line per file, V also a progress line every --report-mb MB, N "
+      "errors and the session summary only",
+      ChoiceCase::kAnyCase)
+      ->group(dfts);
+  add_bounded_option(app, "--report-mb", cfg.report_mb, 1, size_t{1} << 30,
+                     "Progress line interval for --report V, MB")
+      ->group(dfts);
 }
 
 // The sender's state on its host: its id and its history (sender/source/history.hpp).
@@ -228,14 +225,12 @@ void add_state_options(CLI::App& app, SenderConfig& cfg) {
             return std::to_string(id);
           },
           "HEX");
-  app.add_option("--history-hours", cfg.history_hours,
-                 "How long the history keeps a file sent (at least its last repeat on the wire)")
-      ->check(CLI::Range(0.01, 24.0 * 366))
-      ->capture_default_str();
-  app.add_option("--history-mb", cfg.history_mb,
-                 "The history's size bound, MiB: past it the oldest entries go, with a warning")
-      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
-      ->capture_default_str();
+  add_bounded_option(
+      app, "--history-hours", cfg.history_hours, 0.01, 24.0 * 366,
+      "How long the history keeps a file sent (at least its last repeat on the wire)");
+  add_bounded_option(
+      app, "--history-mb", cfg.history_mb, 1, size_t{1} << 20,
+      "The history's size bound, MiB: past it the oldest entries go, with a warning");
   app.add_option_function<std::string>(
          "--history-repeat",
          [&cfg](const std::string& text) {
@@ -271,16 +266,111 @@ void add_state_options(CLI::App& app, SenderConfig& cfg) {
                  "changed since it was sent");
 }
 
+// The hot folder's options (--watch), and the globs and --shard of both modes.
+void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
+  const std::string hot = "Hot folder (one long session; SIGTERM ends it)";
+  auto* watch = app.add_option("--watch", cfg.watch_dir,
+                               "Send every file that lands in this folder or a subfolder (under "
+                               "its path there) once it is complete, then delete it (or move it "
+                               "to --sent-dir); instead of files and folders to send")
+                    ->group(hot);
+  app.add_option("--sent-dir", cfg.sent_dir,
+                 "Move sent files here, keeping their folders (a name taken gets a number: "
+                 "a.1.txt); on the same filesystem, outside --watch. Default: delete them")
+      ->needs(watch)
+      ->group(hot);
+  add_bounded_option(app, "--sent-keep-hours", cfg.sent_keep_hours, 0.0, 24.0 * 3660,
+                     "Make --sent-dir a retention folder: remove what was moved there longer ago "
+                     "than this, oldest first (0: keep it all)")
+      ->needs("--sent-dir")
+      ->group(hot);
+  add_bounded_option(app, "--sent-keep-gb", cfg.sent_keep_gb, 0.0, 1e6,
+                     "And keep it within this many GiB, oldest first, but never a file the history "
+                     "still repeats on the wire (0: no bound)")
+      ->needs("--sent-dir")
+      ->group(hot);
+  add_bounded_option(app, "--settle", cfg.settle_s, 0.0, 86400.0,
+                     "Seconds a file must stay unchanged, after its writer closed it or it was "
+                     "moved in, before it is sent")
+      ->needs(watch)
+      ->group(hot);
+  app.add_option("--watch-journal", cfg.watch_journal,
+                 "Where the hot folder records what it sent, so that a restart neither sends a "
+                 "file twice nor forgets one (default DIR/.ddft-watch-journal)")
+      ->needs(watch)
+      ->group(hot);
+  const std::string globs = "Filters (one-shot sends and the hot folder)";
+  app.add_option("--include", cfg.includes,
+                 "Send only files matching this glob (repeatable); without '/' it matches the base "
+                 "name, with '/' the relative path ('*' crossing '/')")
+      ->allow_extra_args(false)  // one pattern each: a source after it is not a pattern
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(globs);
+  app.add_option("--exclude", cfg.excludes,
+                 "Leave out files matching this glob (repeatable; wins over --include)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(globs);
+  app.add_option_function<std::string>(
+         "--shard",
+         [&cfg](const std::string& text) {
+           std::string error;
+           if (!parse_shard(text, &cfg.shard, &error)) throw CLI::ValidationError("--shard", error);
+         },
+         "This host is one of N sharing one hot folder or list of sources (each with its own "
+         "link and receiver): send only the files whose relative path hashes to K (XXH3-64 "
+         "modulo N, K from 0) and leave the others alone")
+      ->type_name("K/N")
+      ->group(globs);
+  add_choice_option(
+      app, "--symlinks", cfg.symlinks,
+      common::named_choices({SymlinkMode::kSkip, SymlinkMode::kFollow, SymlinkMode::kError},
+                            symlink_mode_name),
+      "Symbolic links inside the folders sent: skip (named once each and counted, in the summary "
+      "and the manifest), follow (to files and folders, a folder reached twice walked once; not "
+      "with --watch), or error (each one fails, as an unreadable file does). Links named on the "
+      "command line are followed")
+      ->group(globs);
+  app.add_option("--test-crash-after-sent", cfg.test_crash_after_sent)->group("");
+}
+
+// Builds cfg.filter and checks that exactly one of sources (or --resend-request) and --watch is
+// given, and what --watch refuses. Throws CLI::ValidationError / CLI::RequiredError with one line.
+void finalize_hot_folder_config(SenderConfig& cfg) {
+  cfg.filter = common::path_filter_option(cfg.includes, cfg.excludes);
+  if (cfg.watch_dir.empty()) {
+    if (cfg.sources.empty() && cfg.resend_request.empty()) {
+      throw CLI::RequiredError("files or folders to send (or --watch DIR)");
+    }
+    return;
+  }
+  if (!cfg.resend_request.empty()) {
+    throw CLI::ValidationError("--resend-request",
+                               "sends the files a request names, once: not with --watch");
+  }
+  if (cfg.symlinks == SymlinkMode::kFollow) {
+    throw CLI::ValidationError("--symlinks",
+                               "follow cannot be used with --watch: the hot folder deletes or "
+                               "moves what it sends, and a link's target is not its own to "
+                               "remove (skip or error)");
+  }
+  if (!cfg.sources.empty()) {
+    throw CLI::ValidationError("--watch", "sends what lands in " + cfg.watch_dir +
+                                              ": give no files or folders with it (got '" +
+                                              cfg.sources.front() + "')");
+  }
+}
+
 // Metrics, the hot folder, logging, progress and the manifest, and the test hooks.
 void add_output_options(CLI::App& app, SenderConfig& cfg) {
   common::add_metrics_option(app, cfg.metrics);
   add_hot_folder_options(app, cfg);
   common::add_log_options(app, cfg.log);
-  app.add_option("--progress", cfg.progress_text,
-                 "Live progress of the file and of the whole batch (bytes, rate, ETA): auto when "
-                 "stdout is a terminal and not --quiet, on, off")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
+  add_choice_option<ProgressMode>(
+      app, "--progress", cfg.progress,
+      {{"auto", ProgressMode::kAuto}, {"on", ProgressMode::kOn}, {"off", ProgressMode::kOff}},
+      "Live progress of the file and of the whole batch (bytes, rate, ETA): auto when stdout is a "
+      "terminal and not --quiet, on, off");
   app.add_option("--manifest", cfg.manifest,
                  "Append one JSON line per file sent or failed to this file (time, session, file "
                  "id, path, size, verification key, status)");
@@ -288,40 +378,27 @@ void add_output_options(CLI::App& app, SenderConfig& cfg) {
   app.add_option("--test-drop-data", cfg.test_drop_data)->group("");
 }
 
-// Every lane's destination from --dest (several times) or --lanes N (the ports after the one
-// --dest). Throws CLI::ValidationError / CLI::RequiredError with one line.
+// Every lane's destination: the --dest given (several times), or with --lanes N the ports after
+// the one --dest. Throws CLI::ValidationError / CLI::RequiredError with one line.
 void finalize_dests(SenderConfig& cfg) {
-  if (cfg.dest_texts.empty()) throw CLI::RequiredError("--dest");
-  if (cfg.lanes_opt > 0 && cfg.dest_texts.size() > 1) {
+  if (cfg.dests.empty()) throw CLI::RequiredError("--dest");
+  if (cfg.lanes_opt > 0 && cfg.dests.size() > 1) {
     throw CLI::ValidationError(
-        "--lanes", fmt::format("takes one --dest (the first of the lanes' ports), got {}",
-                               cfg.dest_texts.size()));
+        "--lanes",
+        fmt::format("takes one --dest (the first of the lanes' ports), got {}", cfg.dests.size()));
   }
-  cfg.dests.clear();
-  for (const std::string& text : cfg.dest_texts) {
-    common::Endpoint e;
-    std::string error;
-    if (!common::parse_endpoint(text, &e, &error)) throw CLI::ValidationError("--dest", error);
-    if (e.port == 0) throw CLI::ValidationError("--dest", "port 0 is not a destination");
-    for (const common::Endpoint& seen : cfg.dests) {
-      if (seen.host == e.host && seen.port == e.port) {
-        throw CLI::ValidationError("--dest",
-                                   text + " given twice: each lane needs a destination of its own");
+  for (size_t i = 1; i < cfg.dests.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (cfg.dests[i].host == cfg.dests[j].host && cfg.dests[i].port == cfg.dests[j].port) {
+        throw CLI::ValidationError("--dest", cfg.dests[i].to_string() +
+                                                 " given twice: each lane needs a destination "
+                                                 "of its own");
       }
     }
-    cfg.dests.push_back(e);
   }
-  if (cfg.lanes_opt > 1) {
-    const common::Endpoint first = cfg.dests.front();
-    if (first.port + (cfg.lanes_opt - 1) > 65535) {
-      throw CLI::ValidationError("--lanes", fmt::format("{} lanes from port {} go past port 65535",
-                                                        cfg.lanes_opt, first.port));
-    }
-    for (size_t i = 1; i < cfg.lanes_opt; ++i) {
-      common::Endpoint e = first;
-      e.port = static_cast<uint16_t>(first.port + i);
-      cfg.dests.push_back(e);
-    }
+  if (cfg.lanes_opt > 1 && !common::add_consecutive_ports(&cfg.dests, cfg.lanes_opt)) {
+    throw CLI::ValidationError("--lanes", fmt::format("{} lanes from port {} go past port 65535",
+                                                      cfg.lanes_opt, cfg.dests.front().port));
   }
   if (cfg.dests.size() > common::kMaxLanes) {
     throw CLI::ValidationError("--dest", fmt::format("{} destinations: at most {} lanes",
@@ -332,9 +409,7 @@ void finalize_dests(SenderConfig& cfg) {
 
 // Every lane's device node from --device (several times).
 void finalize_devices(SenderConfig& cfg) {
-  if (cfg.devices.empty()) {
-    throw CLI::ValidationError("--device", "--transport device needs --device PATH");
-  }
+  common::require_devices(cfg.devices);
   if (cfg.lanes_opt > 0 && cfg.lanes_opt != cfg.devices.size()) {
     throw CLI::ValidationError(
         "--lanes", fmt::format("{} lanes with --transport device: give --device once per "
@@ -361,6 +436,20 @@ void finalize_lanes(SenderConfig& cfg) {
     finalize_dests(cfg);
   } else {
     finalize_devices(cfg);
+  }
+}
+
+// What --compress asks of the other options: blocks a receiver takes, and compress workers.
+void finalize_compress(SenderConfig& cfg) {
+  if (cfg.compress == CompressMode::kOff) return;
+  if (cfg.read_block_kb * 1024 > common::kMaxZBlockSize) {
+    throw CLI::ValidationError(
+        "--read-block-kb",
+        fmt::format("at most {} with --compress (a compressed block is at most {} MiB)",
+                    common::kMaxZBlockSize / 1024, common::kMaxZBlockSize >> 20));
+  }
+  if (cfg.compress_workers == 0) {
+    cfg.compress_workers = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   }
 }
 
@@ -424,39 +513,11 @@ void add_sender_options(CLI::App& app, SenderConfig& cfg) {
 
 void finalize_sender_config(SenderConfig& cfg) {
   std::string error;
-  // CLI11's IsMember has already refused anything else, with its one-line error.
-  if (!common::parse_transport(cfg.transport_text, &cfg.transport)) {
-    throw CLI::ValidationError("--transport", "expected udp or device");
-  }
-  if (cfg.gso_text != "auto" && cfg.gso_text != "off") {
-    throw CLI::ValidationError("--gso", "expected auto or off");
-  }
-  cfg.gso = cfg.gso_text == "auto";
   finalize_lanes(cfg);
   default_striping(cfg);
-  if (cfg.lane_down_text != "stop" && cfg.lane_down_text != "continue") {
-    throw CLI::ValidationError("--lane-down", "expected stop or continue");
-  }
-  cfg.lane_down =
-      cfg.lane_down_text == "continue" ? LaneDownPolicy::kContinue : LaneDownPolicy::kStop;
-  cfg.file_lock = cfg.file_lock_text == "Y" || cfg.file_lock_text == "y";
-  cfg.progress = cfg.progress_text == "on"    ? ProgressMode::kOn
-                 : cfg.progress_text == "off" ? ProgressMode::kOff
-                                              : ProgressMode::kAuto;
-  const char r = static_cast<char>(std::toupper(static_cast<unsigned char>(cfg.report_text[0])));
-  cfg.report = r == 'V'   ? ReportOption::kVerbose
-               : r == 'N' ? ReportOption::kNone
-                          : ReportOption::kSummary;
-  if (!common::parse_verify_type(cfg.verify_text, &cfg.verify)) {
-    throw CLI::ValidationError("--verify", "expected b2b, sha256 or none");
-  }
   if (cfg.packet_size < common::kHeaderSize + common::kDataHeaderSize + 1) {
     throw CLI::ValidationError("--packet-size", "too small to carry data");
   }
-  const unsigned interleave = cfg.fec.interleave;
-  if (!common::parse_fec(cfg.fec_text, &cfg.fec, &error))
-    throw CLI::ValidationError("--fec", error);
-  cfg.fec.interleave = interleave;
   if (!common::check_fec_interleave(cfg.fec, &error)) {
     throw CLI::ValidationError("--fec-interleave", error);
   }
@@ -473,43 +534,7 @@ void finalize_sender_config(SenderConfig& cfg) {
                                            "({}): the history would forget a file before it",
                                            cfg.history_repeats.back().count(), cfg.history_hours));
   }
-  if (!cfg.key_file.empty()) {
-    try {
-      cfg.key = common::load_key_file(cfg.key_file);
-    } catch (const std::exception& e) {
-      throw CLI::ValidationError("--key-file", e.what());
-    }
-  }
-}
-
-void finalize_compress(SenderConfig& cfg) {
-  const std::string& t = cfg.compress_text;
-  const auto colon = t.find(':');
-  const std::string mode = t.substr(0, colon);
-  const char* expected = "expected off, auto[:LEVEL] or zstd[:LEVEL], LEVEL 1 to 19";
-  if (mode == "off" && colon == std::string::npos) {
-    cfg.compress = CompressMode::kOff;
-    return;
-  }
-  if (mode != "zstd" && mode != "auto") throw CLI::ValidationError("--compress", expected);
-  cfg.compress = mode == "zstd" ? CompressMode::kZstd : CompressMode::kAuto;
-  if (colon != std::string::npos) {
-    int v = 0;
-    if (!common::parse_whole_number(std::string_view(t).substr(colon + 1), &v) || v < 1 || v > 19) {
-      throw CLI::ValidationError("--compress", expected);
-    }
-    cfg.compress_level = v;
-  }
-  if (cfg.read_block_kb * 1024 > common::kMaxZBlockSize) {
-    throw CLI::ValidationError(
-        "--read-block-kb",
-        fmt::format("at most {} with --compress (a compressed block is at most "
-                    "{} MiB)",
-                    common::kMaxZBlockSize / 1024, common::kMaxZBlockSize >> 20));
-  }
-  if (cfg.compress_workers == 0) {
-    cfg.compress_workers = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  }
+  if (!cfg.key_file.empty()) cfg.key = common::load_key_option(cfg.key_file);
 }
 
 size_t source_datagram_size(const SenderConfig& cfg) {

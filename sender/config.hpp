@@ -37,15 +37,15 @@ enum class CompressMode { kOff, kZstd, kAuto };
 
 struct SenderConfig {
   std::vector<std::string> sources;  // files and folders; "dir/" sends the folder's contents only
-  common::TransportKind transport = common::TransportKind::kUdp;  // from transport_text
-  std::string transport_text = "udp";  // --transport as given; read transport instead
+  common::TransportKind transport = common::TransportKind::kUdp;  // --transport
   // Lanes: one session driven over several links, each its own sink, transmit thread
   // and --rate. Lane 0's link is also in `dest` / `device`, for code that knows of one.
-  std::string device;                   // lane 0's --device PATH with --transport device
-  std::vector<std::string> devices;     // --device, once per lane (--transport device)
-  common::Endpoint dest;                // lane 0's destination (--transport udp)
-  std::vector<common::Endpoint> dests;  // every lane's destination, from dest_texts and --lanes
-  std::vector<std::string> dest_texts;  // --dest as given, once per lane
+  std::string device;                // lane 0's --device PATH with --transport device
+  std::vector<std::string> devices;  // --device, once per lane (--transport device)
+  common::Endpoint dest;             // lane 0's destination (--transport udp)
+  // Every lane's destination: --dest, once per lane, then with --lanes the ports after the one
+  // --dest (finalize_sender_config()).
+  std::vector<common::Endpoint> dests;
   size_t lanes_opt = 0;  // --lanes N: ports PORT..PORT+N-1 of the one --dest; 0: not given
   // --stripe-mb: a file larger than this many MiB is striped over every lane (with 2 lanes or
   // more), in 4 MiB ranges (LaneRouter::kStripeUnit); 0: never striped. Not given, with lanes to
@@ -54,18 +54,15 @@ struct SenderConfig {
   size_t stripe_mb = 64;
   bool stripe_given = false;
   std::string stripe_note;
-  LaneDownPolicy lane_down = LaneDownPolicy::kStop;  // from lane_down_text
-  std::string lane_down_text = "stop";               // --lane-down as given
+  LaneDownPolicy lane_down = LaneDownPolicy::kStop;  // --lane-down
   size_t packet_size = common::kDefaultPacketSize;   // whole datagram, header included
   // MB/s (1 MB = 2^20 bytes) on the wire; 0 = unlimited. The default is safe on loopback on a
   // 2-core machine (measured loss-free up to 500) and well under a 10 Gb/s diode's line rate.
   double rate_mb = 250;
-  common::VerifyType verify = common::VerifyType::kB2B;
-  std::string verify_text = "b2b";
+  common::VerifyType verify = common::VerifyType::kB2B;  // --verify
   unsigned control_repeat = 3;  // copies of each announce / end / abort / list / heartbeat
   common::FecParams fec;        // --fec K:M, --fec-interleave D; off by default
-  std::string fec_text = "off";
-  unsigned repeat = 1;  // --repeat N: each file sent N times
+  unsigned repeat = 1;          // --repeat N: each file sent N times
   // The id of the session's first file (common::next_file_id() numbers the rest). Not an
   // option: 1 in every run; tests start near the wrap.
   uint32_t first_file_id = 1;
@@ -86,8 +83,7 @@ struct SenderConfig {
   std::vector<std::chrono::seconds> history_repeats{std::chrono::minutes(1),
                                                     std::chrono::minutes(10), std::chrono::hours(1),
                                                     std::chrono::hours(6), std::chrono::hours(24)};
-  CompressMode compress = CompressMode::kOff;  // from compress_text
-  std::string compress_text = "off";           // --compress as given
+  CompressMode compress = CompressMode::kOff;  // --compress MODE[:LEVEL]
   int compress_level = 1;                      // zstd's level, 1..19 (1: see README)
   unsigned compress_workers = 0;  // --compress-workers: dd-zstdN threads; 0 = one per core
   size_t read_block_kb = 1024;    // reader block size
@@ -99,7 +95,6 @@ struct SenderConfig {
   size_t batch = 32;                                           // datagrams per sendmmsg
   // --gso auto: UDP segmentation offload when the kernel takes it (common/udp_transport.hpp).
   bool gso = true;
-  std::string gso_text = "auto";
   unsigned heartbeat_ms = 1000;     // heartbeat when idle
   unsigned buff_full_delay_ms = 1;  // BUFF_FULL_DELAY: wait before retrying a full link buffer
   // DFTS pacing (seed 004); all off by default for dd_file_send itself.
@@ -110,18 +105,16 @@ struct SenderConfig {
   bool sleep_alg = false;           // --sleep-alg on, -NOSLEEPALG off
   unsigned eof_delay_ms = 0;        // EOF_DELAY
   bool file_lock = false;           // FILE_LOCK=Y: shared lock on each source while it is read
-  std::string file_lock_text = "N";
-  double lock_timeout_s = 30;      // how long FILE_LOCK waits for a writer's lock
-  std::string key_file;            // --key-file: seal every datagram (common/seal.hpp)
-  bool auth_only = false;          // --auth-only: authenticate, do not encrypt
-  std::optional<common::Key> key;  // loaded by finalize_sender_config()
-  ReportOption report = ReportOption::kSummary;
-  std::string report_text = "S";
+  double lock_timeout_s = 30;       // how long FILE_LOCK waits for a writer's lock
+  std::string key_file;             // --key-file: seal every datagram (common/seal.hpp)
+  bool auth_only = false;           // --auth-only: authenticate, do not encrypt
+  std::optional<common::Key> key;   // loaded by finalize_sender_config()
+  ReportOption report = ReportOption::kSummary;  // --report S|V|N, either case
   size_t report_mb = 100;  // REPORT_OPTION V: a progress line every this many MB
   std::string metrics;     // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   common::LogConfig log;
-  ProgressMode progress = ProgressMode::kAuto;  // set by finalize_sender_config()
-  std::string progress_text = "auto";  // --progress auto|on|off (sender/operations/progress.hpp)
+  // --progress auto|on|off (sender/operations/progress.hpp).
+  ProgressMode progress = ProgressMode::kAuto;
   std::string manifest;  // --manifest FILE: JSON lines (sender/operations/manifest.hpp)
   // Hot folder (--watch, sender/source/hot_folder.hpp) and the globs of both modes.
   std::string watch_dir;              // --watch DIR: send what lands there; no sources then
@@ -133,12 +126,10 @@ struct SenderConfig {
   std::vector<std::string> includes;  // --include GLOB
   std::vector<std::string> excludes;  // --exclude GLOB
   common::PathFilter filter;          // built from both by finalize_sender_config()
-  std::string shard_text;             // --shard K/N as given; empty: not sharded
-  Shard shard;                        // parsed from shard_text by finalize_sender_config()
+  Shard shard;                        // --shard K/N; not given: not sharded
   // --symlinks: links inside the folders sent (sender/source/file_list.hpp); the hot folder never
   // follows one (follow is refused with --watch).
-  std::string symlinks_text = "skip";
-  SymlinkMode symlinks = SymlinkMode::kSkip;  // parsed by finalize_sender_config()
+  SymlinkMode symlinks = SymlinkMode::kSkip;
   // Test hook: SIGKILL itself after this many hot-folder "sent" records, before removing the
   // file (the restart path, for real). 0 = off. Hidden from --help.
   unsigned test_crash_after_sent = 0;
@@ -164,20 +155,13 @@ size_t source_datagram_size(const SenderConfig& cfg);
 // Data bytes per data packet: a source datagram less its headers.
 size_t data_chunk_size(const SenderConfig& cfg);
 
-// Registers every option on `app`, bound to `cfg`, including --config for a TOML/INI file.
+// Registers every option on `app`, bound to `cfg`, including --config for a TOML/INI file. The
+// parse writes each value into its typed field and refuses a bad one with its one line.
 void add_sender_options(CLI::App& app, SenderConfig& cfg);
 
-// The hot folder's options, --include/--exclude and --shard (part of add_sender_options()).
-void add_hot_folder_options(CLI::App& app, SenderConfig& cfg);
-// Builds cfg.filter and cfg.shard and checks that exactly one of sources and --watch is given (part
-// of finalize_sender_config()). Throws CLI::ValidationError / CLI::RequiredError with one line.
-void finalize_hot_folder_config(SenderConfig& cfg);
-
-// Parses --compress into compress / compress_level and sets compress_workers when 0 (part of
-// finalize_sender_config()). Throws CLI::ValidationError with one line.
-void finalize_compress(SenderConfig& cfg);
-
-// Checks and derives fields after parsing. Throws CLI::ValidationError with a one-line reason.
+// After the parse, once: checks what depends on more than one option (the lanes and --lanes,
+// --watch and the sources, --compress and the block size, ...), derives the lanes, the filter
+// and the key. Throws CLI::ValidationError / CLI::RequiredError with a one-line reason.
 void finalize_sender_config(SenderConfig& cfg);
 
 // Rewrites DFTS's single-dash spellings, as owlDftsSend passes them, into this program's options:

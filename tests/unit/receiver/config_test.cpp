@@ -75,6 +75,68 @@ TEST(ReceiverConfig, LanesAreListenedOnInTheOrderGiven) {
   EXPECT_EQ(devices.device, "/dev/a");
 }
 
+TEST(ReceiverConfig, ValuesGoStraightIntoTheirFields) {
+  ReceiverConfig by_default;
+  ASSERT_EQ(parse({"--listen", "127.0.0.1:6000", "-o", "/o"}, &by_default), "");
+  EXPECT_EQ(by_default.transport, common::TransportKind::kUdp);
+  EXPECT_EQ(by_default.io_engine, common::IoEngine::kAuto);
+  EXPECT_EQ(by_default.direct_io, DirectIo::kAuto);
+  EXPECT_FALSE(by_default.null_sink);
+  EXPECT_TRUE(by_default.gro);
+  ReceiverConfig cfg;
+  ASSERT_EQ(parse({"--listen", "127.0.0.1:6000", "-o", "/o", "--write-mode", "rw", "--on-collision",
+                   "overwrite", "--io-engine", "pwrite", "--direct-io", "off", "--gro", "off"},
+                  &cfg),
+            "");
+  EXPECT_EQ(cfg.write_mode, WriteMode::kBuffered);
+  EXPECT_EQ(cfg.on_collision, CollisionPolicy::kOverwrite);
+  EXPECT_EQ(cfg.io_engine, common::IoEngine::kPwrite);
+  EXPECT_EQ(cfg.direct_io, DirectIo::kOff);
+  EXPECT_FALSE(cfg.gro);
+  ReceiverConfig other;
+  ASSERT_EQ(parse({"-l", "127.0.0.1:6000", "-o", "/o", "--io-engine", "uring", "--direct-io", "on"},
+                  &other),
+            "");
+  EXPECT_EQ(other.io_engine, common::IoEngine::kUring);
+  EXPECT_EQ(other.direct_io, DirectIo::kOn);
+  // --sink null leaves nothing for an engine to write.
+  ReceiverConfig null;
+  ASSERT_EQ(parse({"-l", "127.0.0.1:6000", "--sink", "null", "--io-engine", "uring"}, &null), "");
+  EXPECT_TRUE(null.null_sink);
+  EXPECT_EQ(null.io_engine, common::IoEngine::kNull);
+}
+
+// A bad value is refused by the parse, with the line the program prints (tests/cli pins the same
+// lines on the real program).
+TEST(ReceiverConfig, BadValuesAreTheirOneLine) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--transport", "UDP"}, "--transport: UDP not in {udp,device}"},
+      {{"--write-mode", "RWD"}, "--write-mode: RWD not in {rw,rwd,rws}"},
+      {{"--on-collision", "Rename"}, "--on-collision: Rename not in {rename,overwrite,reject}"},
+      {{"--io-engine", "URING"}, "--io-engine: URING not in {auto,uring,pwrite}"},
+      {{"--direct-io", "On"}, "--direct-io: On not in {auto,on,off}"},
+      {{"--sink", "NULL"}, "--sink: NULL not in {disk,null}"},
+      {{"--gro", "yes"}, "--gro: yes not in {auto,off}"},
+      {{"--listen", "nonsense"}, "--listen: expected HOST:PORT, got 'nonsense'"},
+      {{"-l", "127.0.0.1"}, "--listen: expected HOST:PORT, got '127.0.0.1'"},
+      {{"--workers", "65"}, "--workers: Value 65 not in range 0 to 64"},
+  };
+  for (const auto& [args, want] : cases) {
+    std::vector<std::string> argv = {"--listen", "127.0.0.1:6000", "--output", "/o"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ReceiverConfig cfg;
+    EXPECT_EQ(parse(argv, &cfg), want);
+  }
+  // --listen names the links of --transport udp: under --transport device it is left alone.
+  ReceiverConfig device;
+  ASSERT_EQ(
+      parse({"--transport", "device", "--device", "/dev/a", "--listen", "nonsense", "-o", "/o"},
+            &device),
+      "");
+  EXPECT_TRUE(device.listens.empty());
+  EXPECT_EQ(device.lane_name(0), "device /dev/a");
+}
+
 // --sink null writes nothing, so it needs no folder: no --output, and no failed folder made up.
 TEST(ReceiverConfig, NullSinkNeedsNoOutput) {
   ReceiverConfig cfg;

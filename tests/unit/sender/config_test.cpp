@@ -98,6 +98,118 @@ TEST(SenderConfig, BadInputIsOneLine) {
   }
 }
 
+// Each choice and coded value lands in its typed field, spelt as the option takes it (--verify,
+// --file-lock and --report in either case).
+TEST(SenderConfig, ValuesGoStraightIntoTheirFields) {
+  SenderConfig by_default;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "x"}, &by_default), "");
+  EXPECT_EQ(by_default.transport, common::TransportKind::kUdp);
+  EXPECT_TRUE(by_default.gso);
+  EXPECT_FALSE(by_default.file_lock);
+  EXPECT_EQ(by_default.progress, ProgressMode::kAuto);
+  EXPECT_EQ(by_default.compress, CompressMode::kOff);
+  EXPECT_EQ(by_default.compress_workers, 0u) << "no compress workers without --compress";
+  EXPECT_FALSE(by_default.shard.enabled());
+  SenderConfig cfg;
+  ASSERT_EQ(parse({"--dest",
+                   "127.0.0.1:5000",
+                   "--verify",
+                   "SHA256",
+                   "--gso",
+                   "off",
+                   "--file-lock",
+                   "y",
+                   "--report",
+                   "n",
+                   "--progress",
+                   "off",
+                   "--compress",
+                   "auto:5",
+                   "--fec",
+                   "8:2",
+                   "--fec-interleave",
+                   "4",
+                   "--shard",
+                   "0/3",
+                   "--lane-down",
+                   "continue",
+                   "x"},
+                  &cfg),
+            "");
+  EXPECT_EQ(cfg.verify, common::VerifyType::kSha256);
+  EXPECT_FALSE(cfg.gso);
+  EXPECT_TRUE(cfg.file_lock);
+  EXPECT_EQ(cfg.report, ReportOption::kNone);
+  EXPECT_EQ(cfg.progress, ProgressMode::kOff);
+  EXPECT_EQ(cfg.compress, CompressMode::kAuto);
+  EXPECT_EQ(cfg.compress_level, 5);
+  EXPECT_GE(cfg.compress_workers, 1u);
+  EXPECT_EQ(cfg.fec.k, 8u);
+  EXPECT_EQ(cfg.fec.m, 2u);
+  EXPECT_EQ(cfg.fec.interleave, 4u);
+  EXPECT_EQ(cfg.shard.to_string(), "0/3");
+  EXPECT_EQ(cfg.lane_down, LaneDownPolicy::kContinue);
+  SenderConfig other;
+  ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "--verify", "none", "--file-lock", "N", "--report",
+                   "V", "--progress", "on", "--compress", "zstd", "--fec", "off", "x"},
+                  &other),
+            "");
+  EXPECT_EQ(other.verify, common::VerifyType::kNone);
+  EXPECT_FALSE(other.file_lock);
+  EXPECT_EQ(other.report, ReportOption::kVerbose);
+  EXPECT_EQ(other.progress, ProgressMode::kOn);
+  EXPECT_EQ(other.compress, CompressMode::kZstd);
+  EXPECT_EQ(other.compress_level, 1);
+  EXPECT_FALSE(other.fec.enabled());
+}
+
+// A bad value of a choice or a coded option is refused by the parse, with the line the
+// programs print (tests/cli pins the same lines on the real program).
+TEST(SenderConfig, BadValuesAreTheirOneLine) {
+  const std::string compress =
+      "--compress: expected off, auto[:LEVEL] or zstd[:LEVEL], LEVEL 1 to 19";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--transport", "UDP"}, "--transport: UDP not in {udp,device}"},
+      {{"--verify", "md5"}, "--verify: md5 not in {b2b,sha256,none}"},
+      {{"--gso", "on"}, "--gso: on not in {auto,off}"},
+      {{"--gso", "AUTO"}, "--gso: AUTO not in {auto,off}"},
+      {{"--file-lock", "yes"}, "--file-lock: yes not in {Y,N}"},
+      {{"--report", "x"}, "--report: x not in {S,V,N}"},
+      {{"--progress", "ON"}, "--progress: ON not in {auto,on,off}"},
+      {{"--lane-down", "Stop"}, "--lane-down: Stop not in {stop,continue}"},
+      {{"--symlinks", "SKIP"}, "--symlinks: SKIP not in {skip,follow,error}"},
+      {{"--compress", "gzip"}, compress},
+      {{"--compress", "ZSTD"}, compress},
+      {{"--compress", "zstd:20"}, compress},
+      {{"--compress", "zstd:"}, compress},
+      {{"--compress", "off:1"}, compress},
+      {{"--fec", "32"}, "--fec: '32' is not K:M (source and parity packets per group, e.g. 32:4)"},
+      {{"--fec", "250:10"}, "--fec: '250:10': K and M must be at least 1 and K + M at most 255"},
+      {{"--fec", "8:2", "--fec-interleave", "0"},
+       "--fec-interleave: Value 0 not in range 1 to 255"},
+      {{"--dest", "nonsense"}, "--dest: expected HOST:PORT, got 'nonsense'"},
+      {{"-d", "[::1"}, "--dest: expected [ADDRESS]:PORT, got '[::1'"},
+      {{"--compress", "auto", "--read-block-kb", "8192"},
+       "--read-block-kb: at most 4096 with --compress (a compressed block is at most 4 MiB)"},
+  };
+  for (const auto& [args, want] : cases) {
+    std::vector<std::string> argv = {"--dest", "127.0.0.1:5000", "x"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    SenderConfig cfg;
+    EXPECT_EQ(parse(argv, &cfg), want);
+  }
+}
+
+// --dest names the links of --transport udp: under --transport device it is left alone.
+TEST(SenderConfig, DestinationsAreNotLinksUnderTheDeviceTransport) {
+  SenderConfig cfg;
+  ASSERT_EQ(parse({"--transport", "device", "--device", "/dev/a", "--dest", "nonsense", "x"}, &cfg),
+            "");
+  EXPECT_EQ(cfg.transport, common::TransportKind::kDevice);
+  EXPECT_TRUE(cfg.dests.empty());
+  EXPECT_EQ(cfg.lane_name(0), "device /dev/a");
+}
+
 TEST(SenderConfig, OneLaneByDefault) {
   SenderConfig cfg;
   ASSERT_EQ(parse({"--dest", "127.0.0.1:5000", "x"}, &cfg), "");
