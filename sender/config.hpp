@@ -57,7 +57,7 @@ struct SenderConfig {
   LaneDownPolicy lane_down = LaneDownPolicy::kStop;  // --lane-down
   size_t packet_size = common::kDefaultPacketSize;   // whole datagram, header included
   // MB/s (1 MB = 2^20 bytes) on the wire; 0 = unlimited. The default is safe on loopback on a
-  // 2-core machine (measured loss-free up to 500) and well under a 10 Gb/s diode's line rate.
+  // 2-core machine (docs/performance.md) and well under a 10 Gb/s diode's line rate.
   double rate_mb = 250;
   common::VerifyType verify = common::VerifyType::kB2B;  // --verify
   unsigned control_repeat = 3;  // copies of each announce / end / abort / list / heartbeat
@@ -84,7 +84,7 @@ struct SenderConfig {
                                                     std::chrono::minutes(10), std::chrono::hours(1),
                                                     std::chrono::hours(6), std::chrono::hours(24)};
   CompressMode compress = CompressMode::kOff;  // --compress MODE[:LEVEL]
-  int compress_level = 1;                      // zstd's level, 1..19 (1: see README)
+  int compress_level = 1;                      // zstd's level, 1..19 (docs/compression.md)
   unsigned compress_workers = 0;  // --compress-workers: dd-zstdN threads; 0 = one per core
   size_t read_block_kb = 1024;    // reader block size
   size_t read_buffers =
