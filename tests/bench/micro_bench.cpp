@@ -150,7 +150,10 @@ void BM_Open(benchmark::State& state) {
   const size_t sealed = sealer.seal(buf, plain_len);
   buf.resize(sealed);
   Packet p;
-  decode_packet(buf, &p);
+  if (decode_packet(buf, &p) != DecodeStatus::kOk) {
+    check(state, "the sealed datagram does not decode");
+    return;
+  }
   Opener opener({psk});
   std::vector<uint8_t> out(buf.size());
   size_t n = 0;
@@ -186,7 +189,7 @@ void BM_UnsealPool(benchmark::State& state) {
     sealed.push_back(std::move(buf));
   }
   receiver::UnsealPool pool(static_cast<unsigned>(state.range(0)), {psk}, kPacket + kSealOverhead,
-                          kBatch);
+                            kBatch);
   std::vector<receiver::Prechecked> items(kBatch);
   for (auto _ : state) {
     for (size_t i = 0; i < kBatch; ++i) {
