@@ -39,11 +39,14 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
   return *this;
 }
 
-int AlignedBuffer::lock() {
-  if (data_ == nullptr || locked_) return 0;
-  if (::mlock(data_, size_) != 0) return errno;
+bool AlignedBuffer::lock(std::string* why) {
+  if (data_ == nullptr || locked_) return true;
+  if (::mlock(data_, size_) != 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
   locked_ = true;
-  return 0;
+  return true;
 }
 
 void fill_pseudo_random(std::span<uint8_t> bytes) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 namespace ddft::common {
 
@@ -29,8 +30,9 @@ class AlignedBuffer {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   std::span<uint8_t> span() { return {data_, size_}; }
-  // Locks the pages in RAM (mlock). Returns 0 or an errno value.
-  int lock();
+  // Locks the pages in RAM (mlock). False, with the kernel's reason (strerror) in *why, when it
+  // refuses.
+  [[nodiscard]] bool lock(std::string* why);
 
  private:
   uint8_t* data_ = nullptr;

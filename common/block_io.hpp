@@ -48,13 +48,14 @@ class BlockIo {
   virtual ~BlockIo() = default;
   // Queues a write of buf[0..len) at `offset` of `fd`. `buf` must stay valid until the
   // completion is reaped. Returns false when the queue is full (reap first).
-  virtual bool submit_write(int fd, const uint8_t* buf, size_t len, uint64_t offset,
-                            uint64_t cookie) = 0;
+  [[nodiscard]] virtual bool submit_write(int fd, const uint8_t* buf, size_t len, uint64_t offset,
+                                          uint64_t cookie) = 0;
   // Queues a read of len bytes at `offset` of `fd` into buf. Same rules as submit_write.
-  virtual bool submit_read(int fd, uint8_t* buf, size_t len, uint64_t offset, uint64_t cookie) = 0;
+  [[nodiscard]] virtual bool submit_read(int fd, uint8_t* buf, size_t len, uint64_t offset,
+                                         uint64_t cookie) = 0;
   // Queues fdatasync (datasync) or fsync of `fd`, ordered after nothing in particular: callers
   // submit it only once the file's writes have completed.
-  virtual bool submit_sync(int fd, bool datasync, uint64_t cookie) = 0;
+  [[nodiscard]] virtual bool submit_sync(int fd, bool datasync, uint64_t cookie) = 0;
   // Delivers completed requests to `cb`. With `wait`, blocks until at least one completes (when
   // any is in flight). Returns how many were delivered.
   virtual size_t reap(bool wait, const Callback& cb) = 0;

@@ -7,7 +7,7 @@
 namespace ddft::common {
 
 ReadResult BlockReader::read_file(int fd, uint64_t size, const std::stop_token& stop,
-                                  const BlockSink& sink, std::string* error) {
+                                  const BlockSink& sink, std::string* why) {
   // Blocks being read, and blocks read but waiting for an earlier one, by file offset (the
   // request's cookie). Reads complete in any order; blocks go on in file order.
   struct Block {
@@ -57,8 +57,8 @@ ReadResult BlockReader::read_file(int fd, uint64_t size, const std::stop_token& 
       const Block b = blocks.begin()->second;
       blocks.erase(blocks.begin());
       if (b.error != 0 || b.got < b.want) {
-        *error = b.error != 0 ? std::string("read error: ") + std::strerror(b.error)
-                              : "file shrank while it was being read";
+        *why = b.error != 0 ? std::string("read error: ") + std::strerror(b.error)
+                            : "file shrank while it was being read";
         pool_.release(b.buf);
         drain();
         return ReadResult::kFailed;

@@ -22,7 +22,7 @@ namespace ddft::common {
 // What became of one read_file().
 enum class ReadResult {
   kDone,     // every block was handed on
-  kFailed,   // a read failed or the file shrank: the reason is in *error
+  kFailed,   // a read failed or the file shrank: the reason is in *why
   kStopped,  // the stop token was requested
   kRefused,  // the pool was closed, or the consumer refused a block
 };
@@ -41,10 +41,10 @@ class BlockReader {
 
   // Reads bytes [0, size) of the open descriptor `fd` and hands every block to `sink`. On every
   // way out, no read is left in flight and every buffer the reader held is back in the pool.
-  // With kFailed, *error says why in a few words ("read error: ...", "file shrank while it was
+  // With kFailed, *why says why in a few words ("read error: ...", "file shrank while it was
   // being read"). `stop` is looked at before each round of reads.
-  ReadResult read_file(int fd, uint64_t size, const std::stop_token& stop, const BlockSink& sink,
-                       std::string* error);
+  [[nodiscard]] ReadResult read_file(int fd, uint64_t size, const std::stop_token& stop,
+                                     const BlockSink& sink, std::string* why);
 
  private:
   BlockIo& io_;

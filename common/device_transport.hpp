@@ -31,10 +31,11 @@ class DeviceSink final : public DatagramSink {
  public:
   // Opens `path` for writing. Throws std::runtime_error with a one-line reason.
   explicit DeviceSink(const std::string& path);
-  std::error_code send(std::span<const std::span<const uint8_t>> datagrams, size_t* sent) override;
+  [[nodiscard]] std::error_code send(std::span<const std::span<const uint8_t>> datagrams,
+                                     size_t* sent) override;
 
  private:
-  std::error_code finish_partial(std::span<const uint8_t> frame, size_t written);
+  [[nodiscard]] std::error_code finish_partial(std::span<const uint8_t> frame, size_t written);
   std::string path_;
   UniqueFd fd_;
 };
@@ -43,8 +44,9 @@ class DeviceSource final : public DatagramSource {
  public:
   // Opens `path` for reading. Throws std::runtime_error with a one-line reason.
   explicit DeviceSource(const std::string& path);
-  std::error_code receive(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
-                          size_t* count, std::chrono::milliseconds timeout) override;
+  [[nodiscard]] std::error_code receive(std::span<const std::span<uint8_t>> bufs,
+                                        std::span<size_t> lens, size_t* count,
+                                        std::chrono::milliseconds timeout) override;
   // Bytes skipped because they did not form a valid frame.
   long link_drops() const override { return static_cast<long>(skipped_bytes_); }
 

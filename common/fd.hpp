@@ -45,7 +45,7 @@ class UniqueFd {
 
 // Reads until `len` bytes or the end of the file, retrying on EINTR. Returns the bytes read, or
 // -1 with errno set.
-inline ssize_t read_up_to(int fd, char* buf, size_t len) {
+[[nodiscard]] inline ssize_t read_up_to(int fd, char* buf, size_t len) {
   size_t got = 0;
   while (got < len) {
     const ssize_t n = ::read(fd, buf + got, len - got);
@@ -59,7 +59,7 @@ inline ssize_t read_up_to(int fd, char* buf, size_t len) {
 
 // Writes all of `data` to `fd`, retrying on EINTR and short writes. False on an error (errno
 // set) or when the file takes no more (a write of 0).
-inline bool write_all(int fd, std::string_view data) {
+[[nodiscard]] inline bool write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
@@ -88,7 +88,8 @@ inline std::string read_whole(int fd, off_t from = 0) {
 // sits under that name is removed first, not opened; then made O_EXCL, mode 0600) is written
 // and synced, renamed over `name`, and the folder synced. A power cut leaves the old file or
 // the whole new one. False with errno set (the temporary file removed) when a step fails.
-inline bool replace_file_at(int dir_fd, const std::string& name, std::string_view text) {
+[[nodiscard]] inline bool replace_file_at(int dir_fd, const std::string& name,
+                                          std::string_view text) {
   const std::string tmp = name + ".new";
   ::unlinkat(dir_fd, tmp.c_str(), 0);
   UniqueFd fd(::openat(dir_fd, tmp.c_str(),
@@ -104,8 +105,8 @@ inline bool replace_file_at(int dir_fd, const std::string& name, std::string_vie
 }
 
 // replace_file_at() in the folder at path `dir`. False with errno set when it cannot be opened.
-inline bool replace_file_in(const std::string& dir, const std::string& name,
-                            std::string_view text) {
+[[nodiscard]] inline bool replace_file_in(const std::string& dir, const std::string& name,
+                                          std::string_view text) {
   const UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   return d && replace_file_at(d.get(), name, text);
 }

@@ -16,7 +16,7 @@ constexpr size_t kDecodeCacheBytes = size_t{32} << 20;
 
 }  // namespace
 
-bool parse_fec(std::string_view text, FecParams* out, std::string* error) {
+bool parse_fec(std::string_view text, FecParams* out, std::string* why) {
   if (text == "off" || text == "0") {
     out->k = out->m = 0;
     return true;
@@ -26,11 +26,11 @@ bool parse_fec(std::string_view text, FecParams* out, std::string* error) {
   unsigned m = 0;
   if (colon == std::string_view::npos || !parse_whole_number(text.substr(0, colon), &k) ||
       !parse_whole_number(text.substr(colon + 1), &m)) {
-    *error = fmt::format("'{}' is not K:M (source and parity packets per group, e.g. 32:4)", text);
+    *why = fmt::format("'{}' is not K:M (source and parity packets per group, e.g. 32:4)", text);
     return false;
   }
   if (k < 1 || m < 1 || k + m > 255) {
-    *error = fmt::format("'{}': K and M must be at least 1 and K + M at most 255", text);
+    *why = fmt::format("'{}': K and M must be at least 1 and K + M at most 255", text);
     return false;
   }
   out->k = k;
@@ -38,13 +38,13 @@ bool parse_fec(std::string_view text, FecParams* out, std::string* error) {
   return true;
 }
 
-bool check_fec_interleave(const FecParams& p, std::string* error) {
+bool check_fec_interleave(const FecParams& p, std::string* why) {
   if (p.interleave < 1 || p.interleave > 255) {
-    *error = fmt::format("interleave {} is outside 1..255", p.interleave);
+    *why = fmt::format("interleave {} is outside 1..255", p.interleave);
     return false;
   }
   if (p.enabled() && p.k * p.interleave > 65535) {
-    *error = fmt::format("a window of K x interleave = {} packets is more than 65535", p.window());
+    *why = fmt::format("a window of K x interleave = {} packets is more than 65535", p.window());
     return false;
   }
   return true;

@@ -27,10 +27,12 @@ struct FecParams {
   unsigned window() const { return k * interleave; }  // source datagrams per full window
 };
 
-// Parses "K:M" (1 <= K, 1 <= M, K + M <= 255) or "off". Returns false with a one-line reason.
-bool parse_fec(std::string_view text, FecParams* out, std::string* error);
+// Parses "K:M" (1 <= K, 1 <= M, K + M <= 255) or "off". Returns false with a one-line reason in
+// *why.
+[[nodiscard]] bool parse_fec(std::string_view text, FecParams* out, std::string* why);
 // Checks the interleave (1..255) and that a window (K x interleave) fits the wire's 16-bit count.
-bool check_fec_interleave(const FecParams& p, std::string* error);
+// Returns false with a one-line reason in *why.
+[[nodiscard]] bool check_fec_interleave(const FecParams& p, std::string* why);
 // "32:4" or "32:4 x8" with interleave, "off".
 std::string format_fec(const FecParams& p);
 
@@ -50,7 +52,7 @@ class RsCodec {
   // k source shards, then the m parity shards); `present[i]` says which hold received data. The
   // buffers of missing source shards are written. Returns false when fewer than k are present.
   // Decode matrices are cached per loss pattern (inverting one per group is slow).
-  bool rebuild(size_t len, const std::vector<bool>& present, uint8_t* const* shards);
+  [[nodiscard]] bool rebuild(size_t len, const std::vector<bool>& present, uint8_t* const* shards);
 
  private:
   unsigned k_;

@@ -35,7 +35,7 @@ struct Digest {
 int hex_digit(char c);
 // Parses `hex`, exactly 2 x digest_size(type) hex digits (either case), as a digest of `type`
 // (an empty one for kNone). False, *out untouched, when it is not one.
-bool parse_digest(VerifyType type, std::string_view hex, Digest* out);
+[[nodiscard]] bool parse_digest(VerifyType type, std::string_view hex, Digest* out);
 
 // A streaming hash over one file. Not thread-safe: one owner feeds it in file order.
 class Hasher {

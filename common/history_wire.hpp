@@ -112,12 +112,12 @@ inline constexpr size_t kResendFixedSize = 20;
 // digest_size(verify) bytes of hex.
 size_t encode_resend(const Header& h, const Resend& r, std::span<uint8_t> buf);
 // Checks a known verify and key_len == digest_size(verify); bytes after the key are ignored.
-DecodeStatus decode_resend(std::span<const uint8_t> payload, Resend* out);
+[[nodiscard]] DecodeStatus decode_resend(std::span<const uint8_t> payload, Resend* out);
 
 // Checks the header (count >= 1, a known codec, raw_len 1..kMaxHistoryRaw), that the body is
 // (or decompresses to) exactly raw_len bytes, and that `count` entries fill them, each with a
 // known verify, key_len == digest_size(verify) and path_len 1..kMaxPathSize. Unknown bits and
 // reserved bytes are ignored. On kOk, *out holds the bundle.
-DecodeStatus decode_history(std::span<const uint8_t> payload, HistoryBundle* out);
+[[nodiscard]] DecodeStatus decode_history(std::span<const uint8_t> payload, HistoryBundle* out);
 
 }  // namespace ddft::common

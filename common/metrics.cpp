@@ -196,7 +196,7 @@ double RateMeter::rate() const {
   return (v1 - v0) / secs;
 }
 
-bool parse_metrics_address(std::string_view text, Endpoint* out, std::string* error) {
+bool parse_metrics_address(std::string_view text, Endpoint* out, std::string* why) {
   const std::string hint = fmt::format(
       "'{}' is not ADDR:PORT with a numeric IP address (e.g. 127.0.0.1:9464, [::1]:9464, "
       "0.0.0.0:9464)",
@@ -204,14 +204,14 @@ bool parse_metrics_address(std::string_view text, Endpoint* out, std::string* er
   Endpoint ep;
   std::string ignored;
   if (!parse_endpoint(text, &ep, &ignored)) {
-    *error = hint;
+    *why = hint;
     return false;
   }
   boost::system::error_code ec;
   const auto addr = boost::asio::ip::make_address(ep.host, ec);
   // An IPv6 address must come in brackets, which parse_endpoint has already taken off.
   if (ec || (addr.is_v6() && text.front() != '[')) {
-    *error = hint;
+    *why = hint;
     return false;
   }
   *out = ep;
@@ -478,8 +478,8 @@ void add_metrics_option(CLI::App& app, std::string& text) {
       ->check(CLI::Validator(
           [](std::string& value) {
             Endpoint ep;
-            std::string error;
-            return parse_metrics_address(value, &ep, &error) ? std::string() : error;
+            std::string why;
+            return parse_metrics_address(value, &ep, &why) ? std::string() : why;
           },
           "ADDR:PORT", "metrics address"));
 }
@@ -487,8 +487,8 @@ void add_metrics_option(CLI::App& app, std::string& text) {
 std::unique_ptr<MetricsServer> open_metrics_server(const std::string& text) {
   if (text.empty()) return nullptr;
   Endpoint ep;
-  std::string error;
-  if (!parse_metrics_address(text, &ep, &error)) throw std::runtime_error("--metrics: " + error);
+  std::string why;
+  if (!parse_metrics_address(text, &ep, &why)) throw std::runtime_error("--metrics: " + why);
   return std::make_unique<MetricsServer>(ep);
 }
 

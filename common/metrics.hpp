@@ -119,8 +119,8 @@ class RateMeter {
 };
 
 // --metrics ADDR:PORT: a numeric IPv4 address or a bracketed IPv6 one, and a port (0: any free
-// port, logged at start). Returns false with a one-line reason in *error.
-bool parse_metrics_address(std::string_view text, Endpoint* out, std::string* error);
+// port, logged at start). Returns false with a one-line reason in *why.
+[[nodiscard]] bool parse_metrics_address(std::string_view text, Endpoint* out, std::string* why);
 
 struct MetricsServerOptions {
   size_t max_request_bytes = 8192;          // request line + headers

@@ -18,7 +18,7 @@ namespace ddft::common {
 // for a signed T), no space, sign '+', base prefix or trailing character; not empty. *out is
 // set only then.
 template <typename T>
-bool parse_whole_number(std::string_view text, T* out) {
+[[nodiscard]] bool parse_whole_number(std::string_view text, T* out) {
   if (text.empty()) return false;
   const char* end = text.data() + text.size();
   T v{};
@@ -31,7 +31,8 @@ bool parse_whole_number(std::string_view text, T* out) {
 // A list of delays, "60s,10m,1h,6h,24h": whole numbers each with its unit (s, m, h or d),
 // comma-separated, each longer than the one before, at most 64. True and *out set when `text`
 // is one.
-inline bool parse_delay_list(std::string_view text, std::vector<std::chrono::seconds>* out) {
+[[nodiscard]] inline bool parse_delay_list(std::string_view text,
+                                           std::vector<std::chrono::seconds>* out) {
   std::vector<std::chrono::seconds> v;
   while (!text.empty()) {
     const size_t comma = text.find(',');

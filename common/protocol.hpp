@@ -371,7 +371,7 @@ enum class VerifyType : uint8_t {
 // Name as printed in the receive log ("B2B Passed") and accepted on the command line (lowercase).
 std::string_view verify_type_name(VerifyType v);
 // Parses "none", "b2b", "sha256" (any case). Returns false when the text names no type.
-bool parse_verify_type(std::string_view text, VerifyType* out);
+[[nodiscard]] bool parse_verify_type(std::string_view text, VerifyType* out);
 // Digest length in bytes of a verification type (0 for kNone).
 size_t digest_size(VerifyType v);
 
@@ -498,32 +498,32 @@ struct Packet {
 
 // Checks magic, version, length and checksum of `datagram` and splits it. `out->payload` points
 // into `datagram`, which must outlive it. Never reads outside `datagram`.
-DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out);
+[[nodiscard]] DecodeStatus decode_packet(std::span<const uint8_t> datagram, Packet* out);
 
 // Payload decoders: validate sizes and field ranges; string views point into the payload.
-DecodeStatus decode_announce(std::span<const uint8_t> payload, Announce* out);
-DecodeStatus decode_data(std::span<const uint8_t> payload, DataHeader* out,
-                         std::span<const uint8_t>* data);
+[[nodiscard]] DecodeStatus decode_announce(std::span<const uint8_t> payload, Announce* out);
+[[nodiscard]] DecodeStatus decode_data(std::span<const uint8_t> payload, DataHeader* out,
+                                       std::span<const uint8_t>* data);
 // Checks codec (kCodecZstd), 1 <= raw_len <= kMaxZBlockSize, 1 <= frame_len <= raw_len and
 // that the piece (at least one byte) lies inside the frame; not the file's bounds.
-DecodeStatus decode_zdata(std::span<const uint8_t> payload, ZDataHeader* out,
-                          std::span<const uint8_t>* piece);
-DecodeStatus decode_end(std::span<const uint8_t> payload, End* out);
-DecodeStatus decode_abort(std::span<const uint8_t> payload, Abort* out);
-DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out);
+[[nodiscard]] DecodeStatus decode_zdata(std::span<const uint8_t> payload, ZDataHeader* out,
+                                        std::span<const uint8_t>* piece);
+[[nodiscard]] DecodeStatus decode_end(std::span<const uint8_t> payload, End* out);
+[[nodiscard]] DecodeStatus decode_abort(std::span<const uint8_t> payload, Abort* out);
+[[nodiscard]] DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out);
 // Checks 1 <= lanes <= kMaxLanes, that the hosts follow, and host[k] <= k with host[host[k]] ==
 // host[k]; bytes after the hosts are ignored.
-DecodeStatus decode_sender_info(std::span<const uint8_t> payload, SenderInfo* out);
+[[nodiscard]] DecodeStatus decode_sender_info(std::span<const uint8_t> payload, SenderInfo* out);
 // Checks the window geometry (k, m >= 1, k + m <= 255, interleave >= 1, count <= k x interleave,
 // group < interleave, index < m) and that a shard follows.
-DecodeStatus decode_parity(std::span<const uint8_t> payload, Parity* out,
-                           std::span<const uint8_t>* shard);
+[[nodiscard]] DecodeStatus decode_parity(std::span<const uint8_t> payload, Parity* out,
+                                         std::span<const uint8_t>* shard);
 // Checks count >= 1, that the `count` entries fill the payload exactly, and each entry's fields:
 // path_len 1..kMaxPathSize, a known verify, key_len == digest_size(verify) (0 when aborted or
 // verify is kNone). Reserved fields and unknown flag bits are ignored. On kOk, out->entries
 // holds the entries (replacing what it held) and their paths point into `payload`, which must
 // outlive them; on failure *out is unspecified.
-DecodeStatus decode_file_list(std::span<const uint8_t> payload, FileList* out);
+[[nodiscard]] DecodeStatus decode_file_list(std::span<const uint8_t> payload, FileList* out);
 
 // Encoders write one whole datagram (header with checksum, then payload) into `buf` and return its
 // size, or 0 when `buf` is too small. They fill header.payload_len themselves.

@@ -116,8 +116,9 @@ class Opener {
   // `sealed` is a whole datagram that passed decode_packet with header `h`. On kOk the inner
   // datagram is written to `out` (at least sealed.size() bytes; may not overlap `sealed`),
   // *inner_len is its length, *salt its session salt and *key_index which pre-shared key opened it.
-  OpenStatus open(std::span<const uint8_t> sealed, const Header& h, std::span<uint8_t> out,
-                  size_t* inner_len, Salt* salt, size_t* key_index = nullptr);
+  [[nodiscard]] OpenStatus open(std::span<const uint8_t> sealed, const Header& h,
+                                std::span<uint8_t> out, size_t* inner_len, Salt* salt,
+                                size_t* key_index = nullptr);
   uint64_t keys_derived() const { return derived_; }
 
  private:
@@ -128,8 +129,8 @@ class Opener {
     CipherCtx ctx;
     uint64_t used = 0;  // LRU stamp
   };
-  bool try_open(EVP_CIPHER_CTX* c, std::span<const uint8_t> sealed, const Header& h,
-                uint8_t* out) const;
+  [[nodiscard]] bool try_open(EVP_CIPHER_CTX* c, std::span<const uint8_t> sealed, const Header& h,
+                              uint8_t* out) const;
 
   std::vector<Key> psks_;
   static constexpr size_t kCached = 4;

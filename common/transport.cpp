@@ -24,13 +24,13 @@ std::string Endpoint::to_string() const {
   return host + ":" + std::to_string(port);
 }
 
-bool parse_endpoint(std::string_view text, Endpoint* out, std::string* error) {
+bool parse_endpoint(std::string_view text, Endpoint* out, std::string* why) {
   std::string_view host;
   std::string_view port;
   if (!text.empty() && text.front() == '[') {
     const auto close = text.find(']');
     if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      *error = "expected [ADDRESS]:PORT, got '" + std::string(text) + "'";
+      *why = "expected [ADDRESS]:PORT, got '" + std::string(text) + "'";
       return false;
     }
     host = text.substr(1, close - 1);
@@ -38,7 +38,7 @@ bool parse_endpoint(std::string_view text, Endpoint* out, std::string* error) {
   } else {
     const auto colon = text.rfind(':');
     if (colon == std::string_view::npos || text.find(':') != colon) {
-      *error = "expected HOST:PORT, got '" + std::string(text) + "'";
+      *why = "expected HOST:PORT, got '" + std::string(text) + "'";
       return false;
     }
     host = text.substr(0, colon);
@@ -48,7 +48,7 @@ bool parse_endpoint(std::string_view text, Endpoint* out, std::string* error) {
   const auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (host.empty() || port.empty() || ec != std::errc() || ptr != port.data() + port.size() ||
       value > 65535) {
-    *error = "expected HOST:PORT with a port from 0 to 65535, got '" + std::string(text) + "'";
+    *why = "expected HOST:PORT with a port from 0 to 65535, got '" + std::string(text) + "'";
     return false;
   }
   out->host = std::string(host);

@@ -26,7 +26,7 @@ enum class TransportKind {
 // "udp" or "device", as --transport spells it.
 std::string_view transport_name(TransportKind kind);
 // Parses a --transport value; false (and *kind untouched) for anything else.
-bool parse_transport(std::string_view text, TransportKind* kind);
+[[nodiscard]] bool parse_transport(std::string_view text, TransportKind* kind);
 
 // Sends datagrams into the link. One thread owns an instance.
 class DatagramSink {
@@ -35,8 +35,8 @@ class DatagramSink {
   // Sends `datagrams` in order. On return *sent says how many went out. A full link buffer
   // (EAGAIN/ENOBUFS) is returned as std::errc::no_buffer_space with *sent < size: the caller
   // waits (BUFF_FULL_DELAY) and retries the rest; nothing is dropped here.
-  virtual std::error_code send(std::span<const std::span<const uint8_t>> datagrams,
-                               size_t* sent) = 0;
+  [[nodiscard]] virtual std::error_code send(std::span<const std::span<const uint8_t>> datagrams,
+                                             size_t* sent) = 0;
 };
 
 // Calls fn(datagram, real_len) for each datagram of a receive buffer `buf` that got `len` bytes
@@ -61,17 +61,19 @@ class DatagramSource {
   // bufs.size(), datagram i into bufs[i]. *count says how many; lens[i] is the datagram's real
   // length, which is larger than bufs[i].size() when it was truncated. A timeout is not an error
   // (*count = 0).
-  virtual std::error_code receive(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
-                                  size_t* count, std::chrono::milliseconds timeout) = 0;
+  [[nodiscard]] virtual std::error_code receive(std::span<const std::span<uint8_t>> bufs,
+                                                std::span<size_t> lens, size_t* count,
+                                                std::chrono::milliseconds timeout) = 0;
   // The most one receive buffer may get when the source coalesces datagrams of one size into
   // bundles (UDP GRO), 0 when each buffer gets one datagram.
   virtual size_t max_bundle() const { return 0; }
   // As receive(), where buffer i (of max_bundle() bytes) may get a bundle: datagrams of segs[i]
   // bytes back to back, the last one possibly shorter (segs[i] 0: one datagram). Without
   // bundles, receive() with every segs[i] 0.
-  virtual std::error_code receive_bundles(std::span<const std::span<uint8_t>> bufs,
-                                          std::span<size_t> lens, std::span<size_t> segs,
-                                          size_t* count, std::chrono::milliseconds timeout) {
+  [[nodiscard]] virtual std::error_code receive_bundles(std::span<const std::span<uint8_t>> bufs,
+                                                        std::span<size_t> lens,
+                                                        std::span<size_t> segs, size_t* count,
+                                                        std::chrono::milliseconds timeout) {
     const auto ec = receive(bufs, lens, count, timeout);
     for (size_t i = 0; i < *count; ++i) segs[i] = 0;
     return ec;
@@ -91,7 +93,7 @@ struct Endpoint {
   std::string to_string() const;
 };
 
-// Parses `text` into *out. On failure returns false and sets *error to a one-line reason.
-bool parse_endpoint(std::string_view text, Endpoint* out, std::string* error);
+// Parses `text` into *out. On failure returns false and sets *why to a one-line reason.
+[[nodiscard]] bool parse_endpoint(std::string_view text, Endpoint* out, std::string* why);
 
 }  // namespace ddft::common

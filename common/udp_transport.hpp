@@ -45,7 +45,8 @@ class UdpSink final : public DatagramSink {
   UdpSink(const Endpoint& dest, size_t sndbuf_bytes, bool gso = false);
   // A send the path refuses with GSO (EIO: a NIC without checksum offload; EINVAL: a datagram
   // over the path's MTU) switches GSO off for good, with one log line, and goes again without.
-  std::error_code send(std::span<const std::span<const uint8_t>> datagrams, size_t* sent) override;
+  [[nodiscard]] std::error_code send(std::span<const std::span<const uint8_t>> datagrams,
+                                     size_t* sent) override;
   const SocketBufferReport& buffer_report() const { return report_; }
   // True while sends use UDP_SEGMENT.
   bool gso() const { return gso_; }
@@ -78,12 +79,14 @@ class UdpSource final : public DatagramSource {
   // Throws std::runtime_error with a one-line reason (e.g. the port is in use).
   UdpSource(const Endpoint& listen, size_t rcvbuf_bytes, bool gro = false);
   // One datagram per buffer (a GRO socket's bundles are not split here: use receive_bundles()).
-  std::error_code receive(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
-                          size_t* count, std::chrono::milliseconds timeout) override;
+  [[nodiscard]] std::error_code receive(std::span<const std::span<uint8_t>> bufs,
+                                        std::span<size_t> lens, size_t* count,
+                                        std::chrono::milliseconds timeout) override;
   size_t max_bundle() const override { return gro_ ? kMaxBundle : 0; }
-  std::error_code receive_bundles(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
-                                  std::span<size_t> segs, size_t* count,
-                                  std::chrono::milliseconds timeout) override;
+  [[nodiscard]] std::error_code receive_bundles(std::span<const std::span<uint8_t>> bufs,
+                                                std::span<size_t> lens, std::span<size_t> segs,
+                                                size_t* count,
+                                                std::chrono::milliseconds timeout) override;
   // True when the kernel bundles datagrams for this socket (UDP_GRO).
   bool gro() const { return gro_; }
   // A bundle's largest size: a UDP datagram's.
@@ -109,8 +112,9 @@ class UdpSource final : public DatagramSource {
   };
   std::vector<GroControl> controls_;
   // recvmmsg into bufs, waiting up to `timeout`; with `segs`, each message's GRO segment size.
-  std::error_code receive_some(std::span<const std::span<uint8_t>> bufs, std::span<size_t> lens,
-                               size_t* segs, size_t* count, std::chrono::milliseconds timeout);
+  [[nodiscard]] std::error_code receive_some(std::span<const std::span<uint8_t>> bufs,
+                                             std::span<size_t> lens, size_t* segs, size_t* count,
+                                             std::chrono::milliseconds timeout);
   void note_peer(int n);
   sockaddr_storage last_peer_{};  // receive thread only
   socklen_t last_peer_len_ = 0;

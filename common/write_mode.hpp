@@ -14,6 +14,6 @@ enum class WriteMode { kBuffered, kDataSync, kFullSync };
 // "rw", "rwd" or "rws", as --write-mode spells it.
 std::string_view write_mode_name(WriteMode mode);
 // Parses "rw", "rwd" or "rws"; false (and *mode untouched) for anything else.
-bool parse_write_mode(std::string_view text, WriteMode* mode);
+[[nodiscard]] bool parse_write_mode(std::string_view text, WriteMode* mode);
 
 }  // namespace ddft::common

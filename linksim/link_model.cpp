@@ -6,7 +6,7 @@
 
 namespace ddft::linksim {
 
-std::string Impairments::check() const {
+std::optional<std::string> Impairments::check() const {
   const auto pct = [](double v) { return v >= 0 && v <= 100; };
   if (!pct(loss_pct)) return fmt::format("--loss {} is outside 0..100", loss_pct);
   if (!pct(burst_loss_pct) || burst_loss_pct >= 100) {
@@ -19,7 +19,7 @@ std::string Impairments::check() const {
   if (!pct(corrupt_pct)) return fmt::format("--corrupt {} is outside 0..100", corrupt_pct);
   if (!pct(reorder_pct)) return fmt::format("--reorder {} is outside 0..100", reorder_pct);
   if (reorder_pct > 0 && reorder_depth < 1) return "--reorder-depth must be at least 1";
-  return "";
+  return std::nullopt;
 }
 
 LinkModel::LinkModel(const Impairments& imp) : imp_(imp), rng_(imp.seed) {

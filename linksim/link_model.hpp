@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -28,8 +29,8 @@ struct Impairments {
   double reorder_pct = 0;
   unsigned reorder_depth = 8;  // a reordered packet goes out after this many later ones
   uint64_t seed = 1;
-  // One line naming what is wrong, or "".
-  std::string check() const;
+  // One line naming what is wrong, or nullopt when the settings are usable.
+  [[nodiscard]] std::optional<std::string> check() const;
 };
 
 struct Verdict {

@@ -253,16 +253,16 @@ int main(int argc, char** argv) {
   add_options(app, o);
   try {
     app.parse(argc, argv);
-    if (const std::string e = o.imp.check(); !e.empty()) throw CLI::ValidationError(e);
+    if (const auto why = o.imp.check()) throw CLI::ValidationError(*why);
   } catch (const CLI::ParseError& e) {
     return common::usage_exit(app, e);
   }
   common::Endpoint listen;
   common::Endpoint forward;
-  std::string error;
-  if (!common::parse_endpoint(o.listen_text, &listen, &error) ||
-      !common::parse_endpoint(o.forward_text, &forward, &error)) {
-    std::fprintf(stderr, "dd_linksim: error: %s\n", error.c_str());
+  std::string why;
+  if (!common::parse_endpoint(o.listen_text, &listen, &why) ||
+      !common::parse_endpoint(o.forward_text, &forward, &why)) {
+    std::fprintf(stderr, "dd_linksim: error: %s\n", why.c_str());
     return 2;
   }
   common::setup_logging(o.log, "dd_linksim");

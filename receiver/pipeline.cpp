@@ -92,11 +92,11 @@ void Receiver::make_rings() {
     l.ring = std::make_unique<ByteRing>(ring_bytes, /*populate=*/true);
     l.ring->share_bell(bell_);
     if (!cfg_.lock_memory) continue;
-    if (const int err = l.ring->memory().lock(); err != 0) {
+    if (std::string why; !l.ring->memory().lock(&why)) {
       spdlog::warn(
           "Warn: cannot lock the receive buffer in RAM: {} (run as root or raise "
           "RLIMIT_MEMLOCK)",
-          std::strerror(err));
+          why);
       break;
     }
   }

@@ -93,7 +93,8 @@ void FailureRecords::write(const FailureRecord& given, std::shared_ptr<TempFile>
       [this, rec, tmp, where, j = journal_] {
         const std::string name = out_.record_name(rec);
         if (j != nullptr && rec.file.session != 0 && !rec.no_record) {
-          j->append(failed_outcome(rec, out_.record_path(name)));
+          // Best effort, as every journal line: the record and its Error line go ahead without it.
+          (void)j->append(failed_outcome(rec, out_.record_path(name)));
         }
         TempFile none;
         *where = out_.fail(tmp ? *tmp : none, rec, name);
@@ -118,7 +119,8 @@ void FailureRecords::note_logged(const FailureRecord& rec) {
   if (journal_ == nullptr || rec.file.session == 0 || rec.no_record) return;
   Outcome o = failed_outcome(rec, "");
   o.kind = Outcome::Kind::kLogged;
-  fs_.post([j = journal_, o] { j->append(o); }, nullptr);
+  // Best effort, as every journal line: the Error line is logged whether or not this is written.
+  fs_.post([j = journal_, o] { (void)j->append(o); }, nullptr);
 }
 
 void FailureRecords::keep_unwritten(const FailureRecord& rec, std::shared_ptr<TempFile> tmp) {
@@ -163,10 +165,11 @@ void FailureRecords::retry(common::Clock::time_point now, bool force) {
           const std::string where = out_.fail(u.tmp ? *u.tmp : none, u.rec, name);
           if (where.empty()) break;
           if (j != nullptr && u.rec.file.session != 0) {
-            j->append(failed_outcome(u.rec, where));
+            // Best effort, as every journal line: the record is written either way.
+            (void)j->append(failed_outcome(u.rec, where));
             Outcome logged = failed_outcome(u.rec, "");
             logged.kind = Outcome::Kind::kLogged;  // its Error line was logged when it failed
-            j->append(logged);
+            (void)j->append(logged);
           }
           written->push_back(where);
         }

@@ -55,8 +55,8 @@ std::unique_ptr<File> file_from_announce(const common::Announce& a, uint64_t ses
   return f;
 }
 
-std::string size_refusal(const ReceiverConfig& cfg, uint64_t size, uint64_t chunks_total,
-                         uint64_t promised, uint64_t free) {
+std::optional<std::string> size_refusal(const ReceiverConfig& cfg, uint64_t size,
+                                        uint64_t chunks_total, uint64_t promised, uint64_t free) {
   const uint64_t bitmap_words = chunks_total / 64 + 1;
   if (cfg.max_file_size > 0 && size > cfg.max_file_size) {
     return fmt::format("announced size {} bytes is over --max-file-size {}",
@@ -73,7 +73,7 @@ std::string size_refusal(const ReceiverConfig& cfg, uint64_t size, uint64_t chun
         promised ? fmt::format(" ({} promised to files in flight)", common::with_commas(promised))
                  : "");
   }
-  return {};
+  return std::nullopt;
 }
 
 Origin origin_of(const File& f, std::string sender) {
@@ -125,8 +125,8 @@ FailureRecord unannounced_record(const common::FileListEntry& e, uint64_t sessio
   return rec;
 }
 
-std::string expiry_reason(const File& f, common::Clock::time_point now, nanoseconds timeout,
-                          double timeout_s, bool final_due) {
+std::optional<std::string> expiry_reason(const File& f, common::Clock::time_point now,
+                                         nanoseconds timeout, double timeout_s, bool final_due) {
   const bool last_copy = f.end.copy + 1u >= f.end.copies;
   // A striped file's end came down one lane while others still hold it open (their data may
   // still be on its way): their ends, or their next files, settle it.
@@ -146,7 +146,7 @@ std::string expiry_reason(const File& f, common::Clock::time_point now, nanoseco
         timeout_s);
   }
   if (final_due) return "the sender finished without completing the file (end packet lost?)";
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace ddft::receiver

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/clock.hpp"
@@ -30,9 +31,10 @@ std::unique_ptr<File> file_from_announce(const common::Announce& a, uint64_t ses
                                          common::Clock::time_point now, uint64_t report_bytes);
 // Why a file of `size` bytes in `chunks_total` chunks is refused for its size or for the free
 // space (`free`: bytes free on the output file system, UINT64_MAX when unknown; `promised`: what
-// the files still receiving will write). "" when it fits.
-std::string size_refusal(const ReceiverConfig& cfg, uint64_t size, uint64_t chunks_total,
-                         uint64_t promised, uint64_t free);
+// the files still receiving will write). nullopt when it fits.
+[[nodiscard]] std::optional<std::string> size_refusal(const ReceiverConfig& cfg, uint64_t size,
+                                                      uint64_t chunks_total, uint64_t promised,
+                                                      uint64_t free);
 // The origin written beside `f`'s temporary file.
 Origin origin_of(const File& f, std::string sender);
 // The file `id` names as a File (its session, name, id, size and verification).
@@ -41,10 +43,11 @@ File named_file(const common::FileIdentity& id);
 FailureRecord refusal_record(const File& f, uint64_t session, const std::string& reason);
 // The record of a file of `session` that only the sender's file list names.
 FailureRecord unannounced_record(const common::FileListEntry& e, uint64_t session);
-// Why receiving file `f` has expired at `now` ("" when it has not): its end came and its grace
-// is over, a later file superseded it, nothing came for `timeout` (+ its pause), or the
+// Why receiving file `f` has expired at `now` (nullopt when it has not): its end came and its
+// grace is over, a later file superseded it, nothing came for `timeout` (+ its pause), or the
 // session's final heartbeat is due (`final_due`).
-std::string expiry_reason(const File& f, common::Clock::time_point now,
-                          std::chrono::nanoseconds timeout, double timeout_s, bool final_due);
+[[nodiscard]] std::optional<std::string> expiry_reason(const File& f, common::Clock::time_point now,
+                                                       std::chrono::nanoseconds timeout,
+                                                       double timeout_s, bool final_due);
 
 }  // namespace ddft::receiver

@@ -131,10 +131,10 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
                                 : (uint64_t{1} << lanes) - 1;
   if (skip_copy(*f, (p.header.flags & common::kFlagResend) != 0)) return;
   if (filtered(*f)) return;
-  std::string reason = f->striped ? striped_refusal() : std::string();
-  if (reason.empty()) reason = refusal(a, *f);
-  if (!reason.empty()) {
-    refuse(*f, reason);
+  std::optional<std::string> why = f->striped ? striped_refusal() : std::nullopt;
+  if (!why) why = refusal(a, *f);
+  if (why) {
+    refuse(*f, *why);
     return;
   }
   accept(std::move(f), joined_late);
@@ -144,7 +144,7 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
 // acceptable names only, so a hostile name is refused (and recorded) as such whatever the
 // patterns say. The file's data and end packets are then dropped as of an unknown file.
 bool FileTable::filtered(const File& f) {
-  if (cfg_.filter.empty() || !out_.check_path(f.path).empty()) return false;
+  if (cfg_.filter.empty() || out_.check_path(f.path)) return false;
   auto why = cfg_.filter.refusal(f.path);
   if (!why) return false;
   ++counters_.files_filtered;
@@ -154,25 +154,27 @@ bool FileTable::filtered(const File& f) {
   return true;
 }
 
-// Why the announce of `f` is refused ("" when it is accepted: room was made for it).
-std::string FileTable::refusal(const common::Announce& a, const File& f) {
+// Why the announce of `f` is refused (nullopt when it is accepted: room was made for it).
+std::optional<std::string> FileTable::refusal(const common::Announce& a, const File& f) {
   // Room for it: the free space less what the files still in flight will write.
   uint64_t promised = 0;
   for (const auto& [key, other] : files_) {
     if (other->state == FileState::kReceiving) promised += other->size - other->bytes_received;
   }
-  std::string reason = size_refusal(cfg_, a.size, f.chunks_total, promised, out_.free_bytes());
-  if (reason.empty()) reason = out_.check_path(f.path);
+  if (auto why = size_refusal(cfg_, a.size, f.chunks_total, promised, out_.free_bytes())) {
+    return why;
+  }
+  if (auto why = out_.check_path(f.path)) return why;
   // Only an acceptable file makes a file in flight give way.
-  if (reason.empty()) make_room(&reason);
-  return reason;
+  if (std::string why; !make_room(&why)) return why;
+  return std::nullopt;
 }
 
-bool FileTable::make_room(std::string* reason) {
+bool FileTable::make_room(std::string* why) {
   // Files finishing their I/O (or being made, or recorded) hold a descriptor each: far beyond
   // the bound, new ones are refused, and no file still receiving is failed for them.
   if (files_.size() >= files_bound_) {
-    *reason = fmt::format(
+    *why = fmt::format(
         "{} files in flight are still being written (the disk is not keeping "
         "up)",
         files_.size());
@@ -192,7 +194,7 @@ bool FileTable::make_room(std::string* reason) {
     if (oldest == nullptr || f->announced < oldest->announced) oldest = f.get();
   }
   if (failing >= cfg_.max_files_in_flight && receiving >= cfg_.max_files_in_flight) {
-    *reason = fmt::format(
+    *why = fmt::format(
         "{} failed files are still being recorded (the disk is not keeping "
         "up)",
         failing);
@@ -483,8 +485,8 @@ void FileTable::check_timeouts() {
   std::vector<std::pair<File*, std::string>> expired;
   for (auto& [key, f] : files_) {
     if (f->state != FileState::kReceiving) continue;
-    std::string why = expiry_reason(*f, now, timeout, cfg_.file_timeout_s, final_due(*f, now));
-    if (!why.empty()) expired.emplace_back(f.get(), std::move(why));
+    auto why = expiry_reason(*f, now, timeout, cfg_.file_timeout_s, final_due(*f, now));
+    if (why) expired.emplace_back(f.get(), std::move(*why));
   }
   for (auto& [f, reason] : expired) fail(*f, reason);
 }

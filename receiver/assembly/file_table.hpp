@@ -159,9 +159,14 @@ class FileTable final : private Finisher::Owner {
   void remember_seen(uint32_t id);
   void supersede_receiving();
   bool filtered(const File& f);
-  std::string refusal(const common::Announce& a, const File& f);
-  std::string striped_refusal() const;
-  bool make_room(std::string* reason);
+  // Why the announce of `f` is refused (its size, the free space, its name, no room), or nullopt
+  // when it is accepted: room was made for it.
+  [[nodiscard]] std::optional<std::string> refusal(const common::Announce& a, const File& f);
+  // Why a striped file cannot be assembled here, or nullopt when it can.
+  [[nodiscard]] std::optional<std::string> striped_refusal() const;
+  // Makes room for one more file in flight (the oldest receiving file may fail for it). False,
+  // with *why set, when the bound on files in flight leaves none.
+  [[nodiscard]] bool make_room(std::string* why);
   void accept(std::unique_ptr<File> f, bool joined_late);
   void on_created(File& f, bool ok, const std::string& reason);
   void refuse(const File& f, const std::string& reason);
@@ -179,8 +184,8 @@ class FileTable final : private Finisher::Owner {
   // Why the file of `r` never reached this receiver.
   std::string missed_reason(const common::HistoryRecord& r) const;
   // Why a listed file never heard of was never announced here, when the receiver can tell that
-  // it was sent before the receiver's first packet of the session; "" when it cannot.
-  std::string sent_before_joining(const common::FileListEntry& e) const;
+  // it was sent before the receiver's first packet of the session; nullopt when it cannot.
+  std::optional<std::string> sent_before_joining(const common::FileListEntry& e) const;
   // handle_announce() of a file known already: a striped file's announce on one more lane.
   void announce_again(File& f, const common::Packet& p, size_t lane);
   // The lane announced file `next_id`: the files before it open on the lane are closed there.

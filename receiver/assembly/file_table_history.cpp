@@ -145,7 +145,8 @@ void FileTable::resolve(const File& f) {
   o.reason = how;
   fs_.post(
       [o, how, record, j = journal_, &out = out_] {
-        if (j != nullptr) j->append(o);
+        // Best effort, as every journal line: the record is marked resolved either way.
+        if (j != nullptr) (void)j->append(o);
         if (!record.empty() && !out.resolve_record(record, how)) {
           spdlog::warn("Warn: the record {} could not be marked resolved", record);
         }

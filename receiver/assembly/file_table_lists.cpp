@@ -48,9 +48,9 @@ void FileTable::close_lane(size_t lane, uint32_t next_id) {
 }
 
 // A striped file needs every lane of the sender: one striped over more lanes than this receiver
-// drains is refused ("" when it can be assembled here).
-std::string FileTable::striped_refusal() const {
-  if (gate_ == nullptr || gate_->sender_lanes() <= gate_->lanes()) return {};
+// drains is refused (nullopt when it can be assembled here).
+std::optional<std::string> FileTable::striped_refusal() const {
+  if (gate_ == nullptr || gate_->sender_lanes() <= gate_->lanes()) return std::nullopt;
   return fmt::format(
       "striped over the sender's {} lanes, of which this receiver drains {}: a file cannot be "
       "striped across receiver hosts (give dd_file_send --stripe-mb 0)",
@@ -200,16 +200,16 @@ void FileTable::release_held(common::Clock::time_point now, const char* ended) {
   }
 }
 
-std::string FileTable::sent_before_joining(const common::FileListEntry& e) const {
-  if (gate_ == nullptr) return {};
+std::optional<std::string> FileTable::sent_before_joining(const common::FileListEntry& e) const {
+  if (gate_ == nullptr) return std::nullopt;
   const int lane = e.lane >= 0 ? gate_->lane_of_sender(e.lane) : gate_->lanes() == 1 ? 0 : -1;
-  if (lane < 0) return {};
+  if (lane < 0) return std::nullopt;
   const uint64_t first = gate_->first_seq(static_cast<size_t>(lane));
   // The receiver heard its lane from the session's first packet on, or the file came after the
   // first file it heard announced: it was on the wire while the receiver was receiving.
   if (first == 0 || first == UINT64_MAX ||
       (first_id_ != 0 && !common::file_id_before(e.file_id, first_id_))) {
-    return {};
+    return std::nullopt;
   }
   return fmt::format(
       "never announced to this receiver: sent before its first packet of the session (packet "
@@ -226,7 +226,7 @@ std::string FileTable::lane_note(const File& f) const {
 // A listed file this receiver never heard of: recorded as failed, named.
 void FileTable::record_unannounced(const common::FileListEntry& e, const std::string& lane_note) {
   FailureRecord rec = unannounced_record(e, session_);
-  if (std::string before = sent_before_joining(e); !before.empty()) rec.reason = std::move(before);
+  if (auto before = sent_before_joining(e)) rec.reason = std::move(*before);
   rec.reason += lane_note;
   if (record_unheard(std::move(rec), e.lane, "file list")) ++counters_.files_unannounced;
 }
@@ -235,10 +235,10 @@ bool FileTable::record_unheard(FailureRecord rec, int sender_lane, const char* n
   const bool current = rec.file.session == session_;
   // What its announce would have met: a name the receiver refuses is refused, a filtered one is
   // policy; either way as the announce would have been handled.
-  if (std::string why = out_.check_path(rec.file.path); !why.empty()) {
+  if (auto why = out_.check_path(rec.file.path)) {
     ++counters_.files_refused;
     if (current) ++session_files_.refused;
-    records_.refuse(refusal_record(named_file(rec.file), rec.file.session, why), why);
+    records_.refuse(refusal_record(named_file(rec.file), rec.file.session, *why), *why);
     return false;
   }
   if (!cfg_.filter.empty()) {

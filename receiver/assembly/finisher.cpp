@@ -18,8 +18,9 @@ namespace {
 // Committer::kCookieTag in theirs.
 static_assert(alignof(std::max_align_t) >= 4 && Committer::kCookieTag != 0);
 
-// Reads `size` bytes of `fd` and hashes them; on failure sets *error.
-common::Digest hash_file(int fd, uint64_t size, common::VerifyType type, std::string* error) {
+// Reads `size` bytes of `fd` and hashes them into *digest. False, with *why set, when it cannot.
+[[nodiscard]] bool hash_file(int fd, uint64_t size, common::VerifyType type, common::Digest* digest,
+                             std::string* why) {
   std::vector<uint8_t> buf(1 << 20);
   auto h = common::make_hasher(type);
   uint64_t off = 0;
@@ -28,14 +29,15 @@ common::Digest hash_file(int fd, uint64_t size, common::VerifyType type, std::st
     const ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(off));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      *error = fmt::format("cannot read the file back to verify it: {}",
-                           n < 0 ? std::strerror(errno) : "short file");
-      return {};
+      *why = fmt::format("cannot read the file back to verify it: {}",
+                         n < 0 ? std::strerror(errno) : "short file");
+      return false;
     }
     h->update({buf.data(), static_cast<size_t>(n)});
     off += static_cast<uint64_t>(n);
   }
-  return h->finish();
+  *digest = h->finish();
+  return true;
 }
 }  // namespace
 
@@ -87,15 +89,16 @@ void Finisher::read_back(File& f) {
   f.state = FileState::kVerifying;
   ++f.ops_pending;
   auto got = std::make_shared<common::Digest>();
-  auto error = std::make_shared<std::string>();
-  fs_.post([fd = f.tmp.fd.get(), size = f.size, type = f.verify, got,
-            error] { *got = hash_file(fd, size, type, error.get()); },
-           [this, ff = &f, got, error] {
+  auto ok = std::make_shared<bool>(false);
+  auto why = std::make_shared<std::string>();
+  fs_.post([fd = f.tmp.fd.get(), size = f.size, type = f.verify, got, ok,
+            why] { *ok = hash_file(fd, size, type, got.get(), why.get()); },
+           [this, ff = &f, got, ok, why] {
              // The file stays in the table while this is pending (ops_pending), so ff is alive.
              --ff->ops_pending;
              ff->state = FileState::kEnding;
-             if (!error->empty()) {
-               owner_.fail(*ff, *error);
+             if (!*ok) {
+               owner_.fail(*ff, *why);
              } else {
                verified(*ff, *got);
              }
@@ -190,7 +193,8 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
   auto tmp = std::make_shared<TempFile>(std::move(f.tmp));
   fs_.post(
       [this, tmp, o, j = journal_] {
-        if (j != nullptr) j->append(o);
+        // Best effort, as every journal line: the file is delivered and logged either way.
+        if (j != nullptr) (void)j->append(o);
         out_.forget_origin(*tmp);
         tmp->fd.reset();
         tmp->dir.reset();

@@ -154,10 +154,12 @@ struct HookExit {
 
 // Waits for the started hook `pid` (the leader of its own process group) while collecting its
 // output from `out_r`: at opts.timeout after `start` its group gets SIGTERM, at opts.kill_grace
-// after that SIGKILL. Reaps it. Throws std::runtime_error if waitid fails.
-HookExit wait_for_hook(pid_t pid, common::UniqueFd& out_r, const HookOptions& opts,
-                       common::Clock& clock, common::Clock::time_point start) {
-  HookExit ended;
+// after that SIGKILL. Reaps it, and says how it ended in *ended. False, with *why set, if waitid
+// fails (the hook is then neither killed nor reaped here).
+[[nodiscard]] bool wait_for_hook(pid_t pid, common::UniqueFd& out_r, const HookOptions& opts,
+                                 common::Clock& clock, common::Clock::time_point start,
+                                 HookExit* ended_out, std::string* why) {
+  HookExit& ended = *ended_out;
   bool kill_sent = false;
   int polls_since_eof = 0;
   common::Clock::time_point term_at{};
@@ -168,7 +170,8 @@ HookExit wait_for_hook(pid_t pid, common::UniqueFd& out_r, const HookOptions& op
     info.si_pid = 0;
     if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 &&
         errno != EINTR) {
-      throw std::runtime_error(fmt::format("waitid: {}", std::strerror(errno)));
+      *why = fmt::format("waitid: {}", std::strerror(errno));
+      return false;
     }
     if (info.si_pid == pid) break;
     const auto now = clock.now();
@@ -194,7 +197,7 @@ HookExit wait_for_hook(pid_t pid, common::UniqueFd& out_r, const HookOptions& op
   if (ended.timed_out) ::kill(-pid, SIGKILL);  // whatever of the group outlived the TERM
   while (::waitpid(pid, &ended.status, 0) < 0 && errno == EINTR) {
   }
-  return ended;
+  return true;
 }
 
 // Logs how the hook of `file` ended, `took` after its start, and counts it in `counters`.
@@ -351,7 +354,12 @@ void HookRunner::run_one(const DeliveredFile& file) {
   }
   ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
 
-  const HookExit ended = wait_for_hook(pid, out_r, opts_, clock_, start);
+  HookExit ended;
+  if (std::string why; !wait_for_hook(pid, out_r, opts_, clock_, start, &ended, &why)) {
+    spdlog::error("Error: on-complete {}: {}", common::json_quote(file.file.path), why);
+    ++counters_.failed;
+    return;
+  }
   report_exit(file, ended, clock_.now() - start, opts_, counters_);
 }
 

@@ -197,7 +197,8 @@ bool OutcomeLog::append(const Outcome& o) {
   if (!common::write_all(fd.get(), line)) return false;
   if (mark) last_mark_ns_ = now;
   const uint64_t size = static_cast<uint64_t>(st.st_size) + line.size();
-  if (size > std::max(2 * compacted_size_, kCompactAtLeast)) compact_locked();
+  // A failed compaction leaves the journal as it was (whole): the next append tries again.
+  if (size > std::max(2 * compacted_size_, kCompactAtLeast)) (void)compact_locked();
   return true;
 }
 

@@ -67,7 +67,7 @@ struct Outcome {
 // Formats one journal line (newline included), and parses one (without it). parse returns false
 // for a damaged line.
 std::string format_outcome(const Outcome& o);
-bool parse_outcome(std::string_view line, Outcome* out);
+[[nodiscard]] bool parse_outcome(std::string_view line, Outcome* out);
 
 // How long the journal remembers, and how big it may grow.
 struct JournalLimits {
@@ -90,20 +90,20 @@ class OutcomeLog {
   // Appends one line (after a time mark when a minute has passed since the last), and compacts
   // the journal when it has doubled since the last compaction. Best effort: false (errno set)
   // when the write failed. Thread-safe.
-  bool append(const Outcome& o);
+  [[nodiscard]] bool append(const Outcome& o);
   // Drops what is past the limits and what the start-up no longer needs (see the top). False
   // when the journal could not be rewritten (it is then left as it was). Thread-safe.
-  bool compact();
+  [[nodiscard]] bool compact();
   // Replaces the journal with `keep` (a temporary file renamed over it). False on failure.
-  bool rewrite(const std::vector<Outcome>& keep);
+  [[nodiscard]] bool rewrite(const std::vector<Outcome>& keep);
 
  private:
   common::UniqueFd open_journal(int flags) const;
-  std::vector<Outcome> read_locked() const;               // mu_ held
-  std::string read_text_locked() const;                   // mu_ held
-  bool rewrite_locked(const std::vector<Outcome>& keep);  // mu_ held
-  bool replace_locked(const std::string& text);           // mu_ held
-  bool compact_locked();                                  // mu_ held
+  std::vector<Outcome> read_locked() const;                             // mu_ held
+  std::string read_text_locked() const;                                 // mu_ held
+  [[nodiscard]] bool rewrite_locked(const std::vector<Outcome>& keep);  // mu_ held
+  [[nodiscard]] bool replace_locked(const std::string& text);           // mu_ held
+  [[nodiscard]] bool compact_locked();                                  // mu_ held
 
   int root_fd_;
   JournalLimits limits_;

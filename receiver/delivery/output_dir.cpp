@@ -47,7 +47,7 @@ int open_dir_beneath(int dir, const char* name) {
 
 }  // namespace
 
-std::string check_wire_path(std::string_view path, const PathLimits& limits) {
+std::optional<std::string> check_wire_path(std::string_view path, const PathLimits& limits) {
   if (path.empty()) return "empty path";
   if (path.size() > limits.max_length) {
     return fmt::format("path of {} bytes is longer than --max-path-length {}", path.size(),
@@ -74,7 +74,7 @@ std::string check_wire_path(std::string_view path, const PathLimits& limits) {
       return "a name the receiver keeps for its own files (.ddft-*)";
     start = end + 1;
   }
-  return "";
+  return std::nullopt;
 }
 
 std::string collision_name(std::string_view base, unsigned n) {
@@ -132,8 +132,7 @@ OutputDir::OutputDir(const std::string& root, const std::string& failed_dir, Col
 }
 
 bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
-                            std::string* reason, std::vector<common::UniqueFd>* made_in,
-                            bool create) {
+                            std::string* why, std::vector<common::UniqueFd>* made_in, bool create) {
   common::UniqueFd cur(::dup(root_fd_.get()));
   size_t start = 0;
   while (true) {
@@ -148,7 +147,7 @@ bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, st
     if (fd < 0 && errno == ENOENT && create) {
       if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0) {
         if (errno != EEXIST) {
-          *reason = fmt::format("cannot create folder '{}': {}", comp, errno_text(errno));
+          *why = fmt::format("cannot create folder '{}': {}", comp, errno_text(errno));
           return false;
         }
       } else if (made_in != nullptr) {
@@ -159,15 +158,15 @@ bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, st
       fd = open_dir_beneath(cur.get(), comp.c_str());
     }
     if (fd < 0) {
-      *reason = (errno == ELOOP || errno == ENOTDIR)
-                    ? fmt::format("'{}' in the output folder is a symlink or not a folder", comp)
-                    : fmt::format("cannot open folder '{}': {}", comp, errno_text(errno));
+      *why = (errno == ELOOP || errno == ENOTDIR)
+                 ? fmt::format("'{}' in the output folder is a symlink or not a folder", comp)
+                 : fmt::format("cannot open folder '{}': {}", comp, errno_text(errno));
       return false;
     }
     cur.reset(fd);
     struct stat st {};
     if (::fstat(cur.get(), &st) == 0 && st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
-      *reason = "path leads into the failed-files folder";
+      *why = "path leads into the failed-files folder";
       return false;
     }
     start = slash + 1;
@@ -184,9 +183,9 @@ bool OutputDir::enable_direct_io() {
 }
 
 bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
-                            std::string* reason, const Origin* origin) {
-  if (std::string why = check_wire_path(rel_path, limits_); !why.empty()) {
-    *reason = why;
+                            std::string* why, const Origin* origin) {
+  if (auto refused = check_wire_path(rel_path, limits_)) {
+    *why = std::move(*refused);
     return false;
   }
   if (null_sink_) {
@@ -200,14 +199,14 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
   common::UniqueFd dir;
   std::string base;
   std::vector<common::UniqueFd> made_in;
-  if (!open_parent(rel_path, &dir, &base, reason, &made_in)) return false;
+  if (!open_parent(rel_path, &dir, &base, why, &made_in)) return false;
   struct stat st {};
   if (::fstat(dir.get(), &st) != 0) {
-    *reason = fmt::format("cannot use the folder: {}", errno_text(errno));
+    *why = fmt::format("cannot use the folder: {}", errno_text(errno));
     return false;
   }
   if (st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
-    *reason = "path leads into the failed-files folder";
+    *why = "path leads into the failed-files folder";
     return false;
   }
   // Made under a scratch name and renamed to the temporary name only once its origin is on it:
@@ -221,20 +220,20 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
   common::UniqueFd fd(::openat(dir.get(), scratch.c_str(),
                                O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) {
-    *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
+    *why = fmt::format("cannot create temporary file: {}", errno_text(errno));
     return false;
   }
   std::string sidecar;
   if (origin != nullptr) {
     // Written before anything else can happen to the file: from here on a crash leaves a file
     // the next start can name.
-    if (!write_origin(dir.get(), fd.get(), tmp, *origin, &sidecar, reason)) {
+    if (!write_origin(dir.get(), fd.get(), tmp, *origin, &sidecar, why)) {
       ::unlinkat(dir.get(), scratch.c_str(), 0);
       return false;
     }
     if (scratch != tmp &&
         ::renameat2(dir.get(), scratch.c_str(), dir.get(), tmp.c_str(), RENAME_NOREPLACE) != 0) {
-      *reason = fmt::format("cannot create temporary file: {}", errno_text(errno));
+      *why = fmt::format("cannot create temporary file: {}", errno_text(errno));
       ::unlinkat(dir.get(), scratch.c_str(), 0);
       if (!sidecar.empty()) ::unlinkat(dir.get(), sidecar.c_str(), 0);
       return false;
@@ -266,9 +265,9 @@ std::vector<common::UniqueFd> OutputDir::take_new_folder_parents() {
 }
 
 bool OutputDir::finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
-                         std::string* reason) {
+                         std::string* why) {
   set_times(f, mode, mtime_ns);
-  if (!rename_into_place(f, moved_old, reason)) return false;
+  if (!rename_into_place(f, moved_old, why)) return false;
   f.fd.reset();
   return true;
 }
@@ -283,7 +282,7 @@ void OutputDir::set_times(TempFile& f, uint32_t mode, int64_t mtime_ns) {
   if (mtime_ns >= 0) ::futimens(f.fd.get(), times);
 }
 
-bool OutputDir::rename_into_place(TempFile& f, std::string* moved_old, std::string* reason) {
+bool OutputDir::rename_into_place(TempFile& f, std::string* moved_old, std::string* why) {
   moved_old->clear();
   f.direct_fd.reset();
   if (null_sink_) {
@@ -296,11 +295,11 @@ bool OutputDir::rename_into_place(TempFile& f, std::string* moved_old, std::stri
   if (policy_ == CollisionPolicy::kOverwrite) {
     struct stat existing {};
     if (::fstatat(dfd, fin, &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(existing.st_mode)) {
-      *reason = "a folder already has that name";
+      *why = "a folder already has that name";
       return false;
     }
     if (::renameat(dfd, tmp, dfd, fin) != 0) {
-      *reason = fmt::format("cannot rename into place: {}", errno_text(errno));
+      *why = fmt::format("cannot rename into place: {}", errno_text(errno));
       return false;
     }
     f.renamed = true;
@@ -315,18 +314,18 @@ bool OutputDir::rename_into_place(TempFile& f, std::string* moved_old, std::stri
       return true;
     }
     if (errno != EEXIST) {
-      *reason = fmt::format("cannot rename into place: {}", errno_text(errno));
+      *why = fmt::format("cannot rename into place: {}", errno_text(errno));
       return false;
     }
     if (policy_ == CollisionPolicy::kReject) {
-      *reason = "a file of the same name exists (--on-collision reject)";
+      *why = "a file of the same name exists (--on-collision reject)";
       return false;
     }
     // Only a regular file is moved aside: a folder (the failed folder, a received tree) or
     // anything else of that name stays where it is and the new file fails instead.
     struct stat existing {};
     if (::fstatat(dfd, fin, &existing, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(existing.st_mode)) {
-      *reason = "something that is not a regular file (a folder?) already has that name";
+      *why = "something that is not a regular file (a folder?) already has that name";
       return false;
     }
     // Keep the old file under the first free "name.N.ext".
@@ -339,12 +338,12 @@ bool OutputDir::rename_into_place(TempFile& f, std::string* moved_old, std::stri
       } else if (errno == ENOENT) {
         break;  // the old file went away by itself: just retry the rename
       } else if (errno != EEXIST) {
-        *reason = fmt::format("cannot move the existing file aside: {}", errno_text(errno));
+        *why = fmt::format("cannot move the existing file aside: {}", errno_text(errno));
         return false;
       }
     }
   }
-  *reason = "the final name stayed taken";
+  *why = "the final name stayed taken";
   return false;
 }
 
@@ -370,19 +369,20 @@ FlushErrors OutputDir::flush_files(const std::vector<TempFile*>& files, bool dat
   return errors;
 }
 
-bool OutputDir::finish_renamed(const common::FileIdentity& file, std::string* error) {
+bool OutputDir::finish_renamed(const common::FileIdentity& file, bool* finished, std::string* why) {
+  *finished = false;
   const std::string& rel_path = file.path;
-  if (null_sink_ || !check_path(rel_path).empty()) return false;
+  if (null_sink_ || check_path(rel_path)) return true;
   common::UniqueFd dir;
   std::string base;
-  std::string reason;
-  if (!open_parent(rel_path, &dir, &base, &reason, nullptr, /*create=*/false)) return false;
+  std::string not_there;  // not ours to finish: nothing to report
+  if (!open_parent(rel_path, &dir, &base, &not_there, nullptr, /*create=*/false)) return true;
   common::UniqueFd fd(
       ::openat(dir.get(), base.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<uint64_t>(st.st_size) != file.size) {
-    return false;
+    return true;
   }
   // Only our file: its origin still names the session and the file (the origin is removed after
   // the Passed line, so a file that has one was never logged).
@@ -390,10 +390,10 @@ bool OutputDir::finish_renamed(const common::FileIdentity& file, std::string* er
   Origin o;
   if (!read_origin_of(dir.get(), tmp, fd.get(), &o) || o.file.session != file.session ||
       o.file.file_id != file.file_id || o.file.path != rel_path) {
-    return false;
+    return true;
   }
   if (::fsync(fd.get()) != 0 || ::fsync(dir.get()) != 0) {
-    *error = errno_text(errno);
+    *why = errno_text(errno);
     return false;
   }
   TempFile t;
@@ -402,6 +402,7 @@ bool OutputDir::finish_renamed(const common::FileIdentity& file, std::string* er
   const std::string side = sidecar_name(tmp);
   if (::faccessat(t.dir.get(), side.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) t.sidecar = side;
   forget_origin(t);
+  *finished = true;
   return true;
 }
 
@@ -425,44 +426,48 @@ std::string state_file_name(size_t lane) {
   return lane == 0 ? std::string(kStateFileName) : fmt::format("{}.lane{}", kStateFileName, lane);
 }
 
-std::optional<std::string> OutputDir::read_state(const std::string& name) const {
-  if (!root_fd_) return std::nullopt;  // --sink null without a folder: state in memory only
+bool OutputDir::read_state(const std::string& name, std::optional<std::string>* text,
+                           std::string* why) const {
+  text->reset();
+  if (!root_fd_) return true;  // --sink null without a folder: state in memory only
   // O_NONBLOCK: a FIFO planted under the name must not hang the start-up.
   common::UniqueFd fd(
       ::openat(root_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   const std::string where = fmt::format("{}/{}", root_, name);
   if (!fd) {
-    if (errno == ENOENT) return std::nullopt;
-    throw std::runtime_error(
-        fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno)));
+    if (errno == ENOENT) return true;
+    *why = fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno));
+    return false;
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw std::runtime_error(fmt::format("session state '{}' is not a regular file", where));
+    *why = fmt::format("session state '{}' is not a regular file", where);
+    return false;
   }
-  std::string text(4096, '\0');
-  const ssize_t got = common::read_up_to(fd.get(), text.data(), text.size());
+  std::string content(4096, '\0');
+  const ssize_t got = common::read_up_to(fd.get(), content.data(), content.size());
   if (got < 0) {
-    throw std::runtime_error(
-        fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno)));
+    *why = fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno));
+    return false;
   }
-  text.resize(static_cast<size_t>(got));
-  return text;
+  content.resize(static_cast<size_t>(got));
+  *text = std::move(content);
+  return true;
 }
 
-bool OutputDir::write_state(const std::string& name, std::string_view text, std::string* reason) {
+bool OutputDir::write_state(const std::string& name, std::string_view text, std::string* why) {
   if (null_sink_) return true;
   // Durable before it counts: the data, the rename, and the folder entry (a replay mark lost in a
   // power cut would reopen the door to what was taken before it). Whatever sits under the
   // temporary name (a FIFO, a hard link to another file) is removed, not opened.
   if (!common::replace_file_at(root_fd_.get(), name, text)) {
-    *reason = errno_text(errno);
+    *why = errno_text(errno);
     return false;
   }
   return true;
 }
 
-std::string OutputDir::check_path(std::string_view rel_path) const {
+std::optional<std::string> OutputDir::check_path(std::string_view rel_path) const {
   return check_wire_path(rel_path, limits_);
 }
 

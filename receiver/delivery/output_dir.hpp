@@ -35,11 +35,12 @@ struct PathLimits {
   size_t max_depth = 64;     // components, the file name included
 };
 
-// Returns "" when `path` (relative, from the wire) is acceptable, else a one-line reason. Refused:
-// empty, absolute, longer than the limit, deeper than the limit, a NUL or control character, an
-// empty, "." or ".." component, a component over 255 bytes, or a name the receiver keeps for its
-// own files (".ddft-" and on: temporary files, the session state, the folder lock).
-std::string check_wire_path(std::string_view path, const PathLimits& limits = {});
+// Why `path` (relative, from the wire) is refused, on one line; nullopt when it is acceptable.
+// Refused: empty, absolute, longer than the limit, deeper than the limit, a NUL or control
+// character, an empty, "." or ".." component, a component over 255 bytes, or a name the receiver
+// keeps for its own files (".ddft-" and on: temporary files, the session state, the folder lock).
+[[nodiscard]] std::optional<std::string> check_wire_path(std::string_view path,
+                                                         const PathLimits& limits = {});
 
 // The receiver's own files in the output folder: the replay state (--key-file) and the lock.
 inline constexpr const char* kStateFileName = ".ddft-session-state";
@@ -75,7 +76,7 @@ struct Origin {
 // The origin as text (one "key=value" line each; a wire path holds no control character), and
 // back. parse_origin() returns false for text that is not an origin.
 std::string format_origin(const Origin& o);
-bool parse_origin(std::string_view text, Origin* out);
+[[nodiscard]] bool parse_origin(std::string_view text, Origin* out);
 // The extended attribute that holds the origin, and the suffix of the sidecar file that holds it
 // where the file system has no user extended attributes (".ddft-<session>-<id>.meta").
 inline constexpr const char* kOriginXattr = "user.ddft.origin";
@@ -153,29 +154,30 @@ class OutputDir {
 
   // With direct IO on, create_temp() also opens each file O_DIRECT. Returns false (and direct IO
   // stays off) when the output folder's file system refuses O_DIRECT (tmpfs, for one).
-  bool enable_direct_io();
+  [[nodiscard]] bool enable_direct_io();
 
   // Creates the folders of `rel_path` below root as needed and a new temporary file in the last
   // one. With `origin`, writes it beside the file (the xattr kOriginXattr, or a sidecar where the
   // file system has no user xattrs) before returning, so that a crash from then on leaves a file
-  // that can be named. On failure returns false and sets *reason (nothing is left behind).
+  // that can be named. On failure returns false and sets *why (nothing is left behind).
   // Thread-safe against other create_temp(), set_times(), rename_into_place(), flush_files() and
   // fail() calls on other files (the pool runs them at once).
-  bool create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
-                   std::string* reason, const Origin* origin = nullptr);
+  [[nodiscard]] bool create_temp(std::string_view rel_path, const std::string& tmp, TempFile* out,
+                                 std::string* why, const Origin* origin = nullptr);
 
   // Closes the file and renames it to its final name under the collision policy. `mode` and
   // `mtime_ns` come from the announce. On success sets *moved_old to where an existing file of the
-  // same name went ("" when none). On failure returns false, sets *reason, and the temporary file
+  // same name went ("" when none). On failure returns false, sets *why, and the temporary file
   // is still in place for fail(). set_times() then rename_into_place(), for callers that flush in
   // between.
-  bool finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
-                std::string* reason);
+  [[nodiscard]] bool finalize(TempFile& f, uint32_t mode, int64_t mtime_ns, std::string* moved_old,
+                              std::string* why);
   // Applies the announced permission bits (set-id and sticky bits never) and mtime (when >= 0).
   void set_times(TempFile& f, uint32_t mode, int64_t mtime_ns);
   // The rename of finalize(), alone. Keeps f.fd open (a failed folder sync may still have to move
-  // the file away); sets f.renamed and f.tmp_name to the final name.
-  bool rename_into_place(TempFile& f, std::string* moved_old, std::string* reason);
+  // the file away); sets f.renamed and f.tmp_name to the final name. On failure returns false and
+  // sets *why.
+  [[nodiscard]] bool rename_into_place(TempFile& f, std::string* moved_old, std::string* why);
   // Makes the data (and, with `datasync` false, all metadata) of `files` durable: fdatasync or
   // fsync for one file; for several, one syncfs() of the output file system covers them all (one
   // journal commit and one cache flush instead of one each), and only when it reports an error is
@@ -188,15 +190,17 @@ class OutputDir {
   // durable, whichever file finishes first. Thread-safe.
   std::vector<common::UniqueFd> take_new_folder_parents();
   // At start-up, for a file the journal says was being renamed into place when the receiver
-  // stopped: true when `file.path` is that very file (regular, `file.size` bytes, its origin
-  // still naming its session and file id); it is then synced with its folder and its origin
-  // removed. False when it is not there or not ours (*error set when a sync failed).
-  bool finish_renamed(const common::FileIdentity& file, std::string* error);
+  // stopped: *finished is true when `file.path` is that very file (regular, `file.size` bytes,
+  // its origin still naming its session and file id); it is then synced with its folder and its
+  // origin removed. *finished is false when it is not there or not ours. Returns false, with
+  // *why set, when it is ours but a sync failed (it is not finished).
+  [[nodiscard]] bool finish_renamed(const common::FileIdentity& file, bool* finished,
+                                    std::string* why);
 
   // Moves the temporary file (when there is one) to the failed folder and writes the record
   // beside it (whole: written beside and renamed), under `name` (record_name() when empty).
   // Returns the record's path (for the log), or "" when even that failed.
-  std::string fail(TempFile& f, const FailureRecord& rec, std::string name = "");
+  [[nodiscard]] std::string fail(TempFile& f, const FailureRecord& rec, std::string name = "");
   // The name fail() gives the record of `rec` now ("<time>-<session>-<id>-<base>", no ".json"),
   // and the path of record `name`; record_exists(): a whole record is at that path.
   std::string record_name(const FailureRecord& rec) const;
@@ -207,7 +211,7 @@ class OutputDir {
   // Marks the record at `path` resolved: its JSON gains a first member "resolved": `note`,
   // the file replaced whole. False (nothing changed) when it is not a record of the failed
   // folder or cannot be rewritten.
-  bool resolve_record(const std::string& path, const std::string& note) const;
+  [[nodiscard]] bool resolve_record(const std::string& path, const std::string& note) const;
 
   // Records a failure for every temporary file left below the output folder by an earlier run
   // (it stopped, crashed or lost power before those files were complete), named from its origin
@@ -226,8 +230,8 @@ class OutputDir {
 
   // Refuses announced paths beyond these limits (create_temp()).
   void set_path_limits(const PathLimits& limits) { limits_ = limits; }
-  // check_wire_path() under this folder's limits.
-  std::string check_path(std::string_view rel_path) const;
+  // check_wire_path() under this folder's limits: why `rel_path` is refused, or nullopt.
+  [[nodiscard]] std::optional<std::string> check_path(std::string_view rel_path) const;
 
   // Takes the output folder for this process alone: a second receiver on the same folder would
   // move this one's temporary files away at its start-up. Throws std::runtime_error with a
@@ -235,11 +239,14 @@ class OutputDir {
   void lock_exclusive();
 
   // The receiver's small state files in the output folder (`name`: state_file_name()).
-  // read_state() returns nullopt when there is none, and throws std::runtime_error when it
-  // cannot be read. write_state() replaces it atomically (a temporary file, fsync, rename); on
-  // failure it returns false and sets *reason. Under --sink null nothing is written.
-  std::optional<std::string> read_state(const std::string& name = kStateFileName) const;
-  bool write_state(const std::string& name, std::string_view text, std::string* reason);
+  // read_state() sets *text to the file's content, or to nullopt when there is none; it returns
+  // false, with *why set ("session state 'PATH' cannot be read: ..."), when the file is there but
+  // cannot be read or is not a regular file. write_state() replaces it atomically (a temporary
+  // file, fsync, rename); on failure it returns false and sets *why. Under --sink null nothing
+  // is written.
+  [[nodiscard]] bool read_state(const std::string& name, std::optional<std::string>* text,
+                                std::string* why) const;
+  [[nodiscard]] bool write_state(const std::string& name, std::string_view text, std::string* why);
 
   // Bytes an unprivileged writer may still use on the output folder's file system, less a
   // record reserve's worth (kept for failure records).
@@ -251,7 +258,7 @@ class OutputDir {
     uint64_t free_bytes = 0;
     uint64_t size_bytes = 0;
   };
-  std::optional<Space> space() const;
+  [[nodiscard]] std::optional<Space> space() const;
 
   const std::string& root() const { return root_; }
   // The output folder's descriptor; lives as long as this object.
@@ -263,9 +270,13 @@ class OutputDir {
              const LeftoverClaim& claim, std::vector<Leftover>* out);
   Leftover recover_one(int dir_fd, const std::string& rel, const std::string& name,
                        bool keep_partial, const LeftoverClaim& claim);
-  bool open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
-                   std::string* reason, std::vector<common::UniqueFd>* made_in = nullptr,
-                   bool create = true);
+  // Opens the folder that holds `rel_path` (creating the missing ones with `create`, noting in
+  // *made_in the folders new ones were made in) and sets *base to the last component. False,
+  // with *why set, when a folder cannot be made or opened or the path leads where it must not.
+  [[nodiscard]] bool open_parent(std::string_view rel_path, common::UniqueFd* dir,
+                                 std::string* base, std::string* why,
+                                 std::vector<common::UniqueFd>* made_in = nullptr,
+                                 bool create = true);
 
   std::string root_;
   std::string failed_path_;

@@ -26,12 +26,12 @@ inline std::string sidecar_name(const std::string& tmp) {
 
 // The origin of temporary file `name` (open as `fd`) in folder `dir_fd`: its xattr, else its
 // sidecar. False when there is none or it does not parse.
-bool read_origin_of(int dir_fd, const std::string& name, int fd, Origin* o);
+[[nodiscard]] bool read_origin_of(int dir_fd, const std::string& name, int fd, Origin* o);
 
 // Puts `origin` on the new file `fd`, whose temporary name in folder `dir_fd` is `tmp`: the xattr
 // kOriginXattr, or where the file system has no user xattrs a sidecar (its name then in
-// *sidecar). On failure returns false with *reason set, and no sidecar is left.
-bool write_origin(int dir_fd, int fd, const std::string& tmp, const Origin& origin,
-                  std::string* sidecar, std::string* reason);
+// *sidecar). On failure returns false with *why set, and no sidecar is left.
+[[nodiscard]] bool write_origin(int dir_fd, int fd, const std::string& tmp, const Origin& origin,
+                                std::string* sidecar, std::string* why);
 
 }  // namespace ddft::receiver::output_dir_detail

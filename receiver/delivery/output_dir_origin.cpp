@@ -108,21 +108,21 @@ bool read_origin_of(int dir_fd, const std::string& name, int fd, Origin* o) {
 }
 
 bool write_origin(int dir_fd, int fd, const std::string& tmp, const Origin& origin,
-                  std::string* sidecar, std::string* reason) {
+                  std::string* sidecar, std::string* why) {
   // An xattr travels with the file; where the file system has none (ENOTSUP), a small sidecar
   // beside it.
   const std::string text = format_origin(origin);
   if (::fsetxattr(fd, kOriginXattr, text.data(), text.size(), 0) == 0) return true;
   const int err = errno;
   if (err != ENOTSUP && err != EOPNOTSUPP) {
-    *reason = fmt::format("cannot write the file's origin (xattr): {}", errno_text(err));
+    *why = fmt::format("cannot write the file's origin (xattr): {}", errno_text(err));
     return false;
   }
   *sidecar = sidecar_name(tmp);
   common::UniqueFd sfd(::openat(dir_fd, sidecar->c_str(),
                                 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (sfd && common::write_all(sfd.get(), text)) return true;
-  *reason = fmt::format("cannot write the file's origin beside it: {}", errno_text(errno));
+  *why = fmt::format("cannot write the file's origin beside it: {}", errno_text(errno));
   ::unlinkat(dir_fd, sidecar->c_str(), 0);
   sidecar->clear();
   return false;

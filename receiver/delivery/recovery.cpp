@@ -56,21 +56,22 @@ void finish_committed(OutputDir& out, OutcomeLog& journal, std::map<FileKey, Out
   for (auto& [key, o] : last) {
     r.known.push_back(key);
     if (o.kind != Outcome::Kind::kCommitting) continue;
-    std::string error;
-    if (!out.finish_renamed(o.file, &error)) {
-      if (!error.empty()) {
-        // Not delivered: it stays under its name, but the next file list names it as failed.
-        r.known.pop_back();
-        spdlog::error(
-            "Error: {}: renamed into place by an earlier run, but it cannot be synced "
-            "now: {}",
-            o.file.path, error);
-      }
-      continue;  // not there: its temporary file, if any, is a leftover below
+    bool finished = false;
+    std::string why;
+    if (!out.finish_renamed(o.file, &finished, &why)) {
+      // Not delivered: it stays under its name, but the next file list names it as failed.
+      r.known.pop_back();
+      spdlog::error(
+          "Error: {}: renamed into place by an earlier run, but it cannot be synced "
+          "now: {}",
+          o.file.path, why);
+      continue;
     }
+    if (!finished) continue;  // not there: its temporary file, if any, is a leftover below
     ++r.delivered;
     o.kind = Outcome::Kind::kPassed;
-    journal.append(o);
+    // Best effort, as every journal line: the file is delivered and logged either way.
+    (void)journal.append(o);
     spdlog::info(
         "Info: {}: delivered by an earlier run of the receiver (session {:016x}, file "
         "{}), which stopped before logging it; synced now",
@@ -141,7 +142,8 @@ std::set<FileKey> record_leftovers(OutputDir& out, OutcomeLog& journal, bool kee
     }
     if (l.file.session != 0) {
       o.kind = Outcome::Kind::kLogged;
-      journal.append(o);
+      // Best effort, as every journal line: the Error line is logged either way.
+      (void)journal.append(o);
       r.known.emplace_back(l.file.session, l.file.file_id);
       r.failed.push_back({{l.file.session, l.file.file_id}, l.record});
       named_now.insert({l.file.session, l.file.file_id});
@@ -176,7 +178,8 @@ void finish_failures(OutputDir& out, OutcomeLog& journal,
       // Under the name its F line gave it: data moved there before the stop is the record's.
       where = out.fail(none, rec, out.record_name_at(f.record));
       f.record = where;
-      if (!where.empty()) journal.append(f);
+      // Best effort, as every journal line: the record is written either way.
+      if (!where.empty()) (void)journal.append(f);
     }
     if (logged) {
       if (wrote_now) {
@@ -195,7 +198,8 @@ void finish_failures(OutputDir& out, OutcomeLog& journal,
         common::with_commas(f.file.size), where.empty() ? "could not be written" : where);
     Outcome l = f;
     l.kind = Outcome::Kind::kLogged;
-    journal.append(l);
+    // Best effort, as every journal line: the Error line is logged either way.
+    (void)journal.append(l);
   }
 }
 

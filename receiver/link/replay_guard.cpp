@@ -45,7 +45,7 @@ std::string format_session_mark(const SessionMark& m) {
                      m.session_id, m.max_seq);
 }
 
-std::optional<SessionMark> parse_session_mark(std::string_view text, std::string* error) {
+std::optional<SessionMark> parse_session_mark(std::string_view text, std::string* why) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
   SessionMark m;
   const auto salt = field(text, "salt");
@@ -57,7 +57,7 @@ std::optional<SessionMark> parse_session_mark(std::string_view text, std::string
   };
   if (!text.starts_with(kMagic) || !salt || !session || !max_seq || !parse_hex(*salt, &m.salt) ||
       !number(*session, 16, &m.session_id) || !number(*max_seq, 10, &m.max_seq)) {
-    *error = "not a ddft session state line";
+    *why = "not a ddft session state line";
     return std::nullopt;
   }
   return m;

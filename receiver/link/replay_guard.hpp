@@ -28,8 +28,9 @@ struct SessionMark {
 
 // One line of text: "ddft-session-state v1 salt=HEX32 session=HEX16 max_seq=N".
 std::string format_session_mark(const SessionMark& m);
-// Parses format_session_mark(); on error returns nullopt and sets *error to a one-line reason.
-std::optional<SessionMark> parse_session_mark(std::string_view text, std::string* error);
+// Parses format_session_mark(); on error returns nullopt and sets *why to a one-line reason.
+[[nodiscard]] std::optional<SessionMark> parse_session_mark(std::string_view text,
+                                                            std::string* why);
 
 class ReplayGuard {
  public:

@@ -38,14 +38,19 @@ SessionGate::SessionGate(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs,
 
 void SessionGate::restore_mark(LaneState& l) {
   std::optional<SessionMark> restored;
-  if (const auto text = out_.read_state(l.state_file)) {
-    std::string error;
-    restored = parse_session_mark(*text, &error);
+  std::optional<std::string> text;
+  // Start-up: a state that cannot be read stops the receiver.
+  if (std::string why; !out_.read_state(l.state_file, &text, &why)) {
+    throw std::runtime_error(why);
+  }
+  if (text) {
+    std::string why;
+    restored = parse_session_mark(*text, &why);
     if (!restored) {
       throw std::runtime_error(fmt::format(
           "session state '{}/{}' is damaged ({}): remove it to accept the next session the "
           "sender starts",
-          out_.root(), l.state_file, error));
+          out_.root(), l.state_file, why));
     }
     spdlog::info(
         "Info: replay protection{}: newest session {:016x} (started {} ns after the "
@@ -188,14 +193,14 @@ void SessionGate::save_mark(size_t lane) {
     return;
   }
   l.mark_saving = true;
-  auto reason = std::make_shared<std::string>();
+  auto why = std::make_shared<std::string>();
   auto ok = std::make_shared<bool>(false);
-  fs_.post([this, file = l.state_file, text = format_session_mark(*l.guard->mark()), reason,
-            ok] { *ok = out_.write_state(file, text, reason.get()); },
-           [this, lane, reason, ok] {
+  fs_.post([this, file = l.state_file, text = format_session_mark(*l.guard->mark()), why,
+            ok] { *ok = out_.write_state(file, text, why.get()); },
+           [this, lane, why, ok] {
              LaneState& ls = lanes_[lane];
              ls.mark_saving = false;
-             if (!*ok) log_save_error(ls.state_file, *reason);
+             if (!*ok) log_save_error(ls.state_file, *why);
              if (ls.mark_dirty) {
                ls.mark_dirty = false;
                save_mark(lane);
@@ -203,7 +208,7 @@ void SessionGate::save_mark(size_t lane) {
            });
 }
 
-void SessionGate::log_save_error(const std::string& file, const std::string& reason) {
+void SessionGate::log_save_error(const std::string& file, const std::string& why) {
   const auto now = clock_.now();
   if (save_error_logged_ && now - last_save_error_log_ < seconds(60)) return;
   save_error_logged_ = true;
@@ -211,7 +216,7 @@ void SessionGate::log_save_error(const std::string& file, const std::string& rea
   spdlog::warn(
       "Warn: cannot save the replay state '{}/{}': {} (after a restart the "
       "receiver could take this session's datagrams again)",
-      out_.root(), file, reason);
+      out_.root(), file, why);
 }
 
 void SessionGate::save_if_changed() {

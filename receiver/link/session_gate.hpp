@@ -170,7 +170,7 @@ class SessionGate {
   void reject_auth(AuthReject why, const common::Packet& p, size_t len);
   void restore_mark(LaneState& l);
   void save_mark(size_t lane);
-  void log_save_error(const std::string& file, const std::string& reason);
+  void log_save_error(const std::string& file, const std::string& why);
   void log_unlogged_auth(common::Clock::time_point now);
   // " on lane K (ADDRESS)" with several lanes, else "".
   std::string lane_suffix(size_t lane) const;

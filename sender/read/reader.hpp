@@ -57,7 +57,8 @@ class Reader {
   bool send_copies(ReadCopy&& read_copy);
 
   // Takes the FILE_LOCK shared lock; returns false (with *why) when it cannot.
-  bool lock_shared(int fd, const std::string& path, std::stop_token& stop, std::string* why);
+  [[nodiscard]] bool lock_shared(int fd, const std::string& path, std::stop_token& stop,
+                                 std::string* why);
   // A file that cannot be opened: logged, counted and handed on as kSkip. False when stopped.
   bool skip(const SourceFile& src, const std::string& why);
 

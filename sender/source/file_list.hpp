@@ -58,7 +58,7 @@ struct SourceError {
 enum class SymlinkMode { kSkip, kFollow, kError };
 // "skip", "follow" or "error", as --symlinks spells it; parse: false for anything else.
 std::string_view symlink_mode_name(SymlinkMode mode);
-bool parse_symlink_mode(std::string_view text, SymlinkMode* out);
+[[nodiscard]] bool parse_symlink_mode(std::string_view text, SymlinkMode* out);
 
 // A link left out (--symlinks skip), or a folder not walked a second time (--symlinks follow).
 struct SkippedLink {
@@ -97,6 +97,6 @@ FileList discover_files(const std::vector<std::string>& sources,
                         SymlinkMode symlinks = SymlinkMode::kSkip);
 
 // Parses "123", "64K", "2G"... into bytes. Returns false on anything else.
-bool parse_size(std::string_view text, uint64_t* out);
+[[nodiscard]] bool parse_size(std::string_view text, uint64_t* out);
 
 }  // namespace ddft::sender

@@ -292,7 +292,9 @@ void HistoryRecorder::file_sent_via(const FileMeta& file, const common::Digest& 
   }
   mark(false);
   if (sync_each_ || e.sent_ns - last_sync_ns_ >= 1'000'000'000) {
-    history_.sync();
+    // Not reported here (the session's last sync is): the line is written, only its durability
+    // waits for a later sync.
+    (void)history_.sync();
     last_sync_ns_ = e.sent_ns;
   }
 }
@@ -304,7 +306,8 @@ void HistoryRecorder::mark(bool now_anyway) {
   const int64_t now = wall_ns_();
   if (!now_anyway && now - last_mark_ns_ < int64_t{60'000'000'000}) return;
   last_mark_ns_ = now;
-  history_.mark_sent_up_to(feed_->sent_up_to());
+  // Best effort: a lost mark makes the next run repeat more of the history, never less.
+  (void)history_.mark_sent_up_to(feed_->sent_up_to());
 }
 
 void HistoryRecorder::session_finished(uint64_t /*session_id*/) {

@@ -58,10 +58,10 @@ inline common::HistoryRecord record_of(const HistoryEntry& e) {
 }
 // Its line (no newline), and back; parse returns false for a line that is not one.
 std::string format_history_entry(const HistoryEntry& e);
-bool parse_history_entry(std::string_view line, HistoryEntry* out);
+[[nodiscard]] bool parse_history_entry(std::string_view line, HistoryEntry* out);
 
 // Parses --sender-id: 1 to 16 hex digits, not all zero. False when `text` is not one.
-bool parse_sender_id(std::string_view text, uint64_t* out);
+[[nodiscard]] bool parse_sender_id(std::string_view text, uint64_t* out);
 
 // The sender id kept in `dir` (created, mode 0700, when missing): `wanted` when given (written
 // there, replacing any other), else the one kept, else a new random one (written there).
@@ -89,18 +89,18 @@ class History {
   // The latest "sent up to" mark it held at opening (0: none).
   int64_t sent_up_to() const { return sent_up_to_; }
   // Appends a "sent up to" mark. False (errno set) when the write failed. Thread-safe.
-  bool mark_sent_up_to(int64_t ns);
+  [[nodiscard]] bool mark_sent_up_to(int64_t ns);
   // Appends `e`. False (errno set) when the write failed. Thread-safe.
-  bool append(const HistoryEntry& e);
+  [[nodiscard]] bool append(const HistoryEntry& e);
   // Makes every appended line durable. False (errno set) on failure. Thread-safe.
-  bool sync();
+  [[nodiscard]] bool sync();
   const std::string& path() const { return path_; }
 
  private:
   // Opens path_ for appending into fd_ (mu_ held).
-  bool open_locked();
+  [[nodiscard]] bool open_locked();
   // Appends `line` (newline included) to the file as it is named now. Thread-safe.
-  bool append_line(const std::string& line);
+  [[nodiscard]] bool append_line(const std::string& line);
 
   std::string dir_;
   std::string path_;

@@ -190,9 +190,9 @@ HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
   journal_ = std::make_unique<WatchJournal>(journal_path_);
   std::lock_guard lock(mu_);
   replay();
-  if (auto err = journal_->compact()) {
+  if (std::string why; !journal_->compact(&why)) {
     throw std::runtime_error(
-        fmt::format("--watch-journal '{}' cannot be rewritten: {}", journal_path_, err.message()));
+        fmt::format("--watch-journal '{}' cannot be rewritten: {}", journal_path_, why));
   }
   const auto now = clock_.now();
   const int wd = ::inotify_add_watch(inotify_.get(), opt_.dir.c_str(), kWatchMask);

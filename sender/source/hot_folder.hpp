@@ -173,26 +173,28 @@ class HotFolder final : public FileSource, public SendObserver {
   void forget_warnings(const std::string& rel);
   // Tells once that a name starting ".ddft-" is left alone (but for the journal's own files).
   void note_reserved(const std::string& rel);
-  std::optional<FileProbe> probe(const std::string& rel);
+  [[nodiscard]] std::optional<FileProbe> probe(const std::string& rel);
   // Opens ready file `r` for the reader and checks that it is still the version found settled;
   // if not, it goes back to waiting and nothing is handed out.
   std::optional<SourceFile> hand_out(const ReadinessTracker::Ready& r,
                                      common::Clock::time_point now);
-  // Deletes or moves a sent file, through its private name; returns a one-line reason on
-  // failure. `*moved_to` gets the destination of a move; `*put_back` the name (relative) a new
-  // version found under the private name went back to ("" when none).
-  std::optional<std::string> finish(const JournalRecord& r, std::string* moved_to,
-                                    std::string* put_back);
+  // Deletes or moves a sent file, through its private name; on failure returns false with a
+  // one-line reason in *why. `*moved_to` gets the destination of a move; `*put_back` the name
+  // (relative) a new version found under the private name went back to ("" when none).
+  [[nodiscard]] bool finish(const JournalRecord& r, std::string* moved_to, std::string* put_back,
+                            std::string* why);
   // The file at `priv` (r's private name, absolute): deleted or moved when it is r's version,
   // else put back (a new version). Arguments as finish()'s.
-  std::optional<std::string> finish_private(const JournalRecord& r, const std::string& priv,
-                                            std::string* moved_to, std::string* put_back);
-  // Moves `from` (absolute) to the sent folder under `rel`'s path.
-  std::optional<std::string> move_to_sent(const std::string& rel, const std::string& from,
-                                          std::string* moved_to);
-  // Renames `priv` (absolute) back to `rel`, or the first free "name.N.ext" beside it.
-  std::optional<std::string> put_back(const std::string& rel, const std::string& priv,
-                                      std::string* where);
+  [[nodiscard]] bool finish_private(const JournalRecord& r, const std::string& priv,
+                                    std::string* moved_to, std::string* put_back, std::string* why);
+  // Moves `from` (absolute) to the sent folder under `rel`'s path. False, with *why set, when it
+  // cannot.
+  [[nodiscard]] bool move_to_sent(const std::string& rel, const std::string& from,
+                                  std::string* moved_to, std::string* why);
+  // Renames `priv` (absolute) back to `rel`, or the first free "name.N.ext" beside it. False,
+  // with *why set, when it cannot.
+  [[nodiscard]] bool put_back(const std::string& rel, const std::string& priv, std::string* where,
+                              std::string* why);
   // A record of the journal whose file is under its private name at start: finished.
   void replay_private(const JournalRecord& r, const std::string& priv);
   void hook(std::string_view point, const std::string& rel) const {

@@ -58,12 +58,12 @@ void HotFolder::replay() {
       continue;
     }
     std::string moved_to, put;
-    if (auto why = finish(r, &moved_to, &put)) {
+    if (std::string why; !finish(r, &moved_to, &put, &why)) {
       // Still recorded as sent: the next start tries again. Meanwhile it is held, not sent.
       spdlog::error(
           "Error: hot folder: {}; '{}' was sent before the restart and is not sent "
           "again",
-          *why, r.rel_path);
+          why, r.rel_path);
       kept_after_replay_.push_back(r);
       continue;
     }
@@ -78,8 +78,8 @@ void HotFolder::replay() {
           "is put back as '{}' and sent",
           r.rel_path, put);
     }
-    if (auto ec = journal_->record_done(r)) {
-      spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, ec.message());
+    if (std::string why; !journal_->record_done(r, &why)) {
+      spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, why);
     }
     if (const std::string parent = parent_of(r.rel_path); !parent.empty()) {
       tracker_.folder_emptied(parent, now);
@@ -89,12 +89,12 @@ void HotFolder::replay() {
 
 void HotFolder::replay_private(const JournalRecord& r, const std::string& priv) {
   std::string moved_to, put;
-  if (auto why = finish_private(r, priv, &moved_to, &put)) {
+  if (std::string why; !finish_private(r, priv, &moved_to, &put, &why)) {
     // Left as it is, under its private name, and the record with it: the next start tries again.
     spdlog::error(
         "Error: hot folder: {}; '{}' was left there by a stop while '{}' was being removed, "
         "and stays",
-        *why, priv, r.rel_path);
+        why, priv, r.rel_path);
     return;
   }
   if (put.empty()) {
@@ -109,23 +109,24 @@ void HotFolder::replay_private(const JournalRecord& r, const std::string& priv) 
         "while the sent one was removed; it is put back as '{}' and sent",
         r.rel_path, put);
   }
-  if (auto ec = journal_->record_done(r)) {
-    spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, ec.message());
+  if (std::string why; !journal_->record_done(r, &why)) {
+    spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, why);
   }
   if (const std::string parent = parent_of(r.rel_path); !parent.empty()) {
     tracker_.folder_emptied(parent, clock_.now());
   }
 }
 
-std::optional<std::string> HotFolder::finish(const JournalRecord& r, std::string* moved_to,
-                                             std::string* put_back) {
+bool HotFolder::finish(const JournalRecord& r, std::string* moved_to, std::string* put_back,
+                       std::string* why) {
   const std::string src = abs(r.rel_path);
   // Checked again right before the removal: the journal's sync took milliseconds, long enough for
   // a producer to rename a new version over the name.
   struct stat st {};
   if (::lstat(src.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || identity_of(st) != r.id) {
-    return fmt::format("'{}' was replaced just after it was sent; the new version stays",
-                       r.rel_path);
+    *why =
+        fmt::format("'{}' was replaced just after it was sent; the new version stays", r.rel_path);
+    return false;
   }
   hook("finish", r.rel_path);
   // A new version renamed over the name after that check would be what an unlink or a move
@@ -133,64 +134,71 @@ std::optional<std::string> HotFolder::finish(const JournalRecord& r, std::string
   // then the inode that moved is checked: the sent version is removed, another is put back.
   const std::string priv = abs(finishing_name(r));
   if (::renameat2(AT_FDCWD, src.c_str(), AT_FDCWD, priv.c_str(), RENAME_NOREPLACE) != 0) {
-    return fmt::format("cannot rename '{}' to '{}': {}", src, priv, std::strerror(errno));
+    *why = fmt::format("cannot rename '{}' to '{}': {}", src, priv, std::strerror(errno));
+    return false;
   }
   hook("finish-moved", r.rel_path);
-  return finish_private(r, priv, moved_to, put_back);
+  return finish_private(r, priv, moved_to, put_back, why);
 }
 
-std::optional<std::string> HotFolder::finish_private(const JournalRecord& r,
-                                                     const std::string& priv, std::string* moved_to,
-                                                     std::string* put_back_to) {
+bool HotFolder::finish_private(const JournalRecord& r, const std::string& priv,
+                               std::string* moved_to, std::string* put_back_to, std::string* why) {
   moved_to->clear();
   put_back_to->clear();
   struct stat st {};
   if (::lstat(priv.c_str(), &st) != 0) {
-    return fmt::format("cannot check '{}': {}", priv, std::strerror(errno));
+    *why = fmt::format("cannot check '{}': {}", priv, std::strerror(errno));
+    return false;
   }
   if (!S_ISREG(st.st_mode) || identity_of(st) != r.id) {
     // Not the version sent (that one was replaced, and so is gone): a new one, to be sent.
-    return put_back(r.rel_path, priv, put_back_to);
+    return put_back(r.rel_path, priv, put_back_to, why);
   }
   if (opt_.sent_dir.empty()) {
     if (::unlink(priv.c_str()) != 0) {
-      return fmt::format("cannot delete '{}': {}", priv, std::strerror(errno));
+      *why = fmt::format("cannot delete '{}': {}", priv, std::strerror(errno));
+      return false;
     }
-    return std::nullopt;
+    return true;
   }
-  auto why = move_to_sent(r.rel_path, priv, moved_to);
-  if (!why && retention_) {
+  if (!move_to_sent(r.rel_path, priv, moved_to, why)) return false;
+  if (retention_) {
     retention_->kept(*moved_to, r.id.size);
     retention_->prune();
   }
-  return why;
+  return true;
 }
 
-std::optional<std::string> HotFolder::move_to_sent(const std::string& rel, const std::string& from,
-                                                   std::string* moved_to) {
+bool HotFolder::move_to_sent(const std::string& rel, const std::string& from, std::string* moved_to,
+                             std::string* why) {
   const std::string parent = parent_of(rel);
   const fs::path dest_dir =
       parent.empty() ? fs::path(opt_.sent_dir) : fs::path(opt_.sent_dir) / parent;
   std::error_code ec;
   fs::create_directories(dest_dir, ec);
-  if (ec) return fmt::format("cannot create '{}': {}", dest_dir.string(), ec.message());
+  if (ec) {
+    *why = fmt::format("cannot create '{}': {}", dest_dir.string(), ec.message());
+    return false;
+  }
   const std::string base = base_of(rel);
   for (unsigned n = 0; n < 100000; ++n) {
     const std::string dst = (dest_dir / (n == 0 ? base : numbered_name(base, n))).string();
     // RENAME_NOREPLACE: a file already in the sent folder is never overwritten, even by a race.
     if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, dst.c_str(), RENAME_NOREPLACE) == 0) {
       *moved_to = dst;
-      return std::nullopt;
+      return true;
     }
     if (errno != EEXIST) {
-      return fmt::format("cannot move '{}' to '{}': {}", from, dst, std::strerror(errno));
+      *why = fmt::format("cannot move '{}' to '{}': {}", from, dst, std::strerror(errno));
+      return false;
     }
   }
-  return fmt::format("cannot move '{}': no free name in '{}'", from, dest_dir.string());
+  *why = fmt::format("cannot move '{}': no free name in '{}'", from, dest_dir.string());
+  return false;
 }
 
-std::optional<std::string> HotFolder::put_back(const std::string& rel, const std::string& priv,
-                                               std::string* where) {
+bool HotFolder::put_back(const std::string& rel, const std::string& priv, std::string* where,
+                         std::string* why) {
   const std::string parent = parent_of(rel);
   const std::string base = base_of(rel);
   for (unsigned n = 0; n < 100000; ++n) {
@@ -199,14 +207,16 @@ std::optional<std::string> HotFolder::put_back(const std::string& rel, const std
     // RENAME_NOREPLACE: a version renamed in meanwhile is newer still; it keeps the name.
     if (::renameat2(AT_FDCWD, priv.c_str(), AT_FDCWD, abs(cand).c_str(), RENAME_NOREPLACE) == 0) {
       *where = cand;
-      return std::nullopt;
+      return true;
     }
     if (errno != EEXIST) {
-      return fmt::format("cannot put a new version of '{}' back from '{}': {}", rel, priv,
+      *why = fmt::format("cannot put a new version of '{}' back from '{}': {}", rel, priv,
                          std::strerror(errno));
+      return false;
     }
   }
-  return fmt::format("cannot put a new version of '{}' back from '{}': no free name", rel, priv);
+  *why = fmt::format("cannot put a new version of '{}' back from '{}': no free name", rel, priv);
+  return false;
 }
 
 void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/) {
@@ -236,12 +246,12 @@ void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/
     return;
   }
   const JournalRecord rec{h.rel, cur};
-  if (auto ec = journal_->record_sent(rec)) {
+  if (std::string why; !journal_->record_sent(rec, &why)) {
     // Removing it unrecorded could lose it to a crash; it stays (sent again after a restart).
     spdlog::error(
         "Error: hot folder: cannot record '{}' as sent in '{}': {}; it stays in the "
         "folder",
-        h.rel, journal_path_, ec.message());
+        h.rel, journal_path_, why);
     tracker_.hold(h.rel, cur, now, false);
     return;
   }
@@ -251,9 +261,9 @@ void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/
     ::kill(::getpid(), SIGKILL);
   }
   std::string moved_to, put;
-  if (auto why = finish(rec, &moved_to, &put)) {
+  if (std::string why; !finish(rec, &moved_to, &put, &why)) {
     // Recorded as sent: not sent again, here or after a restart (which tries to finish it).
-    spdlog::error("Error: hot folder: {}; it was sent and stays", *why);
+    spdlog::error("Error: hot folder: {}; it was sent and stays", why);
     tracker_.hold(h.rel, cur, now, false);
     return;
   }
@@ -270,8 +280,8 @@ void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/
                  h.rel, moved_to);
   }
   if (opt_.resends != nullptr && !moved_to.empty()) opt_.resends->moved(file.tag, moved_to);
-  if (auto ec = journal_->record_done(rec)) {
-    spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, ec.message());
+  if (std::string why; !journal_->record_done(rec, &why)) {
+    spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, why);
   }
   tracker_.finished(h.rel);
   // Moved in, as far as readiness goes (its events say the same, unless they were lost).

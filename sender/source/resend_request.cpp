@@ -36,49 +36,71 @@ bool hex_u64(const std::string& text, uint64_t* out) {
   return !text.empty() && text.size() <= 16 && ec == std::errc() && p == text.data() + text.size();
 }
 
-// The request of one line, or why it is not one.
-std::string parse_request(std::string_view line, ResendRequest* r) {
+// The request of one line into *r; false, with why it is not one in *why, when it is not.
+[[nodiscard]] bool parse_request(std::string_view line, ResendRequest* r, std::string* why) {
   Fields f;
-  if (!common::parse_flat_json(line, &f)) return "not a JSON object of strings and numbers";
+  if (!common::parse_flat_json(line, &f)) {
+    *why = "not a JSON object of strings and numbers";
+    return false;
+  }
   const auto session = field(f, "session"), id = field(f, "file_id"), path = field(f, "path"),
              size = field(f, "size"), verify = field(f, "verify"), sender = field(f, "sender");
   if (!session || !hex_u64(*session, &r->file.session) || r->file.session == 0) {
-    return "\"session\" is not 16 hex digits";
+    *why = "\"session\" is not 16 hex digits";
+    return false;
   }
   if (!id || !common::parse_whole_number(*id, &r->file.file_id) || r->file.file_id == 0) {
-    return "\"file_id\" is not a file id";
+    *why = "\"file_id\" is not a file id";
+    return false;
   }
-  if (!path || path->empty()) return "\"path\" is missing";
+  if (!path || path->empty()) {
+    *why = "\"path\" is missing";
+    return false;
+  }
   r->file.path = *path;
-  if (!size || !common::parse_whole_number(*size, &r->file.size)) return "\"size\" is not a size";
+  if (!size || !common::parse_whole_number(*size, &r->file.size)) {
+    *why = "\"size\" is not a size";
+    return false;
+  }
   if (!verify || !common::parse_verify_type(*verify, &r->file.verify)) {
-    return "\"verify\" is not B2B, SHA256 or NONE";
+    *why = "\"verify\" is not B2B, SHA256 or NONE";
+    return false;
   }
   r->file.digest = field(f, "digest").value_or("");
   if (r->file.digest.size() != 2 * common::digest_size(r->file.verify)) {
-    return "\"digest\" is not the full digest of its verify";
+    *why = "\"digest\" is not the full digest of its verify";
+    return false;
   }
-  if (sender && !hex_u64(*sender, &r->sender_id)) return "\"sender\" is not 16 hex digits";
-  return {};
+  if (sender && !hex_u64(*sender, &r->sender_id)) {
+    *why = "\"sender\" is not 16 hex digits";
+    return false;
+  }
+  return true;
 }
 
-// The digest of the file open as `fd`, under `v`.
-common::Digest digest_of(int fd, common::VerifyType v) {
+// The digest of the file open as `fd`, under `v`, into *digest. False, with the kernel's reason
+// (strerror) in *why, when a read fails.
+[[nodiscard]] bool digest_of(int fd, common::VerifyType v, common::Digest* digest,
+                             std::string* why) {
   std::unique_ptr<common::Hasher> h = common::make_hasher(v);
   std::vector<uint8_t> buf(1 << 20);
   for (off_t pos = 0;;) {
     const ssize_t n = ::pread(fd, buf.data(), buf.size(), pos);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error(std::strerror(errno));
+    if (n < 0) {
+      *why = std::strerror(errno);
+      return false;
+    }
     if (n == 0) break;
     h->update(std::span(buf).first(static_cast<size_t>(n)));
     pos += n;
   }
-  return h->finish();
+  *digest = h->finish();
+  return true;
 }
 
-// Why the file at `path` is not the one `r` names ("" when it is).
-std::string differs(const std::string& path, const ResendRequest& r) {
+// Why the file at `path` is not the one `r` names, or nullopt when it is.
+[[nodiscard]] std::optional<std::string> differs(const std::string& path, const ResendRequest& r) {
   const common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0)
@@ -88,17 +110,16 @@ std::string differs(const std::string& path, const ResendRequest& r) {
     return fmt::format("'{}' is {} bytes, not the {} first sent: its bytes changed", path,
                        st.st_size, r.file.size);
   }
-  if (r.file.verify == common::VerifyType::kNone) return {};
-  try {
-    const std::string now = digest_of(fd.get(), r.file.verify).hex();
-    if (now != r.file.digest) {
-      return fmt::format("'{}' has digest {}, not the {} first sent: its bytes changed", path, now,
-                         r.file.digest);
-    }
-  } catch (const std::exception& e) {
-    return fmt::format("cannot read '{}': {}", path, e.what());
+  if (r.file.verify == common::VerifyType::kNone) return std::nullopt;
+  common::Digest digest;
+  if (std::string why; !digest_of(fd.get(), r.file.verify, &digest, &why)) {
+    return fmt::format("cannot read '{}': {}", path, why);
   }
-  return {};
+  if (const std::string now = digest.hex(); now != r.file.digest) {
+    return fmt::format("'{}' has digest {}, not the {} first sent: its bytes changed", path, now,
+                       r.file.digest);
+  }
+  return std::nullopt;
 }
 
 // `path` without the number a folder of sent files adds to a name taken ("d/a.1.txt" is
@@ -138,7 +159,7 @@ std::vector<ResendRequest> read_resend_requests(const std::string& path) {
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     ResendRequest r;
-    if (const std::string why = parse_request(line, &r); !why.empty()) {
+    if (std::string why; !parse_request(line, &r, &why)) {
       throw std::runtime_error(fmt::format("{}:{}: not a resend request: {}", path, n, why));
     }
     out.push_back(std::move(r));
@@ -186,11 +207,11 @@ std::vector<SourceFile> resend_sources(const std::vector<ResendRequest>& request
       struct stat st {};
       return ::lstat(c.c_str(), &st) != 0;
     });
-    std::string why = candidates.empty() ? "not in the retention folder nor under the sources given"
-                                         : std::string();
+    std::optional<std::string> why;
+    if (candidates.empty()) why = "not in the retention folder nor under the sources given";
     for (const std::string& c : candidates) {
       why = differs(c, r);
-      if (!why.empty()) continue;
+      if (why) continue;
       SourceFile s;
       s.path = c;
       s.rel_path = r.file.path;
@@ -199,7 +220,7 @@ std::vector<SourceFile> resend_sources(const std::vector<ResendRequest>& request
       out.push_back(std::move(s));
       break;
     }
-    if (!why.empty()) errors->push_back({r.file.path, fmt::format("{}: {}; not sent", name, why)});
+    if (why) errors->push_back({r.file.path, fmt::format("{}: {}; not sent", name, *why)});
   }
   return out;
 }

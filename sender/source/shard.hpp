@@ -33,7 +33,7 @@ struct Shard {
 };
 
 // Parses --shard's "K/N" (decimal, 0 <= K < N) into *out. Returns false with a one-line reason in
-// *error ("'1' is not K/N ...", "3/3: K counts from 0 ...").
-bool parse_shard(std::string_view text, Shard* out, std::string* error);
+// *why ("'1' is not K/N ...", "3/3: K counts from 0 ...").
+[[nodiscard]] bool parse_shard(std::string_view text, Shard* out, std::string* why);
 
 }  // namespace ddft::sender

@@ -19,7 +19,8 @@ using common::write_all;
 
 namespace {
 
-std::error_code last_error() { return {errno, std::generic_category()}; }
+// The reason of the last failed system call (errno), for *why.
+std::string last_error() { return std::strerror(errno); }
 
 uint32_t line_check(std::string_view text) {
   return common::hash_buffer(common::VerifyType::kB2B,
@@ -66,13 +67,17 @@ std::optional<std::string> unescape_path(std::string_view p) {
   return out;
 }
 
-// Syncs the folder holding `path`, so that a rename or a new file in it survives a crash.
-std::error_code sync_parent(const std::string& path) {
+// Syncs the folder holding `path`, so that a rename or a new file in it survives a crash. False,
+// with *why set, when it cannot.
+[[nodiscard]] bool sync_parent(const std::string& path, std::string* why) {
   std::string parent = std::filesystem::path(path).parent_path().string();
   if (parent.empty()) parent = ".";
   common::UniqueFd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir || ::fsync(dir.get()) != 0) return last_error();
-  return {};
+  if (!dir || ::fsync(dir.get()) != 0) {
+    *why = last_error();
+    return false;
+  }
+  return true;
 }
 
 // The text of the journal open as `fd` (at `path`): whole, or, when it does not start with the
@@ -173,9 +178,9 @@ WatchJournal::WatchJournal(std::string path, size_t compact_lines)
       throw std::runtime_error(
           fmt::format("--watch-journal '{}' cannot be read: {}", path_, std::strerror(errno)));
     }
-    if (auto ec = compact()) {
+    if (std::string why; !compact(&why)) {
       throw std::runtime_error(
-          fmt::format("--watch-journal '{}' cannot be created: {}", path_, ec.message()));
+          fmt::format("--watch-journal '{}' cannot be created: {}", path_, why));
     }
     return;
   }
@@ -189,23 +194,22 @@ WatchJournal::WatchJournal(std::string path, size_t compact_lines)
     // Kept for whoever looks into it; the journal itself is rewritten without the damage, so
     // that the next record is not appended to a torn line.
     keep_damaged(path_ + ".damaged", text);
-    if (auto ec = compact()) {
+    if (std::string why; !compact(&why)) {
       throw std::runtime_error(
-          fmt::format("--watch-journal '{}' cannot be rewritten: {}", path_, ec.message()));
+          fmt::format("--watch-journal '{}' cannot be rewritten: {}", path_, why));
     }
     return;
   }
   if (text.empty()) {
     // An empty file (made by the operator): given its header now.
-    if (auto ec = compact()) {
+    if (std::string why; !compact(&why)) {
       throw std::runtime_error(
-          fmt::format("--watch-journal '{}' cannot be rewritten: {}", path_, ec.message()));
+          fmt::format("--watch-journal '{}' cannot be rewritten: {}", path_, why));
     }
     return;
   }
-  if (auto ec = open_for_append()) {
-    throw std::runtime_error(
-        fmt::format("--watch-journal '{}' cannot be written: {}", path_, ec.message()));
+  if (std::string why; !open_for_append(&why)) {
+    throw std::runtime_error(fmt::format("--watch-journal '{}' cannot be written: {}", path_, why));
   }
 }
 
@@ -246,68 +250,79 @@ std::vector<JournalRecord> WatchJournal::unfinished() const {
   return out;
 }
 
-std::error_code WatchJournal::open_for_append() {
+bool WatchJournal::open_for_append(std::string* why) {
   fd_.reset(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
-  return fd_ ? std::error_code{} : last_error();
+  if (fd_) return true;
+  *why = last_error();
+  return false;
 }
 
-std::error_code WatchJournal::append(const std::string& line, bool sync) {
-  if (!fd_) {
-    if (auto ec = open_for_append()) return ec;
-  }
+bool WatchJournal::append(const std::string& line, bool sync, std::string* why) {
+  if (!fd_ && !open_for_append(why)) return false;
   struct stat st {};
-  if (::fstat(fd_.get(), &st) != 0) return last_error();
+  if (::fstat(fd_.get(), &st) != 0) {
+    *why = last_error();
+    return false;
+  }
   if (!write_all(fd_.get(), line)) {
-    const auto ec = last_error();
+    *why = last_error();
     // A torn line would glue the next record to it: cut the file back to where it was.
     if (::ftruncate(fd_.get(), st.st_size) != 0) fd_.reset();
-    return ec;
+    return false;
   }
-  if (sync && ::fdatasync(fd_.get()) != 0) return last_error();
+  if (sync && ::fdatasync(fd_.get()) != 0) {
+    *why = last_error();
+    return false;
+  }
   ++lines_;
-  return {};
+  return true;
 }
 
-std::error_code WatchJournal::record_sent(const JournalRecord& r) {
-  if (auto ec = append(format_journal_line('S', r), /*sync=*/true)) return ec;
+bool WatchJournal::record_sent(const JournalRecord& r, std::string* why) {
+  if (!append(format_journal_line('S', r), /*sync=*/true, why)) return false;
   unfinished_[r.rel_path] = r.id;
-  return {};
+  return true;
 }
 
-std::error_code WatchJournal::record_done(const JournalRecord& r) {
+bool WatchJournal::record_done(const JournalRecord& r, std::string* why) {
   if (auto it = unfinished_.find(r.rel_path); it != unfinished_.end() && it->second == r.id) {
     unfinished_.erase(it);
   }
-  if (auto ec = append(format_journal_line('D', r), /*sync=*/false)) return ec;
-  if (lines_ >= compact_lines_) return compact();
-  return {};
+  if (!append(format_journal_line('D', r), /*sync=*/false, why)) return false;
+  if (lines_ >= compact_lines_) return compact(why);
+  return true;
 }
 
 void WatchJournal::forget(const std::string& rel_path) { unfinished_.erase(rel_path); }
 
-std::error_code WatchJournal::compact() {
+bool WatchJournal::compact(std::string* why) {
   const std::string tmp = path_ + ".tmp";
   {
     common::UniqueFd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!out) return last_error();
+    if (!out) {
+      *why = last_error();
+      return false;
+    }
     std::string text = std::string(kHeader) + "\n";
     for (const auto& [p, id] : unfinished_) text += format_journal_line('S', {p, id});
     if (!write_all(out.get(), text) || ::fsync(out.get()) != 0) {
-      const auto ec = last_error();
+      *why = last_error();
       ::unlink(tmp.c_str());
-      return ec;
+      return false;
     }
   }
   if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    const auto ec = last_error();
+    *why = last_error();
     ::unlink(tmp.c_str());
-    return ec;
+    return false;
   }
   // The old file is gone from its name now: append to the new one even if the folder's sync
   // failed, or later records would go to an unlinked file.
-  const std::error_code synced = sync_parent(path_);
+  std::string sync_why;
+  const bool synced = sync_parent(path_, &sync_why);
   lines_ = unfinished_.size();
-  if (auto ec = open_for_append()) return ec;
+  if (!open_for_append(why)) return false;
+  if (!synced) *why = std::move(sync_why);
   return synced;
 }
 

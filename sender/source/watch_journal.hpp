@@ -24,7 +24,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "common/fd.hpp"
@@ -41,8 +40,8 @@ struct JournalRecord {
 // One record as a line (newline included), and back. parse_journal_line() returns nothing and
 // sets *why (a short reason) for a damaged line; *done tells a "D" record from an "S" one.
 std::string format_journal_line(char kind, const JournalRecord& r);
-std::optional<JournalRecord> parse_journal_line(std::string_view line, bool* done,
-                                                std::string* why);
+[[nodiscard]] std::optional<JournalRecord> parse_journal_line(std::string_view line, bool* done,
+                                                              std::string* why);
 
 // Owns the journal file. Not thread-safe: HotFolder serialises the calls.
 class WatchJournal {
@@ -66,17 +65,19 @@ class WatchJournal {
   // "line N: reason" of each damaged line found by the constructor.
   const std::vector<std::string>& damaged() const { return damaged_; }
 
-  // Appends a "sent" record and waits until it is on the disk (fdatasync).
-  std::error_code record_sent(const JournalRecord& r);
+  // Appends a "sent" record and waits until it is on the disk (fdatasync). False, with the
+  // kernel's reason (strerror) in *why, when it cannot.
+  [[nodiscard]] bool record_sent(const JournalRecord& r, std::string* why);
   // Appends a "done" record (not synced: when it is lost, the restart finds the file gone, or
-  // finishes it again). Compacts the journal when it has grown to `compact_lines`.
-  std::error_code record_done(const JournalRecord& r);
+  // finishes it again). Compacts the journal when it has grown to `compact_lines`. False, with
+  // *why set, when the append or the compaction failed.
+  [[nodiscard]] bool record_done(const JournalRecord& r, std::string* why);
   // Drops a sent record without a "done" (its file is gone or changed): kept out of the next
   // compaction.
   void forget(const std::string& rel_path);
   // Rewrites the journal with the unfinished records only: written to PATH.tmp, synced, renamed
-  // over it, and the folder synced.
-  std::error_code compact();
+  // over it, and the folder synced. False, with *why set, when a step failed.
+  [[nodiscard]] bool compact(std::string* why);
 
   const std::string& path() const { return path_; }
   size_t lines() const { return lines_; }
@@ -85,8 +86,10 @@ class WatchJournal {
   // Takes in the records of journal `text` (its header included): unfinished_, lines_, and a
   // damaged_ entry and a warning for each damaged line.
   void load(const std::string& text);
-  std::error_code append(const std::string& line, bool sync);
-  std::error_code open_for_append();
+  // Appends `line` (synced with `sync`); false with *why set when it cannot.
+  [[nodiscard]] bool append(const std::string& line, bool sync, std::string* why);
+  // Opens the journal for appending into fd_; false with *why set when it cannot.
+  [[nodiscard]] bool open_for_append(std::string* why);
 
   std::string path_;
   size_t compact_lines_;

@@ -54,12 +54,11 @@ void LaneHub::lane_down(size_t lane, const std::string& reason) {
   list_.lane_down(lane);
 }
 
-bool LaneHub::doomed(const FileMeta& file, std::string* reason) {
+std::optional<std::string> LaneHub::doomed(const FileMeta& file) {
   std::lock_guard lock(mu_);
   const auto it = files_.find(file.file_id);
-  if (it == files_.end() || !it->second.doomed) return false;
-  *reason = it->second.outcome.reason;
-  return true;
+  if (it == files_.end() || !it->second.doomed) return std::nullopt;
+  return it->second.outcome.reason;
 }
 
 void LaneHub::file_progress(const FileMeta& file, uint64_t bytes) {

@@ -83,8 +83,8 @@ class LaneHub {
   // and has not finished, begun now or later, is doomed with `reason`. Its list cursor no longer
   // holds entries back (SessionList::lane_down()).
   void lane_down(size_t lane, const std::string& reason);
-  // Whether `file` is doomed (a lane that carries it went down first); *reason then says why.
-  bool doomed(const FileMeta& file, std::string* reason);
+  // Why `file` is doomed (a lane that carries it went down first), or nullopt when it is not.
+  [[nodiscard]] std::optional<std::string> doomed(const FileMeta& file);
   // The last lane's report of a file lane_finished() gave it the outcome of: the observers hear
   // file_sent or file_failed, then the list gets the file's entry (`list_lane`: the lane that
   // carried it, common::kLaneAll for a striped file, common::kLaneUnsaid with one lane).

@@ -84,7 +84,7 @@ class LaneRouter final : public WorkSink {
   // Any thread (lane `lane`'s transmitter, whose link failed): takes the lane out of the
   // rotation, unless it is the last lane up. Returns false then (the session cannot go on), true
   // when the lane is down (also when it already was).
-  bool take_down(size_t lane);
+  [[nodiscard]] bool take_down(size_t lane);
   // Whether lane `lane` was taken down. Any thread.
   bool down(size_t lane) const { return down_[lane].load(std::memory_order_acquire); }
   // Lanes not taken down. Any thread.

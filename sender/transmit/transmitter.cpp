@@ -518,10 +518,12 @@ void Transmitter::send_item(const WorkItem& item, std::stop_token stop) {
   // A striped file that another lane, gone down, carries too: the receiver could never complete
   // it, so its data stays here and it is aborted on the wire instead of ended. (The hub is asked
   // only once a lane is down.)
-  std::string doom;
-  const bool doomed = item.striped && router_ && router_->lanes_up() < router_->lanes() &&
-                      (item.kind == WorkItem::Kind::kBlock || item.kind == WorkItem::Kind::kEnd) &&
-                      hub_.doomed(*item.meta, &doom);
+  std::optional<std::string> doom;
+  if (item.striped && router_ && router_->lanes_up() < router_->lanes() &&
+      (item.kind == WorkItem::Kind::kBlock || item.kind == WorkItem::Kind::kEnd)) {
+    doom = hub_.doomed(*item.meta);
+  }
+  const bool doomed = doom.has_value();
   switch (item.kind) {
     case WorkItem::Kind::kBegin:
       begin_file(item);
@@ -541,7 +543,7 @@ void Transmitter::send_item(const WorkItem& item, std::stop_token stop) {
       if (stop.stop_requested()) {
         abort_file(item.meta, "sender stopped", item.striped);
       } else if (doomed) {
-        abort_file(item.meta, doom, item.striped);
+        abort_file(item.meta, *doom, item.striped);
         dropped_ = item.meta->file_id;  // its further copies, if any
       } else {
         end_file(item);

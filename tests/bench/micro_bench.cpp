@@ -150,7 +150,10 @@ void BM_Open(benchmark::State& state) {
   const size_t sealed = sealer.seal(buf, plain_len);
   buf.resize(sealed);
   Packet p;
-  decode_packet(buf, &p);
+  if (decode_packet(buf, &p) != DecodeStatus::kOk) {
+    check(state, "the sealed datagram does not decode");
+    return;
+  }
   Opener opener({psk});
   std::vector<uint8_t> out(buf.size());
   size_t n = 0;

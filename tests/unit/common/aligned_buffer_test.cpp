@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace ddft::common {
@@ -44,11 +46,14 @@ TEST(AlignedBuffer, DefaultIsEmptyAndMovingHandsTheMemoryOver) {
   EXPECT_EQ(c.size(), 8192u);
 }
 
-TEST(AlignedBuffer, LockReturnsZeroOrAnErrno) {
+TEST(AlignedBuffer, LockSucceedsOrSaysWhy) {
   AlignedBuffer b(64 * 1024);
-  const int rc = b.lock();
-  // As root this locks; without the privilege RLIMIT_MEMLOCK may refuse it with an errno.
-  EXPECT_TRUE(rc == 0 || rc == ENOMEM || rc == EPERM || rc == EAGAIN) << rc;
+  std::string why;
+  const bool locked = b.lock(&why);
+  // As root this locks; without the privilege RLIMIT_MEMLOCK may refuse it, and *why says so.
+  EXPECT_TRUE(locked || why == std::strerror(ENOMEM) || why == std::strerror(EPERM) ||
+              why == std::strerror(EAGAIN))
+      << why;
 }
 
 TEST(FillPseudoRandom, IsDeterministicAndNotConstant) {

@@ -75,12 +75,12 @@ TEST(LinkModel, CorruptionFlipsABitInsideThePacket) {
 TEST(LinkModel, BadSettingsAreNamed) {
   Impairments imp;
   imp.loss_pct = 101;
-  EXPECT_NE(imp.check().find("--loss 101"), std::string::npos);
+  EXPECT_NE(imp.check().value_or("").find("--loss 101"), std::string::npos);
   imp = {};
   imp.burst_loss_pct = 1;
-  EXPECT_NE(imp.check().find("--burst-len"), std::string::npos);
+  EXPECT_NE(imp.check().value_or("").find("--burst-len"), std::string::npos);
   imp.burst_len = 5;
-  EXPECT_EQ(imp.check(), "");
+  EXPECT_EQ(imp.check(), std::nullopt);
 }
 
 }  // namespace

@@ -33,13 +33,13 @@ TEST(FileRules, SizeRefusalsInOrder) {
   EXPECT_EQ(size_refusal(cfg, 1001, 2, 0, UINT64_MAX),
             "announced size 1,001 bytes is over --max-file-size 1,000");
   cfg.max_file_size = 0;
-  EXPECT_NE(size_refusal(cfg, uint64_t{1} << 61, 1, 0, UINT64_MAX).find("larger than"),
+  EXPECT_NE(size_refusal(cfg, uint64_t{1} << 61, 1, 0, UINT64_MAX).value_or("").find("larger than"),
             std::string::npos);
   EXPECT_EQ(size_refusal(cfg, 600, 1, 500, 1000),
             "not enough free space: 600 bytes announced, 1,000 free on the output folder's file "
             "system (500 promised to files in flight)");
-  EXPECT_EQ(size_refusal(cfg, 500, 1, 500, 1000), "");
-  EXPECT_EQ(size_refusal(cfg, 0, 0, 5000, 1000), "") << "an empty file always fits";
+  EXPECT_EQ(size_refusal(cfg, 500, 1, 500, 1000), std::nullopt);
+  EXPECT_EQ(size_refusal(cfg, 0, 0, 5000, 1000), std::nullopt) << "an empty file always fits";
   EXPECT_GE(files_in_flight_bound(10), 160u);
 }
 
@@ -71,22 +71,26 @@ TEST(FileRules, ExpiryReasons) {
   f.end.copies = 1;
   const auto t0 = common::Clock::time_point(seconds(100));
   f.last_packet = t0;
-  EXPECT_EQ(expiry_reason(f, t0 + seconds(1), seconds(5), 5, false), "");
-  EXPECT_NE(expiry_reason(f, t0 + seconds(1), seconds(5), 5, true).find("sender finished"),
-            std::string::npos);
+  EXPECT_EQ(expiry_reason(f, t0 + seconds(1), seconds(5), 5, false), std::nullopt);
+  EXPECT_NE(
+      expiry_reason(f, t0 + seconds(1), seconds(5), 5, true).value_or("").find("sender finished"),
+      std::string::npos);
   EXPECT_EQ(expiry_reason(f, t0 + seconds(6), seconds(5), 5, false),
             "no packet for 5.0 s: the sender stopped or the link went down before the file's end");
   f.pause_s = 3;
-  EXPECT_EQ(expiry_reason(f, t0 + seconds(6), seconds(5), 5, false), "") << "the send pauses";
+  EXPECT_EQ(expiry_reason(f, t0 + seconds(6), seconds(5), 5, false), std::nullopt)
+      << "the send pauses";
   f.end_seen = true;
   f.end_seen_at = t0;
-  EXPECT_EQ(expiry_reason(f, t0 + milliseconds(499), seconds(5), 5, false), "");
+  EXPECT_EQ(expiry_reason(f, t0 + milliseconds(499), seconds(5), 5, false), std::nullopt);
   EXPECT_EQ(expiry_reason(f, t0 + kEndGrace, seconds(5), 5, false),
             "incomplete at its end packet: 0 of 10 bytes received (packets lost)");
   f.end_seen = false;
   f.superseded = true;
   f.superseded_at = t0;
-  EXPECT_NE(expiry_reason(f, t0 + kEndGrace, seconds(5), 5, false).find("end packet was lost"),
+  EXPECT_NE(expiry_reason(f, t0 + kEndGrace, seconds(5), 5, false)
+                .value_or("")
+                .find("end packet was lost"),
             std::string::npos);
 }
 

@@ -26,7 +26,7 @@ using ::testing::HasSubstr;
 TEST(WirePath, AcceptsOrdinaryRelativePaths) {
   for (const char* ok : {"a.txt", "dir/sub/file.bin", ".hidden", "caf\xc3\xa9/r\xc3\xa9sum\xc3\xa9",
                          "a..b", "...", "name with spaces"}) {
-    EXPECT_EQ(check_wire_path(ok), "") << ok;
+    EXPECT_EQ(check_wire_path(ok), std::nullopt) << ok;
   }
 }
 
@@ -49,7 +49,7 @@ TEST(WirePath, RefusesHostileNames) {
                                         long_path,
                                         ".ddft-0123456789abcdef-1.part",
                                         "d/.ddft-1-2.part"};
-  for (const auto& p : bad) EXPECT_NE(check_wire_path(p), "") << p;
+  for (const auto& p : bad) EXPECT_NE(check_wire_path(p).value_or(""), "") << p;
 }
 
 TEST(CollisionName, KeepsExtension) {
@@ -94,7 +94,7 @@ class OutputDirTest : public ::testing::Test {
       rec.file.file_id = id_;
       rec.file.size = rec.bytes_received = content.size();
       rec.reason = reason;
-      od.fail(f, rec);
+      EXPECT_NE(od.fail(f, rec), "") << "the failure record could not be written";
     }
     return ok;
   }
@@ -216,8 +216,10 @@ TEST_F(OutputDirTest, NullSinkWithoutAFolderTouchesNothing) {
   OutputDir od("", "", CollisionPolicy::kRename, /*null_sink=*/true);
   od.lock_exclusive();
   EXPECT_FALSE(od.has_records());
-  EXPECT_EQ(od.read_state(), std::nullopt);
+  std::optional<std::string> state;
   std::string reason;
+  EXPECT_TRUE(od.read_state(kStateFileName, &state, &reason)) << reason;
+  EXPECT_EQ(state, std::nullopt);
   EXPECT_TRUE(od.write_state(kStateFileName, "x", &reason));
   TempFile f;
   ASSERT_TRUE(od.create_temp("a/b.txt", temp_name(1, 1), &f, &reason)) << reason;
@@ -678,38 +680,43 @@ TEST_P(OriginFsTest, FinishRenamedRecognisesOnlyItsOwnFile) {
     ASSERT_TRUE(od_->rename_into_place(f, &moved, &reason)) << reason;
   }
   std::string error;
+  // Whether finish_renamed() finished the file (false: not ours); a failed sync fails the test.
+  const auto finish = [&](const common::FileIdentity& id) {
+    bool finished = false;
+    EXPECT_TRUE(od_->finish_renamed(id, &finished, &error)) << error;
+    return finished;
+  };
   // Not ours: another session, another file id, another size, or nothing there.
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xbeef, 11, o.file.path, 6, common::VerifyType::kNone, {}}, &error));
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 12, o.file.path, 6, common::VerifyType::kNone, {}}, &error));
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 11, o.file.path, 7, common::VerifyType::kNone, {}}, &error));
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 11, "fin/other.bin", 6, common::VerifyType::kNone, {}}, &error));
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 11, "nowhere/done.bin", 6, common::VerifyType::kNone, {}},
-      &error));
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 11, "../escape", 6, common::VerifyType::kNone, {}}, &error));
+  EXPECT_FALSE(
+      finish(common::FileIdentity{0xbeef, 11, o.file.path, 6, common::VerifyType::kNone, {}}));
+  EXPECT_FALSE(
+      finish(common::FileIdentity{0xfeed, 12, o.file.path, 6, common::VerifyType::kNone, {}}));
+  EXPECT_FALSE(
+      finish(common::FileIdentity{0xfeed, 11, o.file.path, 7, common::VerifyType::kNone, {}}));
+  EXPECT_FALSE(
+      finish(common::FileIdentity{0xfeed, 11, "fin/other.bin", 6, common::VerifyType::kNone, {}}));
+  EXPECT_FALSE(finish(
+      common::FileIdentity{0xfeed, 11, "nowhere/done.bin", 6, common::VerifyType::kNone, {}}));
+  EXPECT_FALSE(
+      finish(common::FileIdentity{0xfeed, 11, "../escape", 6, common::VerifyType::kNone, {}}));
   EXPECT_EQ(error, "");
   // A symlink under the final name is not followed.
   fs::create_symlink(root_ / "fin/done.bin", root_ / "fin/link.bin");
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 11, "fin/link.bin", 6, common::VerifyType::kNone, {}}, &error));
+  EXPECT_FALSE(
+      finish(common::FileIdentity{0xfeed, 11, "fin/link.bin", 6, common::VerifyType::kNone, {}}));
   // None of that touched the origin.
   ASSERT_EQ(origin_text(root_ / "fin", "done.bin", 0xfeed, 11), format_origin(o));
 
-  EXPECT_TRUE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 11, o.file.path, 6, common::VerifyType::kNone, {}}, &error))
+  EXPECT_TRUE(
+      finish(common::FileIdentity{0xfeed, 11, o.file.path, 6, common::VerifyType::kNone, {}}))
       << error;
   EXPECT_EQ(error, "");
   EXPECT_EQ(origin_text(root_ / "fin", "done.bin", 0xfeed, 11), "");
   EXPECT_FALSE(fs::exists(root_ / "fin" / sidecar_name(0xfeed, 11)));
   EXPECT_EQ(testing::read_file(root_ / "fin/done.bin"), "123456");
   // Once its origin is gone it is an ordinary file: never finished twice.
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 11, o.file.path, 6, common::VerifyType::kNone, {}}, &error));
+  EXPECT_FALSE(
+      finish(common::FileIdentity{0xfeed, 11, o.file.path, 6, common::VerifyType::kNone, {}}));
 }
 
 TEST_P(OriginFsTest, FinishRenamedRefusesAFileOfTheRightNameWithoutItsOrigin) {
@@ -717,8 +724,14 @@ TEST_P(OriginFsTest, FinishRenamedRefusesAFileOfTheRightNameWithoutItsOrigin) {
   fs::create_directories(root_ / "fin");
   std::ofstream(root_ / "fin/done.bin") << "123456";
   std::string error;
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 11, "fin/done.bin", 6, common::VerifyType::kNone, {}}, &error));
+  // Whether finish_renamed() finished the file (false: not ours); a failed sync fails the test.
+  const auto finish = [&](const common::FileIdentity& id) {
+    bool finished = false;
+    EXPECT_TRUE(od_->finish_renamed(id, &finished, &error)) << error;
+    return finished;
+  };
+  EXPECT_FALSE(
+      finish(common::FileIdentity{0xfeed, 11, "fin/done.bin", 6, common::VerifyType::kNone, {}}));
   EXPECT_EQ(error, "");
   // Nor does another file's origin make it ours.
   const Origin other = sample_origin("fin/done.bin", 0xfeed, 12, 6);
@@ -729,8 +742,8 @@ TEST_P(OriginFsTest, FinishRenamedRefusesAFileOfTheRightNameWithoutItsOrigin) {
   } else {
     std::ofstream(root_ / "fin" / sidecar_name(0xfeed, 11)) << format_origin(other);
   }
-  EXPECT_FALSE(od_->finish_renamed(
-      common::FileIdentity{0xfeed, 11, "fin/done.bin", 6, common::VerifyType::kNone, {}}, &error));
+  EXPECT_FALSE(
+      finish(common::FileIdentity{0xfeed, 11, "fin/done.bin", 6, common::VerifyType::kNone, {}}));
   EXPECT_EQ(error, "");
 }
 

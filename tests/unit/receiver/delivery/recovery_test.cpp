@@ -248,7 +248,7 @@ TEST_P(RecoveryTest, AStartStoppedInItsOwnRecoveryNamesTheLeftoverOnce) {
       claimed = out_->record_name(rec);
       Outcome o = outcome(Outcome::Kind::kFailed, kRecoverySession, 9, l.file.size, l.file.path);
       o.record = out_->record_path(claimed);
-      journal.append(o);
+      EXPECT_TRUE(journal.append(o));
       throw Stopped{};
       return claimed;
     });
@@ -292,7 +292,7 @@ TEST_P(RecoveryTest, AStartStoppedBeforeALeftoversLineLogsItOnceFromTheJournal) 
         Outcome o = outcome(Outcome::Kind::kFailed, kRecoverySession, 9, l.file.size, l.file.path);
         o.record = out_->record_path(claimed);
         o.reason = "the receiver stopped while the file was being received";
-        journal.append(o);
+        EXPECT_TRUE(journal.append(o));
         return claimed;
       });
   ASSERT_EQ(done.size(), 1u);
@@ -319,7 +319,7 @@ TEST_P(RecoveryTest, AFailureStoppedBeforeItsRecordGetsItUnderItsNameWithItsData
   f.record = out_->record_path(name);
   f.reason = "the receiver stopped while the file was being received";
   f.received = 3;
-  journal_->append(f);
+  ASSERT_TRUE(journal_->append(f));
   fs::create_directories(root_ / ".failed");
   std::ofstream(root_ / ".failed" / name) << "abc";
   start();
@@ -344,7 +344,7 @@ TEST_P(RecoveryTest, AFailureCutShortByACrashIsRecordedAndLoggedOnce) {
   f.file.path = "gone/never.bin";
   f.record = (root_ / ".failed/20260101-000000-00c0ffee00c0ffee-12-never.bin.json").string();
   f.reason = "never announced: all its packets were lost";
-  journal_->append(f);
+  ASSERT_TRUE(journal_->append(f));
   {
     testing::LogCapture log;
     recover_at_start(*out_, *journal_, false);

@@ -433,12 +433,13 @@ TEST_F(HotFolderTest, ARestartFinishesWhatTheJournalRecordedAsSentWithoutSending
   };
   {
     WatchJournal j((dir_ / ".ddft-watch-journal").string());
-    ASSERT_FALSE(j.record_sent({"a.txt", id("a.txt")}));
+    std::string why;
+    ASSERT_TRUE(j.record_sent({"a.txt", id("a.txt")}, &why)) << why;
     FileIdentity b = id("b.txt");
     b.mtime_ns -= 1;
-    ASSERT_FALSE(j.record_sent({"b.txt", b}));
-    ASSERT_FALSE(j.record_sent({"gone.txt", id("a.txt")}));
-    ASSERT_FALSE(j.record_sent({"d/e.txt", id("d/e.txt")}));
+    ASSERT_TRUE(j.record_sent({"b.txt", b}, &why)) << why;
+    ASSERT_TRUE(j.record_sent({"gone.txt", id("a.txt")}, &why)) << why;
+    ASSERT_TRUE(j.record_sent({"d/e.txt", id("d/e.txt")}, &why)) << why;
   }
   auto o = opts();
   o.sent_dir = sent_.string();
@@ -634,8 +635,9 @@ TEST_F(HotFolderTest, ARestartFinishesAFileLeftUnderItsPrivateName) {
   const JournalRecord b{"b.bin", identity(dir_ / "b.bin")};
   {
     WatchJournal j((dir_ / ".ddft-watch-journal").string());
-    ASSERT_FALSE(j.record_sent(a));
-    ASSERT_FALSE(j.record_sent(b));
+    std::string why;
+    ASSERT_TRUE(j.record_sent(a, &why)) << why;
+    ASSERT_TRUE(j.record_sent(b, &why)) << why;
   }
   EXPECT_EQ(finishing_name(a).rfind("sub/.ddft-finishing-", 0), 0u) << finishing_name(a);
   fs::rename(dir_ / "sub/a.bin", dir_ / finishing_name(a));

@@ -71,9 +71,10 @@ TEST_F(WatchJournalTest, NewJournalHasItsHeaderOnDisk) {
 TEST_F(WatchJournalTest, SentWithoutDoneSurvivesAReopen) {
   {
     WatchJournal j(path_);
-    ASSERT_FALSE(j.record_sent(kA));
-    ASSERT_FALSE(j.record_sent(kB));
-    ASSERT_FALSE(j.record_done(kA));
+    std::string why;
+    ASSERT_TRUE(j.record_sent(kA, &why)) << why;
+    ASSERT_TRUE(j.record_sent(kB, &why)) << why;
+    ASSERT_TRUE(j.record_done(kA, &why)) << why;
   }
   WatchJournal j(path_);
   EXPECT_EQ(j.unfinished(), std::vector<JournalRecord>{kB});
@@ -85,9 +86,11 @@ TEST_F(WatchJournalTest, ADoneForAnotherVersionLeavesTheSentRecord) {
   newer.id.mtime_ns += 1;
   {
     WatchJournal j(path_);
-    ASSERT_FALSE(j.record_sent(kA));
-    ASSERT_FALSE(j.record_sent(newer));  // sent again after a change: the newer one counts
-    ASSERT_FALSE(j.record_done(kA));
+    std::string why;
+    ASSERT_TRUE(j.record_sent(kA, &why)) << why;
+    ASSERT_TRUE(j.record_sent(newer, &why))
+        << why;  // sent again after a change: the newer one counts
+    ASSERT_TRUE(j.record_done(kA, &why)) << why;
   }
   WatchJournal j(path_);
   EXPECT_EQ(j.unfinished(), std::vector<JournalRecord>{newer});
@@ -96,7 +99,8 @@ TEST_F(WatchJournalTest, ADoneForAnotherVersionLeavesTheSentRecord) {
 TEST_F(WatchJournalTest, ATornLastLineIsSkippedKeptAsideAndNotGluedToTheNext) {
   {
     WatchJournal j(path_);
-    ASSERT_FALSE(j.record_sent(kA));
+    std::string why;
+    ASSERT_TRUE(j.record_sent(kA, &why)) << why;
   }
   const std::string torn = format_journal_line('S', kB);
   {
@@ -105,11 +109,12 @@ TEST_F(WatchJournalTest, ATornLastLineIsSkippedKeptAsideAndNotGluedToTheNext) {
   const std::string as_found = read_file(path_);
   {
     WatchJournal j(path_);
+    std::string why;
     ASSERT_EQ(j.damaged().size(), 1u);
     EXPECT_EQ(j.damaged()[0], "line 3: cut short (no end of line)");
     EXPECT_EQ(j.unfinished(), std::vector<JournalRecord>{kA}) << "the good record is kept";
     EXPECT_EQ(read_file(path_ + ".damaged"), as_found);
-    ASSERT_FALSE(j.record_sent(kB));
+    ASSERT_TRUE(j.record_sent(kB, &why)) << why;
   }
   WatchJournal j(path_);
   EXPECT_TRUE(j.damaged().empty()) << read_file(path_);
@@ -119,8 +124,9 @@ TEST_F(WatchJournalTest, ATornLastLineIsSkippedKeptAsideAndNotGluedToTheNext) {
 TEST_F(WatchJournalTest, AnAlteredLineInTheMiddleIsNamedAndTheRestRead) {
   {
     WatchJournal j(path_);
-    ASSERT_FALSE(j.record_sent(kA));
-    ASSERT_FALSE(j.record_sent(kB));
+    std::string why;
+    ASSERT_TRUE(j.record_sent(kA, &why)) << why;
+    ASSERT_TRUE(j.record_sent(kB, &why)) << why;
   }
   std::string text = read_file(path_);
   const size_t second = text.find('\n') + 1;  // line 2: kA's record
@@ -159,13 +165,14 @@ TEST_F(WatchJournalTest, AnEmptyFileIsAdopted) {
 
 TEST_F(WatchJournalTest, CompactedWhenItGrows) {
   WatchJournal j(path_, /*compact_lines=*/64);
+  std::string why;
   JournalRecord r = kA;
   for (size_t i = 0; i < 1000; ++i) {
     r.id.ino = 1000 + i;
-    ASSERT_FALSE(j.record_sent(r));
-    ASSERT_FALSE(j.record_done(r));
+    ASSERT_TRUE(j.record_sent(r, &why)) << why;
+    ASSERT_TRUE(j.record_done(r, &why)) << why;
   }
-  ASSERT_FALSE(j.record_sent(kB));
+  ASSERT_TRUE(j.record_sent(kB, &why)) << why;
   EXPECT_LE(j.lines(), 64u);
   EXPECT_LT(fs::file_size(path_), 64 * 80u);
   EXPECT_FALSE(fs::exists(path_ + ".tmp"));
@@ -176,10 +183,11 @@ TEST_F(WatchJournalTest, CompactedWhenItGrows) {
 TEST_F(WatchJournalTest, ForgottenRecordsLeaveAtTheNextCompaction) {
   {
     WatchJournal j(path_);
-    ASSERT_FALSE(j.record_sent(kA));
-    ASSERT_FALSE(j.record_sent(kB));
+    std::string why;
+    ASSERT_TRUE(j.record_sent(kA, &why)) << why;
+    ASSERT_TRUE(j.record_sent(kB, &why)) << why;
     j.forget(kA.rel_path);
-    ASSERT_FALSE(j.compact());
+    ASSERT_TRUE(j.compact(&why)) << why;
   }
   WatchJournal j(path_);
   EXPECT_EQ(j.unfinished(), std::vector<JournalRecord>{kB});

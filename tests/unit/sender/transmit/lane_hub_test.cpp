@@ -108,15 +108,16 @@ TEST(LaneHub, ALaneDownDoomsTheFilesItHasNotFinishedAndOnlyThose) {
   hub.file_begun(elsewhere, 0b001, {});
   EXPECT_FALSE(hub.lane_finished(done_there, 1, false, digest, "").has_value());
   hub.lane_down(1, "lane 1 (x) is down: send failed: Broken pipe");
-  std::string reason;
-  EXPECT_FALSE(hub.doomed(done_there, &reason)) << "its stripes on lane 1 all went out";
-  EXPECT_FALSE(hub.doomed(elsewhere, &reason));
-  ASSERT_TRUE(hub.doomed(open, &reason));
+  EXPECT_EQ(hub.doomed(done_there), std::nullopt) << "its stripes on lane 1 all went out";
+  EXPECT_EQ(hub.doomed(elsewhere), std::nullopt);
+  const std::optional<std::string> doom = hub.doomed(open);
+  ASSERT_TRUE(doom.has_value());
+  const std::string reason = *doom;
   EXPECT_EQ(reason, "lane 1 (x) is down: send failed: Broken pipe");
   hub.file_begun(later, 0b111, {});
-  EXPECT_TRUE(hub.doomed(later, &reason)) << "queued for lane 1 before it went down";
+  EXPECT_NE(hub.doomed(later), std::nullopt) << "queued for lane 1 before it went down";
   hub.file_begun(after, 0b101, {});
-  EXPECT_FALSE(hub.doomed(after, &reason));
+  EXPECT_EQ(hub.doomed(after), std::nullopt);
   // The lanes up abort the doomed file (as the transmitters do), the lane down fails its part:
   // the outcome is failed, with the lane's reason, whoever finishes last.
   EXPECT_FALSE(hub.lane_finished(open, 0, true, {}, reason).has_value());
