@@ -65,7 +65,7 @@ struct File {
   uint8_t last_copy = 0;    // --repeat: the copy whose data came last
   uint64_t ring_drops = 0;  // its packets dropped in a full receive buffer
   FileRepairs repairs;      // what FEC and later copies filled in (FileTable::store_chunk())
-  // Lanes (receiver/assembly/file_table.hpp): the lane that announced it first; a striped file
+  // Lanes (receiver/assembly/file_lanes.hpp): the lane that announced it first; a striped file
   // (kFlagStriped) comes down every lane. open_lanes: bit k set while lane k holds it open (it
   // announced the file and neither announced a later one nor sent the file's last end);
   // lanes_seen: every lane that announced it.
@@ -93,6 +93,10 @@ struct File {
     return size / block_size + (size % block_size != 0);
   }
 };
+
+// Files in flight by (session, file id), owned by the file table: a restarted sender reuses ids
+// while the old session's failed files may still be finishing their I/O.
+using FilesInFlight = std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>>;
 
 // The sender's digest of `f`, from its end packet (size 0 before its end came, or with kNone).
 common::Digest sent_key(const File& f);

@@ -149,4 +149,13 @@ std::optional<std::string> expiry_reason(const File& f, common::Clock::time_poin
   return std::nullopt;
 }
 
+bool zdata_fits(const File& f, const common::ZDataHeader& z, size_t piece_len) {
+  const uint64_t piece = common::zdata_piece_size(f.chunk_size);
+  // Written so that nothing wraps, whatever the announce claimed.
+  return z.offset % f.chunk_size == 0 && z.offset < f.size && z.raw_len <= f.size - z.offset &&
+         (z.raw_len % f.chunk_size == 0 || z.raw_len == f.size - z.offset) &&
+         z.frame_off % piece == 0 &&
+         piece_len == std::min<uint64_t>(piece, z.frame_len - z.frame_off);
+}
+
 }  // namespace ddft::receiver

@@ -1,7 +1,8 @@
 // Pure decisions about one file, kept apart from the file table's state so that each can be
 // tested alone: what an announce makes, why an announce is refused for its size, what the origin
-// beside a temporary file says, what the record of a refused or never-announced file says, and
-// why a receiving file has expired. No I/O, no logging; any thread.
+// beside a temporary file says, what the record of a refused or never-announced file says, why a
+// receiving file has expired, and whether a compressed piece fits it. No I/O, no logging; any
+// thread.
 #pragma once
 
 #include <chrono>
@@ -49,5 +50,8 @@ FailureRecord unannounced_record(const common::FileListEntry& e, uint64_t sessio
 [[nodiscard]] std::optional<std::string> expiry_reason(const File& f, common::Clock::time_point now,
                                                        std::chrono::nanoseconds timeout,
                                                        double timeout_s, bool final_due);
+// Whether a kZData piece of `piece_len` bytes fits file `f`: its block starts on a chunk, ends on
+// one or at the file's end, and the piece sits where the file's piece size puts it.
+bool zdata_fits(const File& f, const common::ZDataHeader& z, size_t piece_len);
 
 }  // namespace ddft::receiver

@@ -27,38 +27,48 @@ FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, comm
       counters_(counters),
       blocks_(engine),
       finisher_(cfg, out, fs, clock, engine, blocks_, records, counters, session_files_, *this),
-      files_bound_(files_in_flight_bound(cfg.max_files_in_flight)),
-      settled_(duration_cast<nanoseconds>(duration<double>(cfg.journal_hours * 3600))),
+      known_(duration_cast<nanoseconds>(duration<double>(cfg.journal_hours * 3600))),
+      lanes_(cfg),
+      admission_(cfg, out, records, counters, session_files_, known_, files_),
+      listed_(cfg, out, records, clock, counters, session_files_, known_, files_),
+      history_(out, fs, clock, counters, known_, files_, listed_),
       zframes_(cfg.compress_buffer_mb << 20) {
   records_.set_sender_of([this](uint64_t s) {
-    return gate_ != nullptr && s == session_ ? gate_->sender_id() : uint64_t{0};
+    return gate_ != nullptr && s == known_.session() ? gate_->sender_id() : uint64_t{0};
   });
   records_.set_on_recorded([this](const common::FileIdentity& f, const std::string& where) {
-    settled_.add(f.session, f.file_id, clock_.now(), SettledFiles::Fate::kFailed, where);
+    known_.settled().add(f.session, f.file_id, clock_.now(), SettledFiles::Fate::kFailed, where);
   });
+}
+
+void FileTable::set_gate(const SessionGate* gate) {
+  gate_ = gate;
+  lanes_.set_gate(gate);
+  listed_.set_gate(gate);
+  history_.set_gate(gate);
 }
 
 void FileTable::set_earlier(
     OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
     const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>& failed) {
-  journal_ = journal;
+  history_.set_journal(journal);
   const auto now = clock_.now();
-  settled_.add_all(known, now, SettledFiles::Fate::kPassed);
+  SettledFiles& settled = known_.settled();
+  settled.add_all(known, now, SettledFiles::Fate::kPassed);
   for (const auto& [key, record] : failed) {
-    settled_.add(key.first, key.second, now, SettledFiles::Fate::kFailed, record);
+    settled.add(key.first, key.second, now, SettledFiles::Fate::kFailed, record);
   }
   finisher_.set_journal(journal);
 }
 
 void FileTable::start_session(uint64_t s) {
-  session_ = s;
-  seen_ids_.clear();
-  filtered_ids_.clear();
-  first_id_ = 0;
+  known_.start_session(s);
   records_.clear_unnamed();
   session_files_ = {};
-  resends_.clear();
+  history_.start_session();
 }
+
+void FileTable::end_session(bool receiver_stopping) { listed_.end_session(receiver_stopping); }
 
 void FileTable::fail_receiving(const std::string& reason) {
   // Files still receiving never get the rest of their data. Those whose end came are only
@@ -84,13 +94,8 @@ void FileTable::close_unrecorded(const std::string& reason) {
 }
 
 File* FileTable::find(uint32_t id) {
-  auto it = files_.find({session_, id});
+  auto it = files_.find({known_.session(), id});
   return it == files_.end() ? nullptr : it->second.get();
-}
-
-void FileTable::remember_seen(uint32_t id) {
-  seen_ids_.insert(id);
-  settled_.add(session_, id, clock_.now());
 }
 
 void FileTable::handle_announce(const Packet& p, size_t lane) {
@@ -99,18 +104,20 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
     count_bad_payload(counters_);
     return;
   }
+  const bool striped = (p.header.flags & common::kFlagStriped) != 0;
   if (File* known = find(a.file_id)) {
-    announce_again(*known, p, lane);
+    // A striped file's announce on one more lane: that lane is done with its earlier files.
+    if (lanes_.announced_again(*known, lane, striped)) close_lane(lane, a.file_id);
     return;
   }
-  if (seen_ids_.contains(a.file_id)) return;  // a repeat of a file finished already
-  held_.erase(a.file_id);                     // a list named it before it came
+  if (known_.seen(a.file_id)) return;  // a repeat of a file finished already
+  listed_.drop(a.file_id);             // a list named it before it came
   // An earlier run of this receiver finished it, or named it as failed at start-up (the file it
   // left behind), or the sender's history named it missed: the rest of its packets are not
   // recorded a second time.
-  const bool earlier = known_earlier(a.file_id);
+  const bool earlier = known_.known_earlier(a.file_id);
   remember_seen(a.file_id);  // from now on a repeat of this announce is ignored
-  if (first_id_ == 0) first_id_ = a.file_id;
+  known_.note_announced(a.file_id);
   if (earlier) {
     ++counters_.listed_known;
     return;
@@ -119,94 +126,28 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   const bool joined_late = (p.header.flags & common::kFlagRepeat) != 0;
   close_lane(lane, a.file_id);
   std::unique_ptr<File> f =
-      file_from_announce(a, session_, clock_.now(), cfg_.report_mb * 1024 * 1024);
-  f->lane = lane;
-  f->striped = (p.header.flags & common::kFlagStriped) != 0;
-  f->lanes_seen = uint64_t{1} << lane;
-  // A striped file comes down every lane (those that have not announced it yet may still be
-  // busy with earlier files).
-  const size_t lanes = gate_ == nullptr ? 1 : gate_->lanes();
-  f->open_lanes = !f->striped   ? f->lanes_seen
-                  : lanes >= 64 ? ~uint64_t{0}
-                                : (uint64_t{1} << lanes) - 1;
-  if (skip_copy(*f, (p.header.flags & common::kFlagResend) != 0)) return;
-  if (filtered(*f)) return;
-  std::optional<std::string> why = f->striped ? striped_refusal() : std::nullopt;
-  if (!why) why = refusal(a, *f);
+      file_from_announce(a, known_.session(), clock_.now(), cfg_.report_mb * 1024 * 1024);
+  lanes_.open(*f, lane, striped);
+  if (history_.skip_copy(*f, (p.header.flags & common::kFlagResend) != 0)) return;
+  if (admission_.filtered(*f)) return;
+  std::optional<std::string> why = striped ? lanes_.striped_refusal() : std::nullopt;
+  File* evict = nullptr;
+  if (!why) why = admission_.refusal(a, *f, &evict);
   if (why) {
-    refuse(*f, *why);
+    admission_.refuse(*f, *why);
     return;
   }
+  if (evict != nullptr) fail(*evict, admission_.evict_reason());
   accept(std::move(f), joined_late);
 }
 
-// Receive filters are policy, not a failure: logged and counted, no record. They apply to
-// acceptable names only, so a hostile name is refused (and recorded) as such whatever the
-// patterns say. The file's data and end packets are then dropped as of an unknown file.
-bool FileTable::filtered(const File& f) {
-  if (cfg_.filter.empty() || out_.check_path(f.path)) return false;
-  auto why = cfg_.filter.refusal(f.path);
-  if (!why) return false;
-  ++counters_.files_filtered;
-  ++session_files_.filtered;
-  filtered_ids_.insert(f.id);
-  spdlog::info("Info: filtered {}: {}", common::json_quote(f.path), *why);
-  return true;
-}
-
-// Why the announce of `f` is refused (nullopt when it is accepted: room was made for it).
-std::optional<std::string> FileTable::refusal(const common::Announce& a, const File& f) {
-  // Room for it: the free space less what the files still in flight will write.
-  uint64_t promised = 0;
-  for (const auto& [key, other] : files_) {
-    if (other->state == FileState::kReceiving) promised += other->size - other->bytes_received;
-  }
-  if (auto why = size_refusal(cfg_, a.size, f.chunks_total, promised, out_.free_bytes())) {
-    return why;
-  }
-  if (auto why = out_.check_path(f.path)) return why;
-  // Only an acceptable file makes a file in flight give way.
-  if (std::string why; !make_room(&why)) return why;
-  return std::nullopt;
-}
-
-bool FileTable::make_room(std::string* why) {
-  // Files finishing their I/O (or being made, or recorded) hold a descriptor each: far beyond
-  // the bound, new ones are refused, and no file still receiving is failed for them.
-  if (files_.size() >= files_bound_) {
-    *why = fmt::format(
-        "{} files in flight are still being written (the disk is not keeping "
-        "up)",
-        files_.size());
-    return false;
-  }
-  // The bound is on files still receiving: a file finishing its writes or its sync (a slow disk,
-  // --write-mode rwd) has all its data and must not cost a later file its place. Failed files
-  // whose records are still being written (on the pool) have a bound of the same size: a flood
-  // of announces at wire speed then makes refusals, not an unbounded queue of temporary files.
-  size_t receiving = 0;
-  size_t failing = 0;
-  File* oldest = nullptr;
+// Each lane sends its files one after the other, in the order of their ids (the sender numbers
+// them as it reads them and hands each lane its share in that order).
+void FileTable::close_lane(size_t lane, uint32_t next_id) {
+  const auto now = clock_.now();
   for (auto& [key, f] : files_) {
-    if (f->state == FileState::kFailing) ++failing;
-    if (f->state != FileState::kReceiving) continue;
-    ++receiving;
-    if (oldest == nullptr || f->announced < oldest->announced) oldest = f.get();
+    if (key.first == known_.session()) lanes_.close(*f, lane, next_id, now);
   }
-  if (failing >= cfg_.max_files_in_flight && receiving >= cfg_.max_files_in_flight) {
-    *why = fmt::format(
-        "{} failed files are still being recorded (the disk is not keeping "
-        "up)",
-        failing);
-    return false;
-  }
-  if (receiving >= cfg_.max_files_in_flight) {
-    ++counters_.files_evicted;
-    fail(*oldest, fmt::format("more than {} files in flight (--max-files-in-flight): the "
-                              "oldest fails to make room for a new one",
-                              cfg_.max_files_in_flight));
-  }
-  return true;
 }
 
 // Accepted. The temporary file is made on the pool; data that comes meanwhile waits in its
@@ -218,12 +159,12 @@ void FileTable::accept(std::unique_ptr<File> f, bool joined_late) {
   if (joined_late) ++counters_.files_joined_late;
   Origin o = origin_of(*f, sender_ ? sender_() : std::string());
   File* raw = f.get();
-  files_.emplace(std::make_pair(session_, raw->id), std::move(f));
+  files_.emplace(std::make_pair(known_.session(), raw->id), std::move(f));
   ++raw->ops_pending;  // keeps it in the table until on_created()
   auto ok = std::make_shared<bool>(false);
   auto why = std::make_shared<std::string>();
   fs_.post(
-      [this, raw, o = std::move(o), ok, why, tmp = temp_name(session_, raw->id)] {
+      [this, raw, o = std::move(o), ok, why, tmp = temp_name(known_.session(), raw->id)] {
         *ok = out_.create_temp(o.file.path, tmp, &raw->tmp, why.get(), &o);
       },
       [this, raw, ok, why] { on_created(*raw, *ok, *why); });
@@ -239,7 +180,7 @@ void FileTable::on_created(File& f, bool ok, const std::string& reason) {
       advance(f);
       return;
     }
-    refuse(f, reason);
+    admission_.refuse(f, reason);
     f.state = FileState::kFailing;
     f.record_posted = true;  // refuse() wrote the record
     end(f);
@@ -259,13 +200,6 @@ void FileTable::on_created(File& f, bool ok, const std::string& reason) {
   advance(f);
 }
 
-// A refused announce: counted, logged, and recorded in the failed folder (at a bounded rate).
-void FileTable::refuse(const File& f, const std::string& reason) {
-  ++counters_.files_refused;
-  if (f.session == session_) ++session_files_.refused;
-  records_.refuse(refusal_record(f, session_, reason), reason);
-}
-
 void FileTable::handle_end(const Packet& p, size_t lane) {
   common::End e;
   if (common::decode_end(p.payload, &e) != DecodeStatus::kOk) {
@@ -274,11 +208,7 @@ void FileTable::handle_end(const Packet& p, size_t lane) {
   }
   File* f = find(e.file_id);
   if (f == nullptr || f->state != FileState::kReceiving) return;  // finished, or finishing
-  // The last copy's end closes its lane for the file: a striped file's data may still come
-  // down the lanes that have not sent theirs.
-  const uint64_t bit = uint64_t{1} << lane;
-  const bool closes = e.copy + 1u >= std::max<uint8_t>(1, e.copies) && (f->open_lanes & bit);
-  if (closes) f->open_lanes &= ~bit;
+  const bool closes = lanes_.close_on_end(*f, e, lane);
   if (closes && f->end_seen && f->open_lanes == 0) f->end_seen_at = clock_.now();
   if (f->end_seen && e.copy <= f->end.copy) return;  // a repeat of an end already seen
   const bool key_changed = f->end_seen && (e.key_len != f->end.key_len || e.key != f->end.key);
@@ -421,10 +351,15 @@ void FileTable::fail(File& f, const std::string& reason) {
     return;
   }
   f.state = FileState::kFailing;
-  f.fail_reason = reason + lane_note(f);
+  f.fail_reason = reason + lanes_.note(f);
   if (f.bytes_received == 0) f.record_slot = records_.take_slot(f.end_seen);
   blocks_.flush_for_failure(f);
   advance(f);
+}
+
+void FileTable::passed(File& f) {
+  known_.settled().add(f.session, f.id, clock_.now(), SettledFiles::Fate::kPassed);
+  if (f.resend_of) history_.resolve(f);
 }
 
 // The one place a file's life ends: its blocks go back and it leaves the table (freed now: see
@@ -476,7 +411,7 @@ void FileTable::tick(common::Clock::time_point now) {
   if (now - last_timeout_check_ < milliseconds(100)) return;
   last_timeout_check_ = now;
   check_timeouts();
-  release_held(now);
+  listed_.release(now);
 }
 
 void FileTable::check_timeouts() {
@@ -485,7 +420,7 @@ void FileTable::check_timeouts() {
   std::vector<std::pair<File*, std::string>> expired;
   for (auto& [key, f] : files_) {
     if (f->state != FileState::kReceiving) continue;
-    auto why = expiry_reason(*f, now, timeout, cfg_.file_timeout_s, final_due(*f, now));
+    auto why = expiry_reason(*f, now, timeout, cfg_.file_timeout_s, lanes_.final_due(*f, now));
     if (why) expired.emplace_back(f.get(), std::move(*why));
   }
   for (auto& [f, reason] : expired) fail(*f, reason);
@@ -499,6 +434,154 @@ size_t FileTable::finishing(uint64_t s) const {
     }
   }
   return n;
+}
+
+// The data path: kData packets, and kZData pieces gathered into compressed blocks and taken,
+// once decompressed, as the data packets of their chunks.
+
+File* FileTable::receiving(uint32_t id) {
+  File* f = find(id);
+  if (f != nullptr && f->state == FileState::kReceiving) return f;
+  // A filtered file's packets are expected: counted apart from those of unknown files, which
+  // point at trouble.
+  if (f == nullptr && known_.filtered(id)) {
+    ++counters_.filtered_packets;
+  } else {
+    ++counters_.unknown_file;
+  }
+  return nullptr;
+}
+
+void FileTable::handle_data(const Packet& p, bool rebuilt) {
+  common::DataHeader d;
+  std::span<const uint8_t> data;
+  if (common::decode_data(p.payload, &d, &data) != DecodeStatus::kOk) {
+    count_bad_payload(counters_);
+    return;
+  }
+  File* f = receiving(d.file_id);
+  if (f == nullptr) return;
+  const uint64_t idx = d.offset / f->chunk_size;
+  const uint64_t expect_len =
+      idx < f->chunks_total ? std::min<uint64_t>(f->chunk_size, f->size - d.offset) : 0;
+  if (d.offset % f->chunk_size != 0 || idx >= f->chunks_total || data.size() != expect_len) {
+    ++counters_.bad_data;
+    return;
+  }
+  f->last_packet = clock_.now();
+  if (f->has_chunk(idx)) {
+    ++counters_.duplicates;
+    return;
+  }
+  if (!store_chunk(f, idx, data, d.copy)) return;
+  if (rebuilt) {
+    ++f->repairs.fec_rebuilt;
+    ++counters_.fec_rebuilt_used;
+  }
+  if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
+}
+
+bool FileTable::store_chunk(File*& f, uint64_t idx, std::span<const uint8_t> data, uint8_t copy) {
+  if (f->bytes_received == 0) f->first_data = f->last_packet;
+  // A chunk may straddle two write blocks: copy each piece into its block.
+  const size_t block_size = blocks_.block_size();
+  uint64_t off = idx * f->chunk_size;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    const uint64_t bidx = off / block_size;
+    const size_t in_block = static_cast<size_t>(off % block_size);
+    const size_t take = std::min(data.size() - pos, block_size - in_block);
+    Block* b = get_block(f, bidx);
+    if (b == nullptr) return false;  // the file failed while room was being made
+    const bool full = FileBlocks::fill(*b, in_block, data.subspan(pos, take));
+    pos += take;
+    off += take;
+    if (full && !f->evicted.count(bidx)) blocks_.on_filled(*f, *b);
+  }
+  f->set_chunk(idx);
+  ++f->chunks_received;
+  f->last_copy = copy;
+  if (copy > 0) {  // the first copy missed it (else this one would have been a duplicate)
+    ++f->repairs.repeat_filled;
+    ++counters_.repeat_filled;
+  }
+  f->bytes_received += data.size();
+  // The clock is read only when a line is due (not once a packet).
+  if (f->bytes_received >= f->next_report) {
+    progress_.report(*f, clock_.now(), cfg_.report_mb * 1024 * 1024);
+  }
+  return true;
+}
+
+void FileTable::handle_zdata(const Packet& p, bool rebuilt) {
+  common::ZDataHeader z;
+  std::span<const uint8_t> piece;
+  if (common::decode_zdata(p.payload, &z, &piece) != DecodeStatus::kOk) {
+    count_bad_payload(counters_);
+    return;
+  }
+  File* f = receiving(z.file_id);
+  if (f == nullptr) return;
+  if (!zdata_fits(*f, z, piece.size())) {
+    ++counters_.bad_data;
+    return;
+  }
+  f->last_packet = clock_.now();
+  const uint64_t first = z.offset / f->chunk_size;
+  const uint64_t chunks = (z.raw_len + f->chunk_size - 1) / f->chunk_size;
+  uint64_t have = 0;
+  while (have < chunks && f->has_chunk(first + have)) ++have;
+  if (have == chunks) {  // the block came whole already (an earlier copy)
+    ++counters_.duplicates;
+    return;
+  }
+  const ZFrames::Result r = zframes_.add(known_.session(), f->id, z, piece,
+                                         common::zdata_piece_size(f->chunk_size), rebuilt);
+  publish_zframe_counters();
+  switch (r.status) {
+    case ZFrames::Status::kPending:
+      return;
+    case ZFrames::Status::kDuplicate:
+      ++counters_.duplicates;
+      return;
+    case ZFrames::Status::kMismatch:
+      ++counters_.bad_data;
+      return;
+    case ZFrames::Status::kBad:
+      fail(*f, r.error);
+      return;
+    case ZFrames::Status::kComplete:
+      break;
+  }
+  for (uint64_t i = 0; i < chunks; ++i) {
+    if (f->has_chunk(first + i)) continue;
+    const size_t at = static_cast<size_t>(i * f->chunk_size);
+    const size_t len = std::min<size_t>(f->chunk_size, r.raw.size() - at);
+    if (!store_chunk(f, first + i, r.raw.subspan(at, len), z.copy)) return;
+  }
+  // The block's rebuilt pieces went into the file now (a piece of a block never completed, or
+  // dropped for room, went into nothing).
+  f->repairs.fec_rebuilt += r.rebuilt;
+  counters_.fec_rebuilt_used += r.rebuilt;
+  if (f->end_seen && f->chunks_received == f->chunks_total) advance(*f);
+}
+
+void FileTable::publish_zframe_counters() {
+  const ZFrames::Counters& z = zframes_.counters();
+  // Dropped unfinished blocks: the first, then each time the count doubles (a bounded log).
+  if (z.frames_evicted > counters_.zblocks_evicted &&
+      (z.frames_evicted & (z.frames_evicted - 1)) == 0) {
+    spdlog::warn(
+        "Warn: the compressed-block buffer (--compress-buffer-mb {}) is full: {} unfinished "
+        "block(s) dropped so far, each missing unless a later copy brings it whole; on a lossy "
+        "link use --fec, or a larger --compress-buffer-mb",
+        cfg_.compress_buffer_mb, z.frames_evicted);
+  }
+  counters_.zblocks_done = z.frames_done;
+  counters_.zblocks_bad = z.frames_bad;
+  counters_.zblocks_evicted = z.frames_evicted;
+  counters_.zframe_bytes = z.frame_bytes;
+  counters_.zraw_bytes = z.raw_bytes;
 }
 
 }  // namespace ddft::receiver

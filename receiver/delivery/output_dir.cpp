@@ -1,7 +1,3 @@
-// OutputDir: the checks of wire paths, the folders and temporary files of files being received,
-// their rename into place under the collision policy, flushing, the folder lock and the state file.
-// The origins are in output_dir_origin.cpp, the failure records and the start-up recovery of
-// leftovers in output_dir_records.cpp.
 #include "receiver/delivery/output_dir.hpp"
 
 #include <fcntl.h>
@@ -16,17 +12,15 @@
 
 #include <atomic>
 #include <cerrno>
-#include <filesystem>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 
-#include "receiver/delivery/output_dir_internal.hpp"
-
 namespace ddft::receiver {
-using common::write_all;
-using namespace output_dir_detail;
 
 namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
 
 // Opens folder `name` (one path component) of `dir` with no symlink followed anywhere and nothing
 // resolved outside `dir` (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS). Kernels before 5.6
@@ -83,22 +77,12 @@ std::string collision_name(std::string_view base, unsigned n) {
   return fmt::format("{}.{}{}", base.substr(0, dot), n, base.substr(dot));
 }
 
-std::string temp_name(uint64_t session, uint32_t file_id) {
-  return fmt::format("{}{:016x}-{}{}", kTempPrefix, session, file_id, kTempSuffix);
-}
-
-bool is_temp_name(std::string_view name) {
-  return name.size() > kTempPrefix.size() + kTempSuffix.size() && name.starts_with(kTempPrefix) &&
-         name.ends_with(kTempSuffix);
-}
-
 OutputDir::OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy,
                      bool null_sink)
-    : root_(root), failed_path_(failed_dir), policy_(policy), null_sink_(null_sink) {
+    : root_(root), policy_(policy), null_sink_(null_sink) {
   if (root.empty()) {
     // --sink null without --output: nothing on disk at all (see the header).
     if (!null_sink) throw std::runtime_error("no output folder given (--output)");
-    failed_path_.clear();
     return;
   }
   root_fd_.reset(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -110,25 +94,7 @@ OutputDir::OutputDir(const std::string& root, const std::string& failed_dir, Col
     throw std::runtime_error(
         fmt::format("output folder '{}' is not writable: {}", root, errno_text(errno)));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(failed_dir, ec);
-  failed_fd_.reset(::open(failed_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!failed_fd_ || ::faccessat(failed_fd_.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
-    throw std::runtime_error(fmt::format("failed-files folder '{}' cannot be used: {}", failed_dir,
-                                         ec ? ec.message() : errno_text(errno)));
-  }
-  struct stat rs {
-  }, fst{};
-  ::fstat(root_fd_.get(), &rs);
-  ::fstat(failed_fd_.get(), &fst);
-  if (rs.st_dev != fst.st_dev) {
-    throw std::runtime_error(fmt::format(
-        "failed-files folder '{}' must be on the same file system as the output folder '{}'",
-        failed_dir, root));
-  }
-  failed_dev_ = fst.st_dev;
-  failed_ino_ = fst.st_ino;
-  keep_record_reserve();
+  failed_.open(failed_dir, root, root_fd_.get(), null_sink);
 }
 
 bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
@@ -165,7 +131,7 @@ bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, st
     }
     cur.reset(fd);
     struct stat st {};
-    if (::fstat(cur.get(), &st) == 0 && st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
+    if (::fstat(cur.get(), &st) == 0 && failed_.is(st.st_dev, st.st_ino)) {
       *why = "path leads into the failed-files folder";
       return false;
     }
@@ -205,7 +171,7 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
     *why = fmt::format("cannot use the folder: {}", errno_text(errno));
     return false;
   }
-  if (st.st_dev == failed_dev_ && st.st_ino == failed_ino_) {
+  if (failed_.is(st.st_dev, st.st_ino)) {
     *why = "path leads into the failed-files folder";
     return false;
   }
@@ -422,10 +388,6 @@ void OutputDir::lock_exclusive() {
   }
 }
 
-std::string state_file_name(size_t lane) {
-  return lane == 0 ? std::string(kStateFileName) : fmt::format("{}.lane{}", kStateFileName, lane);
-}
-
 bool OutputDir::read_state(const std::string& name, std::optional<std::string>* text,
                            std::string* why) const {
   text->reset();
@@ -486,6 +448,22 @@ uint64_t OutputDir::free_bytes() const {
   const uint64_t free = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
   const auto kept = static_cast<uint64_t>(kRecordReserveBytes);
   return free > kept ? free - kept : 0;
+}
+
+void OutputDir::forget_origin(TempFile& f) {
+  if (null_sink_) return;
+  if (!f.sidecar.empty() && f.dir) {
+    ::unlinkat(f.dir.get(), f.sidecar.c_str(), 0);
+    f.sidecar.clear();
+  } else if (f.fd) {
+    ::fremovexattr(f.fd.get(), kOriginXattr);
+  }
+}
+
+std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial, const LeftoverClaim& claim) {
+  if (null_sink_) return {};
+  failed_.remove_torn_records();
+  return LeftoverSweep(root_fd_.get(), failed_, keep_partial, claim).run();
 }
 
 }  // namespace ddft::receiver

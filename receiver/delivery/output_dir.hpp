@@ -1,7 +1,9 @@
-// The receive side's output folder: where files are created under a temporary name, renamed into
-// place once verified, or moved to the failed folder with a JSON record. Every path from the wire
-// is checked, and folders are walked with openat(O_NOFOLLOW) from the output folder's descriptor,
-// so nothing is ever written outside it, whatever symlinks are planted inside.
+// The receive side's output folder: where files are created under a temporary name (their origin
+// beside them: receiver/delivery/origin.hpp), renamed into place once verified, or moved to the
+// failed folder with a JSON record (its FailedFolder). Every path from the wire is checked, and
+// folders are walked with openat(O_NOFOLLOW) from the output folder's descriptor, so nothing is
+// ever written outside it, whatever symlinks are planted inside. At start-up it sweeps what an
+// earlier run left behind (LeftoverSweep), holds the folder lock and keeps the replay state.
 //
 // The writer thread owns it; the FsPool's threads run its per-file calls, any number at once on
 // different files (they only read its settings). The constructor and lock_exclusive() throw
@@ -23,7 +25,10 @@
 #include "common/fd.hpp"
 #include "common/file_identity.hpp"
 #include "common/protocol.hpp"
-#include "receiver/delivery/file_repairs.hpp"
+#include "receiver/delivery/failed_folder.hpp"
+#include "receiver/delivery/leftover_sweep.hpp"
+#include "receiver/delivery/origin.hpp"
+#include "receiver/delivery/own_files.hpp"
 
 namespace ddft::receiver {
 
@@ -42,93 +47,9 @@ struct PathLimits {
 [[nodiscard]] std::optional<std::string> check_wire_path(std::string_view path,
                                                          const PathLimits& limits = {});
 
-// The receiver's own files in the output folder: the replay state (--key-file) and the lock.
-inline constexpr const char* kStateFileName = ".ddft-session-state";
-// Lane k's replay state (--key-file): kStateFileName for lane 0 (the name a receiver of one lane
-// uses), else kStateFileName + ".laneK".
-std::string state_file_name(size_t lane);
-inline constexpr const char* kLockFileName = ".ddft-lock";
-// Space kept in the output folder (the failed folder's file system) for failure records, given up
-// when the disk is full so that the file that failed for it is still recorded.
-inline constexpr const char* kRecordReserveName = ".ddft-record-reserve";
-inline constexpr off_t kRecordReserveBytes = 256 * 1024;
-
 // The name an existing file is moved to under CollisionPolicy::kRename: "name.N.ext" ("a.tar.gz"
 // -> "a.tar.N.gz", ".bashrc" -> ".bashrc.N", "README" -> "README.N").
 std::string collision_name(std::string_view base, unsigned n);
-
-// Temporary name of file `file_id` of session `session`: ".ddft-<session>-<id>.part".
-std::string temp_name(uint64_t session, uint32_t file_id);
-// True for names made by temp_name().
-bool is_temp_name(std::string_view name);
-
-// What the receiver writes beside a file as soon as it is announced, so that a file left behind
-// by a crash or a power cut can still be named at the next start: the announce, the sender
-// session, where it came from and when.
-struct Origin {
-  common::FileIdentity file;  // as announced (no digest: the end has not come)
-  int64_t mtime_ns = 0;
-  uint32_t mode = 0644;
-  uint32_t chunk_size = 0;
-  std::string sender;        // the sender's address ("127.0.0.1:40000", the device path), may be ""
-  int64_t announced_ns = 0;  // wall clock (ns since the epoch) of the announce
-};
-// The origin as text (one "key=value" line each; a wire path holds no control character), and
-// back. parse_origin() returns false for text that is not an origin.
-std::string format_origin(const Origin& o);
-[[nodiscard]] bool parse_origin(std::string_view text, Origin* out);
-// The extended attribute that holds the origin, and the suffix of the sidecar file that holds it
-// where the file system has no user extended attributes (".ddft-<session>-<id>.meta").
-inline constexpr const char* kOriginXattr = "user.ddft.origin";
-inline constexpr std::string_view kSidecarSuffix = ".meta";
-
-// A file being received: its folder, its descriptor and names.
-struct TempFile {
-  common::UniqueFd dir;        // the folder that will hold the file
-  common::UniqueFd fd;         // the open temporary file
-  common::UniqueFd direct_fd;  // the same file opened O_DIRECT (--direct-io), or invalid
-  std::string tmp_name;        // within dir; after the rename into place, the final name
-  std::string base_name;       // final name within dir
-  std::string rel_path;        // as announced
-  std::string sidecar;         // the origin's sidecar within dir, "" when it went into an xattr
-  bool renamed = false;        // renamed into place (tmp_name is then the final name)
-  // The folder's identity, to sync each folder once per batch.
-  uint64_t dir_dev = 0;
-  uint64_t dir_ino = 0;
-};
-
-struct FailureRecord {
-  common::FileIdentity file;  // the size and digest the sender announced
-  uint64_t sender_id = 0;     // the sender's id (kSenderInfo); 0: not known (no "sender" member)
-  uint64_t bytes_received = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> missing;  // [start, end) byte ranges, maybe cut
-  uint64_t missing_ranges_total = 0;                   // before the cut
-  std::string reason;
-  std::string computed_key;   // hex digest of what arrived, "" when not computed
-  bool discard_data = false;  // remove the partial data instead of keeping it (disk full)
-  bool no_record = false;     // remove the temporary file and write no record (flood bound)
-  bool missing_known = true;  // false: the missing ranges are "as far as known" (a leftover)
-  // What FEC and later copies filled in before it failed (receiver/delivery/file_repairs.hpp).
-  // repairs_known false (a leftover: no one counted them) writes them as null.
-  FileRepairs repairs;
-  bool repairs_known = true;
-  // With several lanes: the lane that carried the file (kLaneAll: striped over every lane);
-  // kLaneUnsaid (one lane) writes no "lane" field.
-  int lane = common::kLaneUnsaid;
-};
-
-// A temporary file an earlier run left behind, found at start-up.
-struct Leftover {
-  // Its origin's, when found; else the path is the temporary file's and session and file id
-  // those its name holds.
-  common::FileIdentity file;
-  std::string temp_path;       // the temporary file, below the output folder
-  bool named = false;          // its origin was found: the identity is the sender's
-  uint64_t bytes_present = 0;  // bytes of data the file held
-  std::string missing_text;    // "bytes 0-1048576, 2097152-3000000" (as far as known)
-  std::string record;          // where its failure record went ("" when it could not be written)
-  bool data_kept = false;      // --keep-partial: the data went to the failed folder
-};
 
 // Outcome of flushing a batch of files (flush_files()): 0, or the errno of that file's flush.
 using FlushErrors = std::vector<int>;
@@ -150,7 +71,7 @@ class OutputDir {
 
   // True when fail() writes records (there is a failed folder): false only for --sink null
   // without an output folder.
-  bool has_records() const { return static_cast<bool>(failed_fd_); }
+  bool has_records() const { return failed_.has_records(); }
 
   // With direct IO on, create_temp() also opens each file O_DIRECT. Returns false (and direct IO
   // stays off) when the output folder's file system refuses O_DIRECT (tmpfs, for one).
@@ -197,34 +118,23 @@ class OutputDir {
   [[nodiscard]] bool finish_renamed(const common::FileIdentity& file, bool* finished,
                                     std::string* why);
 
-  // Moves the temporary file (when there is one) to the failed folder and writes the record
-  // beside it (whole: written beside and renamed), under `name` (record_name() when empty).
-  // Returns the record's path (for the log), or "" when even that failed.
-  [[nodiscard]] std::string fail(TempFile& f, const FailureRecord& rec, std::string name = "");
-  // The name fail() gives the record of `rec` now ("<time>-<session>-<id>-<base>", no ".json"),
-  // and the path of record `name`; record_exists(): a whole record is at that path.
-  std::string record_name(const FailureRecord& rec) const;
-  std::string record_path(const std::string& name) const;
-  // The name of the record at `path` (record_path()'s inverse), "" when it is not one.
-  std::string record_name_at(const std::string& path) const;
-  bool record_exists(const std::string& path) const;
-  // Marks the record at `path` resolved: its JSON gains a first member "resolved": `note`,
-  // the file replaced whole. False (nothing changed) when it is not a record of the failed
-  // folder or cannot be rewritten.
-  [[nodiscard]] bool resolve_record(const std::string& path, const std::string& note) const;
+  // The failed folder's (receiver/delivery/failed_folder.hpp): the record of a failed file, with
+  // its data moved there or removed; the records' names and paths; a record marked resolved.
+  [[nodiscard]] std::string fail(TempFile& f, const FailureRecord& rec, std::string name = "") {
+    return failed_.fail(f, rec, std::move(name));
+  }
+  std::string record_name(const FailureRecord& rec) const { return failed_.record_name(rec); }
+  std::string record_path(const std::string& name) const { return failed_.record_path(name); }
+  std::string record_name_at(const std::string& path) const { return failed_.record_name_at(path); }
+  bool record_exists(const std::string& path) const { return failed_.record_exists(path); }
+  [[nodiscard]] bool resolve_record(const std::string& path, const std::string& note) const {
+    return failed_.resolve_record(path, note);
+  }
 
   // Records a failure for every temporary file left below the output folder by an earlier run
-  // (it stopped, crashed or lost power before those files were complete), named from its origin
-  // with the bytes it held and the ranges missing as far as known (the holes of the file: data
-  // still in the receiver's memory when it stopped counts as missing). The data is removed, or
-  // moved to the failed folder with `keep_partial`. Orphan sidecars are removed. Symlinks are not
-  // followed; the failed folder is skipped.
-  //
-  // `claim`, when given, is called for each leftover before its record is written and its data
-  // removed, and returns the record's name (record_name()'s form) once it has journaled the
-  // failure under it: a stop in between leaves the journal naming the record, and the next start
-  // writes that same record again instead of a second one.
-  using LeftoverClaim = std::function<std::string(const Leftover&, const FailureRecord&)>;
+  // (receiver/delivery/leftover_sweep.hpp), after removing the halves of records a crash cut
+  // short; nothing under --sink null.
+  using LeftoverClaim = receiver::LeftoverClaim;
   std::vector<Leftover> recover_leftovers(bool keep_partial = false,
                                           const LeftoverClaim& claim = {});
 
@@ -263,13 +173,9 @@ class OutputDir {
   const std::string& root() const { return root_; }
   // The output folder's descriptor; lives as long as this object.
   int root_fd() const { return root_fd_.get(); }
-  const std::string& failed_dir() const { return failed_path_; }
+  const std::string& failed_dir() const { return failed_.path(); }
 
  private:
-  void sweep(int dir_fd, const std::string& rel, int depth, bool keep_partial,
-             const LeftoverClaim& claim, std::vector<Leftover>* out);
-  Leftover recover_one(int dir_fd, const std::string& rel, const std::string& name,
-                       bool keep_partial, const LeftoverClaim& claim);
   // Opens the folder that holds `rel_path` (creating the missing ones with `create`, noting in
   // *made_in the folders new ones were made in) and sets *base to the last component. False,
   // with *why set, when a folder cannot be made or opened or the path leads where it must not.
@@ -279,23 +185,15 @@ class OutputDir {
                                  bool create = true);
 
   std::string root_;
-  std::string failed_path_;
   CollisionPolicy policy_;
   bool null_sink_;
   bool direct_io_ = false;
   PathLimits limits_;
   common::UniqueFd root_fd_;
   common::UniqueFd lock_fd_;
-  common::UniqueFd failed_fd_;
-  // The record reserve (kRecordReserveName): gives it up (true when there was one to give), or
-  // makes it again when missing and the disk has room. Thread-safe.
-  bool release_record_reserve();
-  void keep_record_reserve();
-  std::mutex reserve_mu_;
+  FailedFolder failed_;
   std::mutex new_parents_mu_;
   std::vector<common::UniqueFd> new_parents_;  // guarded by new_parents_mu_
-  dev_t failed_dev_ = 0;
-  ino_t failed_ino_ = 0;
 };
 
 }  // namespace ddft::receiver

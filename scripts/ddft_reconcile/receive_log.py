@@ -37,7 +37,7 @@ REPAIRED_RE = re.compile(r"Info: (?P<path>.*): (?P<note>repaired: FEC rebuilt (?
 #   file N)" (the rest of its FAILED line as close_failed()'s);
 STARTUP_FAILED_RE = re.compile(r".*; found at start-up \(session (?P<session>[0-9a-f]{16}), "
                                r"file (?P<id>\d+)\)")
-# receiver/assembly/file_table_history.cpp: a file the sender's history names that the receiver never got
+# receiver/assembly/sender_history.cpp: a file the sender's history names that the receiver never got
 # while it was not receiving; it names its session and file id, which need not be one the log
 # starts.
 MISSED_RE = re.compile(r"sent at \S+ in session (?P<session>[0-9a-f]{16}), file (?P<id>\d+), "
@@ -53,7 +53,7 @@ RECOVERED_RE = re.compile(r"Info: (?P<path>.*): delivered by an earlier run of t
 LEFTOVER_RE = re.compile(r"Warn: (?P<dir>.*?)\.ddft-(?P<session>[0-9a-f]{16})-(?P<id>\d+)\.part: "
                          r"left incomplete by an earlier run of the receiver; moved to the "
                          r"failed folder \(record: (?P<record>.*)\)")
-# receiver/assembly/file_table_history.cpp, after a path JSON-quoted: a resend that delivered a file that
+# receiver/assembly/sender_history.cpp, after a path JSON-quoted: a resend that delivered a file that
 # had failed (or been missed), and one of a file delivered already, skipped.
 RESOLVED_RE = re.compile(r": delivered on resend \(session (?P<by_session>[0-9a-f]{16}), file "
                          r"(?P<by_id>\d+)\) at \S+: the failure of session "

@@ -1,15 +1,10 @@
-// HotFolder: its checks at start, and the source side (which files are admitted, probed and
-// handed out when settled). Watching the tree (inotify) is in hot_folder_watch.cpp; what happens to
-// a file once sent (deleted or moved, through the journal) in hot_folder_finish.cpp.
 #include "sender/source/hot_folder.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,21 +14,14 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "common/json.hpp"
-#include "sender/source/hot_folder_internal.hpp"
+#include "sender/source/entry_filter.hpp"
+#include "sender/source/hot_folder_paths.hpp"
+#include "sender/source/tree_watch.hpp"
 
 namespace ddft::sender {
 namespace fs = std::filesystem;
-using namespace hot_folder_detail;
+using namespace hot_folder_paths;
 namespace {
-
-const char* kind_of(unsigned mode) {
-  if (S_ISLNK(mode)) return "a symlink";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  return "not a regular file";
-}
 
 bool inside(const std::string& path, const std::string& root) {
   return path == root || path.starts_with(root == "/" ? root : root + "/");
@@ -91,34 +79,6 @@ std::string journal_prefix(const std::string& journal_path, const std::string& d
                                            : std::string(".ddft-watch-journal");
 }
 
-// The kind of network (or cluster) filesystem `dir` is on, or nothing for a local one: there,
-// inotify does not see what other machines write (inotify(7)).
-std::optional<std::string_view> network_fs(const std::string& dir) {
-  struct statfs sf {};
-  if (::statfs(dir.c_str(), &sf) != 0) return std::nullopt;
-  // Magic numbers of statfs(2), as <linux/magic.h> and the filesystems' sources define them.
-  switch (static_cast<uint32_t>(sf.f_type)) {
-    case 0x6969:
-      return "NFS";
-    case 0x517B:
-    case 0xFE534D42:
-    case 0xFF534D42:
-      return "SMB/CIFS";
-    case 0x00C36400:
-      return "Ceph";
-    case 0x5346414F:
-      return "AFS";
-    case 0x01161970:
-      return "GFS2";
-    case 0x7461636F:
-      return "OCFS2";
-    case 0x65735546:
-      return "FUSE";
-    default:
-      return std::nullopt;
-  }
-}
-
 // The journal when --watch-journal is not given: in DIR, one per shard, since the hosts sharing
 // DIR each rewrite their own (one journal for two hosts would lose records).
 std::string default_journal(const std::string& dir, const Shard& shard) {
@@ -128,25 +88,6 @@ std::string default_journal(const std::string& dir, const Shard& shard) {
 }
 
 }  // namespace
-
-HotFolderOptions hot_folder_options(const SenderConfig& cfg) {
-  HotFolderOptions o;
-  o.dir = cfg.watch_dir;
-  o.sent_dir = cfg.sent_dir;
-  o.retention.keep_for = std::chrono::seconds(static_cast<int64_t>(cfg.sent_keep_hours * 3600));
-  o.retention.max_bytes = static_cast<uint64_t>(cfg.sent_keep_gb * 1024 * 1024 * 1024);
-  // A file the history still names on the wire may still be asked for.
-  if (!cfg.state_dir.empty() && !cfg.history_repeats.empty()) {
-    o.retention.protect_for = cfg.history_repeats.back();
-  }
-  o.settle_s = cfg.settle_s;
-  o.journal = cfg.watch_journal;
-  o.filter = cfg.filter;
-  o.shard = cfg.shard;
-  o.symlinks = cfg.symlinks;
-  o.crash_after_sent = cfg.test_crash_after_sent;
-  return o;
-}
 
 HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
     : opt_(std::move(opt)),
@@ -161,25 +102,16 @@ HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
   if (!S_ISDIR(dir_st.st_mode)) {
     throw std::runtime_error(fmt::format("--watch '{}': not a folder", opt_.dir));
   }
-  root_id_ = identity_of(dir_st);
   std::error_code ec;
   const std::string given_dir = opt_.dir;
   opt_.dir = fs::canonical(given_dir, ec).string();
   if (ec) throw std::runtime_error(fmt::format("--watch '{}': {}", given_dir, ec.message()));
   if (!opt_.sent_dir.empty())
     opt_.sent_dir = checked_sent_dir(opt_.sent_dir, opt_.dir, given_dir, dir_st);
-  if (!opt_.sent_dir.empty() &&
-      (opt_.retention.keep_for.count() > 0 || opt_.retention.max_bytes > 0)) {
-    retention_ = std::make_unique<Retention>(opt_.sent_dir, opt_.retention);
-    retention_->prune(/*now_anyway=*/true);
-  }
+  removal_ = std::make_unique<SentRemoval>(opt_);
   journal_path_ = opt_.journal.empty() ? default_journal(opt_.dir, opt_.shard) : opt_.journal;
-  own_prefix_ = journal_prefix(journal_path_, opt_.dir);
-  inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  if (!inotify_) {
-    throw std::runtime_error(
-        fmt::format("cannot watch '{}': inotify: {}", given_dir, std::strerror(errno)));
-  }
+  entries_ = std::make_unique<EntryFilter>(opt_, journal_prefix(journal_path_, opt_.dir));
+  watch_ = std::make_unique<TreeWatch>(opt_, given_dir, identity_of(dir_st), tracker_, *entries_);
   wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake_fd_) throw std::runtime_error(fmt::format("eventfd: {}", std::strerror(errno)));
   // probe() takes a read lease for an instant to learn whether a writer has a file open; a writer
@@ -194,27 +126,11 @@ HotFolder::HotFolder(HotFolderOptions opt, common::Clock& clock)
     throw std::runtime_error(
         fmt::format("--watch-journal '{}' cannot be rewritten: {}", journal_path_, why));
   }
-  const auto now = clock_.now();
-  const int wd = ::inotify_add_watch(inotify_.get(), opt_.dir.c_str(), kWatchMask);
-  if (wd < 0) {
-    throw std::runtime_error(fmt::format("cannot watch '{}': {}", given_dir, std::strerror(errno)));
-  }
-  if (opt_.rescan_s > 0) {
-    rescan_every(std::chrono::duration_cast<common::Clock::duration>(
-                     std::chrono::duration<double>(opt_.rescan_s)),
-                 now);
-  } else if (const auto net = network_fs(opt_.dir); net && opt_.rescan_s < 0) {
-    spdlog::info(
-        "Info: hot folder {} is on {}: inotify does not see what other machines write there, so "
-        "it is also scanned every {} s",
-        opt_.dir, *net, kNetworkRescan.count());
-    rescan_every(kNetworkRescan, now);
-  }
-  add_tree("", now);
+  watch_->start(clock_.now());
   spdlog::info(
       "Info: hot folder {}: watching {} folder(s), {} file(s) there{}; a file is sent "
       "once unchanged for {} s, then {}",
-      opt_.dir, watches_.size(), tracker_.tracked(),
+      opt_.dir, watch_->folders(), tracker_.tracked(),
       opt_.shard.enabled() ? " in shard " + opt_.shard.to_string() : std::string(), opt_.settle_s,
       opt_.sent_dir.empty() ? std::string("deleted") : fmt::format("moved to {}", opt_.sent_dir));
 }
@@ -229,7 +145,7 @@ std::string HotFolder::describe() const { return "the hot folder " + opt_.dir; }
 
 bool HotFolder::lost_root() const {
   std::lock_guard lock(mu_);
-  return lost_root_;
+  return watch_->lost_root();
 }
 
 uint64_t HotFolder::files_removed() const {
@@ -239,12 +155,12 @@ uint64_t HotFolder::files_removed() const {
 
 uint64_t HotFolder::links_skipped() const {
   std::lock_guard lock(mu_);
-  return links_skipped_;
+  return entries_->links_skipped();
 }
 
 uint64_t HotFolder::links_failed() const {
   std::lock_guard lock(mu_);
-  return links_failed_;
+  return entries_->links_failed();
 }
 
 void HotFolder::wake() {
@@ -252,86 +168,12 @@ void HotFolder::wake() {
   [[maybe_unused]] const ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
 }
 
-bool HotFolder::admit(const std::string& rel) {
-  // Another host's file (--shard): not a word about it, whatever it is; that host says it.
-  if (!opt_.shard.takes(rel)) return false;
-  // The receiver refuses such a name, and a hot folder deletes what it sent: it would be lost.
-  for (const unsigned char c : rel) {
-    if (c < 0x20 || c == 0x7F) {
-      if (filtered_.insert(rel).second) {
-        spdlog::warn(
-            "Warn: hot folder: leaving {} in place, not sent: the receiver refuses names "
-            "with control characters",
-            common::json_quote(rel));
-      }
-      return false;
-    }
-  }
-  auto why = opt_.filter.refusal(rel);
-  if (!why) return true;
-  if (filtered_.insert(rel).second) {
-    spdlog::info("Info: hot folder: leaving '{}' in place, not sent: {}", rel, *why);
-  }
-  return false;
-}
-
-void HotFolder::warn_not_regular(const std::string& rel, unsigned mode) {
-  // Another host's (--shard): that host says it, and counts it.
-  if (!opt_.shard.takes(rel) || !warned_.insert(rel).second) return;
-  if (!S_ISLNK(mode)) {
-    spdlog::warn("Warn: hot folder: skipping '{}': {} (only regular files are sent)", rel,
-                 kind_of(mode));
-    return;
-  }
-  std::error_code ec;
-  const fs::path target = fs::read_symlink(abs(rel), ec);
-  const std::string to = ec ? std::string("?") : target.string();
-  std::string message;
-  const bool failed = opt_.symlinks == SymlinkMode::kError;
-  if (failed) {
-    ++links_failed_;
-    message = fmt::format(
-        "hot folder: '{}' is a symbolic link (to '{}'; --symlinks error); it stays in the "
-        "folder, not sent",
-        rel, to);
-    spdlog::error("Error: {}", message);
-  } else {
-    ++links_skipped_;
-    message = fmt::format(
-        "hot folder: skipping symbolic link '{}' (to '{}'; --symlinks skip: the hot folder "
-        "never follows links)",
-        rel, to);
-    spdlog::warn("Warn: {}", message);
-  }
-  if (opt_.on_link) opt_.on_link(rel, message, failed);
-}
-
-void HotFolder::note_reserved(const std::string& rel) {
-  // The journal and its temporary and damaged copies are ours, and the default journals of the
-  // other shards sharing DIR are theirs: no word about them.
-  if (rel.starts_with(own_prefix_) || (opt_.shard.enabled() && rel.starts_with(kJournalName)) ||
-      base_of(rel).starts_with(kFinishingPrefix)) {
-    return;
-  }
-  if (filtered_.insert(rel).second) {
-    spdlog::info(
-        "Info: hot folder: leaving '{}' in place, not sent: names starting '{}' are "
-        "reserved",
-        rel, kReservedPrefix);
-  }
-}
-
-void HotFolder::forget_warnings(const std::string& rel) {
-  warned_.erase(rel);
-  filtered_.erase(rel);
-}
-
 std::optional<FileProbe> HotFolder::probe(const std::string& rel) {
   const std::string path = abs(rel);
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
   if (!S_ISREG(st.st_mode)) {
-    if (!S_ISDIR(st.st_mode)) warn_not_regular(rel, st.st_mode);
+    if (!S_ISDIR(st.st_mode)) entries_->warn_not_regular(rel, st.st_mode);
     return std::nullopt;
   }
   FileProbe p;
@@ -357,20 +199,13 @@ std::optional<FileProbe> HotFolder::probe(const std::string& rel) {
 std::optional<SourceFile> HotFolder::poll() {
   std::lock_guard lock(mu_);
   const auto now = clock_.now();
-  read_events(now);
-  check_root();
-  if (lost_root_) return std::nullopt;
-  if (rescan_every_ != common::Clock::duration::zero() && now >= next_periodic_rescan_) {
-    rescan_pending_ = true;
-    next_periodic_rescan_ = now + rescan_every_;
-  }
-  if (rescan_pending_) rescan(now);
+  if (!watch_->update(now)) return std::nullopt;
   if (!kept_after_replay_.empty()) {
     // Sent before the restart but could not be removed: held, not sent again.
     for (const auto& r : kept_after_replay_) tracker_.hold(r.rel_path, r.id, now, false);
     kept_after_replay_.clear();
   }
-  remove_folders(now);
+  watch_->remove_folders(now);
   const auto probe_fn = [this](const std::string& rel) { return probe(rel); };
   while (auto ready = tracker_.take_ready(now, probe_fn)) {
     if (auto f = hand_out(*ready, now)) return f;
@@ -428,11 +263,10 @@ std::optional<SourceFile> HotFolder::next(std::stop_token stop) {
     int timeout_ms = 1000;
     {
       std::lock_guard lock(mu_);
-      if (lost_root_) return std::nullopt;
+      if (watch_->lost_root()) return std::nullopt;
       std::optional<common::Clock::time_point> due = tracker_.next_deadline();
-      if (rescan_every_ != common::Clock::duration::zero() &&
-          (!due || next_periodic_rescan_ < *due)) {
-        due = next_periodic_rescan_;
+      if (const auto rescan = watch_->next_rescan(); rescan && (!due || *rescan < *due)) {
+        due = rescan;
       }
       const auto now = clock_.now();
       if (due) {
@@ -444,7 +278,7 @@ std::optional<SourceFile> HotFolder::next(std::stop_token stop) {
       }
     }
     if (timeout_ms == 0) continue;
-    struct pollfd fds[2] = {{inotify_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
+    struct pollfd fds[2] = {{watch_->fd(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
     ::poll(fds, 2, timeout_ms);
     if (fds[1].revents & POLLIN) {
       uint64_t v = 0;
@@ -458,6 +292,179 @@ std::optional<Backlog> HotFolder::backlog() const {
   std::lock_guard lock(mu_);
   const auto [files, bytes] = tracker_.queued();
   return Backlog{files, bytes};
+}
+
+// What becomes of a file once sent: recorded in the journal, then deleted or moved (SentRemoval);
+// a file that changed or failed stays. At start the journal's unfinished files are finished first.
+void HotFolder::replay() {
+  const auto now = clock_.now();
+  for (const JournalRecord& r : journal_->unfinished()) {
+    struct stat st {};
+    // A stop between the private rename and the removal left the file there: finished first.
+    if (const std::string priv = abs(finishing_name(r)); ::lstat(priv.c_str(), &st) == 0) {
+      replay_private(r, priv);
+      continue;
+    }
+    const std::string path = abs(r.rel_path);
+    if (::lstat(path.c_str(), &st) != 0) {
+      journal_->forget(r.rel_path);  // finished before the restart, its "done" not recorded
+      continue;
+    }
+    if (!S_ISREG(st.st_mode) || identity_of(st) != r.id) {
+      spdlog::info(
+          "Info: hot folder: '{}' was sent before the restart but has changed since; "
+          "it is sent again",
+          r.rel_path);
+      journal_->forget(r.rel_path);
+      continue;
+    }
+    std::string moved_to, put;
+    if (std::string why; !removal_->finish(r, &moved_to, &put, &why)) {
+      // Still recorded as sent: the next start tries again. Meanwhile it is held, not sent.
+      spdlog::error(
+          "Error: hot folder: {}; '{}' was sent before the restart and is not sent "
+          "again",
+          why, r.rel_path);
+      kept_after_replay_.push_back(r);
+      continue;
+    }
+    if (put.empty()) {
+      ++removed_;
+      spdlog::info(
+          "Info: hot folder: '{}' was sent before the restart: {} without sending it again",
+          r.rel_path, moved_to.empty() ? std::string("deleted") : "moved to " + moved_to);
+    } else {
+      spdlog::warn(
+          "Warn: hot folder: a new version of '{}' was renamed over it as it was removed; it "
+          "is put back as '{}' and sent",
+          r.rel_path, put);
+    }
+    if (std::string why; !journal_->record_done(r, &why)) {
+      spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, why);
+    }
+    if (const std::string parent = parent_of(r.rel_path); !parent.empty()) {
+      tracker_.folder_emptied(parent, now);
+    }
+  }
+}
+
+void HotFolder::replay_private(const JournalRecord& r, const std::string& priv) {
+  std::string moved_to, put;
+  if (std::string why; !removal_->finish_private(r, priv, &moved_to, &put, &why)) {
+    // Left as it is, under its private name, and the record with it: the next start tries again.
+    spdlog::error(
+        "Error: hot folder: {}; '{}' was left there by a stop while '{}' was being removed, "
+        "and stays",
+        why, priv, r.rel_path);
+    return;
+  }
+  if (put.empty()) {
+    ++removed_;
+    spdlog::info(
+        "Info: hot folder: '{}' was sent before the restart and found under its private name: "
+        "{} without sending it again",
+        r.rel_path, moved_to.empty() ? std::string("deleted") : "moved to " + moved_to);
+  } else {
+    spdlog::warn(
+        "Warn: hot folder: a new version of '{}' was left under its private name by a stop "
+        "while the sent one was removed; it is put back as '{}' and sent",
+        r.rel_path, put);
+  }
+  if (std::string why; !journal_->record_done(r, &why)) {
+    spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, why);
+  }
+  if (const std::string parent = parent_of(r.rel_path); !parent.empty()) {
+    tracker_.folder_emptied(parent, clock_.now());
+  }
+}
+
+void HotFolder::file_sent(const FileMeta& file, const common::Digest& /*digest*/) {
+  std::lock_guard lock(mu_);
+  auto it = handed_out_.find(file.tag);
+  if (it == handed_out_.end()) return;
+  const Handout h = std::move(it->second);
+  handed_out_.erase(it);
+  const auto now = clock_.now();
+  // Only the version that went on the wire is removed: the one handed out (same inode) and read
+  // (the size and mtime the reader announced), with no event since.
+  struct stat st {};
+  const bool present = ::lstat(abs(h.rel).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  const FileIdentity cur = present ? identity_of(st) : FileIdentity{};
+  if (!present || cur.dev != h.id.dev || cur.ino != h.id.ino || cur.size != file.size ||
+      cur.mtime_ns != file.mtime_ns || tracker_.changed_in_flight(h.rel)) {
+    if (present) {
+      spdlog::warn(
+          "Warn: hot folder: '{}' changed while it was sent; it stays and is sent again "
+          "once complete",
+          h.rel);
+    } else {
+      spdlog::warn("Warn: hot folder: '{}' was removed or replaced while it was sent", h.rel);
+    }
+    tracker_.requeue(h.rel, now);
+    wake();
+    return;
+  }
+  const JournalRecord rec{h.rel, cur};
+  if (std::string why; !journal_->record_sent(rec, &why)) {
+    // Removing it unrecorded could lose it to a crash; it stays (sent again after a restart).
+    spdlog::error(
+        "Error: hot folder: cannot record '{}' as sent in '{}': {}; it stays in the "
+        "folder",
+        h.rel, journal_path_, why);
+    tracker_.hold(h.rel, cur, now, false);
+    return;
+  }
+  if (opt_.crash_after_sent != 0 && ++sent_records_ == opt_.crash_after_sent) {
+    spdlog::warn("Warn: test hook: the sender dies after recording '{}' as sent", h.rel);
+    spdlog::default_logger()->flush();
+    ::kill(::getpid(), SIGKILL);
+  }
+  std::string moved_to, put;
+  if (std::string why; !removal_->finish(rec, &moved_to, &put, &why)) {
+    // Recorded as sent: not sent again, here or after a restart (which tries to finish it).
+    spdlog::error("Error: hot folder: {}; it was sent and stays", why);
+    tracker_.hold(h.rel, cur, now, false);
+    return;
+  }
+  if (put.empty()) {
+    ++removed_;
+  } else {
+    spdlog::warn(
+        "Warn: hot folder: a new version of '{}' was renamed over it as it was removed; it is "
+        "put back as '{}' and sent",
+        h.rel, put);
+  }
+  if (!moved_to.empty() && fs::path(moved_to).filename() != base_of(h.rel)) {
+    spdlog::info("Info: hot folder: '{}' moved to '{}' (the sent folder had that name already)",
+                 h.rel, moved_to);
+  }
+  if (opt_.resends != nullptr && !moved_to.empty()) opt_.resends->moved(file.tag, moved_to);
+  if (std::string why; !journal_->record_done(rec, &why)) {
+    spdlog::warn("Warn: hot folder journal '{}': {}", journal_path_, why);
+  }
+  tracker_.finished(h.rel);
+  // Moved in, as far as readiness goes (its events say the same, unless they were lost).
+  if (!put.empty()) tracker_.closed(put, now);
+  if (const std::string parent = parent_of(h.rel); !parent.empty()) {
+    tracker_.folder_emptied(parent, now);
+    wake();
+  }
+}
+
+void HotFolder::file_failed(const FileMeta& file, const std::string& /*reason*/) {
+  std::lock_guard lock(mu_);
+  auto it = handed_out_.find(file.tag);
+  if (it == handed_out_.end()) return;
+  const Handout h = std::move(it->second);
+  handed_out_.erase(it);
+  if (stop_.stop_requested()) {
+    spdlog::info("Info: hot folder: '{}' stays in the folder; it is sent after a restart", h.rel);
+  } else {
+    spdlog::warn("Warn: hot folder: '{}' stays in the folder; it is tried again when it changes",
+                 h.rel);
+  }
+  tracker_.hold(h.rel, h.id, clock_.now(), true);
+  wake();
 }
 
 }  // namespace ddft::sender

@@ -35,7 +35,6 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
                          LaneRouter* router)
     : cfg_(cfg),
       session_id_(session_id),
-      sink_(sink),
       clock_(clock),
       pool_(pool),
       in_(in),
@@ -43,126 +42,19 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
       hub_(hub ? *hub : *own_hub_),
       lane_(lane),
       router_(router),
-      pacer_(clock, PacingConfig{cfg.rate_mb * 1024.0 * 1024.0, cfg.intra_pkt_interval,
-                                 cfg.intra_pkt_delay_ms, cfg.fs_interval_mb, cfg.fs_delay_ms,
-                                 cfg.sleep_alg, cfg.eof_delay_ms}),
       chunk_size_(data_chunk_size(cfg)),
-      source_size_(source_datagram_size(cfg)),
-      arena_((cfg.batch + 1) * cfg.packet_size) {
-  pending_.reserve(cfg.batch);
+      // One lane: the words a sender before lanes said.
+      out_(cfg, session_id, sink, clock,
+           hub_.lanes() > 1 ? lane_label() + ": send failed" : "send failed", totals_,
+           [this] { return heartbeat_of(false); }),
+      lists_(cfg, out_, hub_.list(), clock, lane) {
   totals_.session_id = session_id;
-  if (cfg.fec.enabled()) fec_ = std::make_unique<FecEncoder>(cfg.fec, source_size_);
-  if (cfg.key) {
-    // A salt of the lane's own, so a key of its own: every lane numbers its datagrams from 0,
-    // and a nonce must never repeat under one key.
-    sealer_ = std::make_unique<common::Sealer>(*cfg.key, session_id, common::make_session_salt(),
-                                               !cfg.auth_only);
-  }
 }
 
 void Transmitter::set_status(SendStatus* status) {
   status_ = status;
+  out_.set_status(status);
   if (status_) status_->session_id.store(session_id_, std::memory_order_relaxed);
-}
-
-Header Transmitter::next_header(bool fec_source) {
-  Header h;
-  h.session_id = session_id_;
-  h.seq = seq_++;
-  if (fec_ && fec_source) {
-    h.flags |= common::kFlagFec;
-    h.fec_pos = fec_->next_pos();
-  }
-  return h;
-}
-
-void Transmitter::commit(std::span<uint8_t> slot, size_t n, bool send) {
-  const bool full = fec_ && fec_->add(common::peek_seq(slot.data()), slot.first(n));
-  if (send) enqueue(slot, n);
-  if (full) close_window();
-}
-
-void Transmitter::enqueue(std::span<uint8_t> slot, size_t n) {
-  // Sealed last, after FEC has taken the inner datagram: parity covers what the receiver gets
-  // back when it opens the seal.
-  if (sealer_) n = sealer_->seal(slot, n);
-  pending_.push_back(slot.first(n));
-  pending_bytes_ += n;
-}
-
-void Transmitter::close_window() {
-  if (!fec_) return;
-  // A keepalive while the parity goes out (a DFTS sleep in a flush below) must not take a place
-  // in the window being closed.
-  const FlagScope closing(closing_window_);
-  fec_->close([&](const common::Parity& pa, std::span<const uint8_t> shard) {
-    auto slot = next_slot();
-    const size_t n = common::encode_parity(next_header(false), pa, shard,
-                                           slot.first(source_size_ + common::kFecOverhead));
-    if (n == 0) throw std::logic_error("parity datagram does not fit the packet size");
-    enqueue(slot, n);
-  });
-}
-
-std::span<uint8_t> Transmitter::next_slot() {
-  // The batch also ends where an intra-packet sleep falls, so that flush() sends it in one go
-  // and every DFTS sleep comes after the batch's last datagram: nothing encoded waits unsent
-  // through a sleep, for a keepalive heartbeat to overtake.
-  if (pending_.size() == cfg_.batch || pending_.size() >= pacer_.packets_before_sleep()) flush();
-  return {arena_.data() + pending_.size() * cfg_.packet_size, cfg_.packet_size};
-}
-
-// Sends the pending batch under all pacing rules: never more packets in one go than the
-// intra-packet interval allows, the rate limit before, the DFTS sleeps after.
-void Transmitter::flush() {
-  size_t done = 0;
-  while (done < pending_.size()) {
-    const size_t n = std::min(pending_.size() - done, pacer_.packets_before_sleep());
-    const auto part = std::span(pending_).subspan(done, n);
-    size_t bytes = 0;
-    for (const auto& d : part) bytes += d.size();
-    pacer_.before_send(bytes);
-    send_all(part);
-    done += n;
-    pending_sent_ = done;
-    pacer_.after_send(n, bytes);
-  }
-  count_sent(pending_.size(), pending_bytes_);
-  pending_.clear();
-  pending_bytes_ = 0;
-  pending_sent_ = 0;
-}
-
-void Transmitter::count_sent(size_t datagrams, size_t bytes) {
-  totals_.datagrams += datagrams;
-  totals_.wire_bytes += bytes;
-  if (status_ && datagrams > 0) {
-    status_->datagrams.fetch_add(datagrams, std::memory_order_relaxed);
-    status_->wire_bytes.fetch_add(bytes, std::memory_order_relaxed);
-    status_->last_send_ns.store(clock_.now().time_since_epoch().count(), std::memory_order_relaxed);
-  }
-}
-
-void Transmitter::send_all(std::span<const std::span<const uint8_t>> datagrams) {
-  size_t done = 0;
-  while (done < datagrams.size()) {
-    size_t sent = 0;
-    const auto ec = sink_.send(datagrams.subspan(done), &sent);
-    done += sent;
-    if (sent > 0) last_sent_ = clock_.now();
-    if (!ec) continue;
-    if (ec == std::errc::no_buffer_space) {
-      // BUFF_FULL_DELAY: the link's buffer is full; wait and retry the same datagrams, never
-      // drop them. At least once a keepalive interval: what the retry sends is what keeps the
-      // receiver hearing from this sender (a heartbeat would overtake these datagrams).
-      const auto wait = std::min<std::chrono::nanoseconds>(
-          std::chrono::milliseconds(cfg_.buff_full_delay_ms), keepalive_interval());
-      clock_.sleep_until(clock_.now() + wait);
-      continue;
-    }
-    // One lane: the words a sender before lanes said.
-    throw LinkError(ec, hub_.lanes() > 1 ? lane_label() + ": send failed" : "send failed");
-  }
 }
 
 std::string Transmitter::lane_label() const {
@@ -171,18 +63,6 @@ std::string Transmitter::lane_label() const {
 
 uint64_t Transmitter::carriers(const WorkItem& item) const {
   return item.lanes != 0 ? item.lanes : uint64_t{1} << lane_;
-}
-
-void Transmitter::send_control(
-    const std::function<size_t(const Header&, std::span<uint8_t>)>& encode, uint16_t flags) {
-  for (unsigned i = 0; i < cfg_.control_repeat; ++i) {
-    auto slot = next_slot();
-    Header h = next_header();
-    h.flags |= flags;
-    const size_t n = encode(h, slot.first(source_size_));
-    if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
-    commit(slot, n);
-  }
 }
 
 common::Heartbeat Transmitter::heartbeat_of(bool final) const {
@@ -205,7 +85,7 @@ void Transmitter::send_sender_info_if_due() {
   // its own.
   for (size_t k = si.host.size(); k < hub_.lanes(); ++k) si.host.push_back(static_cast<uint8_t>(k));
   si.host.resize(hub_.lanes());
-  send_control([&](const Header& h, std::span<uint8_t> buf) {
+  out_.send_control([&](const Header& h, std::span<uint8_t> buf) {
     return common::encode_sender_info(h, si, buf);
   });
   last_info_ = now;
@@ -215,14 +95,13 @@ void Transmitter::send_sender_info_if_due() {
 void Transmitter::send_heartbeat(bool final) {
   send_sender_info_if_due();
   common::Heartbeat hb = heartbeat_of(final);
-  send_control([&](const Header& h, std::span<uint8_t> buf) {
+  out_.send_control([&](const Header& h, std::span<uint8_t> buf) {
     hb.packets_sent = h.seq;
     return common::encode_heartbeat(h, hb, buf);
   });
-  close_window();
-  flush();
-  last_heartbeat_ = clock_.now();
-  heartbeat_sent_ = true;
+  out_.close_window();
+  out_.flush();
+  out_.heartbeat_sent();
 }
 
 common::Announce Transmitter::announce_of(const FileMeta& meta) const {
@@ -242,9 +121,8 @@ void Transmitter::begin_file(const WorkItem& item) {
     current_ = {item.meta, clock_.now(), 0, cfg_.report_mb * 1024 * 1024};
     ++files_announced_;
     // The announce as it goes on the wire (sealed with --key-file) sets the repeats' spacing.
-    current_.repeat_every =
-        repeat_announce_interval(common::announce_datagram_size(item.meta->rel_path.size()) +
-                                 (sealer_ ? common::kSealOverhead : 0));
+    current_.repeat_every = repeat_announce_interval(
+        common::announce_datagram_size(item.meta->rel_path.size()) + out_.seal_overhead());
   } else {
     // A further copy: the same file id, so the receiver fills one copy's holes from the next.
     current_.meta = item.meta;
@@ -264,26 +142,26 @@ void Transmitter::begin_file(const WorkItem& item) {
   if (item.copy == 0 && item.meta->resend_of) {
     // A copy of a file sent before: the receiver learns which, before the announce.
     const common::Resend r{item.meta->file_id, *item.meta->resend_of};
-    send_control(
+    out_.send_control(
         [&](const Header& h, std::span<uint8_t> buf) { return common::encode_resend(h, r, buf); });
   }
   common::Announce a = announce_of(*item.meta);
-  a.pause_s = item.copy == 0 ? static_cast<uint8_t>(pacer_.pause_for(item.meta->size)) : 0;
-  send_control(
+  a.pause_s = item.copy == 0 ? static_cast<uint8_t>(out_.pacer().pause_for(item.meta->size)) : 0;
+  out_.send_control(
       [&](const Header& h, std::span<uint8_t> buf) { return common::encode_announce(h, a, buf); },
       static_cast<uint16_t>((item.striped ? common::kFlagStriped : 0) |
                             (item.meta->resend_of ? common::kFlagResend : 0)));
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
-    close_window();
-    flush();
+    out_.close_window();
+    out_.flush();
     if (cfg_.report != ReportOption::kNone) {
       spdlog::info(
           "Info: {}: pausing {} seconds before the data (sleep algorithm; "
           "-NOSLEEPALG turns it off)",
           item.meta->rel_path, a.pause_s);
     }
-    pacer_.pause(a.pause_s);
+    out_.pacer().pause(a.pause_s);
   }
 }
 
@@ -292,14 +170,14 @@ void Transmitter::send_repeat_announce() {
   // announces already went out control_repeat times. An ordinary sequenced datagram otherwise
   // (an FEC source, sealed with --key-file).
   const common::Announce a = announce_of(*current_.meta);
-  auto slot = next_slot();
-  Header h = next_header();
+  auto slot = out_.next_slot();
+  Header h = out_.next_header();
   h.flags = static_cast<uint16_t>(h.flags | common::kFlagRepeat |
                                   (current_.striped ? common::kFlagStriped : 0) |
                                   (current_.meta->resend_of ? common::kFlagResend : 0));
-  const size_t n = common::encode_announce(h, a, slot.first(source_size_));
+  const size_t n = common::encode_announce(h, a, slot.first(out_.source_size()));
   if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
-  commit(slot, n);
+  out_.commit(slot, n);
 }
 
 void Transmitter::end_file(const WorkItem& item) {
@@ -311,20 +189,20 @@ void Transmitter::end_file(const WorkItem& item) {
   e.copy = item.copy;
   e.copies = static_cast<uint8_t>(cfg_.repeat);
   std::memcpy(e.key.data(), item.digest.bytes.data(), item.digest.size);
-  send_control(
+  out_.send_control(
       [&](const Header& h, std::span<uint8_t> buf) { return common::encode_end(h, e, buf); });
   // The file's last window is closed now, so that its end is protected without waiting for the
   // next file's packets.
-  close_window();
-  flush();
+  out_.close_window();
+  out_.flush();
   if (item.copy + 1u < cfg_.repeat) return;  // more copies follow
   finish_file(item.meta, false, item.digest, {}, item.striped);
-  send_list_if_due();
+  lists_.send_if_due();
   // Between files, a heartbeat when the last one is an interval old (long files send none).
-  if (clock_.now() - last_heartbeat_ >= std::chrono::milliseconds(cfg_.heartbeat_ms)) {
+  if (clock_.now() - out_.last_heartbeat() >= std::chrono::milliseconds(cfg_.heartbeat_ms)) {
     send_heartbeat(false);
   }
-  pacer_.after_file();
+  out_.pacer().after_file();
 }
 
 void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta, const std::string& reason,
@@ -332,12 +210,12 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta, const 
   common::Abort a;
   a.file_id = meta->file_id;
   a.reason = reason;
-  send_control(
+  out_.send_control(
       [&](const Header& h, std::span<uint8_t> buf) { return common::encode_abort(h, a, buf); });
-  close_window();
-  flush();
+  out_.close_window();
+  out_.flush();
   finish_file(meta, true, {}, reason, striped);
-  send_list_if_due();
+  lists_.send_if_due();
 }
 
 void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted,
@@ -376,86 +254,22 @@ void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted
   hub_.file_done(*meta, *outcome, list_lane);
 }
 
-void Transmitter::send_list_if_due() {
-  SessionList& list = hub_.list();
-  const size_t waiting = list.waiting(lane_);
-  if (waiting == 0) return;
-  const auto now = clock_.now();
-  if (waiting < kListBatch && now - last_list_ < kListInterval) return;
-  send_list(list.take(lane_), 0);
-  last_list_ = now;
-}
-
-void Transmitter::send_last_list() {
-  bool complete = false;
-  const std::vector<ListedFile> files = hub_.list().take_last(lane_, &complete);
-  if (!files.empty()) send_list(files, complete ? common::kListComplete : 0);
-  last_list_ = clock_.now();
-}
-
-void Transmitter::send_list(const std::vector<ListedFile>& files, uint16_t flags) {
-  // Views into `files`, which does not change while they are encoded.
-  std::vector<common::FileListEntry> entries;
-  entries.reserve(files.size());
-  const size_t room = common::file_list_room(source_size_);
-  for (const ListedFile& f : files) {
-    common::FileListEntry e;
-    e.file_id = f.file_id;
-    e.size = f.size;
-    e.verify = cfg_.verify;
-    e.aborted = f.aborted;
-    e.key_len = f.digest.size;
-    e.key = f.digest.bytes;
-    e.lane = f.lane;
-    e.resend = f.resend;
-    e.path = f.path;
-    if (common::file_list_entry_size(e.key_len, e.path.size()) > room) {
-      // Only with a small --packet-size and a path near the announce's limit: the file was sent,
-      // but the list cannot name it.
-      spdlog::warn(
-          "Warn: {}: path too long for a file-list datagram of {} bytes; the receiver's "
-          "list will not name it",
-          f.path, cfg_.packet_size);
-      continue;
-    }
-    entries.push_back(e);
-  }
-  std::span<const common::FileListEntry> rest(entries);
-  size_t datagrams = 0;
-  while (!rest.empty()) {
-    // Every copy encodes the same entries into the same room, so each takes as many.
-    size_t taken = 0;
-    send_control([&](const Header& h, std::span<uint8_t> buf) {
-      return common::encode_file_list(h, flags, rest, buf, &taken);
-    });
-    rest = rest.subspan(taken);
-    ++datagrams;
-  }
-  // Closed and sent now, as a file's end is: the list is protected without waiting for more.
-  close_window();
-  flush();
-  spdlog::debug("file list of {} file(s){} in {} datagram(s)", entries.size(),
-                flags & common::kListComplete ? " (complete)" : "", datagrams);
-}
-
 void Transmitter::wait_for_lanes() {
   SessionList& list = hub_.list();
   list.lane_done(lane_);
   // Alone, or the last lane: at once. Else the receiver keeps hearing from this lane while the
   // others finish, and its last list waits for their last files.
   while (!list.wait_all_done(std::chrono::milliseconds(cfg_.heartbeat_ms))) {
-    send_list_if_due();
+    lists_.send_if_due();
     send_history_if_due();
     send_heartbeat(false);
   }
 }
 
 void Transmitter::run(std::stop_token stop) {
-  pacer_.set_stop(stop);
-  pacer_.set_keepalive([this](common::Clock::time_point now) { return keep_link_alive(now); });
-  last_heartbeat_ = clock_.now();
-  last_sent_ = last_heartbeat_;
-  last_list_ = last_heartbeat_;
+  const auto now = clock_.now();
+  out_.start(stop, now);
+  lists_.start(now);
   hub_.session_started(session_id_);
   try {
     send_session(stop);
@@ -476,23 +290,23 @@ void Transmitter::send_session(std::stop_token stop) {
       if (in_.closed()) break;
       // A hot folder waiting for files: the last files' list still goes out on time, and the
       // history's repeats as they come due.
-      send_list_if_due();
+      lists_.send_if_due();
       send_history_if_due();
-      flush();
+      out_.flush();
       send_heartbeat(false);
       hub_.idle();
       continue;
     }
     send_item(*item, stop);
     // Mid-file too: a long file must not hold back the list of the files before it.
-    send_list_if_due();
+    lists_.send_if_due();
     send_history_if_due();
   }
   if (current_.meta) abort_file(current_.meta, "sender stopped", current_.striped);
-  flush();
+  out_.flush();
   wait_for_lanes();
   send_history_if_due(/*last=*/true);
-  send_last_list();
+  lists_.send_last();
   send_heartbeat(true);
 }
 
@@ -556,6 +370,156 @@ void Transmitter::send_item(const WorkItem& item, std::stop_token stop) {
       skip_file(item);
       break;
   }
+}
+
+// A block's data on the wire, as kData packets or, compressed (--compress), as the kZData
+// pieces of its frame.
+void Transmitter::send_block(const WorkItem& item) {
+  if (item.compressed) {
+    send_frame(item);
+    return;
+  }
+  // Reader blocks are whole multiples of the chunk size (but for a file's last block), so every
+  // chunk lies inside one block and its offset is a multiple of the chunk size.
+  const uint8_t* src = pool_.data(item.buffer);
+  for (size_t pos = 0; pos < item.len; pos += chunk_size_) {
+    const size_t len = std::min(chunk_size_, item.len - pos);
+    auto slot = out_.next_slot();
+    std::memcpy(common::data_bytes_of(slot.data()), src + pos, len);
+    common::DataHeader d;
+    d.file_id = item.meta->file_id;
+    d.copy = item.copy;
+    d.offset = item.offset + pos;
+    commit_data(slot, common::encode_data_in_place(out_.next_header(), d, len, slot), d.offset);
+    // After every R bytes this lane sent of the copy (a whole file's: its offset), and never
+    // once the file's last data packet is out (its end follows): a receiver that joined
+    // mid-file learns which file the data belongs to.
+    repeat_announce_if_due(current_.sent + pos + len, d.offset + len, *item.meta);
+  }
+  block_sent(item, item.len);
+}
+
+// A compressed block: its frame in pieces of zdata_piece_size(chunk size), as kZData packets.
+void Transmitter::send_frame(const WorkItem& item) {
+  const uint8_t* frame = pool_.data(item.buffer);
+  const size_t piece = common::zdata_piece_size(chunk_size_);
+  common::ZDataHeader z;
+  z.file_id = item.meta->file_id;
+  z.copy = item.copy;
+  z.offset = item.offset;
+  z.raw_len = item.raw_len;
+  z.frame_len = static_cast<uint32_t>(item.len);
+  for (size_t pos = 0; pos < item.len; pos += piece) {
+    const size_t len = std::min(piece, item.len - pos);
+    auto slot = out_.next_slot();
+    std::memcpy(common::zdata_bytes_of(slot.data()), frame + pos, len);
+    z.frame_off = static_cast<uint32_t>(pos);
+    commit_data(slot, common::encode_zdata_in_place(out_.next_header(), z, len, slot), item.offset);
+  }
+  repeat_announce_if_due(current_.sent + item.raw_len, item.offset + item.raw_len, *item.meta);
+  block_sent(item, item.raw_len);
+}
+
+void Transmitter::commit_data(std::span<uint8_t> slot, size_t n, uint64_t offset) {
+  const bool drop = static_cast<long long>(data_index_++) == cfg_.test_drop_data;
+  if (drop) {
+    spdlog::warn("Warn: test hook dropped the data packet at offset {} of {}", offset,
+                 current_.meta->rel_path);
+  }
+  out_.commit(slot, n, !drop);
+}
+
+void Transmitter::repeat_announce_if_due(uint64_t done, uint64_t data_end, const FileMeta& meta) {
+  if (current_.repeat_every > 0 && done >= current_.next_repeat && data_end < meta.size) {
+    send_repeat_announce();
+    while (current_.next_repeat <= done) current_.next_repeat += current_.repeat_every;
+  }
+}
+
+// A block's `raw` bytes of the file are out: totals, progress and the Progress: lines.
+void Transmitter::block_sent(const WorkItem& item, size_t raw) {
+  totals_.bytes += raw;
+  current_.sent += raw;
+  if (status_) {
+    status_->bytes.fetch_add(raw, std::memory_order_relaxed);
+    status_->file_bytes.store(current_.sent, std::memory_order_relaxed);
+  }
+  hub_.file_progress(*item.meta, raw);
+  // A striped file's lane sees only its own stripes: the progress lines are a whole file's.
+  if (cfg_.report == ReportOption::kVerbose && !current_.striped &&
+      current_.sent >= current_.next_report && current_.sent < item.meta->size) {
+    while (current_.next_report <= current_.sent) current_.next_report += cfg_.report_mb << 20;
+    const auto elapsed = clock_.now() - current_.started;
+    spdlog::info("Progress: {}, Sent: {} ({:.2f}%) Rate: {:.3f} (MB/s)", item.meta->rel_path,
+                 common::with_commas(current_.sent),
+                 100.0 * static_cast<double>(current_.sent) / static_cast<double>(item.meta->size),
+                 common::mib_per_s(current_.sent, elapsed));
+  }
+}
+
+// The sender's history on the wire (sender/source/history_feed.hpp): each lane sends every
+// payload the feed packs, once, as a source of its FEC window like any control datagram.
+void Transmitter::send_history_if_due(bool last) {
+  if (history_ == nullptr) return;
+  uint64_t waiting = 0;
+  const std::vector<HistoryFeed::Payload> payloads = history_->take(lane_, &waiting, last);
+  if (status_) status_->history_waiting.store(waiting, std::memory_order_relaxed);
+  for (const HistoryFeed::Payload& payload : payloads) {
+    auto slot = out_.next_slot();
+    common::Header h = out_.next_header();
+    h.type = common::PacketType::kHistory;
+    const size_t n = common::encode_payload(h, *payload, slot.first(out_.source_size()));
+    if (n == 0) continue;  // packed for this lane's room: never
+    out_.commit(slot, n);
+    const size_t wire = n + out_.seal_overhead();
+    totals_.history_bytes += wire;
+    if (status_) status_->history_bytes.fetch_add(wire, std::memory_order_relaxed);
+  }
+}
+
+// A lane whose link failed (--lane-down): it ends the session, or leaves it while the other
+// lanes go on.
+void Transmitter::go_down(const LinkError& e) {
+  const bool may_leave = cfg_.lane_down == LaneDownPolicy::kContinue && router_ != nullptr;
+  if (!may_leave || !router_->take_down(lane_)) {
+    // --lane-down stop, one lane, or every other lane already down: the session ends here.
+    if (may_leave && hub_.lanes() > 1) {
+      throw LinkError(e.code(), lane_label() + ": send failed and no other lane is up");
+    }
+    throw e;
+  }
+  const std::string reason =
+      fmt::format("{} is down: send failed: {}", lane_label(), e.code().message());
+  spdlog::error("Error: {}; its files in flight fail, the other lanes go on", reason);
+  // Nothing more goes out on this link: what was batched goes with it.
+  out_.discard();
+  if (status_) status_->lanes_up.fetch_sub(1, std::memory_order_relaxed);
+  // Before the file in flight is failed: a striped one is then doomed on the other lanes too.
+  hub_.lane_down(lane_, reason);
+  if (current_.meta) {
+    dropped_ = current_.meta->file_id;
+    finish_file(current_.meta, true, {}, reason, current_.striped);
+  }
+  // What the router gave this lane before it went down, and the rest of the files it carries,
+  // until the reader closes the queue: failed, their buffers back at once (the reader must not
+  // wait for a lane that sends nothing).
+  while (auto item = in_.pop()) drop_item(*item, reason);
+  // Only now: the other lanes' last lists must name the files failed here.
+  hub_.list().lane_done(lane_);
+}
+
+void Transmitter::drop_item(const WorkItem& item, const std::string& reason) {
+  if (item.kind == WorkItem::Kind::kSkip) {
+    skip_file(item);  // never announced: fails with its own reason, on no lane
+    return;
+  }
+  if (item.kind == WorkItem::Kind::kBlock) give_back(item);
+  if (dropped_ == item.meta->file_id) return;
+  // The first item of a file this lane was to carry (items of one file come together): the file
+  // fails, reported once, by the last of its lanes.
+  dropped_ = item.meta->file_id;
+  hub_.file_begun(*item.meta, carriers(item), clock_.now());
+  finish_file(item.meta, true, {}, reason, item.striped);
 }
 
 }  // namespace ddft::sender

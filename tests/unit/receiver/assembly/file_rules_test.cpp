@@ -94,5 +94,35 @@ TEST(FileRules, ExpiryReasons) {
             std::string::npos);
 }
 
+// A file of 2500 bytes in chunks of 1000: blocks start on a chunk and end on one or at the end.
+TEST(FileRules, ACompressedPieceFitsOnlyWhereTheFilesBlocksAndPiecesSit) {
+  File f;
+  f.size = 2500;
+  f.chunk_size = 1000;
+  const size_t piece = common::zdata_piece_size(f.chunk_size);
+  common::ZDataHeader z;
+  z.offset = 0;
+  z.raw_len = 2000;
+  z.frame_len = static_cast<uint32_t>(piece + 10);
+  z.frame_off = 0;
+  EXPECT_TRUE(zdata_fits(f, z, piece));
+  EXPECT_FALSE(zdata_fits(f, z, piece - 1)) << "a first piece is a whole piece";
+  z.frame_off = static_cast<uint32_t>(piece);
+  EXPECT_TRUE(zdata_fits(f, z, 10)) << "the frame's last piece";
+  z.frame_off = 5;
+  EXPECT_FALSE(zdata_fits(f, z, 10)) << "a piece off its place";
+  z.frame_off = 0;
+  z.offset = 2000;
+  z.raw_len = 500;
+  EXPECT_TRUE(zdata_fits(f, z, piece)) << "the block that ends the file";
+  z.raw_len = 600;
+  EXPECT_FALSE(zdata_fits(f, z, piece)) << "past the file's end";
+  z.offset = 1000;
+  z.raw_len = 500;
+  EXPECT_FALSE(zdata_fits(f, z, piece)) << "a short block that does not end the file";
+  z.offset = 500;
+  EXPECT_FALSE(zdata_fits(f, z, piece)) << "not on a chunk";
+}
+
 }  // namespace
 }  // namespace ddft::receiver

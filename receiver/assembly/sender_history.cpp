@@ -1,22 +1,32 @@
-// The file table's side of the sender's history (kHistory, common/history_wire.hpp): files sent
-// while this receiver was not receiving (stopped, restarting, not yet started, or its lanes not
-// listened on) are named once, each in a record that says when it was sent.
+#include "receiver/assembly/sender_history.hpp"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <utility>
+
 #include "common/json.hpp"
 #include "common/logging.hpp"
-#include "receiver/assembly/file_rules.hpp"
-#include "receiver/assembly/file_table.hpp"
 
 namespace ddft::receiver {
 using common::DecodeStatus;
 using common::HistoryRecord;
 using common::Packet;
 
-void FileTable::handle_history(const Packet& p) {
+SenderHistory::SenderHistory(OutputDir& out, FsPool& fs, common::Clock& clock,
+                             AssemblerCounters& counters, KnownFiles& known,
+                             const FilesInFlight& files, ListedFiles& listed)
+    : out_(out),
+      fs_(fs),
+      clock_(clock),
+      counters_(counters),
+      known_(known),
+      files_(files),
+      listed_(listed) {}
+
+void SenderHistory::handle_history(const Packet& p) {
   common::HistoryBundle bundle;
   if (common::decode_history(p.payload, &bundle) != DecodeStatus::kOk) {
     ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
@@ -25,10 +35,11 @@ void FileTable::handle_history(const Packet& p) {
   for (const HistoryRecord& r : bundle.records) {
     const uint64_t s = r.file.session;
     const uint32_t id = r.file.file_id;
-    if (s == 0 || id == 0 || settled_.contains(s, id) || files_.count({s, id}) != 0) continue;
+    if (s == 0 || id == 0 || known_.settled().contains(s, id) || files_.count({s, id}) != 0) {
+      continue;
+    }
     // This session's: in flight, seen, filtered, or waiting for its lane.
-    if (s == session_ &&
-        (seen_ids_.contains(id) || filtered_ids_.contains(id) || held_.count(id) != 0)) {
+    if (s == known_.session() && (known_.seen(id) || known_.filtered(id) || listed_.holds(id))) {
       continue;
     }
     if (left_elsewhere(r)) continue;
@@ -36,19 +47,18 @@ void FileTable::handle_history(const Packet& p) {
   }
 }
 
-bool FileTable::left_elsewhere(const HistoryRecord& r) const {
+bool SenderHistory::left_elsewhere(const HistoryRecord& r) const {
   if (gate_ == nullptr || r.lane < 0 || !gate_->all_lanes_named()) return false;
   if (gate_->lane_of_sender(r.lane) >= 0) return false;  // a lane here carried it
   return !gate_->sender_lane_to_this_host(r.lane);
 }
 
-std::string FileTable::missed_reason(const HistoryRecord& r) const {
+std::string SenderHistory::missed_reason(const HistoryRecord& r) const {
   const std::string when = common::iso8601_local(std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::nanoseconds(r.sent_ns))));
   // This session's, after the first file this receiver heard announced: it was receiving.
-  if (r.file.session == session_ && first_id_ != 0 &&
-      !common::file_id_before(r.file.file_id, first_id_)) {
+  if (r.file.session == known_.session() && known_.while_receiving(r.file.file_id)) {
     return fmt::format(
         "never reached this receiver: sent at {} in this session, all its packets lost (named "
         "by the sender's history)",
@@ -60,11 +70,9 @@ std::string FileTable::missed_reason(const HistoryRecord& r) const {
       when, r.file.session, r.file.file_id);
 }
 
-void FileTable::record_missed(const HistoryRecord& r, const std::string& reason,
-                              uint64_t sender_id) {
-  const bool current = r.file.session == session_;
-  settled_.add(r.file.session, r.file.file_id, clock_.now());
-  if (current) seen_ids_.insert(r.file.file_id);
+void SenderHistory::record_missed(const HistoryRecord& r, const std::string& reason,
+                                  uint64_t sender_id) {
+  known_.remember_named(r.file.session, r.file.file_id, clock_.now());
   FailureRecord rec;
   rec.file = r.file;
   rec.sender_id = sender_id;
@@ -73,21 +81,20 @@ void FileTable::record_missed(const HistoryRecord& r, const std::string& reason,
     rec.missing_ranges_total = 1;
   }
   rec.reason = reason;
-  if (record_unheard(std::move(rec), r.lane, "history")) ++counters_.files_missed;
+  if (listed_.record_unheard(std::move(rec), r.lane, "history")) ++counters_.files_missed;
 }
 
-void FileTable::handle_resend(const Packet& p) {
+void SenderHistory::handle_resend(const Packet& p) {
   common::Resend r;
   if (common::decode_resend(p.payload, &r) != DecodeStatus::kOk || r.file_id == 0) {
     ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
     return;
   }
-  // At most one per file in flight and a few more: the oldest go first.
-  if (resends_.size() >= 4096) resends_.erase(resends_.begin());
+  if (resends_.size() >= kResendsKept) resends_.erase(resends_.begin());
   resends_[r.file_id] = std::move(r.of);
 }
 
-bool FileTable::skip_copy(File& f, bool flagged) {
+bool SenderHistory::skip_copy(File& f, bool flagged) {
   auto it = resends_.find(f.id);
   if (it == resends_.end()) {
     if (!flagged) return false;
@@ -107,7 +114,7 @@ bool FileTable::skip_copy(File& f, bool flagged) {
   }
   common::FileIdentity of = std::move(it->second);
   resends_.erase(it);
-  if (settled_.fate(of.session, of.file_id) == SettledFiles::Fate::kPassed) {
+  if (known_.settled().fate(of.session, of.file_id) == SettledFiles::Fate::kPassed) {
     ++counters_.resends_skipped;
     spdlog::info(
         "Info: {}: a copy of the file delivered in session {:016x} (file {}); not written "
@@ -119,15 +126,11 @@ bool FileTable::skip_copy(File& f, bool flagged) {
   return false;
 }
 
-void FileTable::passed(File& f) {
-  settled_.add(f.session, f.id, clock_.now(), SettledFiles::Fate::kPassed);
-  if (f.resend_of) resolve(f);
-}
-
-void FileTable::resolve(const File& f) {
+void SenderHistory::resolve(const File& f) {
   const common::FileIdentity& of = *f.resend_of;
-  const std::string record = settled_.record(of.session, of.file_id);
-  settled_.add(of.session, of.file_id, clock_.now(), SettledFiles::Fate::kPassed);
+  SettledFiles& settled = known_.settled();
+  const std::string record = settled.record(of.session, of.file_id);
+  settled.add(of.session, of.file_id, clock_.now(), SettledFiles::Fate::kPassed);
   ++counters_.resends_delivered;
   const std::string how =
       fmt::format("delivered on resend (session {:016x}, file {}) at {}", f.session, f.id,

@@ -1,5 +1,5 @@
-// OutputDir's origins: the announce written beside each temporary file (an xattr, or a sidecar
-// where the file system has none), so that a file left by a crash can be named at the next start.
+#include "receiver/delivery/origin.hpp"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/xattr.h>
@@ -7,11 +7,12 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
-#include "receiver/delivery/output_dir.hpp"
-#include "receiver/delivery/output_dir_internal.hpp"
+#include "common/fd.hpp"
+#include "receiver/delivery/own_files.hpp"
 
 namespace ddft::receiver {
 
@@ -90,8 +91,6 @@ bool parse_origin(std::string_view text, Origin* out) {
   return true;
 }
 
-namespace output_dir_detail {
-
 bool read_origin_of(int dir_fd, const std::string& name, int fd, Origin* o) {
   std::string text(8192, '\0');
   ssize_t n = ::fgetxattr(fd, kOriginXattr, text.data(), text.size());
@@ -115,29 +114,17 @@ bool write_origin(int dir_fd, int fd, const std::string& tmp, const Origin& orig
   if (::fsetxattr(fd, kOriginXattr, text.data(), text.size(), 0) == 0) return true;
   const int err = errno;
   if (err != ENOTSUP && err != EOPNOTSUPP) {
-    *why = fmt::format("cannot write the file's origin (xattr): {}", errno_text(err));
+    *why = fmt::format("cannot write the file's origin (xattr): {}", std::strerror(err));
     return false;
   }
   *sidecar = sidecar_name(tmp);
   common::UniqueFd sfd(::openat(dir_fd, sidecar->c_str(),
                                 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (sfd && common::write_all(sfd.get(), text)) return true;
-  *why = fmt::format("cannot write the file's origin beside it: {}", errno_text(errno));
+  *why = fmt::format("cannot write the file's origin beside it: {}", std::strerror(errno));
   ::unlinkat(dir_fd, sidecar->c_str(), 0);
   sidecar->clear();
   return false;
-}
-
-}  // namespace output_dir_detail
-
-void OutputDir::forget_origin(TempFile& f) {
-  if (null_sink_) return;
-  if (!f.sidecar.empty() && f.dir) {
-    ::unlinkat(f.dir.get(), f.sidecar.c_str(), 0);
-    f.sidecar.clear();
-  } else if (f.fd) {
-    ::fremovexattr(f.fd.get(), kOriginXattr);
-  }
 }
 
 }  // namespace ddft::receiver

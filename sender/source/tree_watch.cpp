@@ -1,23 +1,120 @@
-// HotFolder's watch on the tree: an inotify watch on every folder, its events turned into what the
-// readiness tracker needs to know, rescans when events were lost, and the removal of folders that
-// sending emptied.
+#include "sender/source/tree_watch.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
 
-#include "sender/source/hot_folder.hpp"
-#include "sender/source/hot_folder_internal.hpp"
+#include "sender/source/hot_folder_paths.hpp"
 
 namespace ddft::sender {
-using namespace hot_folder_detail;
+using namespace hot_folder_paths;
+namespace {
 
-void HotFolder::add_tree(const std::string& rel_dir, common::Clock::time_point now) {
+// The events watched on every folder of the tree.
+constexpr uint32_t kWatchMask = IN_CREATE | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
+                                IN_MODIFY | IN_ATTRIB | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF |
+                                IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK;
+// With a folder that could not be watched (fs.inotify.max_user_watches), how often the whole tree
+// is scanned instead.
+constexpr auto kPeriodicRescan = std::chrono::seconds(30);
+// On a network filesystem, how often the whole tree is scanned too: inotify reports only what goes
+// through this host's kernel (inotify(7)), so files other machines write there come to light only
+// by scanning.
+constexpr auto kNetworkRescan = std::chrono::seconds(10);
+
+// The kind of network (or cluster) filesystem `dir` is on, or nothing for a local one: there,
+// inotify does not see what other machines write (inotify(7)).
+std::optional<std::string_view> network_fs(const std::string& dir) {
+  struct statfs sf {};
+  if (::statfs(dir.c_str(), &sf) != 0) return std::nullopt;
+  // Magic numbers of statfs(2), as <linux/magic.h> and the filesystems' sources define them.
+  switch (static_cast<uint32_t>(sf.f_type)) {
+    case 0x6969:
+      return "NFS";
+    case 0x517B:
+    case 0xFE534D42:
+    case 0xFF534D42:
+      return "SMB/CIFS";
+    case 0x00C36400:
+      return "Ceph";
+    case 0x5346414F:
+      return "AFS";
+    case 0x01161970:
+      return "GFS2";
+    case 0x7461636F:
+      return "OCFS2";
+    case 0x65735546:
+      return "FUSE";
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+TreeWatch::TreeWatch(const HotFolderOptions& opt, const std::string& given_dir,
+                     FileIdentity root_id, ReadinessTracker& tracker, EntryFilter& entries)
+    : opt_(opt), given_dir_(given_dir), root_id_(root_id), tracker_(tracker), entries_(entries) {
+  inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!inotify_) {
+    throw std::runtime_error(
+        fmt::format("cannot watch '{}': inotify: {}", given_dir, std::strerror(errno)));
+  }
+}
+
+void TreeWatch::start(common::Clock::time_point now) {
+  const int wd = ::inotify_add_watch(inotify_.get(), opt_.dir.c_str(), kWatchMask);
+  if (wd < 0) {
+    throw std::runtime_error(
+        fmt::format("cannot watch '{}': {}", given_dir_, std::strerror(errno)));
+  }
+  if (opt_.rescan_s > 0) {
+    rescan_every(std::chrono::duration_cast<common::Clock::duration>(
+                     std::chrono::duration<double>(opt_.rescan_s)),
+                 now);
+  } else if (const auto net = network_fs(opt_.dir); net && opt_.rescan_s < 0) {
+    spdlog::info(
+        "Info: hot folder {} is on {}: inotify does not see what other machines write there, so "
+        "it is also scanned every {} s",
+        opt_.dir, *net, kNetworkRescan.count());
+    rescan_every(kNetworkRescan, now);
+  }
+  add_tree("", now);
+}
+
+bool TreeWatch::update(common::Clock::time_point now) {
+  read_events(now);
+  check_root();
+  if (lost_root_) return false;
+  if (rescan_every_ != common::Clock::duration::zero() && now >= next_periodic_rescan_) {
+    rescan_pending_ = true;
+    next_periodic_rescan_ = now + rescan_every_;
+  }
+  if (rescan_pending_) rescan(now);
+  return true;
+}
+
+std::optional<common::Clock::time_point> TreeWatch::next_rescan() const {
+  if (rescan_every_ == common::Clock::duration::zero()) return std::nullopt;
+  return next_periodic_rescan_;
+}
+
+std::string TreeWatch::abs(const std::string& rel) const {
+  return rel.empty() ? opt_.dir : opt_.dir + "/" + rel;
+}
+
+void TreeWatch::add_tree(const std::string& rel_dir, common::Clock::time_point now) {
   std::vector<std::string> stack{rel_dir};
   while (!stack.empty()) {
     const std::string d = std::move(stack.back());
@@ -45,7 +142,7 @@ void HotFolder::add_tree(const std::string& rel_dir, common::Clock::time_point n
       watches_[wd] = d;
       watch_of_[d] = wd;
     }
-    hook("scan", d);
+    if (opt_.test_hook) opt_.test_hook("scan", d);
     DIR* dp = ::opendir(path.c_str());
     if (dp == nullptr) continue;
     while (const dirent* de = ::readdir(dp)) {
@@ -53,7 +150,7 @@ void HotFolder::add_tree(const std::string& rel_dir, common::Clock::time_point n
       if (name == "." || name == "..") continue;
       const std::string rel = d.empty() ? name : d + "/" + name;
       if (reserved(name)) {
-        note_reserved(rel);
+        entries_.note_reserved(rel);
         continue;
       }
       struct stat st {};
@@ -61,16 +158,16 @@ void HotFolder::add_tree(const std::string& rel_dir, common::Clock::time_point n
       if (S_ISDIR(st.st_mode)) {
         stack.push_back(rel);
       } else if (S_ISREG(st.st_mode)) {
-        if (admit(rel)) tracker_.found(rel, now);
+        if (entries_.admit(rel)) tracker_.found(rel, now);
       } else {
-        warn_not_regular(rel, st.st_mode);
+        entries_.warn_not_regular(rel, st.st_mode);
       }
     }
     ::closedir(dp);
   }
 }
 
-void HotFolder::forget_watches(const std::string& rel_dir) {
+void TreeWatch::forget_watches(const std::string& rel_dir) {
   // The folder itself, then what is below it ("a/b" sorts after "a-b", so it is a second range).
   const auto drop = [&](std::map<std::string, int>::iterator it) {
     ::inotify_rm_watch(inotify_.get(), it->second);  // moved out: its path is stale
@@ -85,14 +182,14 @@ void HotFolder::forget_watches(const std::string& rel_dir) {
   }
 }
 
-void HotFolder::rescan(common::Clock::time_point now) {
+void TreeWatch::rescan(common::Clock::time_point now) {
   rescan_pending_ = false;
   tracker_.rescan_begin();
   add_tree("", now);
   tracker_.rescan_end();
 }
 
-void HotFolder::read_events(common::Clock::time_point now) {
+void TreeWatch::read_events(common::Clock::time_point now) {
   alignas(struct inotify_event) char buf[64 * 1024];
   while (true) {
     const ssize_t n = ::read(inotify_.get(), buf, sizeof buf);
@@ -106,7 +203,7 @@ void HotFolder::read_events(common::Clock::time_point now) {
   }
 }
 
-void HotFolder::handle_event(const struct inotify_event& ev, common::Clock::time_point now) {
+void TreeWatch::handle_event(const struct inotify_event& ev, common::Clock::time_point now) {
   if (ev.mask & IN_Q_OVERFLOW) {
     if (!rescan_pending_) {
       spdlog::warn(
@@ -145,14 +242,14 @@ void HotFolder::handle_event(const struct inotify_event& ev, common::Clock::time
   const std::string name(ev.name, ::strnlen(ev.name, ev.len));
   const std::string rel = dir.empty() ? name : dir + "/" + name;
   if (reserved(name)) {
-    if (ev.mask & (IN_CREATE | IN_MOVED_TO)) note_reserved(rel);
+    if (ev.mask & (IN_CREATE | IN_MOVED_TO)) entries_.note_reserved(rel);
     return;
   }
   tracker_.folder_activity(dir, now);
   handle_entry_event(rel, ev.mask, now);
 }
 
-void HotFolder::handle_entry_event(const std::string& rel, uint32_t mask,
+void TreeWatch::handle_entry_event(const std::string& rel, uint32_t mask,
                                    common::Clock::time_point now) {
   if (mask & IN_ISDIR) {
     if (mask & (IN_CREATE | IN_MOVED_TO)) {
@@ -165,7 +262,7 @@ void HotFolder::handle_entry_event(const std::string& rel, uint32_t mask,
   }
   if (mask & (IN_DELETE | IN_MOVED_FROM)) {
     tracker_.gone(rel);
-    forget_warnings(rel);
+    entries_.forget(rel);
     return;
   }
   if (mask & (IN_CREATE | IN_MOVED_TO)) {
@@ -174,8 +271,8 @@ void HotFolder::handle_entry_event(const std::string& rel, uint32_t mask,
     if (S_ISDIR(st.st_mode)) {
       add_tree(rel, now);
     } else if (!S_ISREG(st.st_mode)) {
-      warn_not_regular(rel, st.st_mode);
-    } else if (admit(rel)) {
+      entries_.warn_not_regular(rel, st.st_mode);
+    } else if (entries_.admit(rel)) {
       if (mask & IN_CREATE) {
         tracker_.created(rel, now);
       } else {
@@ -185,21 +282,21 @@ void HotFolder::handle_entry_event(const std::string& rel, uint32_t mask,
     return;
   }
   if (mask & IN_CLOSE_WRITE) {
-    if (admit(rel)) tracker_.closed(rel, now);
+    if (entries_.admit(rel)) tracker_.closed(rel, now);
   } else if (mask & IN_MODIFY) {
-    if (admit(rel)) tracker_.modified(rel, now);
+    if (entries_.admit(rel)) tracker_.modified(rel, now);
   } else if (mask & IN_ATTRIB) {
     tracker_.attrib(rel, now);
   }
 }
 
-void HotFolder::rescan_every(common::Clock::duration every, common::Clock::time_point now) {
+void TreeWatch::rescan_every(common::Clock::duration every, common::Clock::time_point now) {
   if (rescan_every_ != common::Clock::duration::zero() && rescan_every_ <= every) return;
   rescan_every_ = every;
   next_periodic_rescan_ = now + every;
 }
 
-void HotFolder::check_root() {
+void TreeWatch::check_root() {
   struct stat st {};
   if (lost_root_) return;
   if (::stat(opt_.dir.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_dev) == root_id_.dev &&
@@ -210,7 +307,7 @@ void HotFolder::check_root() {
   spdlog::error("Error: hot folder {} was removed or replaced; the session ends", opt_.dir);
 }
 
-void HotFolder::remove_folders(common::Clock::time_point now) {
+void TreeWatch::remove_folders(common::Clock::time_point now) {
   for (const std::string& f : tracker_.take_due_folders(now)) {
     // rmdir() removes only an empty folder: one that got a file meanwhile stays. Folders above
     // that this empties go too (never DIR itself).

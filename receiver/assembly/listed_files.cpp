@@ -1,72 +1,34 @@
-// The file table's side of lanes and of the sender's file lists: which lanes hold a file open,
-// and files a list names that this receiver never heard of, recorded as failed at once or once
-// the lane that carried them is gone.
+#include "receiver/assembly/listed_files.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 #include "common/json.hpp"
 #include "receiver/assembly/file_rules.hpp"
-#include "receiver/assembly/file_table.hpp"
 
 namespace ddft::receiver {
 using common::DecodeStatus;
 using common::Packet;
 
-namespace {
-// List entries held at most (a session's complete list names at most 100,000 files): past it,
-// the oldest is settled at once.
-constexpr size_t kHeldMax = 100'000;
-}  // namespace
+ListedFiles::ListedFiles(const ReceiverConfig& cfg, OutputDir& out, FailureRecords& records,
+                         common::Clock& clock, AssemblerCounters& counters,
+                         SessionFiles& session_files, KnownFiles& known, const FilesInFlight& files)
+    : cfg_(cfg),
+      out_(out),
+      records_(records),
+      clock_(clock),
+      counters_(counters),
+      session_files_(session_files),
+      known_(known),
+      files_(files) {}
 
-// A striped file's announce on a lane that had not announced it yet: the lane is done with
-// its earlier files.
-void FileTable::announce_again(File& f, const Packet& p, size_t lane) {
-  const uint64_t bit = uint64_t{1} << lane;
-  if (!(p.header.flags & common::kFlagStriped) || (f.lanes_seen & bit) != 0) return;  // a repeat
-  close_lane(lane, f.id);
-  f.lanes_seen |= bit;
+bool ListedFiles::heard_of(uint32_t id) const {
+  return files_.count({known_.session(), id}) != 0 || known_.seen(id) || known_.filtered(id);
 }
 
-// Each lane sends its files one after the other, in the order of their ids (the sender numbers
-// them as it reads them and hands each lane its share in that order): a file still receiving
-// when a lane it is open on announces a later one has lost its end (or data FEC could not
-// rebuild) there. Once no lane holds it open, it gets a short grace for reordered packets.
-void FileTable::close_lane(size_t lane, uint32_t next_id) {
-  const uint64_t bit = uint64_t{1} << lane;
-  for (auto& [key, other] : files_) {
-    File& o = *other;
-    if (key.first != session_ || !common::file_id_before(o.id, next_id) ||
-        o.state != FileState::kReceiving || (o.open_lanes & bit) == 0) {
-      continue;
-    }
-    o.open_lanes &= ~bit;
-    if (o.open_lanes == 0 && !o.superseded) {
-      o.superseded = true;
-      o.superseded_at = clock_.now();
-    }
-  }
-}
-
-// A striped file needs every lane of the sender: one striped over more lanes than this receiver
-// drains is refused (nullopt when it can be assembled here).
-std::optional<std::string> FileTable::striped_refusal() const {
-  if (gate_ == nullptr || gate_->sender_lanes() <= gate_->lanes()) return std::nullopt;
-  return fmt::format(
-      "striped over the sender's {} lanes, of which this receiver drains {}: a file cannot be "
-      "striped across receiver hosts (give dd_file_send --stripe-mb 0)",
-      gate_->sender_lanes(), gate_->lanes());
-}
-
-bool FileTable::final_due(const File& f, common::Clock::time_point now) const {
-  if (gate_ == nullptr) return false;
-  const uint64_t lanes = f.open_lanes != 0 ? f.open_lanes : uint64_t{1} << f.lane;
-  for (size_t i = 0; i < gate_->lanes(); ++i) {
-    if ((lanes >> i & 1) != 0 && !gate_->gone(i, now)) return false;
-  }
-  return true;
-}
-
-void FileTable::handle_file_list(const Packet& p, size_t lane) {
+void ListedFiles::handle(const Packet& p, size_t lane) {
   common::FileList list;
   if (common::decode_file_list(p.payload, &list) != DecodeStatus::kOk) {
     ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
@@ -85,18 +47,15 @@ void FileTable::handle_file_list(const Packet& p, size_t lane) {
       records_.write_named(std::move(*rec), /*vouched=*/true);
       continue;
     }
-    if (find(e.file_id) != nullptr || seen_ids_.contains(e.file_id) ||
-        filtered_ids_.contains(e.file_id)) {
-      continue;
-    }
-    if (known_earlier(e.file_id)) {
-      remember_seen(e.file_id);
+    if (heard_of(e.file_id)) continue;
+    if (known_.known_earlier(e.file_id)) {
+      known_.remember_seen(e.file_id, clock_.now());
       ++counters_.listed_known;
       continue;
     }
     // A resend that never came: a copy; the file it copies is named (or delivered) on its own.
     if (e.resend) {
-      remember_seen(e.file_id);
+      known_.remember_seen(e.file_id, clock_.now());
       continue;
     }
     // A list that came down the lane that carried the file comes after the file's end there:
@@ -108,14 +67,14 @@ void FileTable::handle_file_list(const Packet& p, size_t lane) {
       continue;
     }
     held_.erase(e.file_id);
-    remember_seen(e.file_id);
+    known_.remember_seen(e.file_id, clock_.now());
     record_unannounced(e);
   }
 }
 
-void FileTable::hold(const common::FileListEntry& e) {
+void ListedFiles::hold(const common::FileListEntry& e) {
   if (held_.count(e.file_id) != 0) return;
-  if (held_.size() >= kHeldMax) release_held(common::Clock::time_point::max());
+  if (held_.size() >= kHeldMax) release(common::Clock::time_point::max());
   auto h = std::make_unique<HeldEntry>();
   h->path = std::string(e.path);
   h->entry = e;
@@ -123,8 +82,8 @@ void FileTable::hold(const common::FileListEntry& e) {
   held_.emplace(e.file_id, std::move(h));
 }
 
-std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::time_point now,
-                                               const char* ended, bool* drop) const {
+std::optional<std::string> ListedFiles::held_due(int sender_lane, common::Clock::time_point now,
+                                                 const char* ended, bool* drop) const {
   *drop = false;
   if (now == common::Clock::time_point::max()) return std::string(" (too many files waiting)");
   const size_t lanes = gate_ == nullptr ? 1 : gate_->lanes();
@@ -164,16 +123,16 @@ std::optional<std::string> FileTable::held_due(int sender_lane, common::Clock::t
   return fmt::format(" (the sender's lane {}: no packet of it reached this receiver)", sender_lane);
 }
 
-void FileTable::end_session(bool receiver_stopping) {
-  release_held(clock_.now(), receiver_stopping ? "the receiver stopped before that lane brought it"
-                                               : "the session ended before that lane brought it");
+void ListedFiles::end_session(bool receiver_stopping) {
+  release(clock_.now(), receiver_stopping ? "the receiver stopped before that lane brought it"
+                                          : "the session ended before that lane brought it");
   held_.clear();  // none is left: each was recorded or left to another receiver
 }
 
-void FileTable::release_held(common::Clock::time_point now, const char* ended) {
+void ListedFiles::release(common::Clock::time_point now, const char* ended) {
   for (auto it = held_.begin(); it != held_.end();) {
     const uint32_t id = it->first;
-    if (find(id) != nullptr || seen_ids_.contains(id) || filtered_ids_.contains(id)) {
+    if (heard_of(id)) {
       it = held_.erase(it);  // it came after all
       continue;
     }
@@ -194,45 +153,35 @@ void FileTable::release_held(common::Clock::time_point now, const char* ended) {
     }
     const std::unique_ptr<HeldEntry> h = std::move(it->second);
     it = held_.erase(it);
-    remember_seen(id);
+    known_.remember_seen(id, clock_.now());
     record_unannounced(h->entry, *note);
     if (now == common::Clock::time_point::max()) return;  // one made room
   }
 }
 
-std::optional<std::string> FileTable::sent_before_joining(const common::FileListEntry& e) const {
+std::optional<std::string> ListedFiles::sent_before_joining(const common::FileListEntry& e) const {
   if (gate_ == nullptr) return std::nullopt;
   const int lane = e.lane >= 0 ? gate_->lane_of_sender(e.lane) : gate_->lanes() == 1 ? 0 : -1;
   if (lane < 0) return std::nullopt;
   const uint64_t first = gate_->first_seq(static_cast<size_t>(lane));
   // The receiver heard its lane from the session's first packet on, or the file came after the
   // first file it heard announced: it was on the wire while the receiver was receiving.
-  if (first == 0 || first == UINT64_MAX ||
-      (first_id_ != 0 && !common::file_id_before(e.file_id, first_id_))) {
-    return std::nullopt;
-  }
+  if (first == 0 || first == UINT64_MAX || known_.while_receiving(e.file_id)) return std::nullopt;
   return fmt::format(
       "never announced to this receiver: sent before its first packet of the session (packet "
       "{} of the lane{}), while it was not receiving",
       first, e.aborted ? "; the sender aborted it" : "");
 }
 
-std::string FileTable::lane_note(const File& f) const {
-  if (gate_ == nullptr || gate_->lanes() <= 1) return {};
-  if (f.striped) return " (striped over every lane)";
-  return fmt::format(" (lane {}, {})", f.lane, cfg_.lane_name(f.lane));
-}
-
-// A listed file this receiver never heard of: recorded as failed, named.
-void FileTable::record_unannounced(const common::FileListEntry& e, const std::string& lane_note) {
-  FailureRecord rec = unannounced_record(e, session_);
+void ListedFiles::record_unannounced(const common::FileListEntry& e, const std::string& lane_note) {
+  FailureRecord rec = unannounced_record(e, known_.session());
   if (auto before = sent_before_joining(e)) rec.reason = std::move(*before);
   rec.reason += lane_note;
   if (record_unheard(std::move(rec), e.lane, "file list")) ++counters_.files_unannounced;
 }
 
-bool FileTable::record_unheard(FailureRecord rec, int sender_lane, const char* named_by) {
-  const bool current = rec.file.session == session_;
+bool ListedFiles::record_unheard(FailureRecord rec, int sender_lane, const char* named_by) {
+  const bool current = rec.file.session == known_.session();
   // What its announce would have met: a name the receiver refuses is refused, a filtered one is
   // policy; either way as the announce would have been handled.
   if (auto why = out_.check_path(rec.file.path)) {
@@ -246,7 +195,7 @@ bool FileTable::record_unheard(FailureRecord rec, int sender_lane, const char* n
       ++counters_.files_filtered;
       if (current) {
         ++session_files_.filtered;
-        filtered_ids_.insert(rec.file.file_id);
+        known_.remember_filtered(rec.file.file_id);
       }
       spdlog::info("Info: filtered {}: {} (named by the sender's {})",
                    common::json_quote(rec.file.path), *why, named_by);

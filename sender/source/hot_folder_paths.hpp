@@ -1,30 +1,20 @@
-// Private to HotFolder's implementation (sender/source/hot_folder*.cpp): what its parts share.
-// Nothing else includes this. Called under HotFolder's mutex; the helpers are pure.
+// The names the hot folder (sender/source/hot_folder.hpp) keeps for itself, and the path helpers
+// its units share: which names are reserved (the journal's, the private names sent files pass
+// through), a file's identity from its stat, and a relative path's folder and last component.
+//
+// Pure functions and constants; any thread.
 #pragma once
 
-#include <sys/inotify.h>
 #include <sys/stat.h>
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "sender/source/hot_folder.hpp"
+#include "sender/source/readiness.hpp"
 
-namespace ddft::sender::hot_folder_detail {
+namespace ddft::sender::hot_folder_paths {
 
-// The events watched on every folder of the tree.
-inline constexpr uint32_t kWatchMask = IN_CREATE | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
-                                       IN_MODIFY | IN_ATTRIB | IN_DELETE | IN_DELETE_SELF |
-                                       IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK;
-// With a folder that could not be watched (fs.inotify.max_user_watches), how often the whole tree
-// is scanned instead.
-inline constexpr auto kPeriodicRescan = std::chrono::seconds(30);
-// On a network filesystem, how often the whole tree is scanned too: inotify reports only what goes
-// through this host's kernel (inotify(7)), so files other machines write there come to light only
-// by scanning.
-inline constexpr auto kNetworkRescan = std::chrono::seconds(10);
 // Names the hot folder leaves alone (the journal's among them).
 inline constexpr std::string_view kReservedPrefix = ".ddft-";
 
@@ -52,4 +42,4 @@ inline std::string base_of(const std::string& rel) {
   return slash == std::string::npos ? rel : rel.substr(slash + 1);
 }
 
-}  // namespace ddft::sender::hot_folder_detail
+}  // namespace ddft::sender::hot_folder_paths

@@ -1,0 +1,85 @@
+// What the receiver knows of file ids, which every decision about a packet that names a file is
+// checked against: the sender's current session, the first of its files this receiver heard
+// announced, the session's ids seen (announced or named already: a late repeat is ignored) and
+// filtered (their packets are dropped as expected), and the files settled over the journal's
+// window, in any session (receiver/assembly/settled_files.hpp).
+//
+// Writer thread only. A plain in-memory value that owns its sets, each bounded; nothing here
+// throws. The file table owns it; its units (the sender's lists and history, admission) share it
+// by reference.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/clock.hpp"
+#include "common/protocol.hpp"
+#include "receiver/assembly/recent_ids.hpp"
+#include "receiver/assembly/settled_files.hpp"
+
+namespace ddft::receiver {
+
+class KnownFiles {
+ public:
+  // File ids remembered per session, to ignore a finished file's late repeats: more than a
+  // session's complete file list names (the sender lists at most 100,000 files at the end of a
+  // session), so that no file of the list is taken for one never announced.
+  static constexpr size_t kSeenIdsKept = 262144;
+
+  // `keep_for`: how long a settled file is remembered at least (--journal-hours).
+  explicit KnownFiles(std::chrono::nanoseconds keep_for) : settled_(keep_for) {}
+
+  // `s` is the sender's session from now on: its file ids start afresh (the settled files of
+  // every session stay).
+  void start_session(uint64_t s) {
+    session_ = s;
+    seen_.clear();
+    filtered_.clear();
+    first_id_ = 0;
+  }
+  uint64_t session() const { return session_; }
+
+  // File `id` of the session is announced: the first such is the first file heard.
+  void note_announced(uint32_t id) {
+    if (first_id_ == 0) first_id_ = id;
+  }
+  // Whether file `id` of the session comes at or after the first file this receiver heard
+  // announced (false before any): it was on the wire while this receiver was receiving.
+  bool while_receiving(uint32_t id) const {
+    return first_id_ != 0 && !common::file_id_before(id, first_id_);
+  }
+
+  // Whether file `id` of the session was seen (announced, or named by the sender) lately.
+  bool seen(uint32_t id) const { return seen_.contains(id); }
+  // Whether the filter dropped file `id` of the session lately.
+  bool filtered(uint32_t id) const { return filtered_.contains(id); }
+  // Whether file `id` of the session is settled: by this run or an earlier one (its journal).
+  bool known_earlier(uint32_t id) const { return settled_.contains(session_, id); }
+
+  // File `id` of the session is seen from now on (its late repeats are ignored) and settled.
+  void remember_seen(uint32_t id, common::Clock::time_point now) {
+    seen_.insert(id);
+    settled_.add(session_, id, now);
+  }
+  // File `id` of `session`, any session, is named (by the sender's history): settled, and seen
+  // when of the current session.
+  void remember_named(uint64_t session, uint32_t id, common::Clock::time_point now) {
+    settled_.add(session, id, now);
+    if (session == session_) seen_.insert(id);
+  }
+  // The filter dropped file `id` of the session.
+  void remember_filtered(uint32_t id) { filtered_.insert(id); }
+
+  SettledFiles& settled() { return settled_; }
+  const SettledFiles& settled() const { return settled_; }
+
+ private:
+  uint64_t session_ = 0;
+  uint32_t first_id_ = 0;  // the first file of the session this receiver heard announced
+  RecentIds seen_{kSeenIdsKept};
+  RecentIds filtered_{kSeenIdsKept};
+  SettledFiles settled_;  // this run's and the journal's (FileTable::set_earlier())
+};
+
+}  // namespace ddft::receiver
