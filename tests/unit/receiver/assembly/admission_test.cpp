@@ -7,7 +7,7 @@
 
 #include "receiver/assembly/file_rules.hpp"
 #include "support/json_matchers.hpp"
-#include "unit/receiver/assembly/table_parts_fixture.hpp"
+#include "unit/receiver/assembly/table_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {

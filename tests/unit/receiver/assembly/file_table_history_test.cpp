@@ -11,7 +11,7 @@
 #include "common/hash.hpp"
 #include "support/files.hpp"
 #include "support/json_matchers.hpp"
-#include "unit/receiver/assembly/file_table_lanes_fixture.hpp"
+#include "unit/receiver/assembly/table_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {
@@ -44,7 +44,7 @@ std::string hex_digest(const std::string& content) {
       .hex();
 }
 
-class FileTableHistoryTest : public FileTableLanesTest {
+class FileTableHistoryTest : public FileTableFixture {
  protected:
   size_t record_count() {
     size_t n = 0;

@@ -1,5 +1,5 @@
-// The file table with two lanes (tests/unit/receiver/assembly/file_table_lanes_fixture.hpp):
-// striped files, a lane's next file, held list entries, lanes of other hosts.
+// The file table with two lanes (tests/unit/receiver/assembly/table_fixture.hpp): striped files,
+// a lane's next file, held list entries, lanes of other hosts.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include "support/files.hpp"
 #include "support/json_matchers.hpp"
 #include "support/log_capture.hpp"
-#include "unit/receiver/assembly/file_table_lanes_fixture.hpp"
+#include "unit/receiver/assembly/table_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {
@@ -30,6 +30,7 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::UnorderedElementsAre;
+using FileTableLanesTest = FileTableFixture;
 
 TEST_F(FileTableLanesTest, AStripedFileWaitsForEveryLanesEndAndIsVerifiedOnce) {
   const std::string content = lane_content(10000, 3);
@@ -137,8 +138,8 @@ TEST_F(FileTableLanesTest, AHeldListEntryIsSettledUnderItsOwnSessionWhenANewOneS
   constexpr uint64_t kNext = 0x6262;
   table_->fail_receiving("sender restarted (new session)");
   table_->end_session();
-  gate_->retire();
-  gate_->start(kNext);
+  gate_.retire();
+  gate_.start(kNext);
   table_->start_session(kNext);
   settle();
   EXPECT_FALSE(table_->holds_list_entries());
@@ -179,8 +180,8 @@ TEST_F(FileTableLanesTest, AHeldListEntryIsRecordedWhenTheReceiverStops) {
 TEST_F(FileTableLanesTest, AListedFileSentBeforeTheReceiverJoinedIsNamedWithThatReason) {
   constexpr uint64_t kLate = 0x7373;
   table_->end_session();
-  gate_->retire();
-  gate_->start(kLate);
+  gate_.retire();
+  gate_.start(kLate);
   table_->start_session(kLate);
   testing::FakeSender late{kLate};
   *late.seq() = 500;  // the receiver's first packet of the session is the sender's 500th
@@ -243,7 +244,7 @@ TEST_F(FileTableLanesTest, AListEntryOfALaneNoLaneHereCarriesIsLeftToItsReceiver
 TEST_F(FileTableLanesTest, AListEntryOfALaneToThisHostThatNoListenTakesIsRecorded) {
   feed(0, lane_[0].heartbeat(false, 1000, 0, 3));
   feed(0, lane_[0].sender_info(0xabc, {0, 0, 0}));
-  EXPECT_EQ(gate_->sender_id(), 0xabcu);
+  EXPECT_EQ(gate_.sender_id(), 0xabcu);
   const std::string unheard = lane_content(1000, 9);
   feed(0, lane_[0].file_list({{5, "unheard.bin", unheard, common::VerifyType::kB2B, false, 2}}));
   later(1);
@@ -292,18 +293,18 @@ TEST_F(FileTableLanesTest, AFileStripedOverMoreLanesThanThisReceiverHasIsRefused
 }
 
 TEST_F(FileTableLanesTest, TheGateKnowsEachLanesStateAndWhenTheSessionIsOver) {
-  EXPECT_EQ(gate_->lane_of_sender(1), 1);
-  EXPECT_EQ(gate_->lane_of_sender(2), -1);
-  EXPECT_TRUE(gate_->all_lanes_named());
+  EXPECT_EQ(gate_.lane_of_sender(1), 1);
+  EXPECT_EQ(gate_.lane_of_sender(2), -1);
+  EXPECT_TRUE(gate_.all_lanes_named());
   feed(0, lane_[0].heartbeat(true, 1000, 0, 2));
   clock_.advance(std::chrono::seconds(2));
-  EXPECT_TRUE(gate_->final_due(0, clock_.now()));
-  EXPECT_FALSE(gate_->gone(1, clock_.now()));
-  EXPECT_FALSE(gate_->finished(true)) << "lane 1 is still sending";
+  EXPECT_TRUE(gate_.final_due(0, clock_.now()));
+  EXPECT_FALSE(gate_.gone(1, clock_.now()));
+  EXPECT_FALSE(gate_.finished(true)) << "lane 1 is still sending";
   feed(1, lane_[1].heartbeat(true, 1000, 1, 2));
-  EXPECT_TRUE(gate_->finished(true));
-  EXPECT_EQ(gate_->seq(0).received(), 2u);
-  EXPECT_EQ(gate_->received(), 4u);
+  EXPECT_TRUE(gate_.finished(true));
+  EXPECT_EQ(gate_.seq(0).received(), 2u);
+  EXPECT_EQ(gate_.received(), 4u);
 }
 
 }  // namespace

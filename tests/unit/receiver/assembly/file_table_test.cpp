@@ -1,5 +1,5 @@
-// The file table driven directly: packets built with common/protocol.hpp, a real output folder,
-// the pwrite engine, a FakeClock.
+// The file table driven directly, with one lane: packets built with common/protocol.hpp, a real
+// output folder, the pwrite engine, a FakeClock (tests/unit/receiver/assembly/table_fixture.hpp).
 #include "receiver/assembly/file_table.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include "support/files.hpp"
 #include "support/json_matchers.hpp"
 #include "support/scratch_fs.hpp"
+#include "unit/receiver/assembly/table_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {
@@ -25,55 +26,26 @@ using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::StartsWith;
 
-class FileTableTest : public ::testing::Test {
+// The table alone, with one lane: no gate (TableGround's is left out), one FakeSender, files
+// silent for 5 s time out.
+class FileTableTest : public FileTableFixture {
  protected:
   void SetUp() override {
-    cfg_.output = base_.string();
-    cfg_.write_block_kb = 4;
     cfg_.file_timeout_s = 5;
-    cfg_.write_mode = WriteMode::kBuffered;
-    out_ = std::make_unique<OutputDir>(base_.string(), (base_ / ".failed").string(),
-                                       CollisionPolicy::kRename);
-    common::BlockIoOptions o;
-    o.engine = common::IoEngine::kPwrite;
-    o.queue_depth = 4;
-    io_ = common::make_block_io(o, nullptr);
-    engine_ = std::make_unique<WriteEngine>(*io_, mem_, 4096);
-    records_ = std::make_unique<FailureRecords>(*out_, pool_, clock_, false, counters_);
-    table_ =
-        std::make_unique<FileTable>(cfg_, *out_, pool_, clock_, *engine_, *records_, counters_);
-    table_->start_session(kSession);
+    FileTableFixture::SetUp();
+    table_->set_gate(nullptr);
   }
-  void TearDown() override { table_.reset(); }
   common::Header next() {
     common::Header h;
     h.session_id = kSession;
     h.seq = seq_++;
     return h;
   }
-  // Decodes `d` and hands it to the table's handler for its type.
+  // A packet the sender sends on its one lane, straight to the table.
   void feed(const Datagram& d) {
     common::Packet p;
     ASSERT_EQ(common::decode_packet(d, &p), common::DecodeStatus::kOk);
-    switch (p.header.type) {
-      case common::PacketType::kAnnounce:
-        table_->handle_announce(p);
-        break;
-      case common::PacketType::kData:
-        table_->handle_data(p);
-        break;
-      case common::PacketType::kEnd:
-        table_->handle_end(p);
-        break;
-      case common::PacketType::kAbort:
-        table_->handle_abort(p);
-        break;
-      case common::PacketType::kFileList:
-        table_->handle_file_list(p);
-        break;
-      default:
-        FAIL() << "unexpected type";
-    }
+    handle(p, 0);
   }
   // A whole file as the sender sends it: announce (chunks of 1000 bytes, b2b), data, end.
   void send_file(uint32_t id, const std::string& path, const std::string& content) {
@@ -81,23 +53,7 @@ class FileTableTest : public ::testing::Test {
     for (const Datagram& d : sender_.data(id, content)) feed(d);
     feed(sender_.end(id, content));
   }
-  void settle() {
-    for (int i = 0; i < 1000 && (table_->io_pending() || !table_->empty()); ++i) table_->pump(true);
-  }
-  static constexpr uint64_t kSession = 0x1234;
   ddft::testing::FakeSender sender_{kSession};
-  testing::ScratchDir scratch_{"ft"};
-  fs::path base_ = scratch_.path();
-  ReceiverConfig cfg_;
-  std::unique_ptr<OutputDir> out_;
-  std::unique_ptr<common::BlockIo> io_;
-  common::AlignedBuffer mem_{4 * 4096};
-  FsPool pool_{2, "tft"};
-  common::FakeClock clock_;
-  AssemblerCounters counters_;
-  std::unique_ptr<WriteEngine> engine_;
-  std::unique_ptr<FailureRecords> records_;
-  std::unique_ptr<FileTable> table_;
   uint64_t seq_ = 0;
 };
 
@@ -176,8 +132,8 @@ TEST_F(FileTableTest, ATimedOutFileFailsAndAListedUnknownFileIsNamed) {
 // whenever their temporary files are made.
 TEST_F(FileTableTest, EvictedFilesTakeTheRecordBudgetBeforeTheRefusalsAfterThem) {
   cfg_.max_files_in_flight = 8;
-  table_ = std::make_unique<FileTable>(cfg_, *out_, pool_, clock_, *engine_, *records_, counters_);
-  table_->start_session(kSession);
+  make_table();
+  table_->set_gate(nullptr);
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   for (int i = 0; i < 2; ++i) pool_.post([released] { released.wait(); }, nullptr);

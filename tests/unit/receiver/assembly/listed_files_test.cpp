@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "support/json_matchers.hpp"
-#include "unit/receiver/assembly/table_parts_fixture.hpp"
+#include "unit/receiver/assembly/table_fixture.hpp"
 
 namespace ddft::receiver {
 namespace {
