@@ -84,6 +84,8 @@ void FailureRecords::write(const FailureRecord& given, std::shared_ptr<TempFile>
                            std::function<void(const std::string&)> then) {
   FailureRecord rec = given;
   if (rec.sender_id == 0 && sender_of_) rec.sender_id = sender_of_(rec.file.session);
+  const bool tracked = rec.file.session != 0 && !rec.no_record;
+  if (tracked) writing_.insert({rec.file.session, rec.file.file_id});
   auto where = std::make_shared<std::string>();
   // The journal's F line first, naming the record to come: a crash before the record is
   // written, or before its Error line is logged, is finished at the next start (the record
@@ -99,7 +101,11 @@ void FailureRecords::write(const FailureRecord& given, std::shared_ptr<TempFile>
         TempFile none;
         *where = out_.fail(tmp ? *tmp : none, rec, name);
       },
-      [this, rec, tmp, where, then = std::move(then)] {
+      [this, rec, tmp, where, tracked, then = std::move(then)] {
+        // Kept for retry() when not written: still on its way.
+        if (tracked && (!out_.has_records() || !where->empty())) {
+          writing_.erase({rec.file.session, rec.file.file_id});
+        }
         if (!out_.has_records()) {
           // --sink null without --output: no folder to write it to, the Error line is all.
           then(std::string(kRecordInLogOnly));
@@ -126,6 +132,8 @@ void FailureRecords::note_logged(const FailureRecord& rec) {
 void FailureRecords::keep_unwritten(const FailureRecord& rec, std::shared_ptr<TempFile> tmp) {
   if (unwritten_.size() >= kUnwrittenKept) {
     ++unwritten_dropped_;
+    const common::FileIdentity& dropped = unwritten_.front().rec.file;
+    writing_.erase({dropped.session, dropped.file_id});
     unwritten_.pop_front();
   }
   unwritten_.push_back({rec, std::move(tmp)});
@@ -177,10 +185,13 @@ void FailureRecords::retry(common::Clock::time_point now, bool force) {
       [this, batch, written] {
         retrying_ = false;
         for (size_t i = 0; i < written->size(); ++i) {
+          const FailureRecord& rec = (*batch)[i].rec;
           spdlog::info(
               "Info: {}: its failure record is written now (the file system takes "
               "writes again): {}",
-              (*batch)[i].rec.file.path, (*written)[i]);
+              rec.file.path, (*written)[i]);
+          writing_.erase({rec.file.session, rec.file.file_id});
+          if (on_recorded_) on_recorded_(rec.file, (*written)[i]);
         }
         // What is still unwritten goes back in front of anything that failed meanwhile.
         for (size_t i = batch->size(); i > written->size(); --i) {

@@ -16,8 +16,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/clock.hpp"
 #include "receiver/counters.hpp"
@@ -56,7 +58,8 @@ class FailureRecords {
   void set_journal(OutcomeLog* journal) { journal_ = journal; }
   // The id of the sender of session `s` (0 when not known), for the records that do not say.
   void set_sender_of(std::function<uint64_t(uint64_t)> fn) { sender_of_ = std::move(fn); }
-  // Called on this thread with each file whose record was written, and where.
+  // Called on this thread with each file whose record was written, and where (at once, or when a
+  // retry() writes it).
   void set_on_recorded(std::function<void(const common::FileIdentity&, const std::string&)> fn) {
     on_recorded_ = std::move(fn);
   }
@@ -71,6 +74,9 @@ class FailureRecords {
   // it); `then` runs on this thread with where it went ("" when it could not be written).
   void write(const FailureRecord& rec, std::shared_ptr<TempFile> tmp,
              std::function<void(const std::string&)> then);
+  // True while the record of file `id` of `session` is on its way: queued, being written, or
+  // kept for retry() because the file system refused it. Its on_recorded call is still to come.
+  bool writing(uint64_t session, uint32_t id) const { return writing_.contains({session, id}); }
   // A file refused at its announce: recorded (within the budget) and its Error line logged.
   void refuse(const FailureRecord& rec, const std::string& reason);
   // Writes the record of a file that failed with nothing received, and its Error line, within
@@ -108,6 +114,7 @@ class FailureRecords {
   uint64_t vouched_in_window_ = 0;
   std::map<uint32_t, FailureRecord> unnamed_;
   std::deque<Unwritten> unwritten_;  // records the file system refused, oldest first
+  std::set<std::pair<uint64_t, uint32_t>> writing_;  // (session, id) of the records on their way
   uint64_t unwritten_dropped_ = 0;
   bool retrying_ = false;
   common::Clock::time_point last_retry_{};

@@ -31,13 +31,13 @@ FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, comm
       lanes_(cfg),
       admission_(cfg, out, records, counters, session_files_, known_, files_),
       listed_(cfg, out, records, clock, counters, session_files_, known_, files_),
-      history_(out, fs, clock, counters, known_, files_, listed_),
+      history_(out, fs, clock, counters, known_, files_, listed_, records),
       zframes_(cfg.compress_buffer_mb << 20) {
   records_.set_sender_of([this](uint64_t s) {
     return gate_ != nullptr && s == known_.session() ? gate_->sender_id() : uint64_t{0};
   });
   records_.set_on_recorded([this](const common::FileIdentity& f, const std::string& where) {
-    known_.settled().add(f.session, f.file_id, clock_.now(), SettledFiles::Fate::kFailed, where);
+    history_.recorded(f, where);
   });
 }
 

@@ -17,14 +17,16 @@ using common::Packet;
 
 SenderHistory::SenderHistory(OutputDir& out, FsPool& fs, common::Clock& clock,
                              AssemblerCounters& counters, KnownFiles& known,
-                             const FilesInFlight& files, ListedFiles& listed)
+                             const FilesInFlight& files, ListedFiles& listed,
+                             const FailureRecords& records)
     : out_(out),
       fs_(fs),
       clock_(clock),
       counters_(counters),
       known_(known),
       files_(files),
-      listed_(listed) {}
+      listed_(listed),
+      records_(records) {}
 
 void SenderHistory::handle_history(const Packet& p) {
   common::HistoryBundle bundle;
@@ -132,26 +134,53 @@ void SenderHistory::resolve(const File& f) {
   const std::string record = settled.record(of.session, of.file_id);
   settled.add(of.session, of.file_id, clock_.now(), SettledFiles::Fate::kPassed);
   ++counters_.resends_delivered;
-  const std::string how =
-      fmt::format("delivered on resend (session {:016x}, file {}) at {}", f.session, f.id,
-                  common::iso8601_local(std::chrono::system_clock::now()));
-  spdlog::info("Info: {}: {}: the failure of session {:016x}, file {} is resolved{}",
-               common::json_quote(f.path), how, of.session, of.file_id,
-               record.empty() ? "" : "; record: " + record);
   // The journal's R line: a later copy of it is skipped, and the start-up knows it delivered.
   Outcome o;
   o.kind = Outcome::Kind::kResolved;
   o.file = identity_of(f);
   o.file.session = of.session;
   o.file.file_id = of.file_id;
+  o.reason = fmt::format("delivered on resend (session {:016x}, file {}) at {}", f.session, f.id,
+                         common::iso8601_local(std::chrono::system_clock::now()));
+  if (record.empty() && records_.writing(of.session, of.file_id)) {
+    // Its record and F line are on their way: the R line must come after them, and the record
+    // be there to mark.
+    if (waiting_.size() >= kResendsKept) {
+      auto oldest = waiting_.begin();
+      for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+        if (it->second.order < oldest->second.order) oldest = it;
+      }
+      finish_resolve(std::move(oldest->second.outcome), oldest->second.path, "");
+      waiting_.erase(oldest);
+    }
+    waiting_[{of.session, of.file_id}] = Waiting{next_order_++, std::move(o), f.path};
+    return;
+  }
+  finish_resolve(std::move(o), f.path, record);
+}
+
+void SenderHistory::recorded(const common::FileIdentity& f, const std::string& where) {
+  auto it = waiting_.find({f.session, f.file_id});
+  if (it == waiting_.end()) {
+    known_.settled().add(f.session, f.file_id, clock_.now(), SettledFiles::Fate::kFailed, where);
+    return;
+  }
+  Waiting w = std::move(it->second);
+  waiting_.erase(it);
+  finish_resolve(std::move(w.outcome), w.path, where);
+}
+
+void SenderHistory::finish_resolve(Outcome o, const std::string& path, const std::string& record) {
+  spdlog::info("Info: {}: {}: the failure of session {:016x}, file {} is resolved{}",
+               common::json_quote(path), o.reason, o.file.session, o.file.file_id,
+               record.empty() ? "" : "; record: " + record);
   o.record = record;
-  o.reason = how;
   fs_.post(
-      [o, how, record, j = journal_, &out = out_] {
+      [o, j = journal_, &out = out_] {
         // Best effort, as every journal line: the record is marked resolved either way.
         if (j != nullptr) (void)j->append(o);
-        if (!record.empty() && !out.resolve_record(record, how)) {
-          spdlog::warn("Warn: the record {} could not be marked resolved", record);
+        if (!o.record.empty() && !out.resolve_record(o.record, o.reason)) {
+          spdlog::warn("Warn: the record {} could not be marked resolved", o.record);
         }
       },
       nullptr);

@@ -4,11 +4,14 @@
 // not listened on here) and is recorded as missed, once, with when it was sent. A resend
 // (kResend) says that the next announce of a file id is a copy of a file sent before: a copy of
 // a file delivered here is skipped unwritten; one of a file that failed or never came is
-// delivered, and resolves that failure (its record marked, the journal's R line).
+// delivered, and resolves that failure (its record marked, the journal's R line). A failure whose
+// record is still on its way (FailureRecords::writing()) is resolved once the record is written:
+// the record is marked and the R line follows the F line.
 //
-// Writer thread only. It owns the pending resends (at most kResendsKept: past it, the one of the
-// lowest file id is dropped); the folder, pool, clock, counters, known ids, files in flight, listed
-// files, gate and journal are the caller's and must outlive it. Malformed packets are counted,
+// Writer thread only. It owns the pending resends and the resolutions waiting for their record
+// (at most kResendsKept each: past it, the oldest is dropped); the folder, pool, clock, counters,
+// known ids, files in flight, listed files, records, gate and journal are the caller's and must
+// outlive it. Malformed packets are counted,
 // never thrown.
 #pragma once
 
@@ -21,6 +24,7 @@
 #include "common/file_identity.hpp"
 #include "common/history_wire.hpp"
 #include "common/protocol.hpp"
+#include "receiver/assembly/failure_records.hpp"
 #include "receiver/assembly/file.hpp"
 #include "receiver/assembly/known_files.hpp"
 #include "receiver/assembly/listed_files.hpp"
@@ -38,9 +42,10 @@ class SenderHistory {
   static constexpr size_t kResendsKept = 4096;
 
   // References must outlive this. `listed`: where a missed file is recorded, and whose held
-  // entries count as named.
+  // entries count as named. `records`: asked whether a failure's record is on its way.
   SenderHistory(OutputDir& out, FsPool& fs, common::Clock& clock, AssemblerCounters& counters,
-                KnownFiles& known, const FilesInFlight& files, ListedFiles& listed);
+                KnownFiles& known, const FilesInFlight& files, ListedFiles& listed,
+                const FailureRecords& records);
   SenderHistory(const SenderHistory&) = delete;
   SenderHistory& operator=(const SenderHistory&) = delete;
 
@@ -63,8 +68,12 @@ class SenderHistory {
   // place.
   [[nodiscard]] bool skip_copy(File& f, bool flagged);
   // `f`, a resend (File::resend_of), is delivered: the failure it copies is resolved (settled as
-  // delivered, logged, its record marked and the journal's R line written on the pool).
+  // delivered, logged, its record marked and the journal's R line written on the pool); when its
+  // record is on its way, that waits for recorded().
   void resolve(const File& f);
+  // The record of failed file `f` is written at `where` (FailureRecords' on_recorded): the file
+  // is settled as failed, or, when a resend resolved it meanwhile, its resolution is finished.
+  void recorded(const common::FileIdentity& f, const std::string& where);
 
  private:
   // Whether history record `r`'s lane goes to another receiver's host.
@@ -73,6 +82,9 @@ class SenderHistory {
   std::string missed_reason(const common::HistoryRecord& r) const;
   // The file of `r` (any session), named only by the sender's history: recorded with `reason`.
   void record_missed(const common::HistoryRecord& r, const std::string& reason, uint64_t sender_id);
+  // A resolution: the R line `o` (its record field set from `record`), the record marked with
+  // o.reason, the Info line naming the copy at `path`.
+  void finish_resolve(Outcome o, const std::string& path, const std::string& record);
 
   OutputDir& out_;
   FsPool& fs_;
@@ -81,10 +93,20 @@ class SenderHistory {
   KnownFiles& known_;
   const FilesInFlight& files_;
   ListedFiles& listed_;
+  const FailureRecords& records_;
   const SessionGate* gate_ = nullptr;
   OutcomeLog* journal_ = nullptr;
   // kResend of this session by the copy's file id, until its announce.
   std::map<uint32_t, common::FileIdentity> resends_;
+  // Failures resolved whose record is on its way, by (session, id): the R line and the copy's
+  // path, oldest first by when they were resolved.
+  struct Waiting {
+    uint64_t order;
+    Outcome outcome;
+    std::string path;
+  };
+  std::map<std::pair<uint64_t, uint32_t>, Waiting> waiting_;
+  uint64_t next_order_ = 0;
 };
 
 }  // namespace ddft::receiver

@@ -2,10 +2,14 @@
 #include "receiver/assembly/failure_records.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "support/scratch_fs.hpp"
 
@@ -82,6 +86,43 @@ TEST_F(FailureRecordsTest, UnnamedFailuresAreKeptUntilAListNamesThem) {
   r.write_named(*got, true);
   settle();
   EXPECT_EQ(record_count(), 1u);
+}
+
+// A record the file system refuses (the output a tmpfs remounted read-only) stays on its way: it
+// is kept, written by the retry once the file system takes writes again, and only then reported.
+TEST_F(FailureRecordsTest, ARecordTheFileSystemRefusedIsOnItsWayUntilARetryWritesIt) {
+  const fs::path root = base_ / "tmpfs";
+  fs::create_directories(root);
+  testing::ScopedMount mount(root, "tmpfs");
+  if (!mount.mounted()) GTEST_SKIP() << mount.skip_reason();
+  const fs::path failed = root / ".failed";
+  OutputDir out(root.string(), failed.string(), CollisionPolicy::kRename);
+  FailureRecords r(out, pool_, clock_, false, counters_);
+  std::vector<std::string> recorded;
+  r.set_on_recorded([&](const common::FileIdentity& f, const std::string& where) {
+    EXPECT_EQ(f.file_id, 4u);
+    recorded.push_back(where);
+  });
+  ASSERT_EQ(::mount(nullptr, root.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr), 0)
+      << std::strerror(errno);
+  std::string where = "unset";
+  r.write(rec(4), nullptr, [&](const std::string& w) { where = w; });
+  EXPECT_TRUE(r.writing(1, 4));
+  settle();
+  EXPECT_EQ(where, "") << "a read-only folder took the record";
+  EXPECT_TRUE(r.writing(1, 4)) << "kept for the retry";
+  EXPECT_TRUE(recorded.empty());
+
+  ASSERT_EQ(::mount(nullptr, root.c_str(), nullptr, MS_REMOUNT, nullptr), 0)
+      << std::strerror(errno);
+  clock_.advance(std::chrono::seconds(5));
+  r.retry(clock_.now());
+  settle();
+  EXPECT_FALSE(r.writing(1, 4));
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_TRUE(recorded[0].starts_with(failed.string() + "/")) << recorded[0];
+  EXPECT_TRUE(fs::exists(recorded[0]));
+  EXPECT_FALSE(r.writing(1, 5)) << "a file never recorded";
 }
 
 TEST_F(FailureRecordsTest, FormatsTheFirstMissingRanges) {

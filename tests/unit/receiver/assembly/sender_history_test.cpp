@@ -11,7 +11,9 @@
 namespace ddft::receiver {
 namespace {
 using ddft::testing::JsonHas;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
+using ::testing::StartsWith;
 
 constexpr uint64_t kBefore = 0xbef0;  // a session before this receiver started
 
@@ -21,6 +23,10 @@ class SenderHistoryTest : public TablePartsTest {
     TablePartsTest::SetUp();
     listed_.set_gate(&gate_);
     history_.set_gate(&gate_);
+    // As the file table wires them: a record written settles its file, through the history.
+    records_.set_on_recorded([this](const common::FileIdentity& f, const std::string& where) {
+      history_.recorded(f, where);
+    });
   }
   static common::FileIdentity identity(uint64_t session, uint32_t id, const std::string& path) {
     return {session, id, path, 1000, common::VerifyType::kB2B, "00112233445566778899aabbccddeeff"};
@@ -45,7 +51,7 @@ class SenderHistoryTest : public TablePartsTest {
     history_.handle_resend(feed_gate(0, lane_[0].resend(id, of)));
   }
   ListedFiles listed_{cfg_, out_, records_, clock_, counters_, session_files_, known_, files_};
-  SenderHistory history_{out_, pool_, clock_, counters_, known_, files_, listed_};
+  SenderHistory history_{out_, pool_, clock_, counters_, known_, files_, listed_, records_};
 };
 
 TEST_F(SenderHistoryTest, OnlyAFileNeverHeardOfIsRecordedAsMissed) {
@@ -95,6 +101,29 @@ TEST_F(SenderHistoryTest, ACopyOfAFailedFileIsTakenAndDeliveredResolvesTheFailur
   settle();
   EXPECT_EQ(counters_.resends_delivered, 1u);
   EXPECT_EQ(known_.settled().fate(kBefore, 8), SettledFiles::Fate::kPassed);
+}
+
+TEST_F(SenderHistoryTest, ACopyDeliveredBeforeTheFailuresRecordIsWrittenResolvesItOnceWritten) {
+  // The history names file 8 of an earlier session, and its copy is delivered before the
+  // record's write has come back (the pool not reaped in between).
+  history_.handle_history(feed_gate(0, lane_[0].history(0xfeed, {sent(kBefore, 8, "b.bin")})));
+  ASSERT_TRUE(records_.writing(kBefore, 8));
+  resend(3, identity(kBefore, 8, "b.bin"));
+  File f = copy(3, "b.bin");
+  ASSERT_FALSE(history_.skip_copy(f, /*flagged=*/true));
+  ASSERT_TRUE(f.resend_of.has_value());
+  history_.resolve(f);
+  EXPECT_EQ(known_.settled().fate(kBefore, 8), SettledFiles::Fate::kPassed);
+  settle();
+  EXPECT_FALSE(records_.writing(kBefore, 8));
+  EXPECT_EQ(known_.settled().fate(kBefore, 8), SettledFiles::Fate::kPassed)
+      << "the record written does not undo the resolution";
+  EXPECT_THAT(records(),
+              ElementsAre(AllOf(JsonHas("name", "b.bin"),
+                                JsonHas("resolved", StartsWith("delivered on resend (session "
+                                                               "0000000000005151, "
+                                                               "file 3) at ")))));
+  EXPECT_EQ(counters_.resends_delivered, 1u);
 }
 
 TEST_F(SenderHistoryTest, AFlaggedCopyWhoseResendWasLostIsSkippedOnlyWhenItsFileIsInPlace) {
