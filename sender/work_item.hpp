@@ -8,6 +8,7 @@
 // false once closed; nothing here throws.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -73,6 +74,33 @@ class WorkSink {
   virtual bool push(WorkItem&& item) = 0;
   // Ends the stream: the transmitters drain what was pushed and end.
   virtual void close() = 0;
+};
+
+// Where a transmitter takes its items from: its lane's queue (QueueFeed), or its lane's output
+// of a ChannelMux. Any thread. pop() blocks until an item comes, or the feed is closed and
+// drained (then nullopt); pop_for() gives up after `timeout` (nullopt then means "nothing yet"
+// unless closed()).
+class WorkFeed {
+ public:
+  virtual ~WorkFeed() = default;
+  virtual std::optional<WorkItem> pop() = 0;
+  virtual std::optional<WorkItem> pop_for(std::chrono::nanoseconds timeout) = 0;
+  // True once the feed is closed and drained: nothing more will come.
+  virtual bool closed() const = 0;
+};
+
+// One transmitter's queue as a WorkFeed. `queue` must outlive it.
+class QueueFeed final : public WorkFeed {
+ public:
+  explicit QueueFeed(common::BoundedQueue<WorkItem>& queue) : queue_(queue) {}
+  std::optional<WorkItem> pop() override { return queue_.pop(); }
+  std::optional<WorkItem> pop_for(std::chrono::nanoseconds timeout) override {
+    return queue_.pop_for(timeout);
+  }
+  bool closed() const override { return queue_.closed(); }
+
+ private:
+  common::BoundedQueue<WorkItem>& queue_;
 };
 
 // One transmitter's queue as a WorkSink. `queue` must outlive it.
