@@ -26,7 +26,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -64,6 +66,11 @@ class Transmitter {
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
               LaneHub& hub, size_t lane, LaneRouter* router);
+  // The same, taking its items from `in` (its lane's output of a ChannelMux): the files of
+  // several channels, interleaved item by item.
+  Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
+              common::Clock& clock, BufferPool& pool, WorkFeed& in, LaneHub& hub, size_t lane,
+              LaneRouter* router);
   // A session of one lane: `observer` hears of every file. All references must outlive run().
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
@@ -86,10 +93,12 @@ class Transmitter {
   void set_history(HistoryFeed* feed) { history_ = feed; }
 
  private:
-  // Both public constructors: `own_hub` (may be null) is kept, `hub` used when not null.
+  // The public constructors: `own_feed` and `own_hub` (each may be null) are kept; `feed` and
+  // `hub` are used when not null.
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
-              common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
-              std::unique_ptr<LaneHub> own_hub, LaneHub* hub, size_t lane, LaneRouter* router);
+              common::Clock& clock, BufferPool& pool, std::unique_ptr<WorkFeed> own_feed,
+              WorkFeed* feed, std::unique_ptr<LaneHub> own_hub, LaneHub* hub, size_t lane,
+              LaneRouter* router);
 
   struct FileProgress {
     std::shared_ptr<const FileMeta> meta;
@@ -109,6 +118,10 @@ class Transmitter {
   void send_item(const WorkItem& item, std::stop_token stop);
   // A block is done with (sent or not): its buffer back to the pool, its bytes off the router's.
   void give_back(const WorkItem& item);
+  // Every file this lane has open is aborted on the wire with `reason` (a stop).
+  void abort_open(const std::string& reason);
+  // Whether `item` is the last of its file this lane sees: its last copy's end, or an abort.
+  bool last_of_file(const WorkItem& item) const;
   // A file that was never announced (kSkip): counted failed, the observers told.
   void skip_file(const WorkItem& item);
   // The lanes that carry the file of `item`, bit k for lane k (this lane's, not routed).
@@ -150,8 +163,8 @@ class Transmitter {
   void abort_file(const std::shared_ptr<const FileMeta>& meta, const std::string& reason,
                   bool striped);
   // This lane is through with `meta` (ended its last copy, or aborted it): the last lane that
-  // carried it counts it, logs it and reports it (observers, then the list). `meta` by value: it
-  // may be current_'s, which this resets.
+  // carried it counts it, logs it and reports it (observers, then the list); it leaves open_.
+  // `meta` by value: it may be the open file's, which this erases.
   void finish_file(std::shared_ptr<const FileMeta> meta, bool aborted, const common::Digest& digest,
                    const std::string& reason, bool striped);
   // The end barrier: reports this lane done, then keeps its link alive (heartbeats, lists that
@@ -162,7 +175,8 @@ class Transmitter {
   uint64_t session_id_;
   common::Clock& clock_;
   BufferPool& pool_;
-  common::BoundedQueue<WorkItem>& in_;
+  std::unique_ptr<WorkFeed> own_feed_;  // the lane queue's, when given one
+  WorkFeed& in_;
   std::unique_ptr<LaneHub> own_hub_;  // the one-lane constructor's
   LaneHub& hub_;
   size_t lane_;
@@ -173,10 +187,13 @@ class Transmitter {
   ListSender lists_;
   uint64_t data_index_ = 0;
   uint32_t files_announced_ = 0;
-  FileProgress current_;
-  // A file this lane is through with before its items are (aborted early as doomed, or failed
-  // while down): the rest of its items are dropped. Items of one file come together.
-  std::optional<uint32_t> dropped_;
+  // The files this lane has begun and not finished, by file id: one at a time from one
+  // channel, several when channels interleave. `cur_`: the one of the item being sent.
+  std::map<uint32_t, FileProgress> open_;
+  FileProgress* cur_ = nullptr;
+  // Files this lane is through with before their items are (aborted early as doomed, or failed
+  // while down): the rest of their items are dropped, up to the last copy's end or an abort.
+  std::set<uint32_t> dropped_;
   common::Clock::time_point last_info_{};
   bool info_sent_ = false;
   SendStatus* status_ = nullptr;
