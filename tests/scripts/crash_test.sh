@@ -1065,6 +1065,7 @@ def justify(rel, pos, reason):
          f"{k['ready'] - t_send_wall:.2f} s)")
 
 
+unexplained = []  # files failed that no kill explains, for the report at the end
 justified = {}  # kind of justification -> count
 slack_used = []  # for each failure explained as sent unheard: how long before the kill it ended
 for rel, outcome in fs_outcome.items():
@@ -1074,6 +1075,7 @@ for rel, outcome in fs_outcome.items():
     pos, ri, m = lines[0]
     why = justify(rel, pos, m["reason"])
     if why is None:
+        unexplained.append(rel)
         fail(f"{rel}: failed, and no kill explains it: run {ri} logged \"{m['reason'][:160]}\"; "
              f"sent {starts[order[rel]] - t_send_wall:.2f}-{ends[order[rel]] - t_send_wall:.2f} s")
         continue
@@ -1128,12 +1130,31 @@ if failures:
     print(f"crash_test: {len(failures)} failure(s); the receive log's lines of the first files:")
     with open(rx_log, errors="replace") as f:
         log = f.readlines()
-    for rel in lost[:5]:
+    for rel in (lost + unexplained)[:5]:
         print(f"--- {rel}")
         for line in log:
             if rel in line:
                 print("  " + line.rstrip())
         print("  journal: " + ", ".join(f"{k} {i}" for k, _, i, p, _ in jrows if p == rel))
+    # For a file no kill explains: the runs around its sending, when each came up and was
+    # killed, the files each announced first and last, and what each said of loss or drops.
+    for rel in unexplained[:3]:
+        i = order[rel]
+        print(f"--- runs around {rel} (sent {starts[i] - t_send_wall:.3f}-"
+              f"{ends[i] - t_send_wall:.3f} s)")
+        for r in runs:
+            k = next((k for k in kills if k["run"] == r.index), None)
+            if r.up_wall is None or r.up_wall > ends[i] + 2 or (k and k["wall"] < starts[i] - 2):
+                continue
+            names = [ANNOUNCE.match(m) for ri, _, m in log_lines if ri == r.index]
+            names = [n["path"] for n in names if n]
+            down = f", killed at {k['wall'] - t_send_wall:.3f} s" if k else ""
+            print(f"  run {r.index}: up at {r.up_wall - t_send_wall:.3f} s{down}; announced "
+                  f"{len(names)} file(s), first {names[0] if names else '-'}, last "
+                  f"{names[-1] if names else '-'}")
+            for ri, _, m in log_lines:
+                if ri == r.index and re.search(r"lost on the link|dropped|damaged", m):
+                    print("    " + m[:200])
 if os.environ.get("DDFT_CRASH_KEEP"):
     subprocess.run(["cp", "-a", work, os.environ["DDFT_CRASH_KEEP"]])
     print(f"crash_test: work folder copied to {os.environ['DDFT_CRASH_KEEP']}")
