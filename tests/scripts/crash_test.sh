@@ -1004,13 +1004,15 @@ ends = [wall_of(e["time"]) + 0.001 for e in sent]  # (the times are cut to the m
 starts = [t_send_wall] + [wall_of(e["time"]) for e in sent[:-1]]
 run_of = {r.index: r for r in runs}
 announced_upto = []  # [position in log_lines]: the highest send index announced before it
+first_announced = {}  # send index -> the position in log_lines of its first announce line
 highest, lags = -1, []
-for ri, wall, msg in log_lines:
+for pos, (ri, wall, msg) in enumerate(log_lines):
     announced_upto.append(highest)
     m = ANNOUNCE.match(msg)
     if m and m["path"] in order:
         i = order[m["path"]]
         highest = max(highest, i)
+        first_announced.setdefault(i, pos)
         up = run_of[ri].up_wall
         if "(joined mid-file" not in msg and up is not None and starts[i] >= up:
             lags.append(wall - starts[i])
@@ -1022,7 +1024,13 @@ for k in kills:
 
 
 def unheard(k, i):
-    return i > k["announced"] and starts[i] < k["ready"] and ends[i] > k["wall"] - slack
+    # Sent after the last file announced before the kill; or, within the slack before it, one no
+    # run had logged yet: the receiver logs a file's announce once its temporary file is made on
+    # the file-system pool, whose calls finish in any order, so a later file's line can come
+    # first and the kill land before this one's.
+    logged = first_announced.get(i, math.inf) < k["lines"]
+    return (i > k["announced"] or not logged) and starts[i] < k["ready"] and \
+        ends[i] > k["wall"] - slack
 
 
 def category(reason):
