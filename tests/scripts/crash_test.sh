@@ -1004,13 +1004,15 @@ ends = [wall_of(e["time"]) + 0.001 for e in sent]  # (the times are cut to the m
 starts = [t_send_wall] + [wall_of(e["time"]) for e in sent[:-1]]
 run_of = {r.index: r for r in runs}
 announced_upto = []  # [position in log_lines]: the highest send index announced before it
+first_announced = {}  # send index -> the position in log_lines of its first announce line
 highest, lags = -1, []
-for ri, wall, msg in log_lines:
+for pos, (ri, wall, msg) in enumerate(log_lines):
     announced_upto.append(highest)
     m = ANNOUNCE.match(msg)
     if m and m["path"] in order:
         i = order[m["path"]]
         highest = max(highest, i)
+        first_announced.setdefault(i, pos)
         up = run_of[ri].up_wall
         if "(joined mid-file" not in msg and up is not None and starts[i] >= up:
             lags.append(wall - starts[i])
@@ -1022,7 +1024,13 @@ for k in kills:
 
 
 def unheard(k, i):
-    return i > k["announced"] and starts[i] < k["ready"] and ends[i] > k["wall"] - slack
+    # Sent after the last file announced before the kill; or, within the slack before it, one no
+    # run had logged yet: the receiver logs a file's announce once its temporary file is made on
+    # the file-system pool, whose calls finish in any order, so a later file's line can come
+    # first and the kill land before this one's.
+    logged = first_announced.get(i, math.inf) < k["lines"]
+    return (i > k["announced"] or not logged) and starts[i] < k["ready"] and \
+        ends[i] > k["wall"] - slack
 
 
 def category(reason):
@@ -1065,6 +1073,7 @@ def justify(rel, pos, reason):
          f"{k['ready'] - t_send_wall:.2f} s)")
 
 
+unexplained = []  # files failed that no kill explains, for the report at the end
 justified = {}  # kind of justification -> count
 slack_used = []  # for each failure explained as sent unheard: how long before the kill it ended
 for rel, outcome in fs_outcome.items():
@@ -1074,6 +1083,7 @@ for rel, outcome in fs_outcome.items():
     pos, ri, m = lines[0]
     why = justify(rel, pos, m["reason"])
     if why is None:
+        unexplained.append(rel)
         fail(f"{rel}: failed, and no kill explains it: run {ri} logged \"{m['reason'][:160]}\"; "
              f"sent {starts[order[rel]] - t_send_wall:.2f}-{ends[order[rel]] - t_send_wall:.2f} s")
         continue
@@ -1128,12 +1138,31 @@ if failures:
     print(f"crash_test: {len(failures)} failure(s); the receive log's lines of the first files:")
     with open(rx_log, errors="replace") as f:
         log = f.readlines()
-    for rel in lost[:5]:
+    for rel in (lost + unexplained)[:5]:
         print(f"--- {rel}")
         for line in log:
             if rel in line:
                 print("  " + line.rstrip())
         print("  journal: " + ", ".join(f"{k} {i}" for k, _, i, p, _ in jrows if p == rel))
+    # For a file no kill explains: the runs around its sending, when each came up and was
+    # killed, the files each announced first and last, and what each said of loss or drops.
+    for rel in unexplained[:3]:
+        i = order[rel]
+        print(f"--- runs around {rel} (sent {starts[i] - t_send_wall:.3f}-"
+              f"{ends[i] - t_send_wall:.3f} s)")
+        for r in runs:
+            k = next((k for k in kills if k["run"] == r.index), None)
+            if r.up_wall is None or r.up_wall > ends[i] + 2 or (k and k["wall"] < starts[i] - 2):
+                continue
+            names = [ANNOUNCE.match(m) for ri, _, m in log_lines if ri == r.index]
+            names = [n["path"] for n in names if n]
+            down = f", killed at {k['wall'] - t_send_wall:.3f} s" if k else ""
+            print(f"  run {r.index}: up at {r.up_wall - t_send_wall:.3f} s{down}; announced "
+                  f"{len(names)} file(s), first {names[0] if names else '-'}, last "
+                  f"{names[-1] if names else '-'}")
+            for ri, _, m in log_lines:
+                if ri == r.index and re.search(r"lost on the link|dropped|damaged", m):
+                    print("    " + m[:200])
 if os.environ.get("DDFT_CRASH_KEEP"):
     subprocess.run(["cp", "-a", work, os.environ["DDFT_CRASH_KEEP"]])
     print(f"crash_test: work folder copied to {os.environ['DDFT_CRASH_KEEP']}")
