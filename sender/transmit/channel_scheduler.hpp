@@ -32,16 +32,9 @@
 #include <vector>
 
 #include "common/clock.hpp"
+#include "sender/channel.hpp"
 
 namespace ddft::sender {
-
-// What a channel asks of the link.
-struct ChannelPolicy {
-  unsigned priority = 0;  // its class: 0 sends first
-  unsigned weight = 1;    // its share within the class, against the others' weights
-  double rate_cap = 0;    // bytes/s over all lanes; 0: no cap
-  double min_share = 0;   // the fraction of each lane it gets at least while it has data
-};
 
 class ChannelScheduler {
  public:
