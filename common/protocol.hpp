@@ -237,15 +237,9 @@
 // not depend on) down one of them; the end's digest is of the whole file, in file order, as for
 // any other file.
 //
-// Channels (sender --channel): a sender serves several sources at once, each a named channel,
-// and interleaves their files on a lane item by item. A channel's announce carries kFlagChannel
-// (flags bit 6) and its path's first component is the channel's name ("urgent/report.pdf");
-// every other path of the file (file list, history) is the same prefixed one. A receiver closes
-// a lane for the files before the one announced only within the announced file's channel. A
-// receiver before channels ignores the bit and keeps the path whole (the file lands under
-// OUTPUT/CHANNEL/, where a receiver with channels puts it by default), but takes an announce of
-// another channel's file as the end of the files before it on that lane: files interleaved with
-// another channel's then fail there. A sender of one channel (no --channel) sends neither.
+// Channels (sender --channel): an announce with kFlagChannel (flags bit 6) is of a channel, its
+// path's first component ("urgent/report.pdf"); a lane's next announce closes only that
+// channel's files before it, so channels interleave. What older receivers do: docs/wire.md.
 //
 // Data packets of a file carry chunk_size bytes each (the last one fewer) at offsets that are
 // multiples of chunk_size, so a receiver can index them with a bitmap.
@@ -303,10 +297,8 @@ inline constexpr uint16_t kFlagRepeat = 8;    // a repeated announce, mid-file
 inline constexpr uint16_t kFlagStriped = 16;  // an announce: the file is striped over every lane
 // An announce: the file is a copy of one sent before (a kResend before it says which).
 inline constexpr uint16_t kFlagResend = 32;
-// An announce: the file is of a channel, the first component of its path (see "Channels").
-inline constexpr uint16_t kFlagChannel = 64;
-// The channel of an announce's path with kFlagChannel: its first component ("" when it has one
-// component only, which a sender never sends).
+inline constexpr uint16_t kFlagChannel = 64;  // an announce: its path's first part is a channel
+// The channel of a kFlagChannel announce's path: its first component ("" for one component).
 inline std::string_view channel_of(std::string_view path) {
   const size_t slash = path.find('/');
   return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
