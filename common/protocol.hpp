@@ -298,11 +298,6 @@ inline constexpr uint16_t kFlagStriped = 16;  // an announce: the file is stripe
 // An announce: the file is a copy of one sent before (a kResend before it says which).
 inline constexpr uint16_t kFlagResend = 32;
 inline constexpr uint16_t kFlagChannel = 64;  // an announce: its path's first part is a channel
-// The channel of a kFlagChannel announce's path: its first component ("" for one component).
-inline std::string_view channel_of(std::string_view path) {
-  const size_t slash = path.find('/');
-  return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
-}
 // The most lanes one session drives (a lane's number fits a file list entry's byte).
 inline constexpr size_t kMaxLanes = 64;
 // FileListEntry::lane when the entry does not say (a sender before lanes), and when the file was

@@ -124,9 +124,8 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   }
   // A repeated announce of a file this receiver never saw start: it joined mid-file.
   const bool joined_late = (p.header.flags & common::kFlagRepeat) != 0;
-  const std::string channel((p.header.flags & common::kFlagChannel) != 0
-                                ? common::channel_of(a.path)
-                                : std::string_view());
+  const std::string channel((p.header.flags & common::kFlagChannel) != 0 ? channel_of(a.path)
+                                                                         : std::string_view());
   close_lane(lane, a.file_id, channel);
   std::unique_ptr<File> f =
       file_from_announce(a, known_.session(), clock_.now(), cfg_.report_mb * 1024 * 1024);
