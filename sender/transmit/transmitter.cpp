@@ -332,9 +332,13 @@ void Transmitter::skip_file(const WorkItem& item) {
 }
 
 void Transmitter::abort_open(const std::string& reason) {
+  for (const auto& [meta, striped] : open_files()) abort_file(meta, reason, striped);
+}
+
+std::vector<std::pair<std::shared_ptr<const FileMeta>, bool>> Transmitter::open_files() const {
   std::vector<std::pair<std::shared_ptr<const FileMeta>, bool>> open;
   for (const auto& [id, f] : open_) open.emplace_back(f.meta, f.striped);
-  for (const auto& [meta, striped] : open) abort_file(meta, reason, striped);
+  return open;
 }
 
 // Whether `item` is the last of its file this lane will see: its last copy's end, or an abort.
@@ -523,9 +527,7 @@ void Transmitter::go_down(const LinkError& e) {
   if (status_) status_->lanes_up.fetch_sub(1, std::memory_order_relaxed);
   // Before the file in flight is failed: a striped one is then doomed on the other lanes too.
   hub_.lane_down(lane_, reason);
-  std::vector<std::pair<std::shared_ptr<const FileMeta>, bool>> open;
-  for (const auto& [id, f] : open_) open.emplace_back(f.meta, f.striped);
-  for (const auto& [meta, striped] : open) {
+  for (const auto& [meta, striped] : open_files()) {
     dropped_.insert(meta->file_id);
     finish_file(meta, true, {}, reason, striped);
   }

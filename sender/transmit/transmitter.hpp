@@ -120,6 +120,8 @@ class Transmitter {
   void give_back(const WorkItem& item);
   // Every file this lane has open is aborted on the wire with `reason` (a stop).
   void abort_open(const std::string& reason);
+  // The files open on this lane (each with whether it is striped), copied: ending one erases it.
+  std::vector<std::pair<std::shared_ptr<const FileMeta>, bool>> open_files() const;
   // Whether `item` is the last of its file this lane sees: its last copy's end, or an abort.
   bool last_of_file(const WorkItem& item) const;
   // A file that was never announced (kSkip): counted failed, the observers told.
