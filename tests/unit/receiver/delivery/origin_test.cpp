@@ -11,24 +11,10 @@
 #include "common/fd.hpp"
 #include "receiver/delivery/own_files.hpp"
 #include "support/scratch_fs.hpp"
+#include "unit/receiver/delivery/origin_sample.hpp"
 
 namespace ddft::receiver {
 namespace {
-
-Origin an_origin(std::string path, uint64_t session, uint32_t id, uint64_t size) {
-  Origin o;
-  o.file.path = std::move(path);
-  o.file.size = size;
-  o.mtime_ns = 1'600'000'000'123'456'789;
-  o.mode = 0640;
-  o.file.verify = common::VerifyType::kB2B;
-  o.file.session = session;
-  o.file.file_id = id;
-  o.chunk_size = 8192;
-  o.sender = "127.0.0.1:40000";
-  o.announced_ns = 1'700'000'000'000'000'001;
-  return o;
-}
 
 bool same_origin(const Origin& a, const Origin& b) {
   return a.file.path == b.file.path && a.file.size == b.file.size && a.mtime_ns == b.mtime_ns &&
@@ -38,9 +24,9 @@ bool same_origin(const Origin& a, const Origin& b) {
 }
 
 TEST(OriginText, RoundTrips) {
-  std::vector<Origin> all = {an_origin("a.txt", 1, 1, 10)};
-  Origin o = an_origin("dir with spaces/caf\xc3\xa9 = \"quoted\" \\ back/x", UINT64_MAX, UINT32_MAX,
-                       UINT64_MAX);
+  std::vector<Origin> all = {sample_origin("a.txt", 1, 1, 10)};
+  Origin o = sample_origin("dir with spaces/caf\xc3\xa9 = \"quoted\" \\ back/x", UINT64_MAX,
+                           UINT32_MAX, UINT64_MAX);
   o.mtime_ns = -1'000'000'001;  // before 1970
   o.mode = 04755;
   o.file.verify = common::VerifyType::kSha256;
@@ -48,7 +34,7 @@ TEST(OriginText, RoundTrips) {
   o.sender = "";  // a device, unnamed
   o.announced_ns = INT64_MAX;
   all.push_back(o);
-  Origin zero = an_origin("z", 0, 0, 0);
+  Origin zero = sample_origin("z", 0, 0, 0);
   zero.file.verify = common::VerifyType::kNone;
   zero.mode = 0;
   zero.mtime_ns = 0;
@@ -81,7 +67,7 @@ TEST(OriginText, RefusesGarbage) {
       "DDFT-ORIGIN=1\npath=a.txt\n",
   };
   for (const std::string& text : bad) {
-    Origin o = an_origin("untouched", 5, 5, 5);
+    Origin o = sample_origin("untouched", 5, 5, 5);
     EXPECT_FALSE(parse_origin(text, &o)) << "accepted: " << text;
     EXPECT_EQ(o.file.path, "untouched");
   }
@@ -93,7 +79,7 @@ TEST(OriginText, RefusesGarbage) {
 // whole: the leftover is then named with session 0, file 0, a wrong size, and so missing ranges
 // that are wrong too.
 TEST(OriginText, RefusesAnOriginCutShortOrWithDamagedNumbers) {
-  const std::string full = format_origin(an_origin("dir/file.bin", 0xabc, 7, 123456789));
+  const std::string full = format_origin(sample_origin("dir/file.bin", 0xabc, 7, 123456789));
   const size_t after_path = full.find("\nsize=");
   // One failure for all the cuts, naming the first accepted.
   size_t accepted = 0;
@@ -125,7 +111,7 @@ TEST(OriginBeside, WrittenOnANewFileItIsReadBack) {
   const common::UniqueFd fd(
       ::openat(dir.get(), tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   ASSERT_TRUE(fd);
-  const Origin in = an_origin("d/x.bin", 0x42, 3, 1000);
+  const Origin in = sample_origin("d/x.bin", 0x42, 3, 1000);
   std::string sidecar;
   std::string why;
   ASSERT_TRUE(write_origin(dir.get(), fd.get(), tmp, in, &sidecar, &why)) << why;

@@ -14,6 +14,7 @@
 #include "support/files.hpp"
 #include "support/json_matchers.hpp"
 #include "support/scratch_fs.hpp"
+#include "unit/receiver/delivery/origin_sample.hpp"
 
 namespace ddft::receiver {
 namespace {
@@ -234,21 +235,6 @@ TEST_F(OutputDirTest, NullSinkWithoutAFolderTouchesNothing) {
 }
 
 // ---- The origin: what is written beside a file so that a crash can still name it. ----
-
-Origin sample_origin(std::string path, uint64_t session, uint32_t id, uint64_t size) {
-  Origin o;
-  o.file.path = std::move(path);
-  o.file.size = size;
-  o.mtime_ns = 1'600'000'000'123'456'789;
-  o.mode = 0640;
-  o.file.verify = common::VerifyType::kB2B;
-  o.file.session = session;
-  o.file.file_id = id;
-  o.chunk_size = 8192;
-  o.sender = "127.0.0.1:40000";
-  o.announced_ns = 1'700'000'000'000'000'001;
-  return o;
-}
 
 enum class FsKind { kTempFolder, kTmpfs, kRamfs };
 
