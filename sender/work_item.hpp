@@ -12,13 +12,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/bounded_queue.hpp"
 #include "common/buffer_pool.hpp"
 #include "common/file_identity.hpp"
 #include "common/hash.hpp"
+#include "common/protocol.hpp"
 
 namespace ddft::sender {
 
@@ -35,6 +38,31 @@ struct FileMeta {
   uint32_t mode = 0644;
   uint64_t tag = 0;                               // SourceFile::tag
   std::optional<common::FileIdentity> resend_of;  // SourceFile::resend_of
+  // The channel whose file it is (sender/channel.hpp); empty in a session without channels.
+  std::string channel;
+  std::string channel_path;  // CHANNEL/rel_path, set with the channel (set_channel())
+
+  void set_channel(const std::string& name) {
+    channel = name;
+    channel_path = name.empty() ? std::string() : name + '/' + rel_path;
+  }
+  // The path the receiver is told: CHANNEL/rel_path for a channel's file, else rel_path.
+  const std::string& path_on_wire() const { return channel.empty() ? rel_path : channel_path; }
+};
+
+// The session's file ids, handed out in order (common::next_file_id) to every channel's reader,
+// so that no two files of a session share one. Thread-safe.
+class FileIds {
+ public:
+  explicit FileIds(uint32_t first) : next_(first) {}
+  uint32_t take() {
+    std::lock_guard lock(mu_);
+    return std::exchange(next_, common::next_file_id(next_));
+  }
+
+ private:
+  std::mutex mu_;
+  uint32_t next_;
 };
 
 // One unit of work from the reader to the transmitter. Blocks refer to a pool buffer by index;

@@ -19,14 +19,14 @@ uint64_t repeat_announce_interval(size_t announce_bytes) {
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
                          common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
-                         LaneHub& hub, size_t lane, LaneRouter* router)
+                         LaneHub& hub, size_t lane, LaneLoad* load)
     : Transmitter(cfg, session_id, sink, clock, pool, std::make_unique<QueueFeed>(in), nullptr,
-                  nullptr, &hub, lane, router) {}
+                  nullptr, &hub, lane, load) {}
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
                          common::Clock& clock, BufferPool& pool, WorkFeed& in, LaneHub& hub,
-                         size_t lane, LaneRouter* router)
-    : Transmitter(cfg, session_id, sink, clock, pool, nullptr, &in, nullptr, &hub, lane, router) {}
+                         size_t lane, LaneLoad* load)
+    : Transmitter(cfg, session_id, sink, clock, pool, nullptr, &in, nullptr, &hub, lane, load) {}
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
                          common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
@@ -38,7 +38,7 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
                          common::Clock& clock, BufferPool& pool, std::unique_ptr<WorkFeed> own_feed,
                          WorkFeed* feed, std::unique_ptr<LaneHub> own_hub, LaneHub* hub,
-                         size_t lane, LaneRouter* router)
+                         size_t lane, LaneLoad* load)
     : cfg_(cfg),
       session_id_(session_id),
       clock_(clock),
@@ -48,7 +48,7 @@ Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::D
       own_hub_(std::move(own_hub)),
       hub_(hub ? *hub : *own_hub_),
       lane_(lane),
-      router_(router),
+      load_(load),
       chunk_size_(data_chunk_size(cfg)),
       // One lane: the words a sender before lanes said.
       out_(cfg, session_id, sink, clock,
@@ -119,8 +119,14 @@ common::Announce Transmitter::announce_of(const FileMeta& meta) const {
   a.mtime_ns = meta.mtime_ns;
   a.mode = meta.mode;
   a.chunk_size = static_cast<uint32_t>(chunk_size_);
-  a.path = meta.rel_path;
+  a.path = meta.path_on_wire();
   return a;
+}
+
+uint16_t Transmitter::announce_flags(const FileMeta& meta, bool striped) {
+  return static_cast<uint16_t>((striped ? common::kFlagStriped : 0) |
+                               (meta.resend_of ? common::kFlagResend : 0) |
+                               (meta.channel.empty() ? 0 : common::kFlagChannel));
 }
 
 void Transmitter::begin_file(const WorkItem& item) {
@@ -131,7 +137,7 @@ void Transmitter::begin_file(const WorkItem& item) {
     ++files_announced_;
     // The announce as it goes on the wire (sealed with --key-file) sets the repeats' spacing.
     f.repeat_every = repeat_announce_interval(
-        common::announce_datagram_size(item.meta->rel_path.size()) + out_.seal_overhead());
+        common::announce_datagram_size(item.meta->path_on_wire().size()) + out_.seal_overhead());
   } else {
     // A further copy: the same file id, so the receiver fills one copy's holes from the next.
     f.meta = item.meta;
@@ -158,8 +164,7 @@ void Transmitter::begin_file(const WorkItem& item) {
   a.pause_s = item.copy == 0 ? static_cast<uint8_t>(out_.pacer().pause_for(item.meta->size)) : 0;
   out_.send_control(
       [&](const Header& h, std::span<uint8_t> buf) { return common::encode_announce(h, a, buf); },
-      static_cast<uint16_t>((item.striped ? common::kFlagStriped : 0) |
-                            (item.meta->resend_of ? common::kFlagResend : 0)));
+      announce_flags(*item.meta, item.striped));
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
     out_.close_window();
@@ -168,7 +173,7 @@ void Transmitter::begin_file(const WorkItem& item) {
       spdlog::info(
           "Info: {}: pausing {} seconds before the data (sleep algorithm; "
           "-NOSLEEPALG turns it off)",
-          item.meta->rel_path, a.pause_s);
+          item.meta->path_on_wire(), a.pause_s);
     }
     out_.pacer().pause(a.pause_s);
   }
@@ -182,8 +187,7 @@ void Transmitter::send_repeat_announce() {
   auto slot = out_.next_slot();
   Header h = out_.next_header();
   h.flags = static_cast<uint16_t>(h.flags | common::kFlagRepeat |
-                                  (cur_->striped ? common::kFlagStriped : 0) |
-                                  (cur_->meta->resend_of ? common::kFlagResend : 0));
+                                  announce_flags(*cur_->meta, cur_->striped));
   const size_t n = common::encode_announce(h, a, slot.first(out_.source_size()));
   if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
   out_.commit(slot, n);
@@ -241,7 +245,7 @@ void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted
   if (outcome->aborted) {
     ++totals_.files_failed;
     if (status_) status_->files_failed.fetch_add(1, std::memory_order_relaxed);
-    spdlog::error("Error: {} not sent: {}", meta->rel_path, outcome->reason);
+    spdlog::error("Error: {} not sent: {}", meta->path_on_wire(), outcome->reason);
   } else {
     ++totals_.files_sent;
     if (status_) status_->files_sent.fetch_add(1, std::memory_order_relaxed);
@@ -252,9 +256,9 @@ void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted
             : fmt::format("Key: 0x{:08X}, {}", d.key32(), common::verify_type_name(cfg_.verify));
     if (cfg_.report != ReportOption::kNone) {
       const auto elapsed = clock_.now() - outcome->started;
-      spdlog::info("Sent: {}, Size: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}", meta->rel_path,
-                   common::with_commas(meta->size), common::format_hms_ms(elapsed),
-                   common::mib_per_s(meta->size, elapsed), key);
+      spdlog::info("Sent: {}, Size: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}",
+                   meta->path_on_wire(), common::with_commas(meta->size),
+                   common::format_hms_ms(elapsed), common::mib_per_s(meta->size, elapsed), key);
     }
   }
   // One lane: the list's lane byte stays 0 ("not said"), the bytes a sender before lanes sent.
@@ -322,7 +326,7 @@ void Transmitter::send_session(std::stop_token stop) {
 
 void Transmitter::give_back(const WorkItem& item) {
   pool_.release(item.buffer);
-  if (router_) router_->block_done(lane_, item.len);
+  if (load_) load_->block_done(lane_, item.len);
 }
 
 void Transmitter::skip_file(const WorkItem& item) {
@@ -361,7 +365,7 @@ void Transmitter::send_item(const WorkItem& item, std::stop_token stop) {
   // it, so its data stays here and it is aborted on the wire instead of ended. (The hub is asked
   // only once a lane is down.)
   std::optional<std::string> doom;
-  if (item.striped && router_ && router_->lanes_up() < router_->lanes() &&
+  if (item.striped && load_ && load_->lanes_up() < load_->lanes() &&
       (item.kind == WorkItem::Kind::kBlock || item.kind == WorkItem::Kind::kEnd)) {
     doom = hub_.doomed(*item.meta);
   }
@@ -454,7 +458,7 @@ void Transmitter::commit_data(std::span<uint8_t> slot, size_t n, uint64_t offset
   const bool drop = static_cast<long long>(data_index_++) == cfg_.test_drop_data;
   if (drop) {
     spdlog::warn("Warn: test hook dropped the data packet at offset {} of {}", offset,
-                 cur_->meta->rel_path);
+                 cur_->meta->path_on_wire());
   }
   out_.commit(slot, n, !drop);
 }
@@ -481,7 +485,7 @@ void Transmitter::block_sent(const WorkItem& item, size_t raw) {
       f.sent < item.meta->size) {
     while (f.next_report <= f.sent) f.next_report += cfg_.report_mb << 20;
     const auto elapsed = clock_.now() - f.started;
-    spdlog::info("Progress: {}, Sent: {} ({:.2f}%) Rate: {:.3f} (MB/s)", item.meta->rel_path,
+    spdlog::info("Progress: {}, Sent: {} ({:.2f}%) Rate: {:.3f} (MB/s)", item.meta->path_on_wire(),
                  common::with_commas(f.sent),
                  100.0 * static_cast<double>(f.sent) / static_cast<double>(item.meta->size),
                  common::mib_per_s(f.sent, elapsed));
@@ -511,8 +515,8 @@ void Transmitter::send_history_if_due(bool last) {
 // A lane whose link failed (--lane-down): it ends the session, or leaves it while the other
 // lanes go on.
 void Transmitter::go_down(const LinkError& e) {
-  const bool may_leave = cfg_.lane_down == LaneDownPolicy::kContinue && router_ != nullptr;
-  if (!may_leave || !router_->take_down(lane_)) {
+  const bool may_leave = cfg_.lane_down == LaneDownPolicy::kContinue && load_ != nullptr;
+  if (!may_leave || !load_->take_down(lane_)) {
     // --lane-down stop, one lane, or every other lane already down: the session ends here.
     if (may_leave && hub_.lanes() > 1) {
       throw LinkError(e.code(), lane_label() + ": send failed and no other lane is up");

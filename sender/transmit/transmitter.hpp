@@ -16,10 +16,10 @@
 // - Every block's buffer goes back to the pool, sent or not.
 // - When its link refuses a send (LinkError), the lane ends the session (--lane-down stop, one
 //   lane, or the last lane up) or goes down (--lane-down continue): it sends nothing more, the
-//   router stops choosing it, the files it carries fail (striped ones on every lane, which abort
-//   them), and it drains its queue, giving every buffer back, until the session ends.
+//   routers stop choosing it (LaneLoad), the files it carries fail (striped ones on every lane,
+//   which abort them), and it drains its queue, giving every buffer back, until the session ends.
 // run() on the lane's thread, where the pacer calls back into it. The config, sink, clock, pool,
-// queue, hub and router are the caller's and must outlive run(). run() throws LinkError when the
+// queue, hub and load are the caller's and must outlive run(). run() throws LinkError when the
 // link fails and the session must end, and std::logic_error or std::runtime_error for a datagram
 // that cannot fit the packet size (a bug); a file that cannot be read is aborted on the wire.
 #pragma once
@@ -43,8 +43,8 @@
 #include "sender/events.hpp"
 #include "sender/send_status.hpp"
 #include "sender/transmit/lane_hub.hpp"
+#include "sender/transmit/lane_load.hpp"
 #include "sender/transmit/lane_output.hpp"
-#include "sender/transmit/lane_router.hpp"
 #include "sender/transmit/list_sender.hpp"
 #include "sender/transmit/session_list.hpp"
 #include "sender/work_item.hpp"
@@ -61,16 +61,16 @@ uint64_t repeat_announce_interval(size_t announce_bytes);
 class Transmitter {
  public:
   // Lane `lane` (0-based) of a session: `hub` is shared by the session's lanes and hears of
-  // every file; `router`, when not null, hears as each block of `in` is done with (its queued
-  // bytes). All references must outlive run().
+  // every file; `load`, when not null, hears as each block of `in` is done with (its queued
+  // bytes), and is where the lane is taken down. All references must outlive run().
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
-              LaneHub& hub, size_t lane, LaneRouter* router);
+              LaneHub& hub, size_t lane, LaneLoad* load);
   // The same, taking its items from `in` (its lane's output of a ChannelMux): the files of
   // several channels, interleaved item by item.
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, WorkFeed& in, LaneHub& hub, size_t lane,
-              LaneRouter* router);
+              LaneLoad* load);
   // A session of one lane: `observer` hears of every file. All references must outlive run().
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
@@ -98,7 +98,7 @@ class Transmitter {
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, std::unique_ptr<WorkFeed> own_feed,
               WorkFeed* feed, std::unique_ptr<LaneHub> own_hub, LaneHub* hub, size_t lane,
-              LaneRouter* router);
+              LaneLoad* load);
 
   struct FileProgress {
     std::shared_ptr<const FileMeta> meta;
@@ -116,7 +116,7 @@ class Transmitter {
   void send_session(std::stop_token stop);
   // One item of the queue (a block's buffer goes back to the pool whatever happens).
   void send_item(const WorkItem& item, std::stop_token stop);
-  // A block is done with (sent or not): its buffer back to the pool, its bytes off the router's.
+  // A block is done with (sent or not): its buffer back to the pool, its bytes off the lane's load.
   void give_back(const WorkItem& item);
   // Every file this lane has open is aborted on the wire with `reason` (a stop).
   void abort_open(const std::string& reason);
@@ -159,6 +159,8 @@ class Transmitter {
   void begin_file(const WorkItem& item);
   // The announce of `meta` as its first copy sends it, but for pause_s (0).
   common::Announce announce_of(const FileMeta& meta) const;
+  // The flags of the file's announce: striped, a resend, a channel's.
+  static uint16_t announce_flags(const FileMeta& meta, bool striped);
   // The repeated announce (kFlagRepeat) of the file being sent, once.
   void send_repeat_announce();
   void end_file(const WorkItem& item);
@@ -182,7 +184,7 @@ class Transmitter {
   std::unique_ptr<LaneHub> own_hub_;  // the one-lane constructor's
   LaneHub& hub_;
   size_t lane_;
-  LaneRouter* router_;
+  LaneLoad* load_;
   size_t chunk_size_;  // data bytes per data packet
   SendTotals totals_;
   LaneOutput out_;
