@@ -64,18 +64,6 @@ std::optional<std::string> take_setting(std::string_view key, std::string_view v
 
 }  // namespace
 
-std::optional<std::string> channel_name_refusal(std::string_view name) {
-  if (name.empty() || name.size() > 64)
-    return std::string("a channel's name is 1 to 64 characters");
-  if (name == "." || name == "..") return fmt::format("'{}' cannot name a channel", name);
-  for (const char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) return fmt::format("channel '{}': a name takes only A-Z a-z 0-9 . _ -", name);
-  }
-  return std::nullopt;
-}
-
 std::optional<std::string> parse_channel(std::string_view text, ChannelSpec* out) {
   *out = ChannelSpec{};
   const size_t colon = text.find(':');

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/channel_name.hpp"
+
 namespace ddft::sender {
 
 // What a channel asks of the link.
@@ -37,9 +39,7 @@ struct ChannelSpec {
   ChannelPolicy policy;
 };
 
-// Whether `name` may name a channel: 1 to 64 of [A-Za-z0-9._-], not "." or "..". The reason
-// when it may not.
-[[nodiscard]] std::optional<std::string> channel_name_refusal(std::string_view name);
+using common::channel_name_refusal;
 
 // Parses one --channel value into *out. On a bad value returns the one-line reason (naming the
 // key at fault) and leaves *out unspecified.

@@ -205,9 +205,7 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
 
 void Finisher::notify_delivered(const File& f, const std::string& moved_old) {
   DeliveredFile d;
-  std::string_view root = out_.root();
-  while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
-  d.final_path = std::string(root) + (root == "/" ? "" : "/") + f.path;
+  d.final_path = out_.final_path(f.path);
   d.file = identity_of(f);
   d.key = f.verify == common::VerifyType::kNone ? std::string("none")
                                                 : fmt::format("0x{:08X}", sent_key(f).key32());
