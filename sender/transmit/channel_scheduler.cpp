@@ -23,7 +23,9 @@ ChannelScheduler::ChannelScheduler(std::vector<ChannelPolicy> channels, size_t l
   if (shares >= 1) throw std::invalid_argument("the channels' minimum shares add up to 1 or more");
   const size_t n = policies_.size();
   lanes_.assign(lanes, PerLane{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0),
-                               std::vector<bool>(n, false), std::vector<double>(classes_, 0.0)});
+                               std::vector<bool>(n, false),
+                               std::vector<Clock::time_point>(n, Clock::time_point::min()),
+                               std::vector<double>(classes_, 0.0)});
   cap_next_.assign(n, Clock::time_point::min());
   for (const ChannelPolicy& p : policies_) {
     cap_ns_per_byte_.push_back(p.rate_cap > 0 ? 1e9 / p.rate_cap : 0.0);
@@ -49,10 +51,12 @@ std::optional<size_t> ChannelScheduler::pick(size_t lane,
     if (is_ready && !l.was_ready[c]) {
       l.vtime[c] = std::max(l.vtime[c], l.class_vtime[k]);
       l.credit[c] = 0;
+      l.ready_since[c] = now;
     }
     l.was_ready[c] = is_ready;
     if (!is_ready) continue;
-    if (!under_cap(c, now)) {
+    // An item of no cost (a file's begin or end) is never held back by the cap.
+    if (*ready[c] > 0 && !under_cap(c, now)) {
       earliest = std::min(earliest, cap_next_[c]);
       continue;
     }
@@ -87,10 +91,14 @@ void ChannelScheduler::charge(size_t lane, size_t c, uint64_t bytes, Clock::time
   }
   l.credit[c] = std::max(0.0, l.credit[c] - b);
   if (cap_ns_per_byte_[c] > 0) {
-    const Clock::time_point floor = now - std::chrono::duration_cast<Clock::duration>(kCapBurst);
+    // Late because the lane was busy while this item waited: no time lost. Late because there
+    // was nothing to send: at most kCapBurst of it caught up.
+    const Clock::time_point waited = std::max(cap_next_[c], std::min(now, l.ready_since[c]));
+    const Clock::time_point floor = waited - std::chrono::duration_cast<Clock::duration>(kCapBurst);
     cap_next_[c] = std::max(cap_next_[c], floor) +
                    Clock::duration(static_cast<int64_t>(b * cap_ns_per_byte_[c]));
   }
+  l.ready_since[c] = now;  // the channel's next item waits from now
 }
 
 }  // namespace ddft::sender

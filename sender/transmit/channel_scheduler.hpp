@@ -4,8 +4,10 @@
 // The rules, on each lane, between the channels that have an item ready for it:
 // - **Rate cap** (`rate_cap`, bytes/s, over all lanes together): a channel that has sent its
 //   cap's worth is not eligible until its next deadline (absolute deadlines, as
-//   common::RateLimiter: a late pick never slows the average); at most `kCapBurst` behind
-//   schedule is caught up.
+//   common::RateLimiter: a pick made late because the lane was sending another channel's item
+//   never slows the average); a channel that had nothing ready catches up at most `kCapBurst`
+//   of the time it was idle. An item of no cost (a file's begin or end) is never held back, so a
+//   file ends as soon as its last block is out.
 // - **Minimum share** (`min_share`, a fraction of the lane): every byte the lane sends earns each
 //   channel min_share x its size in credit (at most kCreditMax bytes saved up); a ready channel
 //   whose credit covers its next item goes first. So a channel of a lower class still gets at
@@ -38,7 +40,7 @@ namespace ddft::sender {
 
 class ChannelScheduler {
  public:
-  // How far behind its cap's schedule a channel may fall and then catch up at full speed.
+  // How much of an idle spell a capped channel may catch up at full speed.
   static constexpr std::chrono::milliseconds kCapBurst{20};
   // The most minimum-share credit a channel saves up, in bytes (a few blocks: enough to send
   // its next block at once, never a burst that shuts the others out for long).
@@ -66,6 +68,9 @@ class ChannelScheduler {
     std::vector<double> vtime;    // each channel's virtual time (bytes / weight)
     std::vector<double> credit;   // each channel's minimum-share credit, bytes
     std::vector<bool> was_ready;  // ready at the last pick (an idle one restarts at the class's)
+    // Since when each channel's next item has waited on the lane (its arrival, or the last
+    // charge): a cap's schedule is late by no more than that.
+    std::vector<common::Clock::time_point> ready_since;
     std::vector<double> class_vtime;  // per class: the virtual time of its last pick
   };
   // Whether channel `c`'s cap lets it send at `now`.
