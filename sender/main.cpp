@@ -1,9 +1,12 @@
 // dd_file_send: sends files and folders across the diode (simulator mode: UDP).
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <optional>
 #include <vector>
@@ -287,7 +290,15 @@ Channels open_channels(const sender::SenderConfig& cfg, sender::ManifestWriter* 
     if (!spec.watch_dir.empty()) {
       sender::SenderConfig own = cfg;
       own.watch_dir = spec.watch_dir;
-      if (!cfg.sent_dir.empty()) own.sent_dir = cfg.sent_dir + "/" + spec.name;
+      if (!cfg.sent_dir.empty()) {
+        // Each channel's sent files in a folder of its own, made when missing (--sent-dir
+        // itself must exist: the hot folder checks it).
+        own.sent_dir = cfg.sent_dir + "/" + spec.name;
+        if (::mkdir(own.sent_dir.c_str(), 0755) != 0 && errno != EEXIST && errno != ENOENT) {
+          throw std::runtime_error(
+              fmt::format("--sent-dir: cannot make '{}': {}", own.sent_dir, std::strerror(errno)));
+        }
+      }
       ch.hot.push_back(open_hot_folder(own, manifest, status, nullptr, spec.name));
       ch.filters.push_back(std::make_unique<sender::ChannelObserver>(spec.name, *ch.hot.back()));
       sc.files = ch.hot.back().get();
