@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_client.hpp"
 #include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/receiver_fixture.hpp"
@@ -291,6 +293,54 @@ TEST_F(Channels, AChannelDirTakesItsChannelsFiles) {
   }
   EXPECT_FALSE(fs::exists(out_ / "urgent"));
   expect_delivered(b, "bulk");
+}
+
+// Every record names the channel: the sender's manifest, the receiver's --on-complete hook
+// (DDFT_CHANNEL) and its metrics (label `channel`).
+TEST_F(Channels, TheManifestHooksAndMetricsNameTheChannel) {
+  const fs::path a = make_files("a", 3, 100'000, 10);
+  const fs::path b = make_files("b", 2, 50'000, 500);
+  const fs::path hooks = base_ / "hooks.txt";
+  start_receiver_process(
+      small_receiver_argv(port_, out_,
+                          {"--metrics", "127.0.0.1:0", "--on-complete",
+                           "echo \"$DDFT_CHANNEL $DDFT_REL_PATH\" >> " + hooks.string() + ";"}),
+      rx_log_path());
+  const fs::path manifest = base_ / "manifest.jsonl";
+  ASSERT_EQ(send({"--manifest", manifest.string(), "--channel", "urgent:source=" + a.string(),
+                  "--channel", "bulk:source=" + b.string()}),
+            0)
+      << tx_log();
+  const auto hook_lines = [&] {
+    const std::string h = fs::exists(hooks) ? read_file(hooks) : std::string();
+    return std::count(h.begin(), h.end(), '\n');
+  };
+  ASSERT_TRUE(eventually([&] { return hook_lines() == 5; }, seconds(30))) << rx_log();
+  std::smatch m;
+  const std::string log = rx_log();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(metrics at http://127\.0\.0\.1:([0-9]+)/)")));
+  // The metrics follow the writer's counters within a second or so.
+  const auto port = static_cast<uint16_t>(std::stoi(m[1]));
+  const auto value = [&](const std::string& series) {
+    return metric_value(http_get(port, "/metrics").body, series).value_or(-1);
+  };
+  const std::string urgent = R"(ddft_receive_channel_files_delivered_total{channel="urgent"})";
+  EXPECT_TRUE(eventually([&] { return value(urgent) == 3; }, seconds(10)))
+      << http_get(port, "/metrics").body;
+  EXPECT_EQ(value(R"(ddft_receive_channel_files_delivered_total{channel="bulk"})"), 2);
+  EXPECT_EQ(value(R"(ddft_receive_channel_bytes_delivered_total{channel="bulk"})"), 100'000);
+  EXPECT_EQ(value(R"(ddft_receive_channel_files_failed_total{channel="bulk"})"), 0);
+  receiver_->signal(SIGTERM);
+  EXPECT_EQ(receiver_->wait(seconds(30)), 0) << rx_log();
+  const std::string h = read_file(hooks);
+  EXPECT_NE(h.find("urgent urgent/a/a_1000\n"), std::string::npos) << h;
+  EXPECT_NE(h.find("bulk bulk/b/b_1001\n"), std::string::npos) << h;
+  const std::string mf = read_file(manifest);
+  EXPECT_NE(mf.find(R"("path":"urgent/a/a_1002")"), std::string::npos) << mf;
+  EXPECT_EQ(std::count(mf.begin(), mf.end(), '\n'), 5) << mf;
+  size_t named = 0;
+  for (size_t at = 0; (at = mf.find(R"("channel":")", at)) != std::string::npos; ++at) ++named;
+  EXPECT_EQ(named, 5u) << mf;
 }
 
 }  // namespace
