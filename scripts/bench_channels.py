@@ -69,6 +69,37 @@ class Arrivals(threading.Thread):
             time.sleep(0.002)
 
 
+def drop_urgent(args, stage, urgent_in):
+    """Drops the urgent files at random over the middle 80% of the bulk file's time on the wire
+    (from now); the time each was ready."""
+    bulk_secs = args.size / (args.rate * (1 << 20))
+    start = time.monotonic()
+    rng = random.Random(args.seed)
+    ready = {}
+    for i, at in enumerate(sorted(rng.uniform(0.1, 0.9) * bulk_secs for _ in range(args.files))):
+        time.sleep(max(0.0, start + at - time.monotonic()))
+        name = f"alarm{i:03d}.bin"
+        with open(os.path.join(stage, name), "wb") as f:
+            f.write(os.urandom(URGENT_SIZE))
+        ready[name] = time.monotonic()
+        os.rename(os.path.join(stage, name), os.path.join(urgent_in, name))
+    return ready
+
+
+def check_and_restore(work, urgent, what, failures):
+    """What was sent is in --sent-dir: each copy delivered must be the same. Then the bulk file
+    goes back for the next run and the urgent files sent are removed."""
+    out, sent = os.path.join(work, "out"), os.path.join(work, "sent")
+    for channel, name in [("bulk", "big.bin")] + [("urgent", n) for n in urgent]:
+        if not filecmp.cmp(os.path.join(sent, channel, name), os.path.join(out, channel, name),
+                           shallow=False):
+            failures.append(f"{what}: {channel}/{name} differs from what was sent")
+    os.replace(os.path.join(sent, "bulk", "big.bin"), os.path.join(work, "bulk", "big.bin"))
+    if os.path.isdir(os.path.join(sent, "urgent")):
+        for name in os.listdir(os.path.join(sent, "urgent")):
+            os.remove(os.path.join(sent, "urgent", name))
+
+
 def transfer(args, work, trickle, failures):
     """One transfer of the bulk file, with the urgent trickle or without. Returns its figures."""
     bulk_in, urgent_in, stage = (os.path.join(work, d) for d in ("bulk", "urgent", "stage"))
@@ -103,22 +134,11 @@ def transfer(args, work, trickle, failures):
             rx.kill()
             sys.exit("bench_channels: a program stopped:\n" + open(tx_log).read()
                      + open(rx_log).read())
-    bulk_secs = args.size / (args.rate * (1 << 20))
     if trickle:
-        # Dropped at random over the middle 80% of the bulk file's time on the wire.
         while "bulk/big.bin, Size:" not in open(rx_log).read():
             alive()
             time.sleep(0.01)
-        start = time.monotonic()
-        rng = random.Random(args.seed)
-        times = sorted(rng.uniform(0.1, 0.9) * bulk_secs for _ in range(args.files))
-        for i, at in enumerate(times):
-            time.sleep(max(0.0, start + at - time.monotonic()))
-            name = f"alarm{i:03d}.bin"
-            with open(os.path.join(stage, name), "wb") as f:
-                f.write(os.urandom(URGENT_SIZE))
-            ready[name] = time.monotonic()
-            os.rename(os.path.join(stage, name), os.path.join(urgent_in, name))
+        ready = drop_urgent(args, stage, urgent_in)
     while not os.path.exists(bulk_out):
         alive()
         time.sleep(0.05)
@@ -138,16 +158,7 @@ def transfer(args, work, trickle, failures):
                         f"{'passed' if m else 'not logged Passed'}")
     if trickle and len(poll.seen) < args.files:
         failures.append(f"{what}: {args.files - len(poll.seen)} urgent file(s) not delivered")
-    # What was sent is in --sent-dir: each copy must be the same; then the bulk file goes back
-    # for the next run.
-    sent_files = [("bulk", "big.bin")] + [("urgent", n) for n in poll.seen]
-    for channel, name in sent_files:
-        if not filecmp.cmp(os.path.join(sent, channel, name), os.path.join(out, channel, name),
-                           shallow=False):
-            failures.append(f"{what}: {channel}/{name} differs from what was sent")
-    os.replace(os.path.join(sent, "bulk", "big.bin"), os.path.join(bulk_in, "big.bin"))
-    for name in os.listdir(os.path.join(sent, "urgent")) if trickle else []:
-        os.remove(os.path.join(sent, "urgent", name))
+    check_and_restore(work, poll.seen, what, failures)
     gib = (args.size + len(ready) * URGENT_SIZE) / (1 << 30)
     return {"bulk_mb_s": float(m.group(1)) if m else 0.0,
             "latency": [poll.seen[n] - ready[n] for n in ready if n in poll.seen],

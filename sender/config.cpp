@@ -278,7 +278,9 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
   auto* sent =
       app.add_option("--sent-dir", cfg.sent_dir,
                      "Move sent files here, keeping their folders (a name taken gets a number: "
-                     "a.1.txt); on the same filesystem, outside --watch. Default: delete them")
+                     "a.1.txt); on the same filesystem, outside --watch. Default: delete them. "
+                     "Needs --watch, "
+                     "or --channel NAME:watch=DIR (each channel's files then go to its own NAME/)")
           ->group(hot);
   add_bounded_option(app, "--sent-keep-hours", cfg.sent_keep_hours, 0.0, 24.0 * 3660,
                      "Make --sent-dir a retention folder: remove what was moved there longer ago "
@@ -293,12 +295,12 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
   auto* settle =
       add_bounded_option(app, "--settle", cfg.settle_s, 0.0, 86400.0,
                          "Seconds a file must stay unchanged, after its writer closed it or it was "
-                         "moved in, before it is sent")
+                         "moved in, before it is sent. Needs --watch or --channel NAME:watch=DIR")
           ->group(hot);
   auto* journal =
       app.add_option("--watch-journal", cfg.watch_journal,
                      "Where the hot folder records what it sent, so that a restart neither sends a "
-                     "file twice nor forgets one (default DIR/.ddft-watch-journal)")
+                     "file twice nor forgets one (default DIR/.ddft-watch-journal). Needs --watch")
           ->group(hot);
   // Hot-folder settings need a hot folder: --watch, or channels with watch= (each channel's
   // files moved to --sent-dir/NAME/).
