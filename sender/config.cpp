@@ -307,7 +307,9 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
   app.final_callback([&cfg, watched = std::vector<CLI::Option*>{sent, settle, journal}] {
     if (cfg.hot_folder()) return;
     for (const CLI::Option* o : watched) {
-      if (o->count() > 0) throw CLI::RequiresError(o->get_name(), "--watch");
+      if (o->count() > 0) {
+        throw CLI::RequiresError(o->get_name(), "--watch (or --channel NAME:watch=DIR)");
+      }
     }
   });
   const std::string globs = "Filters (one-shot sends and the hot folder)";

@@ -334,13 +334,17 @@ std::unique_ptr<sender::ChannelTally> make_tally(const sender::SenderConfig& cfg
 }
 
 // The session's sources: the channels', the hot folder (--watch), or the files listed (with
-// --resend-request, those it names). Sources that cannot be read are in list->errors.
+// --resend-request, those it names). Sources that cannot be read are in list->errors, and each
+// channel's count in `tally` (null without channels).
 void open_sources(const sender::SenderConfig& cfg, sender::ManifestWriter* manifest,
                   sender::SendStatus& status, sender::ResendSchedule* resends,
-                  std::unique_ptr<sender::HotFolder>* hot, sender::FileList* list,
-                  Channels* channels) {
+                  sender::ChannelTally* tally, std::unique_ptr<sender::HotFolder>* hot,
+                  sender::FileList* list, Channels* channels) {
   if (!cfg.channels.empty()) {
     *channels = open_channels(cfg, manifest, status, &list->errors);
+    for (size_t c = 0; tally != nullptr && c < channels->lists.size(); ++c) {
+      tally->unread(cfg.channels[c].name, channels->lists[c].errors.size());
+    }
   } else if (!cfg.watch_dir.empty()) {
     *hot = open_hot_folder(cfg, manifest, status, resends);
   } else {
@@ -422,7 +426,7 @@ int main(int argc, char** argv) {
     Channels channels;
     // --resend-after: what was sent goes again, from the hot folder's next() or after the list.
     const std::unique_ptr<sender::ResendSchedule> resends = open_resends(cfg);
-    open_sources(cfg, manifest.get(), status, resends.get(), &hot, &list, &channels);
+    open_sources(cfg, manifest.get(), status, resends.get(), tally.get(), &hot, &list, &channels);
     for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
     const std::vector<std::unique_ptr<common::DatagramSink>> sinks = open_sinks(cfg);

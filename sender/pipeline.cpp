@@ -243,8 +243,14 @@ SendTotals Sender::run(const std::vector<SessionChannel>& channels, std::stop_to
     for (size_t c = 0; c < channels.size(); ++c) {
       const std::string name = channels[c].name.empty() ? "dd-read" : "dd-read-" + channels[c].name;
       Reader& reader = *stages[c].reader;
-      reader_threads.push_back(common::start_named_thread(
-          name, [&reader, &session_stop] { reader.run(session_stop.get_token()); }));
+      // Of several hot folders, one that can go on no more (its folder gone) ends the session,
+      // as a single hot folder's end does.
+      const bool ends_session = cfg_.hot_folder() && channels.size() > 1;
+      reader_threads.push_back(
+          common::start_named_thread(name, [&reader, &session_stop, ends_session] {
+            reader.run(session_stop.get_token());
+            if (ends_session) session_stop.request_stop();
+          }));
     }
     std::vector<std::jthread> tx_threads;
     for (size_t i = 0; i < lanes; ++i) {

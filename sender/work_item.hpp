@@ -115,6 +115,9 @@ class WorkFeed {
   virtual std::optional<WorkItem> pop_for(std::chrono::nanoseconds timeout) = 0;
   // True once the feed is closed and drained: nothing more will come.
   virtual bool closed() const = 0;
+  // What comes from now on is dropped, not sent (a stop, a lane gone down): no sharing policy
+  // holds it back. Any thread.
+  virtual void draining() {}
 };
 
 // One transmitter's queue as a WorkFeed. `queue` must outlive it.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/channel_name.hpp"
 #include "common/json.hpp"
 #include "common/log_format.hpp"
 #include "receiver/assembly/file_rules.hpp"
@@ -124,8 +125,10 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   }
   // A repeated announce of a file this receiver never saw start: it joined mid-file.
   const bool joined_late = (p.header.flags & common::kFlagRepeat) != 0;
-  const std::string channel((p.header.flags & common::kFlagChannel) != 0 ? channel_of(a.path)
-                                                                         : std::string_view());
+  // A channel's name as the sender's --channel allows it; anything else is no channel.
+  std::string channel((p.header.flags & common::kFlagChannel) != 0 ? channel_of(a.path)
+                                                                   : std::string_view());
+  if (!channel.empty() && common::channel_name_refusal(channel)) channel.clear();
   close_lane(lane, a.file_id, channel);
   std::unique_ptr<File> f =
       file_from_announce(a, known_.session(), clock_.now(), cfg_.report_mb * 1024 * 1024);

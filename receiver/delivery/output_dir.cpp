@@ -142,6 +142,12 @@ void OutputDir::map_channel(const std::string& name, const std::string& path) {
         "without it)",
         what, name, root_, name));
   }
+  const std::string failed = failed_.path().empty() ? std::string() : real_path(failed_.path());
+  if (failed_.is(st.st_dev, st.st_ino) ||
+      (!failed.empty() && (at_or_below(real, failed) || at_or_below(failed, real)))) {
+    throw std::runtime_error(
+        fmt::format("{}: it is the failed-files folder, within it, or holds it", what));
+  }
   for (const auto& [other, dir] : channel_dirs_) {
     const std::string o = real_path(dir.path);
     if (at_or_below(real, o) || at_or_below(o, real)) {

@@ -28,6 +28,10 @@ void ChannelTally::file_failed(const FileMeta& f, const std::string& /*reason*/)
   if (Counts* c = counts_of(f.channel)) c->failed.fetch_add(1, std::memory_order_relaxed);
 }
 
+void ChannelTally::unread(const std::string& channel, uint64_t n) {
+  if (Counts* c = counts_of(channel)) c->failed.fetch_add(n, std::memory_order_relaxed);
+}
+
 void ChannelTally::add_metrics(common::MetricsRegistry& reg) const {
   const auto family = [this](std::atomic<uint64_t> Counts::*field) {
     return [this, field] {

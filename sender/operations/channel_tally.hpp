@@ -21,6 +21,8 @@ class ChannelTally final : public SendObserver {
   explicit ChannelTally(std::vector<std::string> channels);
   void file_sent(const FileMeta& f, const common::Digest& d) override;
   void file_failed(const FileMeta& f, const std::string& reason) override;
+  // `n` files of `channel` failed before the session: they could not be listed or read.
+  void unread(const std::string& channel, uint64_t n);
 
   // The ddft_send_channel_* families on `reg`; this tally must outlive it.
   void add_metrics(common::MetricsRegistry& reg) const;

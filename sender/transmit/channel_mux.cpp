@@ -28,6 +28,7 @@ class ChannelMux::Output final : public WorkFeed {
     return mux_.pop(lane_, steady_clock::now() + timeout);
   }
   bool closed() const override { return mux_.drained(lane_); }
+  void draining() override { mux_.set_draining(lane_); }
 
  private:
   ChannelMux& mux_;
@@ -48,7 +49,8 @@ ChannelMux::ChannelMux(std::vector<ChannelPolicy> policies, size_t lanes, size_t
       clock_(clock),
       scheduler_(std::move(policies), lanes),
       queues_(scheduler_.channels() * lanes),
-      ready_(lanes) {
+      ready_(lanes),
+      draining_(lanes, false) {
   if (capacity_ == 0) throw std::invalid_argument("a channel's queue needs room for an item");
   for (size_t c = 0; c < scheduler_.channels(); ++c) {
     for (size_t l = 0; l < lanes_; ++l) inputs_.push_back(std::make_unique<Input>(*this, c, l));
@@ -109,10 +111,32 @@ bool ChannelMux::drained(size_t lane) const {
   return drained_locked(lane);
 }
 
+void ChannelMux::set_draining(size_t lane) {
+  std::lock_guard lock(mu_);
+  draining_[lane] = true;
+  ready_[lane].notify_all();
+}
+
+std::optional<WorkItem> ChannelMux::take_any(size_t lane) {
+  for (size_t c = 0; c < scheduler_.channels(); ++c) {
+    Queue& q = queue(c, lane);
+    if (q.items.empty()) continue;
+    WorkItem item = std::move(q.items.front());
+    q.items.pop_front();
+    room_.notify_all();
+    return item;
+  }
+  return std::nullopt;
+}
+
 std::optional<WorkItem> ChannelMux::pop(size_t lane, steady_clock::time_point deadline) {
   std::unique_lock lock(mu_);
   std::vector<std::optional<uint64_t>> ready;
   while (true) {
+    if (draining_[lane]) {
+      // Dropped, not sent: no cap or share applies and nothing is charged.
+      if (std::optional<WorkItem> item = take_any(lane)) return item;
+    }
     ready_costs(lane, &ready);
     const common::Clock::time_point now = clock_.now();
     common::Clock::time_point retry = common::Clock::time_point::max();

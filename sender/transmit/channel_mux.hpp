@@ -69,6 +69,10 @@ class ChannelMux {
   // came by then or the lane is closed and drained.
   std::optional<WorkItem> pop(size_t lane, std::chrono::steady_clock::time_point deadline);
   bool drained(size_t lane) const;
+  // Lane `lane`'s transmitter drops what it takes from now on (WorkFeed::draining()).
+  void set_draining(size_t lane);
+  // Any queued item for `lane`, in channel order, uncharged. Under the lock.
+  std::optional<WorkItem> take_any(size_t lane);
   // What the lane's queues have ready, as the scheduler takes it. Under the lock.
   void ready_costs(size_t lane, std::vector<std::optional<uint64_t>>* out) const;
   bool drained_locked(size_t lane) const;
@@ -82,6 +86,7 @@ class ChannelMux {
   ChannelScheduler scheduler_;
   std::vector<Queue> queues_;                   // [channel * lanes + lane]
   std::vector<std::condition_variable> ready_;  // per lane: an item or a close came
+  std::vector<bool> draining_;                  // per lane: its items are dropped, not sent
   std::condition_variable room_;                // a queue has room again, or a close came
   std::vector<std::unique_ptr<Input>> inputs_;
   std::vector<std::unique_ptr<Output>> outputs_;

@@ -299,6 +299,8 @@ void Transmitter::send_session(std::stop_token stop) {
   const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
   send_sender_info_if_due();
   while (true) {
+    // From the stop on, every item is dropped: the feed need not pace them.
+    if (stop.stop_requested()) in_.draining();
     auto item = in_.pop_for(heartbeat);
     if (!item) {
       if (in_.closed()) break;
@@ -538,6 +540,7 @@ void Transmitter::go_down(const LinkError& e) {
   // What the router gave this lane before it went down, and the rest of the files it carries,
   // until the reader closes the queue: failed, their buffers back at once (the reader must not
   // wait for a lane that sends nothing).
+  in_.draining();
   while (auto item = in_.pop()) drop_item(*item, reason);
   // Only now: the other lanes' last lists must name the files failed here.
   hub_.list().lane_done(lane_);

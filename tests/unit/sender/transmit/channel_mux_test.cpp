@@ -92,6 +92,19 @@ TEST(ChannelMux, ACappedChannelWaitsForItsClock) {
   EXPECT_TRUE(mux.output(0).pop_for(milliseconds(200)).has_value());
 }
 
+TEST(ChannelMux, ALaneThatDropsWhatItTakesIsNotHeldByACap) {
+  common::FakeClock clock;
+  // 1 MB/s: after its first block the channel would wait a second per block.
+  ChannelMux mux({{0, 1, 1e6, 0}}, 1, 8, clock);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(mux.input(0, 0).push(item(Kind::kBlock, 1, i * kMuxBlock, kMuxBlock)));
+  }
+  ASSERT_TRUE(mux.output(0).pop_for(milliseconds(200)).has_value());
+  EXPECT_FALSE(mux.output(0).pop_for(milliseconds(20)).has_value()) << "held by its cap";
+  mux.output(0).draining();  // a stop: what comes is dropped
+  EXPECT_EQ(drain(mux.output(0), 10).size(), 3u) << "the rest at once, on the same clock";
+}
+
 TEST(ChannelMux, AFullInputBlocksOnlyItsOwnChannel) {
   common::FakeClock clock;
   ChannelMux mux(std::vector<ChannelPolicy>(2), 1, 1, clock);
