@@ -40,7 +40,7 @@ ReadResult BlockReader::read_file(int fd, uint64_t size, const std::stop_token& 
     // Read ahead while the engine has room. With reads already held, a buffer is only taken when
     // one is free: waiting for the consumer while holding the block it needs next would stall.
     while (next_read < size && blocks.size() < io_.capacity()) {
-      const int buf = blocks.empty() ? pool_.acquire() : pool_.try_acquire();
+      const int buf = blocks.empty() ? pool_.acquire(share_) : pool_.try_acquire(share_);
       if (buf < 0) break;
       const size_t want =
           static_cast<size_t>(std::min<uint64_t>(pool_.buffer_size(), size - next_read));

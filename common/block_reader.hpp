@@ -27,7 +27,8 @@ enum class ReadResult {
   kRefused,  // the pool was closed, or the consumer refused a block
 };
 
-// Reads through `io` into buffers of `pool` (one block per buffer, buffer_size() bytes), as many
+// Reads through `io` into buffers of `pool`'s share `share` (one block per buffer, buffer_size()
+// bytes), as many
 // blocks ahead as the engine has room for. `io` and `pool` must outlive the reader. Not
 // thread-safe: one thread calls read_file() at a time.
 class BlockReader {
@@ -37,7 +38,8 @@ class BlockReader {
   // later), false to end the read: the buffer then stays with the reader, which gives it back.
   using BlockSink = std::function<bool(int buf, uint64_t offset, size_t len)>;
 
-  BlockReader(BlockIo& io, BufferPool& pool) : io_(io), pool_(pool) {}
+  BlockReader(BlockIo& io, BufferPool& pool, size_t share = 0)
+      : io_(io), pool_(pool), share_(share) {}
 
   // Reads bytes [0, size) of the open descriptor `fd` and hands every block to `sink`. On every
   // way out, no read is left in flight and every buffer the reader held is back in the pool.
@@ -49,6 +51,7 @@ class BlockReader {
  private:
   BlockIo& io_;
   BufferPool& pool_;
+  size_t share_;
 };
 
 }  // namespace ddft::common

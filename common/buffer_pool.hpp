@@ -3,12 +3,16 @@
 //
 // The pool owns the slab (allocated once, never grown) and lends its buffers by index: a buffer
 // acquired is its holder's until released, exactly once. Any thread may acquire and release.
+// The buffers may be split into shares (the sender's channels), each lent only to those who ask
+// for that share, so that one holder emptying its share never leaves another without a buffer.
 // The constructor throws std::bad_alloc when the slab cannot be mapped; nothing else throws.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "common/aligned_buffer.hpp"
 #include "common/bounded_queue.hpp"
@@ -21,16 +25,19 @@ class BufferPool {
  public:
   // Throws std::bad_alloc when the slab cannot be mapped.
   BufferPool(size_t count, size_t size);
+  // shares.size() shares, share i of shares[i] buffers (each at least 1), in one slab.
+  BufferPool(const std::vector<size_t>& shares, size_t size);
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
-  // Returns a free buffer's index, or -1 once close() was called.
-  int acquire();
-  // Like acquire() but returns -1 at once when every buffer is out (or the pool is closed).
-  int try_acquire();
-  // Gives back a buffer acquire() returned; each exactly once.
+  // Returns a free buffer of share `share` (< shares()), or -1 once close() was called.
+  int acquire(size_t share = 0);
+  // Like acquire() but returns -1 at once when every buffer of the share is out (or the pool is
+  // closed).
+  int try_acquire(size_t share = 0);
+  // Gives back a buffer acquire() returned (to its own share); each exactly once.
   void release(int index);
   // Wakes every acquire() with -1, now and from now on.
-  void close() { free_.close(); }
+  void close();
   // Fills every buffer with pseudo-random bytes: the data of synthetic sources. Call before use.
   void fill_pseudo_random();
   // The buffer `index` (buffer_size() bytes), valid as long as the pool.
@@ -43,7 +50,10 @@ class BufferPool {
  private:
   AlignedBuffer slab_;
   size_t size_;
-  BoundedQueue<int> free_;  // the indices of the buffers not handed out
+  // Per share, the indices of its buffers not handed out; share i holds the indices from
+  // first_[i] up to first_[i + 1].
+  std::vector<std::unique_ptr<BoundedQueue<int>>> free_;
+  std::vector<size_t> first_;
 };
 
 }  // namespace ddft::common

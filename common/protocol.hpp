@@ -237,6 +237,10 @@
 // not depend on) down one of them; the end's digest is of the whole file, in file order, as for
 // any other file.
 //
+// Channels (sender --channel): an announce with kFlagChannel (flags bit 6) is of a channel, its
+// path's first component ("urgent/report.pdf"); a lane's next announce closes only that
+// channel's files before it, so channels interleave. What older receivers do: docs/wire.md.
+//
 // Data packets of a file carry chunk_size bytes each (the last one fewer) at offsets that are
 // multiples of chunk_size, so a receiver can index them with a bitmap.
 //
@@ -293,6 +297,7 @@ inline constexpr uint16_t kFlagRepeat = 8;    // a repeated announce, mid-file
 inline constexpr uint16_t kFlagStriped = 16;  // an announce: the file is striped over every lane
 // An announce: the file is a copy of one sent before (a kResend before it says which).
 inline constexpr uint16_t kFlagResend = 32;
+inline constexpr uint16_t kFlagChannel = 64;  // an announce: its path's first part is a channel
 // The most lanes one session drives (a lane's number fits a file list entry's byte).
 inline constexpr size_t kMaxLanes = 64;
 // FileListEntry::lane when the entry does not say (a sender before lanes), and when the file was

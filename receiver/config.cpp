@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/channel_name.hpp"
 #include "common/cli_options.hpp"
 #include "common/logging.hpp"
 #include "common/metrics.hpp"
@@ -42,6 +43,27 @@ void add_link_options(CLI::App& app, ReceiverConfig& cfg) {
                  "Folder the files are written to (required, but for --sink null)");
   app.add_option("--failed-dir", cfg.failed_dir,
                  "Folder for files that could not be completed (default OUTPUT/.failed)");
+  app.add_option_function<std::vector<std::string>>(
+         "--channel-dir",
+         [&cfg](const std::vector<std::string>& values) {
+           cfg.channel_dirs.clear();
+           for (const std::string& v : values) {
+             const size_t eq = v.find('=');
+             if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+               throw CLI::ValidationError("--channel-dir", "'" + v + "' is not NAME=PATH");
+             }
+             const std::string name = v.substr(0, eq);
+             if (auto why = common::channel_name_refusal(name)) {
+               throw CLI::ValidationError("--channel-dir", *why);
+             }
+             cfg.channel_dirs.emplace_back(name, v.substr(eq + 1));
+           }
+         },
+         "Files of the sender's channel NAME land below PATH instead of OUTPUT/NAME/ "
+         "(repeatable): an existing folder on the output folder's file system, outside it")
+      ->type_name("NAME=PATH")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 // Memory: the receive ring, the write blocks and the FEC windows, and the largest datagram.
@@ -160,7 +182,8 @@ void add_run_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--on-complete", cfg.on_complete,
                  "Run this command on each file verified and in place, off the receive path: "
                  "/bin/sh -c 'CMD \"$@\"' with the file's final path as the last argument, and "
-                 "DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY, DDFT_SESSION in the environment. "
+                 "DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY, DDFT_SESSION, DDFT_CHANNEL in the "
+                 "environment. "
                  "Its exit status is logged; whatever it does, the file stays delivered");
   add_bounded_option(app, "--on-complete-timeout", cfg.on_complete_timeout_s, 0.1, 86400.0,
                      "Seconds an --on-complete command may run; then its process group is killed "

@@ -51,9 +51,11 @@ struct ReceiverConfig {
   // the ports after the one --listen.
   std::vector<common::Endpoint> listens;
   std::vector<std::string> devices;
-  size_t lanes_option = 0;        // --lanes N (0: not given)
-  std::string output;             // "" only with --sink null: no folder at all (OutputDir)
-  std::string failed_dir;         // default OUTPUT/.failed ("" without an output folder)
+  size_t lanes_option = 0;  // --lanes N (0: not given)
+  std::string output;       // "" only with --sink null: no folder at all (OutputDir)
+  std::string failed_dir;   // default OUTPUT/.failed ("" without an output folder)
+  // --channel-dir NAME=PATH: a channel's files land below PATH instead of OUTPUT/NAME/.
+  std::vector<std::pair<std::string, std::string>> channel_dirs;
   size_t buffer_mb = 1024;        // the receive ring
   size_t max_packet_size = 9216;  // larger datagrams are dropped as bad length
   size_t report_mb = 100;         // a Rcvd: line every report_mb MB (2^20) of a file

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,13 @@ inline constexpr size_t kAuthRejectCount = 6;
 // The reason as the log names it ("bad tag"). Any thread.
 std::string_view auth_reject_name(AuthReject r);
 
+// One channel's files (the sender's --channel), for the metrics' `channel` label.
+struct ChannelFiles {
+  uint64_t passed = 0;
+  uint64_t failed = 0;  // announced, then failed (a file only a list names has no channel known)
+  uint64_t bytes = 0;   // of the files passed
+};
+
 struct AssemblerCounters {
   uint64_t datagrams = 0;
   uint64_t rejected[common::kDecodeStatusCount] = {};
@@ -97,6 +105,7 @@ struct AssemblerCounters {
   uint64_t bytes_delivered = 0;
   uint64_t sessions = 0;
   uint64_t lost_in_past_sessions = 0;  // sequence gaps of the sessions before the current one
+  std::map<std::string, ChannelFiles> channels;  // by channel, for files of one
 };
 
 // A datagram whose payload does not decode: counted as rejected for a bad payload.

@@ -57,6 +57,7 @@ bool Receiver::open_output() {
       std::make_unique<OutputDir>(cfg_.output, cfg_.failed_dir, cfg_.on_collision, cfg_.null_sink);
   out_->lock_exclusive();  // before the sweep: another receiver's files in flight are its own
   out_->set_path_limits(cfg_.path_limits);
+  for (const auto& [name, path] : cfg_.channel_dirs) out_->map_channel(name, path);
   if (!cfg_.null_sink) {
     // Before any datagram: what an earlier run left is finished or named first.
     JournalLimits limits;

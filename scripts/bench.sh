@@ -58,6 +58,8 @@
 # cost on the wire of the sender's history (scripts/bench_history.sh).
 # bash scripts/bench.sh --compress [options of scripts/bench_compress.sh] runs the compression
 # benchmark instead (text and random corpora at --rate 100, --compress off/zstd/auto).
+# bash scripts/bench.sh --channels [options of scripts/bench_channels.py] runs the channels
+# benchmark instead: urgent files' latency under a saturating bulk file, and the bulk's rate.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [[ "${1:-}" == --history ]]; then
@@ -71,6 +73,10 @@ fi
 if [[ "${1:-}" == --lanes ]]; then
   shift
   exec bash "$repo/scripts/bench_lanes.sh" "$@"
+fi
+if [[ "${1:-}" == --channels ]]; then
+  shift
+  exec python3 "$repo/scripts/bench_channels.py" "$@"
 fi
 if [[ "${1:-}" == --compress ]]; then
   shift

@@ -269,16 +269,19 @@ void add_state_options(CLI::App& app, SenderConfig& cfg) {
 // The hot folder's options (--watch), and the globs and --shard of both modes.
 void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
   const std::string hot = "Hot folder (one long session; SIGTERM ends it)";
-  auto* watch = app.add_option("--watch", cfg.watch_dir,
-                               "Send every file that lands in this folder or a subfolder (under "
-                               "its path there) once it is complete, then delete it (or move it "
-                               "to --sent-dir); instead of files and folders to send")
-                    ->group(hot);
-  app.add_option("--sent-dir", cfg.sent_dir,
-                 "Move sent files here, keeping their folders (a name taken gets a number: "
-                 "a.1.txt); on the same filesystem, outside --watch. Default: delete them")
-      ->needs(watch)
+  app.add_option("--watch", cfg.watch_dir,
+                 "Send every file that lands in this folder or a subfolder (under "
+                 "its path there) once it is complete, then delete it (or move it "
+                 "to --sent-dir); instead of files and folders to send")
       ->group(hot);
+  add_channel_option(app, cfg, hot);
+  auto* sent =
+      app.add_option("--sent-dir", cfg.sent_dir,
+                     "Move sent files here, keeping their folders (a name taken gets a number: "
+                     "a.1.txt); on the same filesystem, outside --watch. Default: delete them. "
+                     "Needs --watch, "
+                     "or --channel NAME:watch=DIR (each channel's files then go to its own NAME/)")
+          ->group(hot);
   add_bounded_option(app, "--sent-keep-hours", cfg.sent_keep_hours, 0.0, 24.0 * 3660,
                      "Make --sent-dir a retention folder: remove what was moved there longer ago "
                      "than this, oldest first (0: keep it all)")
@@ -289,16 +292,26 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
                      "still repeats on the wire (0: no bound)")
       ->needs("--sent-dir")
       ->group(hot);
-  add_bounded_option(app, "--settle", cfg.settle_s, 0.0, 86400.0,
-                     "Seconds a file must stay unchanged, after its writer closed it or it was "
-                     "moved in, before it is sent")
-      ->needs(watch)
-      ->group(hot);
-  app.add_option("--watch-journal", cfg.watch_journal,
-                 "Where the hot folder records what it sent, so that a restart neither sends a "
-                 "file twice nor forgets one (default DIR/.ddft-watch-journal)")
-      ->needs(watch)
-      ->group(hot);
+  auto* settle =
+      add_bounded_option(app, "--settle", cfg.settle_s, 0.0, 86400.0,
+                         "Seconds a file must stay unchanged, after its writer closed it or it was "
+                         "moved in, before it is sent. Needs --watch or --channel NAME:watch=DIR")
+          ->group(hot);
+  auto* journal =
+      app.add_option("--watch-journal", cfg.watch_journal,
+                     "Where the hot folder records what it sent, so that a restart neither sends a "
+                     "file twice nor forgets one (default DIR/.ddft-watch-journal). Needs --watch")
+          ->group(hot);
+  // Hot-folder settings need a hot folder: --watch, or channels with watch= (each channel's
+  // files moved to --sent-dir/NAME/).
+  app.final_callback([&cfg, watched = std::vector<CLI::Option*>{sent, settle, journal}] {
+    if (cfg.hot_folder()) return;
+    for (const CLI::Option* o : watched) {
+      if (o->count() > 0) {
+        throw CLI::RequiresError(o->get_name(), "--watch (or --channel NAME:watch=DIR)");
+      }
+    }
+  });
   const std::string globs = "Filters (one-shot sends and the hot folder)";
   app.add_option("--include", cfg.includes,
                  "Send only files matching this glob (repeatable); without '/' it matches the base "
@@ -338,9 +351,13 @@ void add_hot_folder_options(CLI::App& app, SenderConfig& cfg) {
 // given, and what --watch refuses. Throws CLI::ValidationError / CLI::RequiredError with one line.
 void finalize_hot_folder_config(SenderConfig& cfg) {
   cfg.filter = common::path_filter_option(cfg.includes, cfg.excludes);
+  if (!cfg.channels.empty()) {
+    finalize_channel_config(cfg);
+    return;
+  }
   if (cfg.watch_dir.empty()) {
     if (cfg.sources.empty() && cfg.resend_request.empty()) {
-      throw CLI::RequiredError("files or folders to send (or --watch DIR)");
+      throw CLI::RequiredError("files or folders to send (or --watch DIR, or --channel)");
     }
     return;
   }

@@ -16,6 +16,7 @@
 #include "common/protocol.hpp"
 #include "common/seal.hpp"
 #include "common/transport.hpp"
+#include "sender/channel.hpp"
 #include "sender/operations/progress.hpp"
 #include "sender/source/file_list.hpp"
 #include "sender/source/shard.hpp"
@@ -117,7 +118,10 @@ struct SenderConfig {
   ProgressMode progress = ProgressMode::kAuto;
   std::string manifest;  // --manifest FILE: JSON lines (sender/operations/manifest.hpp)
   // Hot folder (--watch, sender/source/hot_folder.hpp) and the globs of both modes.
-  std::string watch_dir;              // --watch DIR: send what lands there; no sources then
+  std::string watch_dir;  // --watch DIR: send what lands there; no sources then
+  // --channel (sender/channel.hpp): the channels, each its own hot folder or sources, instead of
+  // --watch or the sources; empty without channels.
+  std::vector<ChannelSpec> channels;
   std::string sent_dir;               // --sent-dir: move sent files there (default: delete)
   double sent_keep_hours = 0;         // --sent-keep-hours: prune sent_dir past this; 0: never
   double sent_keep_gb = 0;            // --sent-keep-gb: and past this size; 0: no bound
@@ -138,6 +142,10 @@ struct SenderConfig {
   // Hidden from --help.
   long long test_drop_data = -1;
 
+  // Whether the session sends hot folders (--watch, or channels with watch=): open-ended.
+  bool hot_folder() const {
+    return !watch_dir.empty() || (!channels.empty() && !channels.front().watch_dir.empty());
+  }
   // The lanes of the session: --dest (or --device) given several times, or --lanes. At least 1,
   // also for a config never finalized (tests).
   size_t lanes() const;
@@ -158,6 +166,12 @@ size_t data_chunk_size(const SenderConfig& cfg);
 // Registers every option on `app`, bound to `cfg`, including --config for a TOML/INI file. The
 // parse writes each value into its typed field and refuses a bad one with its one line.
 void add_sender_options(CLI::App& app, SenderConfig& cfg);
+
+// --channel (sender/channel_config.cpp), in `group` of the help.
+void add_channel_option(CLI::App& app, SenderConfig& cfg, const std::string& group);
+// Checks the channels together and against --watch, the sources and the options that cannot go
+// with them. Throws CLI::ValidationError with a one-line reason.
+void finalize_channel_config(SenderConfig& cfg);
 
 // After the parse, once: checks what depends on more than one option (the lanes and --lanes,
 // --watch and the sources, --compress and the block size, ...), derives the lanes, the filter

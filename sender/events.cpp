@@ -1,5 +1,7 @@
 #include "sender/events.hpp"
 
+#include "sender/work_item.hpp"
+
 namespace ddft::sender {
 
 std::optional<SourceFile> ListSource::next(std::stop_token stop) {
@@ -32,6 +34,26 @@ void ObserverList::idle() {
 }
 void ObserverList::session_finished(uint64_t id) {
   for (auto* o : observers_) o->session_finished(id);
+}
+
+void ChannelObserver::file_started(const FileMeta& f) {
+  if (f.channel == channel_) inner_.file_started(f);
+}
+
+void ChannelObserver::file_progress(const FileMeta& f, uint64_t sent) {
+  if (f.channel == channel_) inner_.file_progress(f, sent);
+}
+
+void ChannelObserver::file_sent(const FileMeta& f, const common::Digest& d) {
+  if (f.channel == channel_) inner_.file_sent(f, d);
+}
+
+void ChannelObserver::file_sent_via(const FileMeta& f, const common::Digest& d, int list_lane) {
+  if (f.channel == channel_) inner_.file_sent_via(f, d, list_lane);
+}
+
+void ChannelObserver::file_failed(const FileMeta& f, const std::string& reason) {
+  if (f.channel == channel_) inner_.file_failed(f, reason);
 }
 
 }  // namespace ddft::sender

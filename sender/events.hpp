@@ -12,6 +12,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/hash.hpp"
@@ -101,6 +102,26 @@ class ObserverList final : public SendObserver {
 
  private:
   std::vector<SendObserver*> observers_;
+};
+
+// Passes on to `inner` the callbacks of channel `channel`'s files only, and every session
+// callback: what one channel's hot folder hears of a session of several. `inner` must outlive it.
+class ChannelObserver final : public SendObserver {
+ public:
+  ChannelObserver(std::string channel, SendObserver& inner)
+      : channel_(std::move(channel)), inner_(inner) {}
+  void session_started(uint64_t id) override { inner_.session_started(id); }
+  void file_started(const FileMeta& f) override;
+  void file_progress(const FileMeta& f, uint64_t sent) override;
+  void file_sent(const FileMeta& f, const common::Digest& d) override;
+  void file_sent_via(const FileMeta& f, const common::Digest& d, int list_lane) override;
+  void file_failed(const FileMeta& f, const std::string& reason) override;
+  void idle() override { inner_.idle(); }
+  void session_finished(uint64_t id) override { inner_.session_finished(id); }
+
+ private:
+  std::string channel_;
+  SendObserver& inner_;
 };
 
 }  // namespace ddft::sender

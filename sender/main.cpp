@@ -1,9 +1,13 @@
 // dd_file_send: sends files and folders across the diode (simulator mode: UDP).
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -17,6 +21,7 @@
 #include "common/version.hpp"
 #include "iotest/cli.hpp"
 #include "sender/config.hpp"
+#include "sender/operations/channel_tally.hpp"
 #include "sender/operations/manifest.hpp"
 #include "sender/operations/metrics.hpp"
 #include "sender/operations/progress.hpp"
@@ -47,11 +52,18 @@ std::optional<int> parse_args(CLI::App& app, sender::SenderConfig& cfg, int argc
   return std::nullopt;
 }
 
-// The files of the sources on the command line that are this host's (--shard), with the counts
-// --shard and --include/--exclude left out logged, and the links followed or left out logged
-// (those left out also in `manifest`, when there is one).
-sender::FileList list_sources(const sender::SenderConfig& cfg, sender::ManifestWriter* manifest) {
-  sender::FileList list = sender::discover_files(cfg.sources, cfg.filter, cfg.shard, cfg.symlinks);
+// The files of `sources` (the command line's, or a channel's) that are this host's (--shard),
+// with the counts --shard and --include/--exclude left out logged, and the links followed or left
+// out logged (those left out also in `manifest`, when there is one). A channel's (`channel` not
+// empty) unreadable files and links are named CHANNEL/..., as the receiver would name them.
+sender::FileList list_sources(const sender::SenderConfig& cfg,
+                              const std::vector<std::string>& sources,
+                              sender::ManifestWriter* manifest, const std::string& channel = "") {
+  sender::FileList list = sender::discover_files(sources, cfg.filter, cfg.shard, cfg.symlinks);
+  if (!channel.empty()) {
+    for (auto& err : list.errors) err.rel_path = channel + '/' + err.rel_path;
+    for (auto& l : list.skipped_links) l.rel_path = channel + '/' + l.rel_path;
+  }
   if (cfg.shard.enabled()) {
     spdlog::info("Info: --shard {}: {} file(s) left to the other shards", cfg.shard.to_string(),
                  list.other_shards);
@@ -73,11 +85,14 @@ sender::FileList list_sources(const sender::SenderConfig& cfg, sender::ManifestW
 std::unique_ptr<sender::HotFolder> open_hot_folder(const sender::SenderConfig& cfg,
                                                    sender::ManifestWriter* manifest,
                                                    sender::SendStatus& status,
-                                                   sender::ResendSchedule* resends) {
+                                                   sender::ResendSchedule* resends,
+                                                   const std::string& channel = "") {
   sender::HotFolderOptions o = sender::hot_folder_options(cfg);
   o.resends = resends;
-  o.on_link = [manifest, &status](const std::string& rel, const std::string& message, bool failed) {
-    if (manifest != nullptr) manifest->link_left_out(rel, message, failed);
+  const std::string prefix = channel.empty() ? "" : channel + '/';
+  o.on_link = [manifest, &status, prefix](const std::string& rel, const std::string& message,
+                                          bool failed) {
+    if (manifest != nullptr) manifest->link_left_out(prefix + rel, message, failed);
     if (failed) status.files_failed.fetch_add(1, std::memory_order_relaxed);
   };
   return std::make_unique<sender::HotFolder>(std::move(o), common::SteadyClock::instance());
@@ -108,21 +123,23 @@ std::vector<std::unique_ptr<common::DatagramSink>> open_sinks(const sender::Send
   return sinks;
 }
 
-// The progress display when --progress asks for one (else null): of the hot folder's queue
-// (`hot`, must outlive it) or of the batch `list`.
-std::unique_ptr<sender::ProgressDisplay> make_progress(const sender::SenderConfig& cfg,
-                                                       sender::HotFolder* hot,
-                                                       const sender::FileList& list) {
+// The progress display when --progress asks for one (else null): of the hot folders' queues
+// (`hot`, each must outlive it) or of the batch `lists`.
+std::unique_ptr<sender::ProgressDisplay> make_progress(
+    const sender::SenderConfig& cfg, const std::vector<const sender::FileSource*>& hot,
+    const std::vector<const sender::FileList*>& lists) {
   if (!sender::progress_wanted(cfg.progress, cfg.log.quiet, sender::stdout_is_terminal())) {
     return nullptr;
   }
   sender::ProgressOptions po;
   po.copies = cfg.repeat;
-  if (hot) {
-    po.source = hot;  // open-ended: its queue instead of a batch total
+  if (!hot.empty()) {
+    po.sources = hot;  // open-ended: their queues instead of a batch total
   } else {
     po.planned.emplace();
-    for (const auto& f : list.files) po.planned->push_back(f.size);
+    for (const sender::FileList* list : lists) {
+      for (const auto& f : list->files) po.planned->push_back(f.size);
+    }
   }
   return std::make_unique<sender::ProgressDisplay>(common::stdout_console(),
                                                    common::SteadyClock::instance(), std::move(po));
@@ -232,6 +249,140 @@ void add_unread_sources(sender::ManifestWriter& manifest, const sender::FileList
   manifest.sync();
 }
 
+// The sources of a session of channels (--channel): each channel's hot folder or list of files,
+// and what the session and the program need of them.
+struct Channels {
+  std::vector<std::unique_ptr<sender::HotFolder>> hot;  // per channel; null for a list
+  std::deque<sender::FileList> lists;  // per channel (empty for a hot folder); listed refers to it
+  std::vector<std::unique_ptr<sender::ListSource>> listed;
+  // Each hot folder hears of its own channel's files only.
+  std::vector<std::unique_ptr<sender::ChannelObserver>> filters;
+  std::vector<sender::SessionChannel> session;
+
+  std::vector<const sender::FileSource*> hot_sources() const {
+    std::vector<const sender::FileSource*> out;
+    for (const auto& h : hot) {
+      if (h) out.push_back(h.get());
+    }
+    return out;
+  }
+  std::vector<const sender::FileList*> all_lists() const {
+    std::vector<const sender::FileList*> out;
+    for (const auto& l : lists) out.push_back(&l);
+    return out;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& c : session) out.push_back(c.name);
+    return out;
+  }
+};
+
+// Opens every channel's source, checked (one line on a bad setting) before anything is sent: a
+// hot folder (its sent files moved to --sent-dir/NAME/), or its files listed. Each channel's
+// unreadable files are in `errors`.
+Channels open_channels(const sender::SenderConfig& cfg, sender::ManifestWriter* manifest,
+                       sender::SendStatus& status, std::vector<sender::SourceError>* errors) {
+  Channels ch;
+  for (const sender::ChannelSpec& spec : cfg.channels) {
+    sender::SessionChannel sc{spec.name, spec.policy, nullptr, ""};
+    ch.lists.emplace_back();
+    if (!spec.watch_dir.empty()) {
+      sender::SenderConfig own = cfg;
+      own.watch_dir = spec.watch_dir;
+      if (!cfg.sent_dir.empty()) {
+        // Each channel's sent files in a folder of its own, made when missing (--sent-dir
+        // itself must exist: the hot folder checks it).
+        own.sent_dir = cfg.sent_dir + "/" + spec.name;
+        if (::mkdir(own.sent_dir.c_str(), 0755) != 0 && errno != EEXIST && errno != ENOENT) {
+          throw std::runtime_error(
+              fmt::format("--sent-dir: cannot make '{}': {}", own.sent_dir, std::strerror(errno)));
+        }
+      }
+      ch.hot.push_back(open_hot_folder(own, manifest, status, nullptr, spec.name));
+      ch.filters.push_back(std::make_unique<sender::ChannelObserver>(spec.name, *ch.hot.back()));
+      sc.files = ch.hot.back().get();
+    } else {
+      ch.hot.emplace_back();
+      ch.lists.back() = list_sources(cfg, spec.sources, manifest, spec.name);
+      errors->insert(errors->end(), ch.lists.back().errors.begin(), ch.lists.back().errors.end());
+      ch.listed.push_back(std::make_unique<sender::ListSource>(ch.lists.back().files));
+      sc.files = ch.listed.back().get();
+    }
+    sc.description = fmt::format(
+        "{}, class {}, weight {}{}{}", sc.files->describe(), spec.policy.priority,
+        spec.policy.weight,
+        spec.policy.rate_cap > 0
+            ? fmt::format(", rate {:.4g} MB/s", spec.policy.rate_cap / (1024.0 * 1024.0))
+            : std::string(),
+        spec.policy.min_share > 0 ? fmt::format(", min-share {:.4g}%", spec.policy.min_share * 100)
+                                  : std::string());
+    ch.session.push_back(std::move(sc));
+  }
+  return ch;
+}
+
+// --channel: what each channel sends, added to `reg` (null without channels).
+std::unique_ptr<sender::ChannelTally> make_tally(const sender::SenderConfig& cfg,
+                                                 common::MetricsRegistry& reg) {
+  if (cfg.channels.empty()) return nullptr;
+  std::vector<std::string> names;
+  for (const auto& c : cfg.channels) names.push_back(c.name);
+  auto tally = std::make_unique<sender::ChannelTally>(std::move(names));
+  tally->add_metrics(reg);
+  return tally;
+}
+
+// The session's sources: the channels', the hot folder (--watch), or the files listed (with
+// --resend-request, those it names). Sources that cannot be read are in list->errors, and each
+// channel's count in `tally` (null without channels).
+void open_sources(const sender::SenderConfig& cfg, sender::ManifestWriter* manifest,
+                  sender::SendStatus& status, sender::ResendSchedule* resends,
+                  sender::ChannelTally* tally, std::unique_ptr<sender::HotFolder>* hot,
+                  sender::FileList* list, Channels* channels) {
+  if (!cfg.channels.empty()) {
+    *channels = open_channels(cfg, manifest, status, &list->errors);
+    for (size_t c = 0; tally != nullptr && c < channels->lists.size(); ++c) {
+      tally->unread(cfg.channels[c].name, channels->lists[c].errors.size());
+    }
+  } else if (!cfg.watch_dir.empty()) {
+    *hot = open_hot_folder(cfg, manifest, status, resends);
+  } else {
+    if (!cfg.sources.empty()) *list = list_sources(cfg, cfg.sources, manifest);
+    if (!cfg.resend_request.empty()) resend_from_request(cfg, *list);
+  }
+}
+
+// The session's last lines and the program's exit status: what the session sent and failed
+// (`hot`, `tally` and `manifest` may be null), the files never read, the links left out.
+int finish(const sender::SenderConfig& cfg, const sender::SendTotals& t,
+           const sender::HotFolder* hot, const Channels& channels, const sender::FileList& list,
+           sender::ManifestWriter* manifest, const sender::ChannelTally* tally, bool stopped) {
+  if (manifest && !list.errors.empty()) add_unread_sources(*manifest, list);
+  std::vector<const sender::HotFolder*> folders;
+  if (hot) folders.push_back(hot);
+  for (const auto& h : channels.hot) {
+    if (h) folders.push_back(h.get());
+  }
+  uint64_t links_failed = 0;
+  uint64_t links = folders.empty() ? list.skipped_links.size() : 0;
+  bool lost_root = false;
+  for (const sender::HotFolder* h : folders) {
+    links_failed += h->links_failed();
+    links += h->links_skipped();
+    lost_root = lost_root || h->lost_root();
+  }
+  for (const auto& l : channels.lists) links += l.skipped_links.size();
+  const uint64_t failed = t.files_failed + list.errors.size() + links_failed;
+  if (tally) tally->log_summary();
+  log_done(t, failed, links);
+  // A hot folder runs until stopped: SIGTERM is its clean end (what failed stays in DIR).
+  if (cfg.hot_folder()) return lost_root ? 1 : 0;
+  if (stopped) return 130;
+  // A manifest line that could not be written was logged instead; the run still says so.
+  return failed == 0 && (!manifest || manifest->errors() == 0) ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -260,6 +411,8 @@ int main(int argc, char** argv) {
     sender::SendStatus status;
     common::MetricsRegistry registry;
     sender::add_sender_metrics(registry, status, cfg, common::SteadyClock::instance());
+    // --channel: what each channel sent, in the summary and the metrics.
+    const std::unique_ptr<sender::ChannelTally> tally = make_tally(cfg, registry);
     const common::MetricsServing serving(metrics.get(), registry);  // stops before status goes
     // Opened before anything is sent: a manifest that cannot be written stops the program here.
     const std::unique_ptr<sender::ManifestWriter> manifest =
@@ -270,14 +423,10 @@ int main(int argc, char** argv) {
     const SenderState state = open_state(cfg);
     std::unique_ptr<sender::HotFolder> hot;
     sender::FileList list;
+    Channels channels;
     // --resend-after: what was sent goes again, from the hot folder's next() or after the list.
     const std::unique_ptr<sender::ResendSchedule> resends = open_resends(cfg);
-    if (!cfg.watch_dir.empty()) {
-      hot = open_hot_folder(cfg, manifest.get(), status, resends.get());
-    } else {
-      if (!cfg.sources.empty()) list = list_sources(cfg, manifest.get());
-      if (!cfg.resend_request.empty()) resend_from_request(cfg, list);
-    }
+    open_sources(cfg, manifest.get(), status, resends.get(), tally.get(), &hot, &list, &channels);
     for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
     const std::vector<std::unique_ptr<common::DatagramSink>> sinks = open_sinks(cfg);
@@ -293,22 +442,24 @@ int main(int argc, char** argv) {
     s.set_history(state.feed.get());
     // The manifest and the history hear of a file (and sync its line) before the hot folder
     // deletes or moves it.
-    add_records(s, manifest.get(), state.recorder.get(), hot != nullptr);
+    add_records(s, manifest.get(), state.recorder.get(), cfg.hot_folder());
     if (resends) s.add_observer(resends.get());
     if (hot) s.add_observer(hot.get());
-    const std::unique_ptr<sender::ProgressDisplay> progress = make_progress(cfg, hot.get(), list);
+    for (const auto& f : channels.filters) s.add_observer(f.get());
+    if (tally) s.add_observer(tally.get());
+    const std::unique_ptr<sender::ProgressDisplay> progress =
+        tally ? make_progress(cfg, channels.hot_sources(), channels.all_lists())
+              : make_progress(cfg,
+                              hot ? std::vector<const sender::FileSource*>{hot.get()}
+                                  : std::vector<const sender::FileSource*>{},
+                              {&list});
     if (progress) s.add_observer(progress.get());
-    const sender::SendTotals t = run_session(s, hot.get(), list, resends.get(), stop.get_token());
+    const sender::SendTotals t =
+        tally ? s.run(channels.session, stop.get_token())
+              : run_session(s, hot.get(), list, resends.get(), stop.get_token());
 
-    if (manifest && !list.errors.empty()) add_unread_sources(*manifest, list);
-    const uint64_t failed = t.files_failed + list.errors.size() + (hot ? hot->links_failed() : 0);
-    const uint64_t links = hot ? hot->links_skipped() : list.skipped_links.size();
-    log_done(t, failed, links);
-    // A hot folder runs until stopped: SIGTERM is its clean end (what failed stays in DIR).
-    if (hot) return hot->lost_root() ? 1 : 0;
-    if (stop.stop_requested()) return 130;
-    // A manifest line that could not be written was logged instead; the run still says so.
-    return failed == 0 && (!manifest || manifest->errors() == 0) ? 0 : 1;
+    return finish(cfg, t, hot.get(), channels, list, manifest.get(), tally.get(),
+                  stop.stop_requested());
   } catch (const std::exception& e) {
     spdlog::error("Error: {}", e.what());
     return 2;

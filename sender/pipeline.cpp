@@ -14,6 +14,7 @@
 #include "sender/read/compressor.hpp"
 #include "sender/read/reader.hpp"
 #include "sender/source/history_feed.hpp"
+#include "sender/transmit/channel_mux.hpp"
 #include "sender/transmit/lane_hub.hpp"
 #include "sender/transmit/lane_router.hpp"
 #include "sender/transmit/transmitter.hpp"
@@ -61,7 +62,11 @@ SendTotals Sender::run(const std::vector<SourceFile>& files, std::stop_token sto
   return run(source, stop);
 }
 
-void Sender::log_start(const FileSource& files) const {
+SendTotals Sender::run(FileSource& files, std::stop_token stop) {
+  return run(std::vector<SessionChannel>{SessionChannel{"", {}, &files, ""}}, stop);
+}
+
+void Sender::log_start(const std::vector<SessionChannel>& channels) const {
   std::string protection;
   if (cfg_.fec.enabled()) {
     protection += fmt::format(", FEC {} (+{:.1f}% packets)", common::format_fec(cfg_.fec),
@@ -78,49 +83,141 @@ void Sender::log_start(const FileSource& files) const {
     for (size_t i = 1; i < sinks_.size(); ++i) to += ", " + cfg_.lane_name(i);
     to += fmt::format(" ({} lanes, --rate per lane)", sinks_.size());
   }
+  // Without channels, the source's own words.
+  std::string what;
+  for (const SessionChannel& c : channels) {
+    const std::string d = c.description.empty() ? c.files->describe() : c.description;
+    what += (what.empty() ? "" : "; ") + (c.name.empty() ? d : "channel " + c.name + ": " + d);
+  }
   // Without --shard the line is the one DFTS operators' scripts read, byte for byte.
   const std::string shard = cfg_.shard.enabled() ? ", --shard " + cfg_.shard.to_string() : "";
   spdlog::info("Info: session {:016x}: {} to {}, packet {} bytes, rate {}, verify {}{}{}",
-               session_id_, files.describe(), to, cfg_.packet_size,
+               session_id_, what, to, cfg_.packet_size,
                cfg_.rate_mb > 0 ? fmt::format("{} MB/s", cfg_.rate_mb) : "unlimited",
                common::verify_type_name(cfg_.verify), protection, shard);
   if (!cfg_.stripe_note.empty() && sinks_.size() > 1) spdlog::info("{}", cfg_.stripe_note);
 }
 
-SendTotals Sender::run(FileSource& files, std::stop_token stop) {
+namespace {
+
+// Where the session's routers push and its transmitters take from: a queue per lane (no
+// channels), or a ChannelMux that interleaves the channels on every lane.
+class LaneFeeds {
+ public:
+  LaneFeeds(const std::vector<SessionChannel>& channels, size_t lanes, size_t capacity,
+            common::Clock& clock) {
+    if (channels.size() == 1 && channels.front().name.empty()) {
+      inputs_.emplace_back();
+      for (size_t k = 0; k < lanes; ++k) {
+        queues_.push_back(std::make_unique<common::BoundedQueue<WorkItem>>(capacity));
+        sinks_.push_back(std::make_unique<QueueSink>(*queues_.back()));
+        feeds_.push_back(std::make_unique<QueueFeed>(*queues_.back()));
+        inputs_[0].push_back(sinks_.back().get());
+        outputs_.push_back(feeds_.back().get());
+      }
+      return;
+    }
+    std::vector<ChannelPolicy> policies;
+    for (const SessionChannel& c : channels) policies.push_back(c.policy);
+    mux_.emplace(std::move(policies), lanes, capacity, clock);
+    inputs_.resize(channels.size());
+    for (size_t c = 0; c < channels.size(); ++c) {
+      for (size_t k = 0; k < lanes; ++k) inputs_[c].push_back(&mux_->input(c, k));
+    }
+    for (size_t k = 0; k < lanes; ++k) outputs_.push_back(&mux_->output(k));
+  }
+  // Channel `c`'s sink on every lane, lane 0 first.
+  const std::vector<WorkSink*>& inputs(size_t c) const { return inputs_[c]; }
+  WorkFeed& output(size_t lane) { return *outputs_[lane]; }
+  // Every input refuses from now on; the outputs drain what is queued.
+  void close() {
+    if (mux_) mux_->close();
+    for (auto& q : queues_) q->close();
+  }
+
+ private:
+  std::vector<std::unique_ptr<common::BoundedQueue<WorkItem>>> queues_;
+  std::vector<std::unique_ptr<QueueSink>> sinks_;
+  std::vector<std::unique_ptr<QueueFeed>> feeds_;
+  std::optional<ChannelMux> mux_;
+  std::vector<std::vector<WorkSink*>> inputs_;
+  std::vector<WorkFeed*> outputs_;
+};
+
+// One channel's reading side: its reader, router and (under --compress) compressor.
+struct ChannelStage {
+  std::unique_ptr<LaneRouter> router;
+  std::optional<Compressor> compressor;
+  std::unique_ptr<Reader> reader;
+};
+
+// The session's totals: the sums over its lanes, files that could not be opened included.
+SendTotals sum_of(const std::vector<std::unique_ptr<Transmitter>>& txs) {
+  SendTotals sum;
+  for (const auto& tx : txs) {
+    const SendTotals& t = tx->totals();
+    sum.files_sent += t.files_sent;
+    sum.files_failed += t.files_failed;
+    sum.bytes += t.bytes;
+    sum.datagrams += t.datagrams;
+    sum.wire_bytes += t.wire_bytes;
+    sum.history_bytes += t.history_bytes;
+  }
+  return sum;
+}
+
+// Each channel's reader, router and compressor, into the channel's inputs of `feeds`.
+std::vector<ChannelStage> channel_stages(const SenderConfig& cfg, common::Clock& clock,
+                                         SendStatus* status,
+                                         const std::vector<SessionChannel>& channels,
+                                         BufferPool& pool, LaneFeeds& feeds, LaneLoad& load,
+                                         FileIds& ids) {
+  const size_t block = reader_block_size(cfg);
+  std::vector<ChannelStage> stages(channels.size());
+  for (size_t c = 0; c < channels.size(); ++c) {
+    ChannelStage& st = stages[c];
+    st.router =
+        std::make_unique<LaneRouter>(load, feeds.inputs(c), uint64_t{cfg.stripe_mb} << 20, block);
+    // --compress: blocks pass through the dd-zstdN workers on their way to the lanes.
+    if (cfg.compress != CompressMode::kOff) {
+      st.compressor.emplace(cfg, pool, *st.router);
+      st.compressor->set_status(status);
+    }
+    WorkSink& out =
+        st.compressor ? static_cast<WorkSink&>(*st.compressor) : static_cast<WorkSink&>(*st.router);
+    st.reader = std::make_unique<Reader>(*channels[c].files, cfg, clock, pool, out,
+                                         ReadChannel{channels[c].name, c, &ids});
+  }
+  return stages;
+}
+
+}  // namespace
+
+SendTotals Sender::run(const std::vector<SessionChannel>& channels, std::stop_token stop) {
   const size_t lanes = sinks_.size();
   const size_t block = reader_block_size(cfg_);
-  // One pool for the session, read_buffers blocks per lane: each lane's queue holds up to about
-  // read_buffers blocks, so the reader can keep every lane fed (and read ahead) at once.
-  BufferPool pool(cfg_.read_buffers * lanes, block);
+  // Each channel's share of the pool is read_buffers blocks per lane: each lane's queue holds up
+  // to about read_buffers blocks, so the reader can keep every lane fed (and read ahead) at once,
+  // and one channel emptying its share never holds another's file back.
+  BufferPool pool(std::vector<size_t>(channels.size(), cfg_.read_buffers * lanes), block);
   // Cheap (one pass over the pool), so done whether or not a synthetic source comes.
   pool.fill_pseudo_random();
-  std::vector<std::unique_ptr<common::BoundedQueue<WorkItem>>> queues;
-  std::vector<common::BoundedQueue<WorkItem>*> lane_queues;
-  for (size_t i = 0; i < lanes; ++i) {
-    queues.push_back(std::make_unique<common::BoundedQueue<WorkItem>>(cfg_.read_buffers + 4));
-    lane_queues.push_back(queues.back().get());
-  }
-  LaneRouter router(lane_queues, uint64_t{cfg_.stripe_mb} << 20, block);
-  // --compress: blocks pass through the dd-zstdN workers on their way to the lanes.
-  std::optional<Compressor> compressor;
-  if (cfg_.compress != CompressMode::kOff) {
-    compressor.emplace(cfg_, pool, router);
-    compressor->set_status(status_);
-  }
-  Reader reader(files, cfg_, clock_, pool,
-                compressor ? static_cast<WorkSink&>(*compressor) : static_cast<WorkSink&>(router));
-  LaneHub hub(lanes, cfg_.watch_dir.empty(), observers_);
+  LaneFeeds feeds(channels, lanes, cfg_.read_buffers + 4, clock_);
+  LaneLoad load(lanes);
+  FileIds ids(cfg_.first_file_id);
+  std::vector<ChannelStage> stages =
+      channel_stages(cfg_, clock_, status_, channels, pool, feeds, load, ids);
+  LaneHub hub(lanes, !cfg_.hot_folder(), observers_);
   std::vector<std::unique_ptr<Transmitter>> txs;
   for (size_t i = 0; i < lanes; ++i) {
     txs.push_back(std::make_unique<Transmitter>(cfg_, session_id_, *sinks_[i], clock_, pool,
-                                                *queues[i], hub, i, &router));
+                                                feeds.output(i), hub, i, &load));
     txs.back()->set_status(status_);
     txs.back()->set_history(history_);
   }
   if (history_ != nullptr) history_->start_session(lanes);
   if (status_) status_->lanes_up.store(lanes, std::memory_order_relaxed);
-  log_start(files);
+  log_start(channels);
 
   std::vector<std::exception_ptr> errors(lanes);
   // The session's own stop: the caller's, or a transmitter failing. A reader waiting in a
@@ -132,18 +229,29 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
       txs[i]->run(session_stop.get_token());
     } catch (...) {
       errors[i] = std::current_exception();
-      // Unblock the reader: nobody will drain this lane's queue or return its buffers any more;
+      // Unblock the readers: nobody will drain this lane's queue or return its buffers any more;
       // and the other lanes' end barrier must not wait for this one.
       session_stop.request_stop();
-      router.close();
+      feeds.close();
       pool.close();
       hub.list().lane_done(i);
     }
   };
   {
     // The session's threads start and end here (joined as the scope closes).
-    std::jthread reader_thread =
-        common::start_named_thread("dd-read", [&] { reader.run(session_stop.get_token()); });
+    std::vector<std::jthread> reader_threads;
+    for (size_t c = 0; c < channels.size(); ++c) {
+      const std::string name = channels[c].name.empty() ? "dd-read" : "dd-read-" + channels[c].name;
+      Reader& reader = *stages[c].reader;
+      // Of several hot folders, one that can go on no more (its folder gone) ends the session,
+      // as a single hot folder's end does.
+      const bool ends_session = cfg_.hot_folder() && channels.size() > 1;
+      reader_threads.push_back(
+          common::start_named_thread(name, [&reader, &session_stop, ends_session] {
+            reader.run(session_stop.get_token());
+            if (ends_session) session_stop.request_stop();
+          }));
+    }
     std::vector<std::jthread> tx_threads;
     for (size_t i = 0; i < lanes; ++i) {
       const std::string name = lanes == 1 ? "dd-tx" : "dd-tx" + std::to_string(i);
@@ -153,18 +261,13 @@ SendTotals Sender::run(FileSource& files, std::stop_token stop) {
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
-  SendTotals sum;
+  SendTotals sum = sum_of(txs);
   sum.session_id = session_id_;
-  for (const auto& tx : txs) {  // files that could not be opened included (kSkip)
-    const SendTotals& t = tx->totals();
-    sum.files_sent += t.files_sent;
-    sum.files_failed += t.files_failed;
-    sum.bytes += t.bytes;
-    sum.datagrams += t.datagrams;
-    sum.wire_bytes += t.wire_bytes;
-    sum.history_bytes += t.history_bytes;
+  CompressTotals compressed;
+  for (const ChannelStage& st : stages) {
+    if (st.compressor) compressed += st.compressor->totals();
   }
-  if (compressor) log_compression(compressor->totals());
+  if (cfg_.compress != CompressMode::kOff) log_compression(compressed);
   return sum;
 }
 

@@ -1,19 +1,25 @@
-// The sender pipeline: one reader, one or more lanes (several links driven as one session,
-// --dest given several times or --lanes N). docs/architecture.md ("The sender", "Compression",
-// "Lanes") draws it whole; its ends are
+// The sender pipeline: one reader per channel (one without channels), one or more lanes (several
+// links driven as one session, --dest given several times or --lanes N). docs/architecture.md
+// ("The sender", "Compression", "Lanes", "Channels") draws it whole; its ends are
 //
-//   FileSource ──> Sender::run() ──> one DatagramSink per lane;  SendObserver(s) hear each file
+//   FileSource per channel ──> Sender::run() ──> one DatagramSink per lane;
+//                                                SendObserver(s) hear each file
+//
+// With channels each reader has its own share of the pool and its own lane router, and the lanes
+// take their next item from a ChannelMux (sender/transmit/channel_mux.hpp), which interleaves the
+// channels' files block by block by their policies; file ids are the session's, one counter.
 //
 // What it promises:
 // - Every file is announced, sent and ended (with its digest), or aborted when it could not be
 //   read to its end, on every lane that carries it, --repeat times; every file finished or aborted
 //   is named in a file list, and the session ends with its list and a final heartbeat per lane.
-// - Memory is bounded by the pool (read_buffers blocks per lane), whatever the files.
+// - Memory is bounded by the pool (read_buffers blocks per lane and channel), whatever the files.
 // - No deadlock across lanes: every buffer out is in a lane's queue or transmitter, and no
 //   transmitter waits for the reader or another lane except at the end barrier, after its queue.
 // - A lane whose link refuses a send ends the session (--lane-down stop, and always with one
 //   lane) or goes down alone (--lane-down continue): its files fail and are listed as aborted.
-// Threads: run() on the caller's thread starts "dd-read", "dd-tx" (or "dd-tx0".. with lanes)
+// Threads: run() on the caller's thread starts "dd-read" (with channels "dd-read-NAME" each),
+// "dd-tx" (or "dd-tx0".. with lanes)
 // and the pools the stages own, and joins them all before it returns. Ownership: the config,
 // sinks, clock, observers, status and history feed are the caller's and must outlive run(); the
 // session's pool, queues and stages live inside run(). Throws: the constructor
@@ -29,6 +35,7 @@
 
 #include "common/clock.hpp"
 #include "common/transport.hpp"
+#include "sender/channel.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
 #include "sender/send_status.hpp"
@@ -38,6 +45,15 @@
 namespace ddft::sender {
 
 class HistoryFeed;
+
+// One channel of a session: its name ("" without channels), what it asks of the link, and where
+// its files come from (the caller's; it must outlive run()).
+struct SessionChannel {
+  std::string name;
+  ChannelPolicy policy;
+  FileSource* files = nullptr;
+  std::string description;  // how the session's first line describes it; files->describe() if empty
+};
 
 // Runs one sending session over one lane per sink: every file of `files`, then the final
 // heartbeat on every lane. `clock` paces; it and the sinks must outlive the call. Thread-safe to
@@ -57,6 +73,9 @@ class Sender {
   // counted in files_failed. The totals are the sums over the lanes. Rethrows what a lane threw.
   SendTotals run(FileSource& files, std::stop_token stop);
   SendTotals run(const std::vector<SourceFile>& files, std::stop_token stop);
+  // The same for several channels at once (at most one of them without a name, and then alone):
+  // every lane shared by their policies until every source gives no more files.
+  SendTotals run(const std::vector<SessionChannel>& channels, std::stop_token stop);
   uint64_t session_id() const { return session_id_; }
   size_t lanes() const { return sinks_.size(); }
   // Publishes this session's numbers into `status` (must outlive run()). Call before run().
@@ -66,7 +85,7 @@ class Sender {
 
  private:
   // The session's first log line.
-  void log_start(const FileSource& files) const;
+  void log_start(const std::vector<SessionChannel>& channels) const;
 
   const SenderConfig& cfg_;
   std::vector<common::DatagramSink*> sinks_;

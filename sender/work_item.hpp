@@ -8,16 +8,20 @@
 // false once closed; nothing here throws.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/bounded_queue.hpp"
 #include "common/buffer_pool.hpp"
 #include "common/file_identity.hpp"
 #include "common/hash.hpp"
+#include "common/protocol.hpp"
 
 namespace ddft::sender {
 
@@ -34,6 +38,31 @@ struct FileMeta {
   uint32_t mode = 0644;
   uint64_t tag = 0;                               // SourceFile::tag
   std::optional<common::FileIdentity> resend_of;  // SourceFile::resend_of
+  // The channel whose file it is (sender/channel.hpp); empty in a session without channels.
+  std::string channel;
+  std::string channel_path;  // CHANNEL/rel_path, set with the channel (set_channel())
+
+  void set_channel(const std::string& name) {
+    channel = name;
+    channel_path = name.empty() ? std::string() : name + '/' + rel_path;
+  }
+  // The path the receiver is told: CHANNEL/rel_path for a channel's file, else rel_path.
+  const std::string& path_on_wire() const { return channel.empty() ? rel_path : channel_path; }
+};
+
+// The session's file ids, handed out in order (common::next_file_id) to every channel's reader,
+// so that no two files of a session share one. Thread-safe.
+class FileIds {
+ public:
+  explicit FileIds(uint32_t first) : next_(first) {}
+  uint32_t take() {
+    std::lock_guard lock(mu_);
+    return std::exchange(next_, common::next_file_id(next_));
+  }
+
+ private:
+  std::mutex mu_;
+  uint32_t next_;
 };
 
 // One unit of work from the reader to the transmitter. Blocks refer to a pool buffer by index;
@@ -73,6 +102,36 @@ class WorkSink {
   virtual bool push(WorkItem&& item) = 0;
   // Ends the stream: the transmitters drain what was pushed and end.
   virtual void close() = 0;
+};
+
+// Where a transmitter takes its items from: its lane's queue (QueueFeed), or its lane's output
+// of a ChannelMux. Any thread. pop() blocks until an item comes, or the feed is closed and
+// drained (then nullopt); pop_for() gives up after `timeout` (nullopt then means "nothing yet"
+// unless closed()).
+class WorkFeed {
+ public:
+  virtual ~WorkFeed() = default;
+  virtual std::optional<WorkItem> pop() = 0;
+  virtual std::optional<WorkItem> pop_for(std::chrono::nanoseconds timeout) = 0;
+  // True once the feed is closed and drained: nothing more will come.
+  virtual bool closed() const = 0;
+  // What comes from now on is dropped, not sent (a stop, a lane gone down): no sharing policy
+  // holds it back. Any thread.
+  virtual void draining() {}
+};
+
+// One transmitter's queue as a WorkFeed. `queue` must outlive it.
+class QueueFeed final : public WorkFeed {
+ public:
+  explicit QueueFeed(common::BoundedQueue<WorkItem>& queue) : queue_(queue) {}
+  std::optional<WorkItem> pop() override { return queue_.pop(); }
+  std::optional<WorkItem> pop_for(std::chrono::nanoseconds timeout) override {
+    return queue_.pop_for(timeout);
+  }
+  bool closed() const override { return queue_.closed(); }
+
+ private:
+  common::BoundedQueue<WorkItem>& queue_;
 };
 
 // One transmitter's queue as a WorkSink. `queue` must outlive it.

@@ -71,6 +71,9 @@ struct File {
   // lanes_seen: every lane that announced it.
   size_t lane = 0;
   bool striped = false;
+  // Its channel (kFlagChannel: its path's first component), "" without one: a lane announcing a
+  // later file closes it only when that file is of the same channel.
+  std::string channel;
   uint64_t open_lanes = 0;
   uint64_t lanes_seen = 0;
   bool superseded = false;  // every lane that carried it has moved on (a later file, its end)

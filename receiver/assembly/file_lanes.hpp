@@ -1,7 +1,8 @@
 // Which lanes hold a file open. A file is open on the lanes that announced it: a whole file on its
-// one lane, a striped one (kFlagStriped) on every lane. Each lane sends its files one after the
-// other in the order of their ids, so the next file a lane announces closes the lane for the
-// files still open on it, as does the file's last end on that lane. A file that no lane holds
+// one lane, a striped one (kFlagStriped) on every lane. Each lane sends a channel's files one
+// after the other in the order of their ids, so the next file of a channel a lane announces
+// closes the lane for that channel's files still open on it (the file table picks them: other
+// channels' files interleave), as does the file's last end on that lane. A file that no lane holds
 // open any more (superseded) and still misses data fails after a short grace; one whose lanes
 // are all gone (their final heartbeat's grace over, or silent) fails at once.
 //

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/clock.hpp"
 #include "common/protocol.hpp"
@@ -53,5 +54,11 @@ FailureRecord unannounced_record(const common::FileListEntry& e, uint64_t sessio
 // Whether a kZData piece of `piece_len` bytes fits file `f`: its block starts on a chunk, ends on
 // one or at the file's end, and the piece sits where the file's piece size puts it.
 bool zdata_fits(const File& f, const common::ZDataHeader& z, size_t piece_len);
+// The channel of an announce with kFlagChannel: its path's first component ("" for a path of one
+// component, which a sender never sends).
+inline std::string_view channel_of(std::string_view path) {
+  const size_t slash = path.find('/');
+  return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
+}
 
 }  // namespace ddft::receiver

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/channel_name.hpp"
 #include "common/json.hpp"
 #include "common/log_format.hpp"
 #include "receiver/assembly/file_rules.hpp"
@@ -107,7 +108,7 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   const bool striped = (p.header.flags & common::kFlagStriped) != 0;
   if (File* known = find(a.file_id)) {
     // A striped file's announce on one more lane: that lane is done with its earlier files.
-    if (lanes_.announced_again(*known, lane, striped)) close_lane(lane, a.file_id);
+    if (lanes_.announced_again(*known, lane, striped)) close_lane(lane, a.file_id, known->channel);
     return;
   }
   if (known_.seen(a.file_id)) return;  // a repeat of a file finished already
@@ -124,9 +125,14 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   }
   // A repeated announce of a file this receiver never saw start: it joined mid-file.
   const bool joined_late = (p.header.flags & common::kFlagRepeat) != 0;
-  close_lane(lane, a.file_id);
+  // A channel's name as the sender's --channel allows it; anything else is no channel.
+  std::string channel((p.header.flags & common::kFlagChannel) != 0 ? channel_of(a.path)
+                                                                   : std::string_view());
+  if (!channel.empty() && common::channel_name_refusal(channel)) channel.clear();
+  close_lane(lane, a.file_id, channel);
   std::unique_ptr<File> f =
       file_from_announce(a, known_.session(), clock_.now(), cfg_.report_mb * 1024 * 1024);
+  f->channel = channel;
   lanes_.open(*f, lane, striped);
   if (history_.skip_copy(*f, (p.header.flags & common::kFlagResend) != 0)) return;
   if (admission_.filtered(*f)) return;
@@ -141,12 +147,15 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   accept(std::move(f), joined_late);
 }
 
-// Each lane sends its files one after the other, in the order of their ids (the sender numbers
-// them as it reads them and hands each lane its share in that order).
-void FileTable::close_lane(size_t lane, uint32_t next_id) {
+// Each lane sends a channel's files one after the other, in the order of their ids (the sender
+// numbers them as it reads them and hands each lane its share in that order); other channels'
+// files interleave with them.
+void FileTable::close_lane(size_t lane, uint32_t next_id, const std::string& channel) {
   const auto now = clock_.now();
   for (auto& [key, f] : files_) {
-    if (key.first == known_.session()) lanes_.close(*f, lane, next_id, now);
+    if (key.first == known_.session() && f->channel == channel) {
+      lanes_.close(*f, lane, next_id, now);
+    }
   }
 }
 

@@ -150,8 +150,9 @@ class FileTable final : private Finisher::Owner {
   void remember_seen(uint32_t id) { known_.remember_seen(id, clock_.now()); }
   void accept(std::unique_ptr<File> f, bool joined_late);
   void on_created(File& f, bool ok, const std::string& reason);
-  // The lane announced file `next_id`: the files before it open on the lane are closed there.
-  void close_lane(size_t lane, uint32_t next_id);
+  // The lane announced file `next_id` of `channel`: the files of that channel before it open on
+  // the lane are closed there.
+  void close_lane(size_t lane, uint32_t next_id, const std::string& channel);
   Block* get_block(File*& f, uint64_t index);
   // The file a data packet names when it is receiving, else nullptr (counted).
   File* receiving(uint32_t id);

@@ -180,6 +180,11 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
                  f.repairs.fec_rebuilt, f.repairs.repeat_filled);
   }
   ++counters_.files_passed;
+  if (!f.channel.empty()) {
+    ChannelFiles& c = counters_.channels[f.channel];
+    ++c.passed;
+    c.bytes += f.size;
+  }
   if (f.session == owner_.current_session()) ++session_files_.passed;
   owner_.passed(f);
   counters_.bytes_delivered += f.size;
@@ -205,9 +210,8 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
 
 void Finisher::notify_delivered(const File& f, const std::string& moved_old) {
   DeliveredFile d;
-  std::string_view root = out_.root();
-  while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
-  d.final_path = std::string(root) + (root == "/" ? "" : "/") + f.path;
+  d.final_path = out_.final_path(f.path);
+  d.channel = f.channel;
   d.file = identity_of(f);
   d.key = f.verify == common::VerifyType::kNone ? std::string("none")
                                                 : fmt::format("0x{:08X}", sent_key(f).key32());
@@ -263,6 +267,7 @@ void Finisher::record_failure(File& f) {
     records_.keep_unnamed(f.id, rec);
   }
   ++counters_.files_failed;
+  if (!f.channel.empty()) ++counters_.channels[f.channel].failed;
   if (current) ++session_files_.failed;
   blocks_.release_all(f);  // all written (no I/O is pending): free them now
   // The file's descriptors go with the record's task. The file stays in flight (and counts

@@ -17,6 +17,7 @@ struct DeliveredFile {
   // --on-collision rename: where the earlier file of the same name went ("" when there was none).
   // Whatever still refers to final_path for that earlier file should follow it there.
   std::string displaced_to;
+  std::string channel;  // the sender's channel (the first part of file.path), "" without one
 };
 
 }  // namespace ddft::receiver

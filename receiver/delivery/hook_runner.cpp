@@ -91,8 +91,9 @@ struct SpawnSetup {
 };
 
 // The argument and environment vectors of one hook: `shell -c "CMD \"$@\"" ddft-on-complete PATH`,
-// with the receiver's environment plus DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY and
-// DDFT_SESSION (replacing any inherited ones). argv and envp point into this object and into
+// with the receiver's environment plus DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY,
+// DDFT_SESSION and DDFT_CHANNEL (the sender's channel, empty without one), replacing any inherited
+// ones. argv and envp point into this object and into
 // `environ`: neither moves nor copies.
 struct SpawnArgs {
   std::vector<std::string> args;
@@ -109,6 +110,7 @@ struct SpawnArgs {
             "DDFT_SIZE=" + std::to_string(file.file.size),
             "DDFT_KEY=" + file.key,
             fmt::format("DDFT_SESSION={:016x}", file.file.session),
+            "DDFT_CHANNEL=" + file.channel,
         } {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -19,9 +19,11 @@ LeftoverSweep::LeftoverSweep(int root_fd, FailedFolder& failed, bool keep_partia
                              LeftoverClaim claim)
     : root_fd_(root_fd), failed_(failed), keep_partial_(keep_partial), claim_(std::move(claim)) {}
 
-std::vector<Leftover> LeftoverSweep::run() {
+std::vector<Leftover> LeftoverSweep::run() { return run_below(root_fd_, ""); }
+
+std::vector<Leftover> LeftoverSweep::run_below(int dir_fd, const std::string& rel) {
   std::vector<Leftover> out;
-  sweep(root_fd_, "", 0, &out);
+  sweep(dir_fd, rel, rel.empty() ? 0 : 1, &out);
   return out;
 }
 

@@ -49,6 +49,9 @@ class LeftoverSweep {
 
   // Sweeps the whole tree; the leftovers found, each recorded.
   std::vector<Leftover> run();
+  // The same below folder `dir_fd`, whose files the receiver names `rel`... ("NAME/": a
+  // channel's folder).
+  std::vector<Leftover> run_below(int dir_fd, const std::string& rel);
 
  private:
   // Folder `dir_fd`, at `rel` ("" or "a/b/") below the output folder, `depth` deep.

@@ -97,10 +97,93 @@ OutputDir::OutputDir(const std::string& root, const std::string& failed_dir, Col
   failed_.open(failed_dir, root, root_fd_.get(), null_sink);
 }
 
+namespace {
+
+// `path` made absolute and free of symbolic links, or "" when it cannot be.
+std::string real_path(const std::string& path) {
+  char* r = ::realpath(path.c_str(), nullptr);
+  if (r == nullptr) return {};
+  std::string out(r);
+  std::free(r);
+  return out;
+}
+
+// Whether folder `a` is `b` or below it (both real paths).
+bool at_or_below(const std::string& a, const std::string& b) {
+  return a == b || (a.size() > b.size() && a.starts_with(b) && (b == "/" || a[b.size()] == '/'));
+}
+
+}  // namespace
+
+void OutputDir::map_channel(const std::string& name, const std::string& path) {
+  const std::string what = fmt::format("--channel-dir {}={}", name, path);
+  ChannelDir d{path, common::UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))};
+  if (!d.fd)
+    throw std::runtime_error(fmt::format("{}: cannot open it: {}", what, errno_text(errno)));
+  if (::faccessat(d.fd.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
+    throw std::runtime_error(fmt::format("{}: it is not writable: {}", what, errno_text(errno)));
+  }
+  struct stat st {};
+  struct stat root_st {};
+  if (::fstat(d.fd.get(), &st) != 0 || (root_fd_ && ::fstat(root_fd_.get(), &root_st) != 0)) {
+    throw std::runtime_error(fmt::format("{}: cannot stat it: {}", what, errno_text(errno)));
+  }
+  if (root_fd_ && st.st_dev != root_st.st_dev) {
+    throw std::runtime_error(
+        fmt::format("{}: it is not on the output folder's file system (a failed file moves to the "
+                    "failed-files folder, and one sync covers both)",
+                    what));
+  }
+  const std::string real = real_path(path);
+  const std::string root = root_.empty() ? std::string() : real_path(root_);
+  if (!root.empty() && (at_or_below(real, root) || at_or_below(root, real))) {
+    throw std::runtime_error(fmt::format(
+        "{}: it is inside the output folder or holds it (files of channel {} land in {}/{}/ "
+        "without it)",
+        what, name, root_, name));
+  }
+  const std::string failed = failed_.path().empty() ? std::string() : real_path(failed_.path());
+  if (failed_.is(st.st_dev, st.st_ino) ||
+      (!failed.empty() && (at_or_below(real, failed) || at_or_below(failed, real)))) {
+    throw std::runtime_error(
+        fmt::format("{}: it is the failed-files folder, within it, or holds it", what));
+  }
+  for (const auto& [other, dir] : channel_dirs_) {
+    const std::string o = real_path(dir.path);
+    if (at_or_below(real, o) || at_or_below(o, real)) {
+      throw std::runtime_error(
+          fmt::format("{}: it is channel {}'s folder or within it, or holds it", what, other));
+    }
+  }
+  if (!channel_dirs_.emplace(name, std::move(d)).second) {
+    throw std::runtime_error(fmt::format("{}: channel {} has a folder already", what, name));
+  }
+}
+
+int OutputDir::base_of(std::string_view rel_path, size_t* start) const {
+  *start = 0;
+  const size_t slash = rel_path.find('/');
+  if (channel_dirs_.empty() || slash == std::string_view::npos) return root_fd_.get();
+  const auto it = channel_dirs_.find(rel_path.substr(0, slash));
+  if (it == channel_dirs_.end()) return root_fd_.get();
+  *start = slash + 1;
+  return it->second.fd.get();
+}
+
+std::string OutputDir::final_path(std::string_view rel_path) const {
+  size_t start = 0;
+  std::string_view base = root_;
+  if (base_of(rel_path, &start) != root_fd_.get()) {
+    base = channel_dirs_.find(rel_path.substr(0, start - 1))->second.path;
+  }
+  while (base.size() > 1 && base.back() == '/') base.remove_suffix(1);
+  return std::string(base) + (base == "/" ? "" : "/") + std::string(rel_path.substr(start));
+}
+
 bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, std::string* base,
                             std::string* why, std::vector<common::UniqueFd>* made_in, bool create) {
-  common::UniqueFd cur(::dup(root_fd_.get()));
   size_t start = 0;
+  common::UniqueFd cur(::dup(base_of(rel_path, &start)));
   while (true) {
     const size_t slash = rel_path.find('/', start);
     if (slash == std::string_view::npos) {
@@ -463,7 +546,14 @@ void OutputDir::forget_origin(TempFile& f) {
 std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial, const LeftoverClaim& claim) {
   if (null_sink_) return {};
   failed_.remove_torn_records();
-  return LeftoverSweep(root_fd_.get(), failed_, keep_partial, claim).run();
+  LeftoverSweep sweep(root_fd_.get(), failed_, keep_partial, claim);
+  std::vector<Leftover> out = sweep.run();
+  for (const auto& [name, dir] : channel_dirs_) {
+    std::vector<Leftover> more = sweep.run_below(dir.fd.get(), name + "/");
+    out.insert(out.end(), std::make_move_iterator(more.begin()),
+               std::make_move_iterator(more.end()));
+  }
+  return out;
 }
 
 }  // namespace ddft::receiver

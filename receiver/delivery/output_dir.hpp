@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -138,6 +139,14 @@ class OutputDir {
   std::vector<Leftover> recover_leftovers(bool keep_partial = false,
                                           const LeftoverClaim& claim = {});
 
+  // Files whose path begins with channel `name` ("NAME/...", the sender's --channel NAME) land
+  // below `path` instead of root/NAME/ (--channel-dir NAME=PATH): an existing writable folder
+  // on the output folder's file system (so that a failed file moves to the failed folder and one
+  // syncfs() covers both), neither inside the output folder nor holding it, nor another
+  // channel's. Before recover_leftovers(), which sweeps it too. Throws std::runtime_error with
+  // one line.
+  void map_channel(const std::string& name, const std::string& path);
+
   // Refuses announced paths beyond these limits (create_temp()).
   void set_path_limits(const PathLimits& limits) { limits_ = limits; }
   // check_wire_path() under this folder's limits: why `rel_path` is refused, or nullopt.
@@ -171,6 +180,9 @@ class OutputDir {
   [[nodiscard]] std::optional<Space> space() const;
 
   const std::string& root() const { return root_; }
+  // Where the file the receiver names `rel_path` lands: root/rel_path, or below its channel's
+  // folder (map_channel()).
+  std::string final_path(std::string_view rel_path) const;
   // The output folder's descriptor; lives as long as this object.
   int root_fd() const { return root_fd_.get(); }
   const std::string& failed_dir() const { return failed_.path(); }
@@ -184,7 +196,16 @@ class OutputDir {
                                  std::vector<common::UniqueFd>* made_in = nullptr,
                                  bool create = true);
 
+  // A channel's folder (map_channel()).
+  struct ChannelDir {
+    std::string path;
+    common::UniqueFd fd;
+  };
+  // The folder `rel_path` is below (root, or its channel's folder) and where the rest starts.
+  int base_of(std::string_view rel_path, size_t* start) const;
+
   std::string root_;
+  std::map<std::string, ChannelDir, std::less<>> channel_dirs_;
   CollisionPolicy policy_;
   bool null_sink_;
   bool direct_io_ = false;

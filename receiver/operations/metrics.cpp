@@ -91,8 +91,31 @@ void add_hook_metrics(common::MetricsRegistry& reg, const HookRunner* hooks) {
           [hooks] { return num(hooks->pending()); });
 }
 
+// Per channel of the senders' (--channel): files delivered and failed, bytes delivered.
+void add_channel_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
+  const auto family = [st](uint64_t ChannelFiles::*field) {
+    return [st, field] {
+      std::vector<common::MetricSample> out;
+      for (const auto& [name, c] : st->writer.counters.channels) {
+        out.push_back({{{"channel", name}}, num(c.*field)});
+      }
+      return out;
+    };
+  };
+  reg.add_family(kCounter, "ddft_receive_channel_files_delivered_total",
+                 "Files of the sender's channel verified and renamed into place",
+                 family(&ChannelFiles::passed));
+  reg.add_family(kCounter, "ddft_receive_channel_files_failed_total",
+                 "Files of the sender's channel announced and then failed (recorded in the "
+                 "failed folder)",
+                 family(&ChannelFiles::failed));
+  reg.add_family(kCounter, "ddft_receive_channel_bytes_delivered_total",
+                 "Bytes of the sender's channel's files delivered", family(&ChannelFiles::bytes));
+}
+
 // Files by outcome, the hooks (when --on-complete is set), bytes delivered and files in flight.
 void add_file_metrics(common::MetricsRegistry& reg, const StatusPtr& st, const Receiver& rx) {
+  add_channel_metrics(reg, st);
   reg.add(kCounter, "ddft_receive_files_delivered_total",
           "Files verified and renamed into place under --output",
           [st] { return num(st->writer.counters.files_passed); });

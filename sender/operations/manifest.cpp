@@ -32,6 +32,18 @@ std::string manifest_line(std::chrono::system_clock::time_point time, uint64_t s
   return line;
 }
 
+namespace {
+
+// A channel's file: the line names the channel too (its path already begins with it).
+std::string with_channel(std::string line, const FileMeta& file) {
+  if (file.channel.empty()) return line;
+  line.pop_back();
+  line += R"(,"channel":)" + common::json_quote(file.channel) + '}';
+  return line;
+}
+
+}  // namespace
+
 ManifestWriter::ManifestWriter(const std::string& path, common::VerifyType verify,
                                common::Clock& clock, WallClock wall)
     : path_(path), verify_(verify), clock_(clock), wall_(std::move(wall)) {
@@ -57,8 +69,10 @@ void ManifestWriter::file_sent(const FileMeta& file, const common::Digest& diges
   const std::string key = verify_ == common::VerifyType::kNone
                               ? std::string()
                               : fmt::format("0x{:08X}", digest.key32());
-  std::string line = manifest_line(wall_(), session_id_, file.file_id, file.rel_path, file.size,
-                                   verify_, key, ManifestStatus::kSent, "");
+  std::string line =
+      with_channel(manifest_line(wall_(), session_id_, file.file_id, file.path_on_wire(), file.size,
+                                 verify_, key, ManifestStatus::kSent, ""),
+                   file);
   if (file.resend_of) {
     // A resend: which file it is a copy of, for dd_reconcile.
     line.pop_back();
@@ -71,8 +85,9 @@ void ManifestWriter::file_sent(const FileMeta& file, const common::Digest& diges
 
 void ManifestWriter::file_failed(const FileMeta& file, const std::string& reason) {
   std::lock_guard lock(mu_);
-  append(manifest_line(wall_(), session_id_, file.file_id, file.rel_path, file.size, verify_, "",
-                       ManifestStatus::kFailed, reason));
+  append(with_channel(manifest_line(wall_(), session_id_, file.file_id, file.path_on_wire(),
+                                    file.size, verify_, "", ManifestStatus::kFailed, reason),
+                      file));
 }
 
 void ManifestWriter::session_finished(uint64_t /*session_id*/) { sync(); }

@@ -12,7 +12,8 @@
 // or a folder reached a second time under --symlinks follow), never sent; one line per link, so
 // that the manifest counts them too. `session` is printed as the logs print it; `key` as the
 // receive log's "Key:" field, null with verify NONE and for a failed file; `file_id` 0 for a file
-// that never got one (it could not be opened); `path` is the name the receiver is told. Strings are
+// that never got one (it could not be opened); `path` is the name the receiver is told (a channel's
+// file: CHANNEL/..., and the line ends with "channel":"CHANNEL"). Strings are
 // JSON (common::json_quote): a byte of a name that is not UTF-8 is written as \u00XX (XX >= 80),
 // which a reader maps back to that byte, since real characters from U+0080 on are written as
 // UTF-8, never escaped.

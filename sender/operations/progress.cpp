@@ -300,7 +300,13 @@ ProgressView ProgressDisplay::view() const {
     v.batch_done = std::min(planned_total_, planned_done_ + in_file);
   } else {
     v.batch_done = bytes_sent_;
-    if (options_.source) v.backlog = options_.source->backlog();
+    for (const FileSource* source : options_.sources) {
+      if (const std::optional<Backlog> b = source->backlog()) {
+        if (!v.backlog) v.backlog.emplace();
+        v.backlog->files += b->files;
+        v.backlog->bytes += b->bytes;
+      }
+    }
   }
   // The batch rate since the last sample at or before the window's start (the session's start
   // while it is younger), so that it follows changes and falls to 0 while a hot folder waits.
@@ -325,7 +331,7 @@ void ProgressDisplay::session_started(uint64_t /*session_id*/) {
 void ProgressDisplay::file_started(const FileMeta& file) {
   Current c;
   c.file_id = file.file_id;
-  c.name = file.rel_path;
+  c.name = file.path_on_wire();
   c.total = file.size * options_.copies;
   c.started = clock_.now();
   if (options_.planned && files_done_ < options_.planned->size()) {

@@ -71,8 +71,9 @@ struct ProgressOptions {
   // list order and the transmitter reports them in that order, unreadable ones included).
   // Nothing: an open-ended source.
   std::optional<std::vector<uint64_t>> planned;
-  // Open-ended: asked for its backlog at each redraw; may be null. Must outlive the display.
-  const FileSource* source = nullptr;
+  // Open-ended: asked for their backlogs (summed) at each redraw; may be empty (no backlog shown).
+  // Each must outlive the display.
+  std::vector<const FileSource*> sources;
   // The terminal's width in columns. Empty: TIOCGWINSZ on the console's file, else $COLUMNS,
   // else 80.
   std::function<size_t()> columns;

@@ -44,6 +44,14 @@ struct CompressTotals {
   uint64_t blocks_compressed = 0;  // sent as frames
   uint64_t raw_bytes = 0;          // bytes of every block seen
   uint64_t sent_bytes = 0;         // what they took on the wire as data (frames, raw blocks)
+
+  CompressTotals& operator+=(const CompressTotals& o) {
+    blocks += o.blocks;
+    blocks_compressed += o.blocks_compressed;
+    raw_bytes += o.raw_bytes;
+    sent_bytes += o.sent_bytes;
+    return *this;
+  }
 };
 
 class Compressor final : public WorkSink {

@@ -31,13 +31,18 @@ std::unique_ptr<common::BlockIo> make_io(const SenderConfig& cfg, BufferPool& po
 
 Reader::Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
                WorkSink& out)
-    : files_(files),
+    : Reader(files, cfg, clock, pool, out, ReadChannel{}) {}
+
+Reader::Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
+               WorkSink& out, const ReadChannel& channel)
+    : channel_(channel),
+      files_(files),
       cfg_(cfg),
       clock_(clock),
       pool_(pool),
       out_(out),
       io_(make_io(cfg, pool)),
-      block_reader_(*io_, pool) {}
+      block_reader_(*io_, pool, channel.pool_share) {}
 
 Reader::Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
                common::BoundedQueue<WorkItem>& out)
@@ -61,6 +66,19 @@ Reader::Reader(const std::vector<SourceFile>& files, const SenderConfig& cfg, co
       out_(*owned_sink_),
       io_(make_io(cfg, pool)),
       block_reader_(*io_, pool) {}
+
+std::shared_ptr<FileMeta> Reader::new_meta(const SourceFile& src) {
+  if (channel_.ids == nullptr) {
+    own_ids_ = std::make_unique<FileIds>(cfg_.first_file_id);
+    channel_.ids = own_ids_.get();
+  }
+  auto meta = std::make_shared<FileMeta>();
+  meta->file_id = channel_.ids->take();
+  meta->rel_path = src.rel_path;
+  meta->tag = src.tag;
+  meta->set_channel(channel_.name);
+  return meta;
+}
 
 bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop, std::string* why) {
   const auto deadline = clock_.now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -93,6 +111,7 @@ bool Reader::skip(const SourceFile& src, const std::string& why) {
   meta->rel_path = src.rel_path;
   meta->src_path = src.path;
   meta->tag = src.tag;
+  meta->set_channel(channel_.name);
   WorkItem item{WorkItem::Kind::kSkip, std::move(meta)};
   item.reason = why;
   return out_.push(std::move(item));
@@ -100,21 +119,17 @@ bool Reader::skip(const SourceFile& src, const std::string& why) {
 
 void Reader::run(std::stop_token stop) {
   try {
-    uint32_t next_id = cfg_.first_file_id;
     while (true) {
       std::optional<SourceFile> next = files_.next(stop);
       if (!next || stop.stop_requested()) break;
       SourceFile& src = *next;
       if (src.synthetic) {
-        auto meta = std::make_shared<FileMeta>();
-        meta->file_id = std::exchange(next_id, common::next_file_id(next_id));
-        meta->rel_path = src.rel_path;
+        const std::shared_ptr<FileMeta> meta = new_meta(src);
         meta->size = src.synthetic_size;
         meta->mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
         meta->mode = 0644;
-        meta->tag = src.tag;
         if (!send_copies([&](uint8_t c) { return read_synthetic(meta, c, stop); })) break;
         continue;
       }
@@ -138,14 +153,11 @@ void Reader::run(std::stop_token stop) {
         continue;
       }
       ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-      auto meta = std::make_shared<FileMeta>();
-      meta->file_id = std::exchange(next_id, common::next_file_id(next_id));
-      meta->rel_path = src.rel_path;
+      const std::shared_ptr<FileMeta> meta = new_meta(src);
       meta->src_path = src.path;
       meta->size = static_cast<uint64_t>(st.st_size);
       meta->mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
       meta->mode = st.st_mode & 07777;
-      meta->tag = src.tag;
       meta->resend_of = src.resend_of;
       if (!send_copies([&](uint8_t c) { return read_file(fd.get(), meta, c, stop); })) break;
     }
@@ -178,7 +190,7 @@ Reader::Outcome Reader::read_synthetic(const std::shared_ptr<const FileMeta>& me
       out_.push(std::move(abort));
       return Outcome::kStopped;
     }
-    const int buf = pool_.acquire();
+    const int buf = pool_.acquire(channel_.pool_share);
     if (buf < 0) return Outcome::kStopped;
     const size_t len =
         static_cast<size_t>(std::min<uint64_t>(pool_.buffer_size(), meta->size - offset));

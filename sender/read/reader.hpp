@@ -25,6 +25,14 @@
 
 namespace ddft::sender {
 
+// A reader's part in a session of several channels: which channel it reads for, the pool share
+// its blocks come from, and the session's file ids (which must outlive the reader).
+struct ReadChannel {
+  std::string name;
+  size_t pool_share = 0;
+  FileIds* ids = nullptr;
+};
+
 class Reader {
  public:
   // `files`, `pool` and `out` must outlive run(). A file that cannot be opened is logged, counted
@@ -33,6 +41,9 @@ class Reader {
   // exclusive one.
   Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
          WorkSink& out);
+  // The same for one channel of a session: its files carry its name and ids from `channel.ids`.
+  Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
+         WorkSink& out, const ReadChannel& channel);
   // The same into one transmitter's queue (which must outlive run()).
   Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
          common::BoundedQueue<WorkItem>& out);
@@ -62,8 +73,13 @@ class Reader {
   // A file that cannot be opened: logged, counted and handed on as kSkip. False when stopped.
   bool skip(const SourceFile& src, const std::string& why);
 
+  // A new file's meta: its id (the session's next), path and channel.
+  std::shared_ptr<FileMeta> new_meta(const SourceFile& src);
+
   std::unique_ptr<ListSource> owned_list_;  // the list constructor's
   std::unique_ptr<QueueSink> owned_sink_;   // the queue constructors'
+  ReadChannel channel_;
+  std::unique_ptr<FileIds> own_ids_;  // without a channel: the session's ids are the reader's
   FileSource& files_;
   const SenderConfig& cfg_;
   common::Clock& clock_;

@@ -275,7 +275,7 @@ void HistoryRecorder::file_sent_via(const FileMeta& file, const common::Digest& 
   e.sender_id = sender_id_;
   e.file.session = session_;
   e.file.file_id = file.file_id;
-  e.file.path = file.rel_path;
+  e.file.path = file.path_on_wire();
   e.file.size = file.size;
   e.file.verify = verify_;
   e.file.digest = digest.hex();
@@ -286,7 +286,7 @@ void HistoryRecorder::file_sent_via(const FileMeta& file, const common::Digest& 
   if (!history_.append(e)) {
     if (errors_++ == 0) {
       spdlog::error("Error: the sender's history '{}' cannot be written: {}; {} is not in it",
-                    history_.path(), errno_text(), common::json_quote(file.rel_path));
+                    history_.path(), errno_text(), common::json_quote(file.path_on_wire()));
     }
     return;
   }

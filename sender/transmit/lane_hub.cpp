@@ -110,7 +110,7 @@ void LaneHub::file_done(const FileMeta& file, const Outcome& outcome, int list_l
   f.size = file.size;
   f.aborted = outcome.aborted;
   f.digest = outcome.aborted ? common::Digest{} : outcome.digest;
-  f.path = file.rel_path;
+  f.path = file.path_on_wire();
   f.lane = list_lane;
   f.resend = file.resend_of.has_value();
   list_.add(std::move(f));

@@ -7,23 +7,42 @@
 
 namespace ddft::sender {
 
-LaneRouter::LaneRouter(std::vector<common::BoundedQueue<WorkItem>*> lanes,
-                       uint64_t stripe_threshold, size_t block_size)
-    : lanes_(std::move(lanes)),
-      queued_(std::make_unique<std::atomic<uint64_t>[]>(lanes_.size())),
-      down_(std::make_unique<std::atomic<bool>[]>(lanes_.size())),
-      up_(lanes_.size()),
-      stripe_threshold_(stripe_threshold),
-      stripe_bytes_(std::max<uint64_t>(1, std::min<uint64_t>(stripe_threshold, kStripeUnit) /
-                                              std::max<size_t>(1, block_size)) *
-                    std::max<size_t>(1, block_size)) {
-  static_assert(common::kMaxLanes <= 64, "a file's lanes are the bits of a uint64_t");
-  if (lanes_.empty()) throw std::invalid_argument("a lane router needs a lane");
-  if (lanes_.size() > common::kMaxLanes) throw std::invalid_argument("too many lanes");
-  last_chosen_ = lanes_.size() - 1;  // the first choice among equals is lane 0
+namespace {
+
+std::vector<std::unique_ptr<QueueSink>> sinks_of(
+    const std::vector<common::BoundedQueue<WorkItem>*>& queues) {
+  std::vector<std::unique_ptr<QueueSink>> out;
+  for (auto* q : queues) out.push_back(std::make_unique<QueueSink>(*q));
+  return out;
 }
 
-bool LaneRouter::take_down(size_t lane) {
+std::vector<WorkSink*> pointers(const std::vector<std::unique_ptr<QueueSink>>& sinks) {
+  std::vector<WorkSink*> out;
+  for (const auto& s : sinks) out.push_back(s.get());
+  return out;
+}
+
+// The smaller of kStripeUnit and the threshold, in whole blocks (at least one).
+uint64_t stripe_bytes_for(uint64_t stripe_threshold, size_t block_size) {
+  const uint64_t block = std::max<size_t>(1, block_size);
+  return std::max<uint64_t>(1,
+                            std::min<uint64_t>(stripe_threshold, LaneRouter::kStripeUnit) / block) *
+         block;
+}
+
+}  // namespace
+
+LaneLoad::LaneLoad(size_t lanes)
+    : lanes_(lanes),
+      queued_(std::make_unique<std::atomic<uint64_t>[]>(lanes)),
+      down_(std::make_unique<std::atomic<bool>[]>(lanes)),
+      up_(lanes) {
+  static_assert(common::kMaxLanes <= 64, "a file's lanes are the bits of a uint64_t");
+  if (lanes == 0) throw std::invalid_argument("a session needs a lane");
+  if (lanes > common::kMaxLanes) throw std::invalid_argument("too many lanes");
+}
+
+bool LaneLoad::take_down(size_t lane) {
   if (down(lane)) return true;
   // One lane always stays up: two lanes failing at once cannot both leave.
   size_t up = up_.load(std::memory_order_acquire);
@@ -34,12 +53,35 @@ bool LaneRouter::take_down(size_t lane) {
   return true;
 }
 
-uint64_t LaneRouter::lanes_up_mask() const {
+uint64_t LaneLoad::lanes_up_mask() const {
   uint64_t mask = 0;
-  for (size_t lane = 0; lane < lanes_.size(); ++lane) {
+  for (size_t lane = 0; lane < lanes_; ++lane) {
     if (!down(lane)) mask |= uint64_t{1} << lane;
   }
   return mask;
+}
+
+LaneRouter::LaneRouter(std::vector<common::BoundedQueue<WorkItem>*> lanes,
+                       uint64_t stripe_threshold, size_t block_size)
+    : own_sinks_(sinks_of(lanes)),
+      own_load_(std::make_unique<LaneLoad>(std::max<size_t>(lanes.size(), 1))),
+      load_(*own_load_),
+      lanes_(pointers(own_sinks_)),
+      stripe_threshold_(stripe_threshold),
+      stripe_bytes_(stripe_bytes_for(stripe_threshold, block_size)) {
+  if (lanes_.empty()) throw std::invalid_argument("a lane router needs a lane");
+  last_chosen_ = lanes_.size() - 1;  // the first choice among equals is lane 0
+}
+
+LaneRouter::LaneRouter(LaneLoad& load, std::vector<WorkSink*> lanes, uint64_t stripe_threshold,
+                       size_t block_size)
+    : load_(load),
+      lanes_(std::move(lanes)),
+      stripe_threshold_(stripe_threshold),
+      stripe_bytes_(stripe_bytes_for(stripe_threshold, block_size)) {
+  if (lanes_.empty()) throw std::invalid_argument("a lane router needs a lane");
+  if (lanes_.size() != load_.lanes()) throw std::invalid_argument("sinks and load disagree");
+  last_chosen_ = lanes_.size() - 1;  // the first choice among equals is lane 0
 }
 
 size_t LaneRouter::least_busy() {
@@ -65,9 +107,9 @@ size_t LaneRouter::least_busy() {
 bool LaneRouter::push_to(size_t lane, WorkItem&& item) {
   const uint64_t bytes = item.kind == WorkItem::Kind::kBlock ? item.len : 0;
   // Counted before the push: once in the queue, the transmitter may be done with it at once.
-  queued_[lane].fetch_add(bytes, std::memory_order_relaxed);
+  load_.routed(lane, bytes);
   if (lanes_[lane]->push(std::move(item))) return true;
-  queued_[lane].fetch_sub(bytes, std::memory_order_relaxed);
+  load_.block_done(lane, bytes);
   return false;
 }
 
@@ -93,7 +135,7 @@ bool LaneRouter::push(WorkItem&& item) {
         file_ = item.meta;
         file_striped_ = striped(item.meta->size);
         if (file_striped_) {
-          file_lanes_ = lanes_up_mask();
+          file_lanes_ = load_.lanes_up_mask();
         } else {
           file_lane_ = least_busy();
           file_lanes_ = uint64_t{1} << file_lane_;

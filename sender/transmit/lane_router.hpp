@@ -1,11 +1,12 @@
-// The lane router: between the one reader and the lanes' transmitters, it decides which lane
-// carries what.
+// The lane router: between a reader and the lanes' transmitters, it decides which lane carries
+// what. A session of several channels has one router per channel, each into its channel's inputs
+// of the ChannelMux (sender/transmit/channel_mux.hpp), all sharing one LaneLoad.
 //
-//   Reader (or Compressor) ──push──> LaneRouter ──> lane 0's BoundedQueue<WorkItem> ──> dd-tx0
-//                                        │      ──> lane 1's queue ──> dd-tx1 ...
-//                                        └── queued bytes per lane (atomics): + when a block is
-//                                            routed to the lane, - when its transmitter has
-//                                            packetised it (block_done())
+//   Reader (or Compressor) ──push──> LaneRouter ──> lane 0's WorkSink (queue) ──> dd-tx0
+//                                        │      ──> lane 1's WorkSink ──> dd-tx1 ...
+//                                        └── LaneLoad, queued bytes per lane (atomics): + when a
+//                                            block is routed to the lane, - when its transmitter
+//                                            has packetised it (block_done())
 //
 // The rules, the "least busy" lane being the one with the fewest queued bytes (ties: the next lane
 // after the last one chosen, so that empty files and an idle session still spread):
@@ -25,18 +26,19 @@
 // without sending (so that the file fails as a whole and the buffers come back). Lanes never come
 // back up.
 //
-// push() from one thread at a time; every other call from any thread. The lane queues are the
-// caller's and must outlive the router; a block's buffer passes with its item to the lane. The
-// constructor throws std::invalid_argument for no lane or more than kMaxLanes (a bug).
+// push() from one thread at a time; every other call from any thread. The lanes' sinks and the
+// load are the caller's and must outlive the router; a block's buffer passes with its item to the
+// lane. The constructors throw std::invalid_argument for no lane, more than kMaxLanes, or sinks
+// and load of different lane counts (a bug).
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "common/bounded_queue.hpp"
+#include "sender/transmit/lane_load.hpp"
 #include "sender/work_item.hpp"
 
 namespace ddft::sender {
@@ -55,6 +57,9 @@ class LaneRouter final : public WorkSink {
   // least two stripes.
   LaneRouter(std::vector<common::BoundedQueue<WorkItem>*> lanes, uint64_t stripe_threshold,
              size_t block_size);
+  // The same into `lanes`' sinks, by the shared `load` (of as many lanes).
+  LaneRouter(LaneLoad& load, std::vector<WorkSink*> lanes, uint64_t stripe_threshold,
+             size_t block_size);
   LaneRouter(const LaneRouter&) = delete;
   LaneRouter& operator=(const LaneRouter&) = delete;
 
@@ -68,12 +73,11 @@ class LaneRouter final : public WorkSink {
 
   // Any thread (a lane's transmitter): `bytes` of a block routed to `lane` were packetised, or
   // dropped on a stop.
-  void block_done(size_t lane, uint64_t bytes) {
-    queued_[lane].fetch_sub(bytes, std::memory_order_relaxed);
-  }
+  void block_done(size_t lane, uint64_t bytes) { load_.block_done(lane, bytes); }
   // Bytes of blocks routed to `lane` and not yet done. Any thread.
-  uint64_t queued(size_t lane) const { return queued_[lane].load(std::memory_order_relaxed); }
+  uint64_t queued(size_t lane) const { return load_.queued(lane); }
   size_t lanes() const { return lanes_.size(); }
+  LaneLoad& load() { return load_; }
   // The data of a striped file goes in ranges of this many bytes.
   uint64_t stripe_bytes() const { return stripe_bytes_; }
   // Whether a file of `size` bytes is striped (were it to begin now). Any thread.
@@ -84,26 +88,25 @@ class LaneRouter final : public WorkSink {
   // Any thread (lane `lane`'s transmitter, whose link failed): takes the lane out of the
   // rotation, unless it is the last lane up. Returns false then (the session cannot go on), true
   // when the lane is down (also when it already was).
-  [[nodiscard]] bool take_down(size_t lane);
+  [[nodiscard]] bool take_down(size_t lane) { return load_.take_down(lane); }
   // Whether lane `lane` was taken down. Any thread.
-  bool down(size_t lane) const { return down_[lane].load(std::memory_order_acquire); }
+  bool down(size_t lane) const { return load_.down(lane); }
   // Lanes not taken down. Any thread.
-  size_t lanes_up() const { return up_.load(std::memory_order_acquire); }
+  size_t lanes_up() const { return load_.lanes_up(); }
 
  private:
   // The least busy lane up (ties: the first after the last chosen).
   size_t least_busy();
-  // The lanes up now, bit k for lane k.
-  uint64_t lanes_up_mask() const;
   // Pushes a copy of `item` down every lane of the file's (file_lanes_); false when a queue was
   // closed.
   bool push_all(const WorkItem& item);
   bool push_to(size_t lane, WorkItem&& item);
 
-  std::vector<common::BoundedQueue<WorkItem>*> lanes_;
-  std::unique_ptr<std::atomic<uint64_t>[]> queued_;
-  std::unique_ptr<std::atomic<bool>[]> down_;
-  std::atomic<size_t> up_;
+  // The queue constructor's own sinks and load.
+  std::vector<std::unique_ptr<QueueSink>> own_sinks_;
+  std::unique_ptr<LaneLoad> own_load_;
+  LaneLoad& load_;
+  std::vector<WorkSink*> lanes_;
   uint64_t stripe_threshold_;
   uint64_t stripe_bytes_;
   // push()'s thread only: the file being routed (items of one file come together, in order).

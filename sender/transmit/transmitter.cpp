@@ -19,29 +19,36 @@ uint64_t repeat_announce_interval(size_t announce_bytes) {
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
                          common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
-                         LaneHub& hub, size_t lane, LaneRouter* router)
-    : Transmitter(cfg, session_id, sink, clock, pool, in, nullptr, &hub, lane, router) {}
+                         LaneHub& hub, size_t lane, LaneLoad* load)
+    : Transmitter(cfg, session_id, sink, clock, pool, std::make_unique<QueueFeed>(in), nullptr,
+                  nullptr, &hub, lane, load) {}
+
+Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
+                         common::Clock& clock, BufferPool& pool, WorkFeed& in, LaneHub& hub,
+                         size_t lane, LaneLoad* load)
+    : Transmitter(cfg, session_id, sink, clock, pool, nullptr, &in, nullptr, &hub, lane, load) {}
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
                          common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
                          SendObserver& observer)
-    : Transmitter(cfg, session_id, sink, clock, pool, in,
+    : Transmitter(cfg, session_id, sink, clock, pool, std::make_unique<QueueFeed>(in), nullptr,
                   std::make_unique<LaneHub>(1, cfg.watch_dir.empty(), observer), nullptr, 0,
                   nullptr) {}
 
 Transmitter::Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
-                         common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
-                         std::unique_ptr<LaneHub> own_hub, LaneHub* hub, size_t lane,
-                         LaneRouter* router)
+                         common::Clock& clock, BufferPool& pool, std::unique_ptr<WorkFeed> own_feed,
+                         WorkFeed* feed, std::unique_ptr<LaneHub> own_hub, LaneHub* hub,
+                         size_t lane, LaneLoad* load)
     : cfg_(cfg),
       session_id_(session_id),
       clock_(clock),
       pool_(pool),
-      in_(in),
+      own_feed_(std::move(own_feed)),
+      in_(feed ? *feed : *own_feed_),
       own_hub_(std::move(own_hub)),
       hub_(hub ? *hub : *own_hub_),
       lane_(lane),
-      router_(router),
+      load_(load),
       chunk_size_(data_chunk_size(cfg)),
       // One lane: the words a sender before lanes said.
       out_(cfg, session_id, sink, clock,
@@ -112,33 +119,41 @@ common::Announce Transmitter::announce_of(const FileMeta& meta) const {
   a.mtime_ns = meta.mtime_ns;
   a.mode = meta.mode;
   a.chunk_size = static_cast<uint32_t>(chunk_size_);
-  a.path = meta.rel_path;
+  a.path = meta.path_on_wire();
   return a;
 }
 
+uint16_t Transmitter::announce_flags(const FileMeta& meta, bool striped) {
+  return static_cast<uint16_t>((striped ? common::kFlagStriped : 0) |
+                               (meta.resend_of ? common::kFlagResend : 0) |
+                               (meta.channel.empty() ? 0 : common::kFlagChannel));
+}
+
 void Transmitter::begin_file(const WorkItem& item) {
+  FileProgress& f = open_[item.meta->file_id];
+  cur_ = &f;
   if (item.copy == 0) {
-    current_ = {item.meta, clock_.now(), 0, cfg_.report_mb * 1024 * 1024};
+    f = {item.meta, clock_.now(), 0, cfg_.report_mb * 1024 * 1024};
     ++files_announced_;
     // The announce as it goes on the wire (sealed with --key-file) sets the repeats' spacing.
-    current_.repeat_every = repeat_announce_interval(
-        common::announce_datagram_size(item.meta->rel_path.size()) + out_.seal_overhead());
+    f.repeat_every = repeat_announce_interval(
+        common::announce_datagram_size(item.meta->path_on_wire().size()) + out_.seal_overhead());
   } else {
     // A further copy: the same file id, so the receiver fills one copy's holes from the next.
-    current_.meta = item.meta;
-    current_.sent = 0;
-    current_.next_report = cfg_.report_mb * 1024 * 1024;
+    f.meta = item.meta;
+    f.sent = 0;
+    f.next_report = cfg_.report_mb * 1024 * 1024;
   }
-  current_.copy = item.copy;
-  current_.striped = item.striped;
-  current_.next_repeat = current_.repeat_every;  // each copy repeats its announce anew
+  f.copy = item.copy;
+  f.striped = item.striped;
+  f.next_repeat = f.repeat_every;  // each copy repeats its announce anew
   if (status_) {
     status_->file_size.store(item.meta->size, std::memory_order_relaxed);
     status_->file_bytes.store(0, std::memory_order_relaxed);
   }
   // The hub hears of the file before anything of it is sent: a link failing on the announce
   // fails a file the hub knows of, carried by the lanes the hub counts.
-  if (item.copy == 0) hub_.file_begun(*item.meta, carriers(item), current_.started);
+  if (item.copy == 0) hub_.file_begun(*item.meta, carriers(item), f.started);
   if (item.copy == 0 && item.meta->resend_of) {
     // A copy of a file sent before: the receiver learns which, before the announce.
     const common::Resend r{item.meta->file_id, *item.meta->resend_of};
@@ -149,8 +164,7 @@ void Transmitter::begin_file(const WorkItem& item) {
   a.pause_s = item.copy == 0 ? static_cast<uint8_t>(out_.pacer().pause_for(item.meta->size)) : 0;
   out_.send_control(
       [&](const Header& h, std::span<uint8_t> buf) { return common::encode_announce(h, a, buf); },
-      static_cast<uint16_t>((item.striped ? common::kFlagStriped : 0) |
-                            (item.meta->resend_of ? common::kFlagResend : 0)));
+      announce_flags(*item.meta, item.striped));
   if (a.pause_s > 0) {
     // The sleep algorithm: the receiver's Info: line says "(send pausing N seconds)".
     out_.close_window();
@@ -159,7 +173,7 @@ void Transmitter::begin_file(const WorkItem& item) {
       spdlog::info(
           "Info: {}: pausing {} seconds before the data (sleep algorithm; "
           "-NOSLEEPALG turns it off)",
-          item.meta->rel_path, a.pause_s);
+          item.meta->path_on_wire(), a.pause_s);
     }
     out_.pacer().pause(a.pause_s);
   }
@@ -169,12 +183,11 @@ void Transmitter::send_repeat_announce() {
   // Sent once, not control_repeat times: the next one follows R bytes later, and the first
   // announces already went out control_repeat times. An ordinary sequenced datagram otherwise
   // (an FEC source, sealed with --key-file).
-  const common::Announce a = announce_of(*current_.meta);
+  const common::Announce a = announce_of(*cur_->meta);
   auto slot = out_.next_slot();
   Header h = out_.next_header();
   h.flags = static_cast<uint16_t>(h.flags | common::kFlagRepeat |
-                                  (current_.striped ? common::kFlagStriped : 0) |
-                                  (current_.meta->resend_of ? common::kFlagResend : 0));
+                                  announce_flags(*cur_->meta, cur_->striped));
   const size_t n = common::encode_announce(h, a, slot.first(out_.source_size()));
   if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
   out_.commit(slot, n);
@@ -221,7 +234,8 @@ void Transmitter::abort_file(const std::shared_ptr<const FileMeta>& meta, const 
 void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted,
                               const common::Digest& digest, const std::string& reason,
                               bool striped) {
-  current_ = {};
+  if (cur_ != nullptr && cur_->meta && cur_->meta->file_id == meta->file_id) cur_ = nullptr;
+  open_.erase(meta->file_id);
   if (status_) {
     status_->file_size.store(0, std::memory_order_relaxed);
     status_->file_bytes.store(0, std::memory_order_relaxed);
@@ -231,7 +245,7 @@ void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted
   if (outcome->aborted) {
     ++totals_.files_failed;
     if (status_) status_->files_failed.fetch_add(1, std::memory_order_relaxed);
-    spdlog::error("Error: {} not sent: {}", meta->rel_path, outcome->reason);
+    spdlog::error("Error: {} not sent: {}", meta->path_on_wire(), outcome->reason);
   } else {
     ++totals_.files_sent;
     if (status_) status_->files_sent.fetch_add(1, std::memory_order_relaxed);
@@ -242,9 +256,9 @@ void Transmitter::finish_file(std::shared_ptr<const FileMeta> meta, bool aborted
             : fmt::format("Key: 0x{:08X}, {}", d.key32(), common::verify_type_name(cfg_.verify));
     if (cfg_.report != ReportOption::kNone) {
       const auto elapsed = clock_.now() - outcome->started;
-      spdlog::info("Sent: {}, Size: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}", meta->rel_path,
-                   common::with_commas(meta->size), common::format_hms_ms(elapsed),
-                   common::mib_per_s(meta->size, elapsed), key);
+      spdlog::info("Sent: {}, Size: {} (bytes), Time: {}, Rate: {:.3f} (MB/s), {}",
+                   meta->path_on_wire(), common::with_commas(meta->size),
+                   common::format_hms_ms(elapsed), common::mib_per_s(meta->size, elapsed), key);
     }
   }
   // One lane: the list's lane byte stays 0 ("not said"), the bytes a sender before lanes sent.
@@ -285,6 +299,8 @@ void Transmitter::send_session(std::stop_token stop) {
   const auto heartbeat = std::chrono::milliseconds(cfg_.heartbeat_ms);
   send_sender_info_if_due();
   while (true) {
+    // From the stop on, every item is dropped: the feed need not pace them.
+    if (stop.stop_requested()) in_.draining();
     auto item = in_.pop_for(heartbeat);
     if (!item) {
       if (in_.closed()) break;
@@ -302,7 +318,7 @@ void Transmitter::send_session(std::stop_token stop) {
     lists_.send_if_due();
     send_history_if_due();
   }
-  if (current_.meta) abort_file(current_.meta, "sender stopped", current_.striped);
+  abort_open("sender stopped");
   out_.flush();
   wait_for_lanes();
   send_history_if_due(/*last=*/true);
@@ -312,7 +328,7 @@ void Transmitter::send_session(std::stop_token stop) {
 
 void Transmitter::give_back(const WorkItem& item) {
   pool_.release(item.buffer);
-  if (router_) router_->block_done(lane_, item.len);
+  if (load_) load_->block_done(lane_, item.len);
 }
 
 void Transmitter::skip_file(const WorkItem& item) {
@@ -321,19 +337,37 @@ void Transmitter::skip_file(const WorkItem& item) {
   hub_.file_skipped(*item.meta, item.reason);
 }
 
+void Transmitter::abort_open(const std::string& reason) {
+  for (const auto& [meta, striped] : open_files()) abort_file(meta, reason, striped);
+}
+
+std::vector<std::pair<std::shared_ptr<const FileMeta>, bool>> Transmitter::open_files() const {
+  std::vector<std::pair<std::shared_ptr<const FileMeta>, bool>> open;
+  for (const auto& [id, f] : open_) open.emplace_back(f.meta, f.striped);
+  return open;
+}
+
+// Whether `item` is the last of its file this lane will see: its last copy's end, or an abort.
+bool Transmitter::last_of_file(const WorkItem& item) const {
+  return item.kind == WorkItem::Kind::kAbort ||
+         (item.kind == WorkItem::Kind::kEnd && item.copy + 1u >= cfg_.repeat);
+}
+
 void Transmitter::send_item(const WorkItem& item, std::stop_token stop) {
   if (item.kind != WorkItem::Kind::kSkip) {
-    if (dropped_ == item.meta->file_id) {
+    if (dropped_.contains(item.meta->file_id)) {
       if (item.kind == WorkItem::Kind::kBlock) give_back(item);
+      if (last_of_file(item)) dropped_.erase(item.meta->file_id);
       return;
     }
-    dropped_.reset();
+    const auto it = open_.find(item.meta->file_id);
+    cur_ = it == open_.end() ? nullptr : &it->second;
   }
   // A striped file that another lane, gone down, carries too: the receiver could never complete
   // it, so its data stays here and it is aborted on the wire instead of ended. (The hub is asked
   // only once a lane is down.)
   std::optional<std::string> doom;
-  if (item.striped && router_ && router_->lanes_up() < router_->lanes() &&
+  if (item.striped && load_ && load_->lanes_up() < load_->lanes() &&
       (item.kind == WorkItem::Kind::kBlock || item.kind == WorkItem::Kind::kEnd)) {
     doom = hub_.doomed(*item.meta);
   }
@@ -343,7 +377,9 @@ void Transmitter::send_item(const WorkItem& item, std::stop_token stop) {
       begin_file(item);
       break;
     case WorkItem::Kind::kBlock:
-      if (!stop.stop_requested() && !doomed) {
+      // (A block of a file this lane has not begun cannot come: the router sends every file's
+      // begin down each lane that carries it. Dropped, not sent, if it ever did.)
+      if (!stop.stop_requested() && !doomed && cur_ != nullptr) {
         try {
           send_block(item);
         } catch (...) {
@@ -358,7 +394,7 @@ void Transmitter::send_item(const WorkItem& item, std::stop_token stop) {
         abort_file(item.meta, "sender stopped", item.striped);
       } else if (doomed) {
         abort_file(item.meta, *doom, item.striped);
-        dropped_ = item.meta->file_id;  // its further copies, if any
+        if (!last_of_file(item)) dropped_.insert(item.meta->file_id);  // its further copies
       } else {
         end_file(item);
       }
@@ -394,7 +430,7 @@ void Transmitter::send_block(const WorkItem& item) {
     // After every R bytes this lane sent of the copy (a whole file's: its offset), and never
     // once the file's last data packet is out (its end follows): a receiver that joined
     // mid-file learns which file the data belongs to.
-    repeat_announce_if_due(current_.sent + pos + len, d.offset + len, *item.meta);
+    repeat_announce_if_due(cur_->sent + pos + len, d.offset + len, *item.meta);
   }
   block_sent(item, item.len);
 }
@@ -416,7 +452,7 @@ void Transmitter::send_frame(const WorkItem& item) {
     z.frame_off = static_cast<uint32_t>(pos);
     commit_data(slot, common::encode_zdata_in_place(out_.next_header(), z, len, slot), item.offset);
   }
-  repeat_announce_if_due(current_.sent + item.raw_len, item.offset + item.raw_len, *item.meta);
+  repeat_announce_if_due(cur_->sent + item.raw_len, item.offset + item.raw_len, *item.meta);
   block_sent(item, item.raw_len);
 }
 
@@ -424,36 +460,37 @@ void Transmitter::commit_data(std::span<uint8_t> slot, size_t n, uint64_t offset
   const bool drop = static_cast<long long>(data_index_++) == cfg_.test_drop_data;
   if (drop) {
     spdlog::warn("Warn: test hook dropped the data packet at offset {} of {}", offset,
-                 current_.meta->rel_path);
+                 cur_->meta->path_on_wire());
   }
   out_.commit(slot, n, !drop);
 }
 
 void Transmitter::repeat_announce_if_due(uint64_t done, uint64_t data_end, const FileMeta& meta) {
-  if (current_.repeat_every > 0 && done >= current_.next_repeat && data_end < meta.size) {
+  if (cur_->repeat_every > 0 && done >= cur_->next_repeat && data_end < meta.size) {
     send_repeat_announce();
-    while (current_.next_repeat <= done) current_.next_repeat += current_.repeat_every;
+    while (cur_->next_repeat <= done) cur_->next_repeat += cur_->repeat_every;
   }
 }
 
 // A block's `raw` bytes of the file are out: totals, progress and the Progress: lines.
 void Transmitter::block_sent(const WorkItem& item, size_t raw) {
+  FileProgress& f = *cur_;
   totals_.bytes += raw;
-  current_.sent += raw;
+  f.sent += raw;
   if (status_) {
     status_->bytes.fetch_add(raw, std::memory_order_relaxed);
-    status_->file_bytes.store(current_.sent, std::memory_order_relaxed);
+    status_->file_bytes.store(f.sent, std::memory_order_relaxed);
   }
   hub_.file_progress(*item.meta, raw);
   // A striped file's lane sees only its own stripes: the progress lines are a whole file's.
-  if (cfg_.report == ReportOption::kVerbose && !current_.striped &&
-      current_.sent >= current_.next_report && current_.sent < item.meta->size) {
-    while (current_.next_report <= current_.sent) current_.next_report += cfg_.report_mb << 20;
-    const auto elapsed = clock_.now() - current_.started;
-    spdlog::info("Progress: {}, Sent: {} ({:.2f}%) Rate: {:.3f} (MB/s)", item.meta->rel_path,
-                 common::with_commas(current_.sent),
-                 100.0 * static_cast<double>(current_.sent) / static_cast<double>(item.meta->size),
-                 common::mib_per_s(current_.sent, elapsed));
+  if (cfg_.report == ReportOption::kVerbose && !f.striped && f.sent >= f.next_report &&
+      f.sent < item.meta->size) {
+    while (f.next_report <= f.sent) f.next_report += cfg_.report_mb << 20;
+    const auto elapsed = clock_.now() - f.started;
+    spdlog::info("Progress: {}, Sent: {} ({:.2f}%) Rate: {:.3f} (MB/s)", item.meta->path_on_wire(),
+                 common::with_commas(f.sent),
+                 100.0 * static_cast<double>(f.sent) / static_cast<double>(item.meta->size),
+                 common::mib_per_s(f.sent, elapsed));
   }
 }
 
@@ -480,8 +517,8 @@ void Transmitter::send_history_if_due(bool last) {
 // A lane whose link failed (--lane-down): it ends the session, or leaves it while the other
 // lanes go on.
 void Transmitter::go_down(const LinkError& e) {
-  const bool may_leave = cfg_.lane_down == LaneDownPolicy::kContinue && router_ != nullptr;
-  if (!may_leave || !router_->take_down(lane_)) {
+  const bool may_leave = cfg_.lane_down == LaneDownPolicy::kContinue && load_ != nullptr;
+  if (!may_leave || !load_->take_down(lane_)) {
     // --lane-down stop, one lane, or every other lane already down: the session ends here.
     if (may_leave && hub_.lanes() > 1) {
       throw LinkError(e.code(), lane_label() + ": send failed and no other lane is up");
@@ -496,13 +533,14 @@ void Transmitter::go_down(const LinkError& e) {
   if (status_) status_->lanes_up.fetch_sub(1, std::memory_order_relaxed);
   // Before the file in flight is failed: a striped one is then doomed on the other lanes too.
   hub_.lane_down(lane_, reason);
-  if (current_.meta) {
-    dropped_ = current_.meta->file_id;
-    finish_file(current_.meta, true, {}, reason, current_.striped);
+  for (const auto& [meta, striped] : open_files()) {
+    dropped_.insert(meta->file_id);
+    finish_file(meta, true, {}, reason, striped);
   }
   // What the router gave this lane before it went down, and the rest of the files it carries,
   // until the reader closes the queue: failed, their buffers back at once (the reader must not
   // wait for a lane that sends nothing).
+  in_.draining();
   while (auto item = in_.pop()) drop_item(*item, reason);
   // Only now: the other lanes' last lists must name the files failed here.
   hub_.list().lane_done(lane_);
@@ -514,10 +552,10 @@ void Transmitter::drop_item(const WorkItem& item, const std::string& reason) {
     return;
   }
   if (item.kind == WorkItem::Kind::kBlock) give_back(item);
-  if (dropped_ == item.meta->file_id) return;
-  // The first item of a file this lane was to carry (items of one file come together): the file
-  // fails, reported once, by the last of its lanes.
-  dropped_ = item.meta->file_id;
+  if (dropped_.contains(item.meta->file_id)) return;
+  // The first item of a file this lane was to carry: the file fails, reported once, by the last
+  // of its lanes.
+  dropped_.insert(item.meta->file_id);
   hub_.file_begun(*item.meta, carriers(item), clock_.now());
   finish_file(item.meta, true, {}, reason, item.striped);
 }

@@ -16,17 +16,19 @@
 // - Every block's buffer goes back to the pool, sent or not.
 // - When its link refuses a send (LinkError), the lane ends the session (--lane-down stop, one
 //   lane, or the last lane up) or goes down (--lane-down continue): it sends nothing more, the
-//   router stops choosing it, the files it carries fail (striped ones on every lane, which abort
-//   them), and it drains its queue, giving every buffer back, until the session ends.
+//   routers stop choosing it (LaneLoad), the files it carries fail (striped ones on every lane,
+//   which abort them), and it drains its queue, giving every buffer back, until the session ends.
 // run() on the lane's thread, where the pacer calls back into it. The config, sink, clock, pool,
-// queue, hub and router are the caller's and must outlive run(). run() throws LinkError when the
+// queue, hub and load are the caller's and must outlive run(). run() throws LinkError when the
 // link fails and the session must end, and std::logic_error or std::runtime_error for a datagram
 // that cannot fit the packet size (a bug); a file that cannot be read is aborted on the wire.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -41,8 +43,8 @@
 #include "sender/events.hpp"
 #include "sender/send_status.hpp"
 #include "sender/transmit/lane_hub.hpp"
+#include "sender/transmit/lane_load.hpp"
 #include "sender/transmit/lane_output.hpp"
-#include "sender/transmit/lane_router.hpp"
 #include "sender/transmit/list_sender.hpp"
 #include "sender/transmit/session_list.hpp"
 #include "sender/work_item.hpp"
@@ -59,11 +61,16 @@ uint64_t repeat_announce_interval(size_t announce_bytes);
 class Transmitter {
  public:
   // Lane `lane` (0-based) of a session: `hub` is shared by the session's lanes and hears of
-  // every file; `router`, when not null, hears as each block of `in` is done with (its queued
-  // bytes). All references must outlive run().
+  // every file; `load`, when not null, hears as each block of `in` is done with (its queued
+  // bytes), and is where the lane is taken down. All references must outlive run().
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
-              LaneHub& hub, size_t lane, LaneRouter* router);
+              LaneHub& hub, size_t lane, LaneLoad* load);
+  // The same, taking its items from `in` (its lane's output of a ChannelMux): the files of
+  // several channels, interleaved item by item.
+  Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
+              common::Clock& clock, BufferPool& pool, WorkFeed& in, LaneHub& hub, size_t lane,
+              LaneLoad* load);
   // A session of one lane: `observer` hears of every file. All references must outlive run().
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
               common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
@@ -86,10 +93,12 @@ class Transmitter {
   void set_history(HistoryFeed* feed) { history_ = feed; }
 
  private:
-  // Both public constructors: `own_hub` (may be null) is kept, `hub` used when not null.
+  // The public constructors: `own_feed` and `own_hub` (each may be null) are kept; `feed` and
+  // `hub` are used when not null.
   Transmitter(const SenderConfig& cfg, uint64_t session_id, common::DatagramSink& sink,
-              common::Clock& clock, BufferPool& pool, common::BoundedQueue<WorkItem>& in,
-              std::unique_ptr<LaneHub> own_hub, LaneHub* hub, size_t lane, LaneRouter* router);
+              common::Clock& clock, BufferPool& pool, std::unique_ptr<WorkFeed> own_feed,
+              WorkFeed* feed, std::unique_ptr<LaneHub> own_hub, LaneHub* hub, size_t lane,
+              LaneLoad* load);
 
   struct FileProgress {
     std::shared_ptr<const FileMeta> meta;
@@ -107,8 +116,14 @@ class Transmitter {
   void send_session(std::stop_token stop);
   // One item of the queue (a block's buffer goes back to the pool whatever happens).
   void send_item(const WorkItem& item, std::stop_token stop);
-  // A block is done with (sent or not): its buffer back to the pool, its bytes off the router's.
+  // A block is done with (sent or not): its buffer back to the pool, its bytes off the lane's load.
   void give_back(const WorkItem& item);
+  // Every file this lane has open is aborted on the wire with `reason` (a stop).
+  void abort_open(const std::string& reason);
+  // The files open on this lane (each with whether it is striped), copied: ending one erases it.
+  std::vector<std::pair<std::shared_ptr<const FileMeta>, bool>> open_files() const;
+  // Whether `item` is the last of its file this lane sees: its last copy's end, or an abort.
+  bool last_of_file(const WorkItem& item) const;
   // A file that was never announced (kSkip): counted failed, the observers told.
   void skip_file(const WorkItem& item);
   // The lanes that carry the file of `item`, bit k for lane k (this lane's, not routed).
@@ -144,14 +159,16 @@ class Transmitter {
   void begin_file(const WorkItem& item);
   // The announce of `meta` as its first copy sends it, but for pause_s (0).
   common::Announce announce_of(const FileMeta& meta) const;
+  // The flags of the file's announce: striped, a resend, a channel's.
+  static uint16_t announce_flags(const FileMeta& meta, bool striped);
   // The repeated announce (kFlagRepeat) of the file being sent, once.
   void send_repeat_announce();
   void end_file(const WorkItem& item);
   void abort_file(const std::shared_ptr<const FileMeta>& meta, const std::string& reason,
                   bool striped);
   // This lane is through with `meta` (ended its last copy, or aborted it): the last lane that
-  // carried it counts it, logs it and reports it (observers, then the list). `meta` by value: it
-  // may be current_'s, which this resets.
+  // carried it counts it, logs it and reports it (observers, then the list); it leaves open_.
+  // `meta` by value: it may be the open file's, which this erases.
   void finish_file(std::shared_ptr<const FileMeta> meta, bool aborted, const common::Digest& digest,
                    const std::string& reason, bool striped);
   // The end barrier: reports this lane done, then keeps its link alive (heartbeats, lists that
@@ -162,21 +179,25 @@ class Transmitter {
   uint64_t session_id_;
   common::Clock& clock_;
   BufferPool& pool_;
-  common::BoundedQueue<WorkItem>& in_;
+  std::unique_ptr<WorkFeed> own_feed_;  // the lane queue's, when given one
+  WorkFeed& in_;
   std::unique_ptr<LaneHub> own_hub_;  // the one-lane constructor's
   LaneHub& hub_;
   size_t lane_;
-  LaneRouter* router_;
+  LaneLoad* load_;
   size_t chunk_size_;  // data bytes per data packet
   SendTotals totals_;
   LaneOutput out_;
   ListSender lists_;
   uint64_t data_index_ = 0;
   uint32_t files_announced_ = 0;
-  FileProgress current_;
-  // A file this lane is through with before its items are (aborted early as doomed, or failed
-  // while down): the rest of its items are dropped. Items of one file come together.
-  std::optional<uint32_t> dropped_;
+  // The files this lane has begun and not finished, by file id: one at a time from one
+  // channel, several when channels interleave. `cur_`: the one of the item being sent.
+  std::map<uint32_t, FileProgress> open_;
+  FileProgress* cur_ = nullptr;
+  // Files this lane is through with before their items are (aborted early as doomed, or failed
+  // while down): the rest of their items are dropped, up to the last copy's end or an abort.
+  std::set<uint32_t> dropped_;
   common::Clock::time_point last_info_{};
   bool info_sent_ = false;
   SendStatus* status_ = nullptr;

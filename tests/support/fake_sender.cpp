@@ -55,6 +55,11 @@ Datagram FakeSender::striped_announce(uint32_t id, const std::string& path, uint
   return announce_with(id, path, size, v, 0, common::kFlagStriped);
 }
 
+Datagram FakeSender::channel_announce(uint32_t id, const std::string& path, uint64_t size,
+                                      common::VerifyType v) {
+  return announce_with(id, path, size, v, 0, common::kFlagChannel);
+}
+
 std::vector<Datagram> FakeSender::data(uint32_t id, const std::string& content, uint8_t copy,
                                        size_t from, size_t to) {
   std::vector<Datagram> out;

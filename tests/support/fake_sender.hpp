@@ -38,6 +38,9 @@ class FakeSender {
   // The announce of a file striped over every lane (kFlagStriped), as each lane sends it.
   Datagram striped_announce(uint32_t id, const std::string& path, uint64_t size,
                             common::VerifyType v = common::VerifyType::kB2B);
+  // The announce of a file of a channel (kFlagChannel): `path`'s first component names it.
+  Datagram channel_announce(uint32_t id, const std::string& path, uint64_t size,
+                            common::VerifyType v = common::VerifyType::kB2B);
   // The data packets of content[from, to) (`from` a multiple of the chunk size), copy `copy`.
   std::vector<Datagram> data(uint32_t id, const std::string& content, uint8_t copy = 0,
                              size_t from = 0, size_t to = std::string::npos);

@@ -84,6 +84,50 @@ TEST_F(FileTableLanesTest, ANextFileSupersedesOnlyTheFilesOfItsOwnLane) {
   EXPECT_THAT(rec, JsonHas("missing_ranges", JsonText("[[2000, 5000]]")));
 }
 
+// Channels interleave their files on one lane: another channel's file announced mid-file closes
+// nothing; the same channel's next file does, as without channels.
+TEST_F(FileTableLanesTest, AnotherChannelsFileOnTheLaneSupersedesNothing) {
+  const std::string bulk = lane_content(5000, 3);
+  const std::string urgent = lane_content(800, 4);
+  feed(0, lane_[0].channel_announce(1, "bulk/big.bin", bulk.size()));
+  feed_all(0, lane_[0].data(1, bulk, 0, 0, 2000));
+  // The urgent channel's file, whole, in the middle of the bulk one.
+  feed(0, lane_[0].channel_announce(2, "urgent/alarm.txt", urgent.size()));
+  feed_all(0, lane_[0].data(2, urgent));
+  feed(0, lane_[0].end(2, urgent));
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_failed, 0u) << "the bulk file is not over";
+  EXPECT_EQ(counters_.files_passed, 1u);
+  feed_all(0, lane_[0].data(1, bulk, 0, 2000));
+  feed(0, lane_[0].end(1, bulk));
+  settle();
+  EXPECT_EQ(counters_.files_passed, 2u);
+  EXPECT_EQ(read_file(base_ / "bulk/big.bin"), bulk);
+  EXPECT_EQ(read_file(base_ / "urgent/alarm.txt"), urgent);
+  // The bulk channel's next file, while file 3 of it misses data: it supersedes it.
+  feed(0, lane_[0].channel_announce(3, "bulk/next.bin", 5000));
+  feed_all(0, lane_[0].data(3, bulk, 0, 0, 1000));
+  feed(0, lane_[0].channel_announce(4, "bulk/after.bin", 10));
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_failed, 1u);
+  EXPECT_THAT(record(), JsonHas("name", "bulk/next.bin"));
+}
+
+// Without the channel flag, the same interleaving ends the first file: as a receiver takes a
+// sender of one channel, which never interleaves.
+TEST_F(FileTableLanesTest, AFileAnnouncedMidFileWithoutChannelsSupersedesTheOneBefore) {
+  const std::string bulk = lane_content(5000, 3);
+  feed(0, lane_[0].announce(1, "bulk/big.bin", bulk.size()));
+  feed_all(0, lane_[0].data(1, bulk, 0, 0, 2000));
+  feed(0, lane_[0].announce(2, "urgent/alarm.txt", 10));
+  later(3);
+  settle();
+  EXPECT_EQ(counters_.files_failed, 1u);
+  EXPECT_THAT(record(), JsonHas("name", "bulk/big.bin"));
+}
+
 // A session's ids wrap from 2^32 - 1 to 1: the lane's next file is still a later one, so the
 // file before it that lost its end fails after the grace, not after the silence timeout.
 TEST_F(FileTableLanesTest, ANextFileAfterTheIdWrapStillSupersedesTheOneBefore) {

@@ -23,7 +23,8 @@ TEST(DeliveredFile, CopiesAndMovesWhole) {
   DeliveredFile f{{0xABCDEF, 7, "a/b.bin", 1234, common::VerifyType::kB2B, "6999cf78"},
                   "/srv/in/a/b.bin",
                   "0x6999CF78",
-                  "/srv/in/a/b.1.bin"};
+                  "/srv/in/a/b.1.bin",
+                  "alarms"};
   const DeliveredFile copy = f;
   const DeliveredFile moved = std::move(f);
   for (const DeliveredFile* d : {&copy, &moved}) {
@@ -32,6 +33,7 @@ TEST(DeliveredFile, CopiesAndMovesWhole) {
                                              "6999cf78"}));
     EXPECT_EQ(d->key, "0x6999CF78");
     EXPECT_EQ(d->displaced_to, "/srv/in/a/b.1.bin");
+    EXPECT_EQ(d->channel, "alarms");
   }
 }
 

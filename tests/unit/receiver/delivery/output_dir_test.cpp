@@ -110,6 +110,49 @@ TEST_F(OutputDirTest, CreatesFoldersAndRenamesIntoPlace) {
   }
 }
 
+TEST_F(OutputDirTest, AChannelsFilesLandInItsOwnFolder) {
+  auto od = make();
+  od.map_channel("alarms", (base_ / "outside").string());
+  ASSERT_TRUE(write_file(od, "alarms/a/b.txt", "urgent"));
+  ASSERT_TRUE(write_file(od, "bulk/c.txt", "bulk"));
+  ASSERT_TRUE(write_file(od, "alarms.txt", "not a channel's"));
+  EXPECT_EQ(read_file(base_ / "outside/a/b.txt"), "urgent");
+  EXPECT_EQ(read_file(base_ / "out/bulk/c.txt"), "bulk");
+  EXPECT_EQ(read_file(base_ / "out/alarms.txt"), "not a channel's");
+  EXPECT_FALSE(fs::exists(base_ / "out/alarms"));
+  EXPECT_EQ(od.final_path("alarms/a/b.txt"), (base_ / "outside/a/b.txt").string());
+  EXPECT_EQ(od.final_path("bulk/c.txt"), (base_ / "out/bulk/c.txt").string());
+}
+
+TEST_F(OutputDirTest, AChannelsFolderIsRefusedWhereItWouldMixWithAnother) {
+  auto od = make();
+  const auto refusal = [&](const std::string& name, const fs::path& path) {
+    try {
+      od.map_channel(name, path.string());
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  fs::create_directories(base_ / "outside/sub");
+  EXPECT_THAT(refusal("x", base_ / "out/.failed"), HasSubstr("inside the output folder"));
+  EXPECT_THAT(refusal("x", base_ / "out"), HasSubstr("inside the output folder or holds it"));
+  EXPECT_THAT(refusal("x", base_ / "missing"), HasSubstr("cannot open it"));
+  EXPECT_EQ(refusal("x", base_ / "outside"), "");
+  EXPECT_THAT(refusal("y", base_ / "outside/sub"), HasSubstr("channel x's folder"));
+  EXPECT_THAT(refusal("x", base_ / "outside/sub"), HasSubstr("channel x's folder"));
+  // A failed-files folder outside the output folder.
+  fs::create_directories(base_ / "out2");
+  OutputDir other((base_ / "out2").string(), (base_ / "failed2").string(),
+                  CollisionPolicy::kRename);
+  try {
+    other.map_channel("x", (base_ / "failed2").string());
+    ADD_FAILURE() << "the failed-files folder was taken as a channel's";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("failed-files folder"));
+  }
+}
+
 TEST_F(OutputDirTest, CollisionRenameKeepsOldFile) {
   auto od = make();
   std::string moved;

@@ -311,7 +311,7 @@ class FakeQueue final : public FileSource {
 TEST_F(ProgressDisplayTest, AnOpenEndedSourceGivesItsBacklog) {
   FakeQueue queue;
   ProgressOptions o;
-  o.source = &queue;
+  o.sources = {&queue};
   o.columns = [] { return size_t{120}; };
   o.interval = 0ms;  // every callback redraws
   ProgressDisplay d(mem_.console(), clock_, std::move(o));
@@ -335,7 +335,7 @@ TEST_F(ProgressDisplayTest, AnOpenEndedSourceGivesItsBacklog) {
 TEST_F(ProgressDisplayTest, FilesSentAtOnceOnSeveralLanesAllCount) {
   FakeQueue queue;
   ProgressOptions o;
-  o.source = &queue;
+  o.sources = {&queue};
   o.columns = [] { return size_t{120}; };
   ProgressDisplay d(mem_.console(), clock_, std::move(o));
   d.session_started(1);

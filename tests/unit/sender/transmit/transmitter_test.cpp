@@ -330,6 +330,74 @@ TEST_F(TransmitterTest, ObserversHearOfEveryFileInWireOrder) {
   EXPECT_EQ(tx.totals().files_failed, 2u);  // the skip and the abort
 }
 
+// Channels interleave their files item by item: a second file begins, and ends, while the first
+// is half sent. Each keeps its own progress; each is announced once and ended once, its data
+// carrying its own id; the observers hear of each as it ends, and a stop aborts what is open.
+TEST_F(TransmitterTest, InterleavedFilesEachKeepTheirOwnProgress) {
+  RecordingSink sink(clock_);
+  BufferPool pool(8, 10000);
+  common::BoundedQueue<WorkItem> q(100);
+  Transmitter tx(cfg_, 77, sink, clock_, pool, q, observer_);
+  const auto file = [](uint32_t id, const std::string& path, uint64_t size) {
+    auto m = std::make_shared<FileMeta>();
+    m->file_id = id;
+    m->rel_path = path;
+    m->size = size;
+    return std::shared_ptr<const FileMeta>(m);
+  };
+  const auto block = [&](const std::shared_ptr<const FileMeta>& m, uint64_t off) {
+    const int b = pool.acquire();
+    return WorkItem{WorkItem::Kind::kBlock, m, b, off,
+                    static_cast<size_t>(std::min<uint64_t>(10000, m->size - off))};
+  };
+  const auto end = [&](const std::shared_ptr<const FileMeta>& m) {
+    WorkItem e{WorkItem::Kind::kEnd, m};
+    e.digest = digest_of(m->rel_path);
+    return e;
+  };
+  const auto bulk = file(1, "bulk", 20000), urgent = file(2, "urgent", 5000),
+             open = file(3, "open", 20000);
+  q.push(WorkItem{WorkItem::Kind::kBegin, bulk});
+  q.push(block(bulk, 0));
+  q.push(WorkItem{WorkItem::Kind::kBegin, urgent});
+  q.push(block(urgent, 0));
+  q.push(end(urgent));
+  q.push(WorkItem{WorkItem::Kind::kBegin, open});
+  q.push(block(open, 0));
+  q.push(block(bulk, 10000));
+  q.push(end(bulk));
+  q.close();  // "open" never ends: the session's end aborts it
+  tx.run(std::stop_token{});
+
+  const std::vector<std::string> want = {
+      "session 77",
+      "start bulk",
+      "progress bulk 10000",
+      "start urgent",
+      "progress urgent 5000",
+      "sent urgent key " + std::to_string(digest_of("urgent").key32()),
+      "start open",
+      "progress open 10000",
+      "progress bulk 20000",  // its own count, not the other files'
+      "sent bulk key " + std::to_string(digest_of("bulk").key32()),
+      "failed open id 3: sender stopped",
+      "done 77",
+  };
+  EXPECT_EQ(observer_.events, want);
+  // On the wire: bulk's data at 0 and 10000, then urgent's, each under its own id.
+  std::vector<std::pair<uint32_t, uint64_t>> data;
+  for (const Sent& x : sink.log) {
+    if (x.type == common::PacketType::kData && x.offset % 10000 == 0) {
+      data.emplace_back(x.file_id, x.offset);
+    }
+  }
+  EXPECT_EQ(data, (std::vector<std::pair<uint32_t, uint64_t>>{{1, 0}, {2, 0}, {3, 0}, {1, 10000}}));
+  EXPECT_EQ(count(sink, common::PacketType::kEnd), 2u * cfg_.control_repeat);
+  EXPECT_EQ(count(sink, common::PacketType::kAbort), 1u * cfg_.control_repeat);
+  EXPECT_EQ(tx.totals().files_sent, 2u);
+  EXPECT_EQ(tx.totals().files_failed, 1u);
+}
+
 TEST_F(TransmitterTest, ObserversHearWhenNothingComesForAHeartbeatInterval) {
   cfg_.heartbeat_ms = 10;
   RecordingSink sink(clock_);
