@@ -337,17 +337,27 @@ void ProgressDisplay::file_started(const FileMeta& file) {
   if (options_.planned && files_done_ < options_.planned->size()) {
     c.planned = (*options_.planned)[files_done_] * options_.copies;
   }
+  in_flight_[file.file_id].started = c.started;
   current_ = std::move(c);
   maybe_draw();
 }
 
 void ProgressDisplay::file_progress(const FileMeta& file, uint64_t sent) {
-  // With lanes several files are sent at once: each one's bytes count for the batch, the file
-  // line shows the one started last.
-  uint64_t& seen = in_flight_[file.file_id];
-  if (sent > seen) bytes_sent_ += sent - seen;
-  seen = sent;
-  if (current_ && current_->file_id == file.file_id) current_->sent = sent;
+  // With lanes or channels several files are sent at once: each one's bytes count for the batch,
+  // the file line shows the one started last, and once it is done the next one still going.
+  InFlight& f = in_flight_[file.file_id];
+  if (sent > f.sent) bytes_sent_ += sent - f.sent;
+  f.sent = sent;
+  if (!current_) {
+    Current c;
+    c.file_id = file.file_id;
+    c.name = file.path_on_wire();
+    c.total = file.size * options_.copies;
+    c.planned = c.total;
+    c.started = f.started;
+    current_ = std::move(c);
+  }
+  if (current_->file_id == file.file_id) current_->sent = sent;
   maybe_draw();
 }
 

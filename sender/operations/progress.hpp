@@ -139,9 +139,15 @@ class ProgressDisplay final : public SendObserver, private common::Console::Over
   std::optional<Current> current_;
   uint64_t files_done_ = 0;
   uint64_t files_failed_ = 0;
-  uint64_t planned_done_ = 0;               // listed bytes of the files done (one-shot)
-  uint64_t bytes_sent_ = 0;                 // every file byte packetised in the session
-  std::map<uint32_t, uint64_t> in_flight_;  // file id -> its bytes sent so far (lanes: several)
+  uint64_t planned_done_ = 0;  // listed bytes of the files done (one-shot)
+  uint64_t bytes_sent_ = 0;    // every file byte packetised in the session
+  // Files being sent (lanes and channels: several at once): their bytes sent so far, and since
+  // when.
+  struct InFlight {
+    uint64_t sent = 0;
+    common::Clock::time_point started{};
+  };
+  std::map<uint32_t, InFlight> in_flight_;
   std::deque<Sample> samples_;  // (time, bytes_sent_) at each redraw, for the batch rate
   common::Clock::time_point next_draw_{};
 

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/fd.hpp"
+#include "common/protocol_regions.hpp"
 
 namespace ddft::sender {
 namespace {
@@ -104,6 +105,18 @@ bool Reader::lock_shared(int fd, const std::string& path, std::stop_token& stop,
   return true;
 }
 
+std::optional<std::string> Reader::path_refusal(const SourceFile& src) const {
+  const size_t len = src.rel_path.size() + (channel_.name.empty() ? 0 : channel_.name.size() + 1);
+  if (len <= common::kMaxPathSize &&
+      common::announce_datagram_size(len) <= source_datagram_size(cfg_)) {
+    return std::nullopt;
+  }
+  return fmt::format(
+      "cannot send '{}': its path on the wire ({} bytes{}) does not fit an announce of "
+      "--packet-size {}",
+      src.path, len, channel_.name.empty() ? "" : ", with its channel", cfg_.packet_size);
+}
+
 bool Reader::skip(const SourceFile& src, const std::string& why) {
   spdlog::error("Error: {}", why);
   ++open_failures_;
@@ -123,6 +136,10 @@ void Reader::run(std::stop_token stop) {
       std::optional<SourceFile> next = files_.next(stop);
       if (!next || stop.stop_requested()) break;
       SourceFile& src = *next;
+      if (const std::optional<std::string> why = path_refusal(src)) {
+        if (!skip(src, *why)) break;
+        continue;
+      }
       if (src.synthetic) {
         const std::shared_ptr<FileMeta> meta = new_meta(src);
         meta->size = src.synthetic_size;

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <stop_token>
+#include <string>
 #include <vector>
 
 #include "common/block_io.hpp"
@@ -70,6 +72,9 @@ class Reader {
   // Takes the FILE_LOCK shared lock; returns false (with *why) when it cannot.
   [[nodiscard]] bool lock_shared(int fd, const std::string& path, std::stop_token& stop,
                                  std::string* why);
+  // Why `src`'s path cannot go on the wire (too long for an announce, its channel's name
+  // included), or nullopt.
+  std::optional<std::string> path_refusal(const SourceFile& src) const;
   // A file that cannot be opened: logged, counted and handed on as kSkip. False when stopped.
   bool skip(const SourceFile& src, const std::string& why);
 

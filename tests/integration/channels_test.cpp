@@ -276,6 +276,30 @@ TEST_F(Channels, LossIsRepairedForInterleavedChannels) {
   expect_delivered(small, "small");
 }
 
+// A path that fits an announce alone but not with its channel's name before it: that file is
+// refused in one line and counted as failed; the others go.
+TEST_F(Channels, APathTooLongWithItsChannelIsRefusedAndTheOthersGo) {
+  const fs::path src = make_dir("src");
+  // 440 bytes: with "overflowing/" 452, past what a 512-byte announce holds (448).
+  const std::string rel =
+      std::string(200, 'd') + "/" + std::string(200, 'e') + "/" + std::string(38, 'f');
+  write_pattern(src / rel, 1000, 1);
+  write_pattern(src / "short.bin", 1000, 2);
+  start_receiver();
+  EXPECT_EQ(send({"--packet-size", "512", "--channel", "overflowing:source=" + src.string() + "/"}),
+            1)
+      << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_NE(tx_log().find("Error: cannot send '" + (src / rel).string() +
+                          "': its path on the wire (452 bytes, with its channel) does not fit "
+                          "an announce of --packet-size 512"),
+            std::string::npos)
+      << tx_log();
+  EXPECT_NE(tx_log().find("Info: channel overflowing: 1 file(s) sent, 1 failed"), std::string::npos)
+      << tx_log();
+  EXPECT_TRUE(same_content(src / "short.bin", out_ / "overflowing/short.bin"));
+}
+
 // --channel-dir: one channel's files land in a folder of their own, the other's in OUTPUT/NAME/.
 TEST_F(Channels, AChannelDirTakesItsChannelsFiles) {
   const fs::path a = make_files("a", 3, 100'000, 10);

@@ -359,6 +359,32 @@ TEST_F(ProgressDisplayTest, FilesSentAtOnceOnSeveralLanesAllCount) {
   EXPECT_FALSE(v.has_file);
 }
 
+TEST_F(ProgressDisplayTest, AnUrgentFileOvertakingABulkOneIsShownThenTheBulkAgain) {
+  ProgressOptions o;
+  o.columns = [] { return size_t{120}; };
+  ProgressDisplay d(mem_.console(), clock_, std::move(o));
+  d.session_started(1);
+  FileMeta bulk = meta(1, "big.bin", 8 * kMB);
+  bulk.set_channel("bulk");
+  FileMeta urgent = meta(2, "alarm.txt", 1 * kMB);
+  urgent.set_channel("urgent");
+  d.file_started(bulk);
+  clock_.advance(std::chrono::seconds(1));
+  d.file_progress(bulk, 2 * kMB);
+  d.file_started(urgent);  // interleaved on the same lane: the file line shows it
+  d.file_progress(urgent, 1 * kMB);
+  EXPECT_EQ(d.view().file_name, "urgent/alarm.txt");
+  d.file_sent(urgent, {});
+  clock_.advance(std::chrono::seconds(1));
+  d.file_progress(bulk, 4 * kMB);
+  const ProgressView v = d.view();
+  ASSERT_TRUE(v.has_file) << "the bulk file is still on its way";
+  EXPECT_EQ(v.file_name, "bulk/big.bin");
+  EXPECT_EQ(v.file_done, 4 * kMB);
+  EXPECT_DOUBLE_EQ(v.file_rate, 2.0) << "its rate since it started, 2 s ago";
+  EXPECT_EQ(v.batch_done, 5 * kMB);
+}
+
 TEST_F(ProgressDisplayTest, FollowsTheTerminalWidth) {
   ProgressDisplay d(mem_.console(), clock_, options({40 * kMB}));
   d.session_started(1);
