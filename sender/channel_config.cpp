@@ -2,9 +2,9 @@
 // options (declared in sender/config.hpp).
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <filesystem>
 
+#include "common/folder_paths.hpp"
 #include "sender/config.hpp"
 
 namespace ddft::sender {
@@ -33,16 +33,13 @@ void add_channel_option(CLI::App& app, SenderConfig& cfg, const std::string& gro
 
 namespace {
 
-// Whether folder `a` is `b` or below it (both absolute and normal).
-bool at_or_below(const std::filesystem::path& a, const std::filesystem::path& b) {
-  const auto [end, _] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
-  return end == b.end();
-}
-
-std::filesystem::path normal(const std::string& dir) {
+// `dir` absolute and normal, without a trailing '/' (common::at_or_below compares such paths).
+std::string normal(const std::string& dir) {
   std::error_code ec;
   const std::filesystem::path p = std::filesystem::weakly_canonical(dir, ec);
-  return (ec ? std::filesystem::absolute(dir) : p).lexically_normal();
+  std::string out = (ec ? std::filesystem::absolute(dir) : p).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
 }
 
 // Two channels watching one folder, or one inside the other, would send each file twice and
@@ -51,18 +48,18 @@ void check_folders(const SenderConfig& cfg) {
   for (size_t i = 0; i < cfg.channels.size(); ++i) {
     const ChannelSpec& a = cfg.channels[i];
     if (a.watch_dir.empty()) continue;
-    const std::filesystem::path pa = normal(a.watch_dir);
+    const std::string pa = normal(a.watch_dir);
     for (size_t j = i + 1; j < cfg.channels.size(); ++j) {
       const ChannelSpec& b = cfg.channels[j];
-      const std::filesystem::path pb = normal(b.watch_dir);
-      if (at_or_below(pa, pb) || at_or_below(pb, pa)) {
+      const std::string pb = normal(b.watch_dir);
+      if (common::at_or_below(pa, pb) || common::at_or_below(pb, pa)) {
         throw CLI::ValidationError(
             "--channel", fmt::format("channels '{}' and '{}' watch one folder, or one inside the "
                                      "other: each file would be sent twice",
                                      a.name, b.name));
       }
     }
-    if (!cfg.sent_dir.empty() && at_or_below(normal(cfg.sent_dir), pa)) {
+    if (!cfg.sent_dir.empty() && common::at_or_below(normal(cfg.sent_dir), pa)) {
       throw CLI::ValidationError(
           "--sent-dir", fmt::format("it is inside channel '{}''s folder: what was sent would be "
                                     "sent again",

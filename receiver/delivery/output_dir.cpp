@@ -16,6 +16,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "common/folder_paths.hpp"
+
 namespace ddft::receiver {
 
 namespace {
@@ -108,11 +110,6 @@ std::string real_path(const std::string& path) {
   return out;
 }
 
-// Whether folder `a` is `b` or below it (both real paths).
-bool at_or_below(const std::string& a, const std::string& b) {
-  return a == b || (a.size() > b.size() && a.starts_with(b) && (b == "/" || a[b.size()] == '/'));
-}
-
 }  // namespace
 
 void OutputDir::map_channel(const std::string& name, const std::string& path) {
@@ -136,7 +133,7 @@ void OutputDir::map_channel(const std::string& name, const std::string& path) {
   }
   const std::string real = real_path(path);
   const std::string root = root_.empty() ? std::string() : real_path(root_);
-  if (!root.empty() && (at_or_below(real, root) || at_or_below(root, real))) {
+  if (!root.empty() && (common::at_or_below(real, root) || common::at_or_below(root, real))) {
     throw std::runtime_error(fmt::format(
         "{}: it is inside the output folder or holds it (files of channel {} land in {}/{}/ "
         "without it)",
@@ -144,13 +141,14 @@ void OutputDir::map_channel(const std::string& name, const std::string& path) {
   }
   const std::string failed = failed_.path().empty() ? std::string() : real_path(failed_.path());
   if (failed_.is(st.st_dev, st.st_ino) ||
-      (!failed.empty() && (at_or_below(real, failed) || at_or_below(failed, real)))) {
+      (!failed.empty() &&
+       (common::at_or_below(real, failed) || common::at_or_below(failed, real)))) {
     throw std::runtime_error(
         fmt::format("{}: it is the failed-files folder, within it, or holds it", what));
   }
   for (const auto& [other, dir] : channel_dirs_) {
     const std::string o = real_path(dir.path);
-    if (at_or_below(real, o) || at_or_below(o, real)) {
+    if (common::at_or_below(real, o) || common::at_or_below(o, real)) {
       throw std::runtime_error(
           fmt::format("{}: it is channel {}'s folder or within it, or holds it", what, other));
     }

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "common/folder_paths.hpp"
 #include "sender/source/entry_filter.hpp"
 #include "sender/source/hot_folder_paths.hpp"
 #include "sender/source/tree_watch.hpp"
@@ -22,10 +23,6 @@ namespace ddft::sender {
 namespace fs = std::filesystem;
 using namespace hot_folder_paths;
 namespace {
-
-bool inside(const std::string& path, const std::string& root) {
-  return path == root || path.starts_with(root == "/" ? root : root + "/");
-}
 
 // The canonical path of --sent-dir `sent_dir`, checked: a writable folder, outside `dir` (DIR,
 // canonical; given as `given_dir`, whose stat is `dir_st`) and on its file system. Throws
@@ -43,7 +40,7 @@ std::string checked_sent_dir(const std::string& sent_dir, const std::string& dir
   const std::string& given_sent = sent_dir;
   const std::string canonical = fs::canonical(given_sent, ec).string();
   if (ec) throw std::runtime_error(fmt::format("--sent-dir '{}': {}", given_sent, ec.message()));
-  if (inside(canonical, dir)) {
+  if (common::at_or_below(canonical, dir)) {
     throw std::runtime_error(fmt::format(
         "--sent-dir '{}' is inside the watched folder '{}': what is moved there would be sent "
         "again",
@@ -68,15 +65,17 @@ std::string checked_sent_dir(const std::string& sent_dir, const std::string& dir
 std::string journal_prefix(const std::string& journal_path, const std::string& dir) {
   std::error_code ec;
   const fs::path canonical = fs::weakly_canonical(journal_path, ec);
-  if (!ec && inside(canonical.string(), dir) && !reserved(canonical.filename().string())) {
+  if (!ec && common::at_or_below(canonical.string(), dir) &&
+      !reserved(canonical.filename().string())) {
     throw std::runtime_error(fmt::format(
         "--watch-journal '{}' is inside the watched folder and would be sent: give it a name "
         "starting with '.ddft-' or put it elsewhere",
         journal_path));
   }
   const std::string j = canonical.string();
-  return !ec && j != dir && inside(j, dir) ? fs::path(j).lexically_relative(dir).string()
-                                           : std::string(".ddft-watch-journal");
+  return !ec && j != dir && common::at_or_below(j, dir)
+             ? fs::path(j).lexically_relative(dir).string()
+             : std::string(".ddft-watch-journal");
 }
 
 // The journal when --watch-journal is not given: in DIR, one per shard, since the hosts sharing
