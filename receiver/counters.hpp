@@ -70,6 +70,7 @@ struct AssemblerCounters {
   uint64_t rejected[common::kDecodeStatusCount] = {};
   uint64_t truncated = 0;
   uint64_t other_session = 0;
+  uint64_t senders_refused = 0;   // sender sessions refused a place (--max-senders)
   uint64_t unknown_file = 0;      // data/end for a file not (or no longer) in flight
   uint64_t filtered_packets = 0;  // data/end of a file --include/--exclude dropped
   uint64_t bad_data = 0;          // offset/length that do not fit the announced file

@@ -1,17 +1,18 @@
-// What the receiver knows of file ids, which every decision about a packet that names a file is
-// checked against: the sender's current session, the first of its files this receiver heard
+// What the receiver knows of one sender session's file ids, which every decision about a packet
+// that names a file is checked against: the session, the first of its files this receiver heard
 // announced, the session's ids seen (announced or named already: a late repeat is ignored) and
 // filtered (their packets are dropped as expected), and the files settled over the journal's
-// window, in any session (receiver/assembly/settled_files.hpp).
+// window, in any session (receiver/assembly/settled_files.hpp, shared by every session's).
 //
 // Writer thread only. A plain in-memory value that owns its sets, each bounded; nothing here
-// throws. The file table owns it; its units (the sender's lists and history, admission) share it
-// by reference.
+// throws. The file table keeps one per live session; that session's units (the sender's lists
+// and history, admission) share it by reference.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "common/clock.hpp"
 #include "common/protocol.hpp"
@@ -28,7 +29,12 @@ class KnownFiles {
   static constexpr size_t kSeenIdsKept = 262144;
 
   // `keep_for`: how long a settled file is remembered at least (--journal-hours).
-  explicit KnownFiles(std::chrono::nanoseconds keep_for) : settled_(keep_for) {}
+  explicit KnownFiles(std::chrono::nanoseconds keep_for)
+      : own_(std::make_unique<SettledFiles>(keep_for)), settled_(*own_) {}
+  // The settled files are `shared`'s (must outlive this).
+  explicit KnownFiles(SettledFiles& shared) : settled_(shared) {}
+  KnownFiles(const KnownFiles&) = delete;
+  KnownFiles& operator=(const KnownFiles&) = delete;
 
   // `s` is the sender's session from now on: its file ids start afresh (the settled files of
   // every session stay).
@@ -79,7 +85,8 @@ class KnownFiles {
   uint32_t first_id_ = 0;  // the first file of the session this receiver heard announced
   RecentIds seen_{kSeenIdsKept};
   RecentIds filtered_{kSeenIdsKept};
-  SettledFiles settled_;  // this run's and the journal's (FileTable::set_earlier())
+  std::unique_ptr<SettledFiles> own_;  // when not shared
+  SettledFiles& settled_;              // this run's and the journal's (FileTable::set_earlier())
 };
 
 }  // namespace ddft::receiver

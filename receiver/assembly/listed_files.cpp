@@ -41,7 +41,7 @@ void ListedFiles::handle(const Packet& p, size_t lane) {
   for (const common::FileListEntry& e : list.entries) {
     // Known to this run (in flight, finished, refused or filtered), or to an earlier one: its
     // outcome is written already, or will be.
-    if (auto rec = records_.take_unnamed(e.file_id)) {
+    if (auto rec = records_.take_unnamed(known_.session(), e.file_id)) {
       // It failed with nothing received and its record was left out under the flood bound:
       // the list vouches for it now.
       records_.write_named(std::move(*rec), /*vouched=*/true);

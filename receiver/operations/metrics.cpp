@@ -347,15 +347,24 @@ void add_session_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size
                   });
   reg.add(kCounter, "ddft_receive_sessions_total", "Sender sessions started",
           [st] { return num(st->writer.counters.sessions); });
-  reg.add_family(kGauge, "ddft_receive_session_info",
-                 "The current sender session (as the log prints it); absent before the first",
-                 [st] {
-                   std::vector<common::MetricSample> out;
-                   if (st->writer.session != 0) {
-                     out.push_back({{{"session", fmt::format("{:016x}", st->writer.session)}}, 1});
-                   }
-                   return out;
-                 });
+  reg.add(kCounter, "ddft_receive_senders_refused_total",
+          "Sender sessions refused a place: --max-senders were live, none quiet",
+          [st] { return num(st->writer.counters.senders_refused); });
+  reg.add(kGauge, "ddft_receive_senders", "Sender sessions followed now (at most --max-senders)",
+          [st] { return num(st->writer.senders.size()); });
+  reg.add_family(
+      kGauge, "ddft_receive_session_info",
+      "Each sender session followed now (as the log prints it), with its sender's id "
+      "(empty for a sender without one); absent before the first",
+      [st] {
+        std::vector<common::MetricSample> out;
+        for (const auto& [session, sender] : st->writer.senders) {
+          out.push_back({{{"session", fmt::format("{:016x}", session)},
+                          {"sender", sender != 0 ? fmt::format("{:016x}", sender) : std::string()}},
+                         1});
+        }
+        return out;
+      });
 }
 
 // The output folder's file system (sampled at each scrape; absent under --sink null).

@@ -33,7 +33,12 @@ class FileTableTest : public FileTableFixture {
   void SetUp() override {
     cfg_.file_timeout_s = 5;
     FileTableFixture::SetUp();
-    table_->set_gate(nullptr);
+    gateless();
+  }
+  // The session followed with no gate: one lane, never gone.
+  void gateless() {
+    table_->end_session(kSession);
+    table_->start_session(kSession);
   }
   common::Header next() {
     common::Header h;
@@ -64,7 +69,7 @@ TEST_F(FileTableTest, AFileLargerThanTheBlockPoolIsDeliveredAndItsLifeEnds) {
   settle();
   EXPECT_TRUE(table_->empty());
   EXPECT_EQ(counters_.files_passed, 1u);
-  EXPECT_EQ(table_->session_files().passed, 1u);
+  EXPECT_EQ(table_->session_files(kSession).passed, 1u);
   EXPECT_EQ(read_file(base_ / "a/b.bin"), content);
 }
 
@@ -133,7 +138,7 @@ TEST_F(FileTableTest, ATimedOutFileFailsAndAListedUnknownFileIsNamed) {
 TEST_F(FileTableTest, EvictedFilesTakeTheRecordBudgetBeforeTheRefusalsAfterThem) {
   cfg_.max_files_in_flight = 8;
   make_table();
-  table_->set_gate(nullptr);
+  gateless();
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   for (int i = 0; i < 2; ++i) pool_.post([released] { released.wait(); }, nullptr);
