@@ -52,9 +52,10 @@ enum class AuthReject : uint8_t {
   kMalformed,     // too short for the seal's trailer
   kBadTag,        // forged, damaged, or sealed with another key
   kReplayed,      // of the current session, but taken before (older than the replay window)
-  kStaleSession,  // of a session that does not start after the newest one accepted
+  kStaleSession,  // of a session its sender started before the one it sends now
+  kUnidentified,  // of a session older than the newest taken, before its kSenderInfo named it
 };
-inline constexpr size_t kAuthRejectCount = 6;
+inline constexpr size_t kAuthRejectCount = 7;
 // The reason as the log names it ("bad tag"). Any thread.
 std::string_view auth_reject_name(AuthReject r);
 

@@ -35,7 +35,7 @@ SessionGate::SessionGate(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs,
 }
 
 void SessionGate::restore_mark(LaneState& l) {
-  std::optional<SessionMark> restored;
+  std::vector<SessionMark> restored;
   std::optional<std::string> text;
   // Start-up: a state that cannot be read stops the receiver.
   if (std::string why; !out_.read_state(l.state_file, &text, &why)) {
@@ -43,18 +43,22 @@ void SessionGate::restore_mark(LaneState& l) {
   }
   if (text) {
     std::string why;
-    restored = parse_session_mark(*text, &why);
-    if (!restored) {
+    auto marks = parse_session_marks(*text, &why);
+    if (!marks) {
       throw std::runtime_error(fmt::format(
           "session state '{}/{}' is damaged ({}): remove it to accept the next session the "
           "sender starts",
           out_.root(), l.state_file, why));
     }
+    restored = std::move(*marks);
+    const SessionMark& newest = restored.front();
     spdlog::info(
         "Info: replay protection{}: newest session {:016x} (started {} ns after the "
-        "epoch by the sender's clock), datagrams up to seq {} taken",
-        lanes_.size() > 1 ? fmt::format(" ({})", l.state_file) : "", restored->session_id,
-        restored->start_ns(), restored->max_seq);
+        "epoch by the sender's clock), datagrams up to seq {} taken{}",
+        lanes_.size() > 1 ? fmt::format(" ({})", l.state_file) : "", newest.session_id,
+        newest.start_ns(), newest.max_seq,
+        restored.size() > 1 ? fmt::format("; {} sessions of other senders", restored.size() - 1)
+                            : "");
   }
   l.guard = std::make_unique<ReplayGuard>(restored);
 }
@@ -136,16 +140,50 @@ bool SessionGate::unseal(const Prechecked& pre, std::span<const uint8_t>* data, 
 }
 
 bool SessionGate::check_fresh(const Prechecked& pre, size_t len, Packet* p) {
+  ReplayGuard& guard = *lanes_[pre.lane].guard;
+  const uint64_t s = p->header.session_id;
+  // A kSenderInfo names the session's sender: the guard tells an earlier session of that sender
+  // (a replay, or a straggler of a sender that started anew) from another sender's.
+  common::SenderInfo si;
+  const bool names_sender =
+      p->header.type == common::PacketType::kSenderInfo && pre.inner_len >= common::kHeaderSize &&
+      common::decode_sender_info(std::span<const uint8_t>(pre.inner.data() + common::kHeaderSize,
+                                                          pre.inner_len - common::kHeaderSize),
+                                 &si) == common::DecodeStatus::kOk;
+  const ReplayGuard::Verdict v = guard.check(pre.salt, s, p->header.seq);
+  if (v == ReplayGuard::Verdict::kUnidentified) {
+    if (!names_sender || !guard.identify(pre.salt, s, p->header.seq, si.sender_id)) {
+      reject_auth(names_sender ? AuthReject::kStaleSession : AuthReject::kUnidentified, *p, len);
+      return false;
+    }
+    save_mark(pre.lane);
+    spdlog::info(
+        "Info: sender session {:016x}{} of sender {:016x} started before the newest session "
+        "taken: another sender's, taken",
+        s, lane_suffix(pre.lane), si.sender_id);
+    return true;
+  }
+  if ((v == ReplayGuard::Verdict::kFresh || v == ReplayGuard::Verdict::kNewSession) &&
+      names_sender && !guard.identify(pre.salt, s, p->header.seq, si.sender_id)) {
+    save_mark(pre.lane);
+    reject_auth(AuthReject::kStaleSession, *p, len);
+    return false;
+  }
+  return report_fresh(v, pre, len, *p);
+}
+
+bool SessionGate::report_fresh(ReplayGuard::Verdict v, const Prechecked& pre, size_t len,
+                               const Packet& p) {
   const size_t key_index = pre.key_index;
-  switch (lanes_[pre.lane].guard->check(pre.salt, p->header.session_id, p->header.seq)) {
+  switch (v) {
     case ReplayGuard::Verdict::kFresh:
       return true;
     case ReplayGuard::Verdict::kNewSession:
       save_mark(pre.lane);
       spdlog::info(
           "Info: sender session {:016x}{}: datagrams authenticated{} (AES-256-GCM){}",
-          p->header.session_id, lane_suffix(pre.lane),
-          (p->header.flags & common::kFlagEncrypt) ? " and encrypted" : ", not encrypted",
+          p.header.session_id, lane_suffix(pre.lane),
+          (p.header.flags & common::kFlagEncrypt) ? " and encrypted" : ", not encrypted",
           cfg_.keys.size() > 1
               ? fmt::format(" with key {} of {} ({})", key_index + 1, cfg_.keys.size(),
                             cfg_.key_files.size() > key_index ? cfg_.key_files[key_index] : "")
@@ -155,10 +193,10 @@ bool SessionGate::check_fresh(const Prechecked& pre, size_t len, Packet* p) {
       ++counters_.duplicates;
       return false;
     case ReplayGuard::Verdict::kReplayed:
-      reject_auth(AuthReject::kReplayed, *p, len);
+      reject_auth(AuthReject::kReplayed, p, len);
       return false;
-    case ReplayGuard::Verdict::kStaleSession:
-      reject_auth(AuthReject::kStaleSession, *p, len);
+    case ReplayGuard::Verdict::kUnidentified:
+      reject_auth(AuthReject::kUnidentified, p, len);
       return false;
   }
   return false;
@@ -181,7 +219,7 @@ void SessionGate::reject_auth(AuthReject why, const Packet& p, size_t len) {
 
 void SessionGate::save_mark(size_t lane) {
   LaneState& l = lanes_[lane];
-  if (!l.guard || !l.guard->mark()) return;
+  if (!l.guard || l.guard->marks().empty()) return;
   l.guard->take_changed();  // what is saved now need not be saved again by the next poll
   l.last_mark_save = clock_.now();
   // One save at a time per lane, on the pool (it fsyncs): a change meanwhile is saved right
@@ -193,7 +231,7 @@ void SessionGate::save_mark(size_t lane) {
   l.mark_saving = true;
   auto why = std::make_shared<std::string>();
   auto ok = std::make_shared<bool>(false);
-  fs_.post([this, file = l.state_file, text = format_session_mark(*l.guard->mark()), why,
+  fs_.post([this, file = l.state_file, text = format_session_marks(l.guard->marks()), why,
             ok] { *ok = out_.write_state(file, text, why.get()); },
            [this, lane, why, ok] {
              LaneState& ls = lanes_[lane];

@@ -94,6 +94,9 @@ class SessionGate {
   void reject(const Prechecked& pre);
   bool unseal(const Prechecked& pre, std::span<const uint8_t>* data, common::Packet* p);
   bool check_fresh(const Prechecked& pre, size_t len, common::Packet* p);
+  // Counts or logs what the guard said of `p`; true when it is taken.
+  bool report_fresh(ReplayGuard::Verdict v, const Prechecked& pre, size_t len,
+                    const common::Packet& p);
   void reject_auth(AuthReject why, const common::Packet& p, size_t len);
   void restore_mark(LaneState& l);
   void save_mark(size_t lane);

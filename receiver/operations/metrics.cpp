@@ -18,9 +18,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Label values for AuthReject, in its order.
-constexpr const char* kAuthReasons[kAuthRejectCount] = {"auth_no_key",    "auth_not_sealed",
-                                                        "auth_malformed", "auth_bad_tag",
-                                                        "auth_replayed",  "auth_stale_session"};
+constexpr const char* kAuthReasons[kAuthRejectCount] = {
+    "auth_no_key",   "auth_not_sealed",    "auth_malformed",   "auth_bad_tag",
+    "auth_replayed", "auth_stale_session", "auth_unidentified"};
 
 std::string decode_reason(size_t i) {
   std::string s(common::decode_status_name(static_cast<common::DecodeStatus>(i)));
