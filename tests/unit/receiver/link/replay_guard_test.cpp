@@ -139,10 +139,9 @@ TEST(ReplayGuard, SaysWhenAMarkMoved) {
 }
 
 TEST(SessionMark, RoundTripsThroughItsLines) {
-  const std::vector<SessionMark> m{
-      {salt_at(1'763'800'000'000'000'000, 0xdeadbeefcafef00d), 0x1234abcd5678ef90, 987654321, 0,
-       false},
-      {salt_at(1'763'000'000'000'000'000, 1), 0x42, 7, 0xfeed, true}};
+  const std::vector<SessionMark> m{{salt_at(1'763'800'000'000'000'000, 0xdeadbeefcafef00d),
+                                    0x1234abcd5678ef90, 987654321, 0, false},
+                                   {salt_at(1'763'000'000'000'000'000, 1), 0x42, 7, 0xfeed, true}};
   const std::string text = format_session_marks(m);
   EXPECT_EQ(text.find("sender="), text.rfind("sender=")) << "only the named one has a sender";
   std::string error;
@@ -168,8 +167,7 @@ TEST(SessionMark, RefusesDamagedLines) {
   std::string error;
   for (const std::string& bad :
        {std::string(""), std::string("garbage"), good.substr(0, good.size() / 2),
-        good + "garbage\n",
-        std::string("ddft-session-state v1 salt=zz session=1 max_seq=2"),
+        good + "garbage\n", std::string("ddft-session-state v1 salt=zz session=1 max_seq=2"),
         std::string("ddft-session-state v1 salt=00000000000000000000000000000000 session=1"),
         std::string("ddft-session-state v1 salt=00000000000000000000000000000000 session=1 "
                     "max_seq=-2"),
