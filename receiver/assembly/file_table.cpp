@@ -241,52 +241,6 @@ void FileTable::handle_abort(const Packet& p) {
   fail(*f, "sender aborted the file: " + std::string(a.reason));
 }
 
-// Block `index` of *f. When every block is taken, makes room: what that reaps may fail or end
-// any file, *f too, so *f is found again by its key afterwards (null: the caller drops the
-// packet's data, as the file is no longer receiving).
-Block* FileTable::get_block(File*& f, uint64_t index) {
-  if (Block* b = blocks_.find_or_take(*f, index)) return b;
-  const uint32_t id = f->id;
-  f = nullptr;  // may dangle from here until found again
-  while (!engine_.has_free()) {
-    pump(false);
-    if (engine_.has_free()) break;
-    if (!engine_.backlog_empty() || engine_.in_flight() > 0) {
-      pump(true);
-    } else if (!evict_one()) {
-      // Every block is held by files whose temporary file is still being made, or by the
-      // committer's work: wait for the pool (the ring holds the link's data meanwhile).
-      fs_.wait(milliseconds(10));
-    }
-  }
-  f = find(id);
-  if (f == nullptr || f->state != FileState::kReceiving) return nullptr;
-  return blocks_.find_or_take(*f, index);
-}
-
-// Called when every block is taken and no write is in flight: blocks are held either because an
-// earlier hole keeps them from being hashed, or because they have holes themselves. Give up
-// in-order hashing for one file (it is verified by reading it back) and write its blocks out.
-bool FileTable::evict_one() {
-  File* victim = nullptr;
-  for (auto& [key, f] : files_) {
-    if (f->state == FileState::kReceiving && f->tmp_ready && !f->blocks.empty() &&
-        (victim == nullptr || f->announced < victim->announced)) {
-      victim = f.get();
-    }
-  }
-  if (victim == nullptr) {
-    if (fs_.pending() > 0) return false;  // blocks wait for files being made
-    throw std::logic_error("write pool exhausted with no block to evict");
-  }
-  spdlog::warn(
-      "Warn: {}: data arrived out of order beyond the write buffers; it will be "
-      "verified by reading it back",
-      victim->path);
-  blocks_.evict(*victim);
-  return true;
-}
-
 void FileTable::pump(bool wait) {
   engine_.flush_backlog();
   size_t n = fs_.reap() + engine_.reap(false);
