@@ -59,7 +59,8 @@ inline constexpr size_t kAuthRejectCount = 7;
 // The reason as the log names it ("bad tag"). Any thread.
 std::string_view auth_reject_name(AuthReject r);
 
-// One channel's files (the sender's --channel), for the metrics' `channel` label.
+// One channel's files (the sender's --channel), or one sender's, for the metrics' `channel` and
+// `sender` labels.
 struct ChannelFiles {
   uint64_t passed = 0;
   uint64_t failed = 0;  // announced, then failed (a file only a list names has no channel known)
@@ -108,6 +109,14 @@ struct AssemblerCounters {
   uint64_t sessions = 0;
   uint64_t lost_in_past_sessions = 0;  // sequence gaps of the sessions before the current one
   std::map<std::string, ChannelFiles> channels;  // by channel, for files of one
+  // By sender (SenderSession::label()), at most kSendersCounted, the rest under "other".
+  std::map<std::string, ChannelFiles> senders;
+  static constexpr size_t kSendersCounted = 256;
+  ChannelFiles& sender_files(const std::string& label) {
+    auto it = senders.find(label);
+    if (it != senders.end()) return it->second;
+    return senders[senders.size() < kSendersCounted ? label : std::string("other")];
+  }
 };
 
 // A datagram whose payload does not decode: counted as rejected for a bad payload.

@@ -74,6 +74,7 @@ struct File {
   // Its channel (kFlagChannel: its path's first component), "" without one: a lane announcing a
   // later file closes it only when that file is of the same channel.
   std::string channel;
+  std::string sender;  // its sender as the metrics label it: SenderSession::label()
   uint64_t open_lanes = 0;
   uint64_t lanes_seen = 0;
   bool superseded = false;  // every lane that carried it has moved on (a later file, its end)

@@ -116,6 +116,7 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   std::unique_ptr<File> f =
       file_from_announce(a, sc->session, clock_.now(), cfg_.report_mb * 1024 * 1024);
   f->channel = channel;
+  if (sc->gate != nullptr) f->sender = sc->gate->label();
   sc->lanes.open(*f, lane, striped);
   if (sc->history.skip_copy(*f, (p.header.flags & common::kFlagResend) != 0)) return;
   if (sc->admission.filtered(*f)) return;

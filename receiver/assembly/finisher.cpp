@@ -184,6 +184,11 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
     ++c.passed;
     c.bytes += f.size;
   }
+  if (!f.sender.empty()) {
+    ChannelFiles& c = counters_.sender_files(f.sender);
+    ++c.passed;
+    c.bytes += f.size;
+  }
   if (SessionFiles* t = owner_.tally(f.session)) ++t->passed;
   owner_.passed(f);
   counters_.bytes_delivered += f.size;
@@ -267,6 +272,7 @@ void Finisher::record_failure(File& f) {
   }
   ++counters_.files_failed;
   if (!f.channel.empty()) ++counters_.channels[f.channel].failed;
+  if (!f.sender.empty()) ++counters_.sender_files(f.sender).failed;
   if (tally != nullptr) ++tally->failed;
   blocks_.release_all(f);  // all written (no I/O is pending): free them now
   // The file's descriptors go with the record's task. The file stays in flight (and counts

@@ -26,6 +26,11 @@ std::string SenderSession::name() const {
                                         : fmt::format("sender session {:016x}", session_);
 }
 
+std::string SenderSession::label() const {
+  return identified_ && sender_id_ != 0 ? fmt::format("{:016x}", sender_id_)
+                                        : fmt::format("session-{:016x}", session_);
+}
+
 std::string SenderSession::lane_suffix(size_t lane) const {
   if (lanes_.size() <= 1) return {};
   return fmt::format(" on lane {} ({})", lane, cfg_.lane_name(lane));

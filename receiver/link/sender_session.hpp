@@ -85,6 +85,9 @@ class SenderSession {
   // How log lines and records name the sender: "sender HEX" once its kSenderInfo gave an id,
   // else "sender session HEX".
   std::string name() const;
+  // The sender as the metrics label it: its id in hex once known, else "session-" and the
+  // session's.
+  std::string label() const;
   // Whether the session's kSenderInfo has said where the sender's lanes go.
   bool knows_lane_hosts() const { return !lane_hosts_.empty(); }
   // Whether the sender's lane `sender_lane` goes to this receiver's host: the sender says it

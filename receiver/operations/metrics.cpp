@@ -113,9 +113,32 @@ void add_channel_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
                  "Bytes of the sender's channel's files delivered", family(&ChannelFiles::bytes));
 }
 
+// Per sender (its id, or session-ID for a sender without one): files delivered and failed,
+// bytes delivered.
+void add_sender_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
+  const auto family = [st](uint64_t ChannelFiles::*field) {
+    return [st, field] {
+      std::vector<common::MetricSample> out;
+      for (const auto& [name, c] : st->writer.counters.senders) {
+        out.push_back({{{"sender", name}}, num(c.*field)});
+      }
+      return out;
+    };
+  };
+  reg.add_family(kCounter, "ddft_receive_sender_files_delivered_total",
+                 "Files of the sender verified and renamed into place",
+                 family(&ChannelFiles::passed));
+  reg.add_family(kCounter, "ddft_receive_sender_files_failed_total",
+                 "Files of the sender announced and then failed (recorded in the failed folder)",
+                 family(&ChannelFiles::failed));
+  reg.add_family(kCounter, "ddft_receive_sender_bytes_delivered_total",
+                 "Bytes of the sender's files delivered", family(&ChannelFiles::bytes));
+}
+
 // Files by outcome, the hooks (when --on-complete is set), bytes delivered and files in flight.
 void add_file_metrics(common::MetricsRegistry& reg, const StatusPtr& st, const Receiver& rx) {
   add_channel_metrics(reg, st);
+  add_sender_metrics(reg, st);
   reg.add(kCounter, "ddft_receive_files_delivered_total",
           "Files verified and renamed into place under --output",
           [st] { return num(st->writer.counters.files_passed); });
@@ -355,13 +378,13 @@ void add_session_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size
   reg.add_family(
       kGauge, "ddft_receive_session_info",
       "Each sender session followed now (as the log prints it), with its sender's id "
-      "(empty for a sender without one); absent before the first",
+      "when it has one; absent while none is followed",
       [st] {
         std::vector<common::MetricSample> out;
         for (const auto& [session, sender] : st->writer.senders) {
-          out.push_back({{{"session", fmt::format("{:016x}", session)},
-                          {"sender", sender != 0 ? fmt::format("{:016x}", sender) : std::string()}},
-                         1});
+          common::MetricSample m{{{"session", fmt::format("{:016x}", session)}}, 1};
+          if (sender != 0) m.labels.emplace_back("sender", fmt::format("{:016x}", sender));
+          out.push_back(std::move(m));
         }
         return out;
       });
