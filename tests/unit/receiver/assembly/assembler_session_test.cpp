@@ -118,6 +118,11 @@ TEST_P(AssemblerTest, TwoSendersAtOnceDeliverEveryFileAndFailNothingOfEachOther)
   EXPECT_TRUE(records().empty());
   EXPECT_EQ(asm_->counters().other_session, 0u);
   EXPECT_EQ(asm_->senders().size(), 2u);
+  // The metrics' per-sender counts: a sender without an id is known by its session.
+  const auto& by_sender = asm_->counters().senders;
+  ASSERT_EQ(by_sender.count("session-0000000000000029"), 1u);
+  EXPECT_EQ(by_sender.at("session-0000000000000029").passed, 1u);
+  EXPECT_EQ(by_sender.at("session-000000000000002a").bytes, two.size());
 }
 
 // Sender A restarts mid-file while B's file is in flight: only A's file fails.
@@ -147,6 +152,10 @@ TEST_P(AssemblerTest, ASenderStartingAnewFailsOnlyItsOwnFileInFlight) {
               AllOf(JsonHas("name", "a.bin"), JsonHas("session", "000000000000002b"),
                     JsonHas("reason", HasSubstr("sender restarted (new session "
                                                 "000000000000002d of sender 0000000000005e5e)"))));
+  const auto& by_sender = asm_->counters().senders;
+  ASSERT_EQ(by_sender.count("0000000000005e5e"), 1u) << "both of A's sessions, under its id";
+  EXPECT_EQ(by_sender.at("0000000000005e5e").passed, 1u);
+  EXPECT_EQ(by_sender.at("0000000000005e5e").failed, 1u);
 }
 
 // A sender with no id is known by its session: a new session of it is another sender, and the
