@@ -375,19 +375,19 @@ void add_session_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size
           [st] { return num(st->writer.counters.senders_refused); });
   reg.add(kGauge, "ddft_receive_senders", "Sender sessions followed now (at most --max-senders)",
           [st] { return num(st->writer.senders.size()); });
-  reg.add_family(
-      kGauge, "ddft_receive_session_info",
-      "Each sender session followed now (as the log prints it), with its sender's id "
-      "when it has one; absent while none is followed",
-      [st] {
-        std::vector<common::MetricSample> out;
-        for (const auto& [session, sender] : st->writer.senders) {
-          common::MetricSample m{{{"session", fmt::format("{:016x}", session)}}, 1};
-          if (sender != 0) m.labels.emplace_back("sender", fmt::format("{:016x}", sender));
-          out.push_back(std::move(m));
-        }
-        return out;
-      });
+  reg.add_family(kGauge, "ddft_receive_session_info",
+                 "Each sender session followed now (as the log prints it), with its sender's id "
+                 "when it has one; absent while none is followed",
+                 [st] {
+                   std::vector<common::MetricSample> out;
+                   for (const auto& [session, sender] : st->writer.senders) {
+                     common::MetricSample m{{{"session", fmt::format("{:016x}", session)}}, 1};
+                     if (sender != 0)
+                       m.labels.emplace_back("sender", fmt::format("{:016x}", sender));
+                     out.push_back(std::move(m));
+                   }
+                   return out;
+                 });
 }
 
 // The output folder's file system (sampled at each scrape; absent under --sink null).
