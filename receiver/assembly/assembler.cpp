@@ -161,6 +161,7 @@ SenderSlot& Assembler::open_slot(uint64_t s) {
 void Assembler::end_slot(SenderSlot& slot, const std::string& reason) {
   const uint64_t s = slot.session->session();
   if (!reason.empty()) table_.fail_receiving(s, reason);
+  table_.settle_lists(s);  // before the summary, which counts what they record
   log_summary(slot);
   table_.end_session(s);
   fec_past_ += slot.fec_counters();

@@ -84,8 +84,10 @@ class FileTable final : private Finisher::Owner {
   // ended it), or left to another receiver. Its packets are no longer handled; its files still
   // finishing finish.
   void end_session(uint64_t s, bool receiver_stopping = false);
-  // Every live session's held list entries are settled as end_session() does, the sessions
-  // staying live for their summaries: the receiver stops.
+  // Session `s`'s held list entries are settled as end_session() does, the session staying live
+  // for its summary.
+  void settle_lists(uint64_t s);
+  // The same for every live session: the receiver stops.
   void settle_lists(bool receiver_stopping);
   // Fails every file of session `s` still receiving with `reason` (its sender started anew).
   // Files with all their data finish on their own.

@@ -36,6 +36,10 @@ void FileTable::end_session(uint64_t s, bool receiver_stopping) {
   scopes_.erase(it);
 }
 
+void FileTable::settle_lists(uint64_t s) {
+  if (Scope* sc = scope_of(s)) sc->listed.end_session(/*receiver_stopping=*/false);
+}
+
 void FileTable::settle_lists(bool receiver_stopping) {
   for (auto& [s, sc] : scopes_) sc->listed.end_session(receiver_stopping);
 }
