@@ -75,14 +75,7 @@ bool Admission::make_room(std::string* why, File** evict) {
   }
   // The oldest file of the sender with the most files receiving gives way: one sender's flood
   // of announces costs its own files, not another sender's.
-  uint64_t busiest = 0;
-  size_t most = 0;
-  for (const auto& [s, n] : by_session) {
-    if (n > most) {
-      most = n;
-      busiest = s;
-    }
-  }
+  const uint64_t busiest = busiest_session(by_session);
   File* oldest = nullptr;
   for (auto it = files_.lower_bound({busiest, 0}); it != files_.end() && it->first.first == busiest;
        ++it) {

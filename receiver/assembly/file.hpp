@@ -102,6 +102,20 @@ struct File {
 // while the old session's failed files may still be finishing their I/O.
 using FilesInFlight = std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>>;
 
+// The session with the largest count in `counts` (a session's files or blocks), 0 when every
+// count is 0.
+inline uint64_t busiest_session(const std::map<uint64_t, size_t>& counts) {
+  uint64_t busiest = 0;
+  size_t most = 0;
+  for (const auto& [s, n] : counts) {
+    if (n > most) {
+      most = n;
+      busiest = s;
+    }
+  }
+  return busiest;
+}
+
 // The sender's digest of `f`, from its end packet (size 0 before its end came, or with kNone).
 common::Digest sent_key(const File& f);
 // `f` as its sender named it; the digest once its end came.

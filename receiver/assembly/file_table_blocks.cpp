@@ -44,14 +44,7 @@ bool FileTable::evict_one() {
   for (auto& [key, f] : files_) {
     if (f->state == FileState::kReceiving) held[key.first] += f->blocks.size();
   }
-  uint64_t heaviest = 0;
-  size_t most = 0;
-  for (const auto& [s, n] : held) {
-    if (n > most) {
-      most = n;
-      heaviest = s;
-    }
-  }
+  const uint64_t heaviest = busiest_session(held);
   // The oldest file of session `s` (any, when nullopt) whose blocks can be written out.
   const auto oldest = [this](std::optional<uint64_t> s) {
     File* victim = nullptr;
@@ -63,7 +56,7 @@ bool FileTable::evict_one() {
     }
     return victim;
   };
-  File* victim = most > 0 ? oldest(heaviest) : nullptr;
+  File* victim = held.empty() ? nullptr : oldest(heaviest);
   // The heaviest sender's blocks wait for their temporary files to be made: wait for the pool.
   if (victim == nullptr && fs_.pending() > 0) return false;
   if (victim == nullptr) victim = oldest(std::nullopt);
