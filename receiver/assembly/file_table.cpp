@@ -100,18 +100,18 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   // left behind), or the sender's history named it missed: the rest of its packets are not
   // recorded a second time.
   const bool earlier = sc->known.known_earlier(a.file_id);
+  // A channel's name as the sender's --channel allows it; anything else is no channel.
+  std::string channel((p.header.flags & common::kFlagChannel) != 0 ? channel_of(a.path)
+                                                                   : std::string_view());
+  if (!channel.empty() && common::channel_name_refusal(channel)) channel.clear();
   remember_seen(a.file_id);  // from now on a repeat of this announce is ignored
-  sc->known.note_announced(a.file_id);
+  sc->known.note_announced(a.file_id, channel);
   if (earlier) {
     ++counters_.listed_known;
     return;
   }
   // A repeated announce of a file this receiver never saw start: it joined mid-file.
   const bool joined_late = (p.header.flags & common::kFlagRepeat) != 0;
-  // A channel's name as the sender's --channel allows it; anything else is no channel.
-  std::string channel((p.header.flags & common::kFlagChannel) != 0 ? channel_of(a.path)
-                                                                   : std::string_view());
-  if (!channel.empty() && common::channel_name_refusal(channel)) channel.clear();
   close_lane(lane, a.file_id, channel);
   std::unique_ptr<File> f =
       file_from_announce(a, sc->session, clock_.now(), cfg_.report_mb * 1024 * 1024);

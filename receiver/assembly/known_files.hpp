@@ -12,7 +12,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "common/clock.hpp"
 #include "common/protocol.hpp"
@@ -43,17 +47,35 @@ class KnownFiles {
     seen_.clear();
     filtered_.clear();
     first_id_ = 0;
+    first_of_channel_.clear();
   }
   uint64_t session() const { return session_; }
 
-  // File `id` of the session is announced: the first such is the first file heard.
-  void note_announced(uint32_t id) {
+  // File `id` of the session, of sender channel `channel` (empty: none), is announced: the
+  // first such is the first file heard (of its channel).
+  void note_announced(uint32_t id, std::string_view channel = {}) {
     if (first_id_ == 0) first_id_ = id;
+    if (!channel.empty() && first_of_channel_.size() < kChannelsKept) {
+      first_of_channel_.emplace(std::string(channel), id);
+    }
   }
   // Whether file `id` of the session comes at or after the first file this receiver heard
   // announced (false before any): it was on the wire while this receiver was receiving.
   bool while_receiving(uint32_t id) const {
     return first_id_ != 0 && !common::file_id_before(id, first_id_);
+  }
+  enum class Sent { kWhileReceiving, kBefore, kUnknown };
+  // When file `id` of the session, at `path` on the wire, went on the wire against this
+  // receiver's first file heard. Each sender channel sends its files in the order of their ids
+  // but the channels interleave, so once the session has shown channels, a file is weighed
+  // against the first file heard of its own channel (its path's first component), and kUnknown
+  // while none of that channel was heard. Without channels: while_receiving().
+  Sent sent_when(uint32_t id, std::string_view path) const {
+    if (first_of_channel_.empty())
+      return while_receiving(id) ? Sent::kWhileReceiving : Sent::kBefore;
+    const auto it = first_of_channel_.find(path.substr(0, path.find('/')));
+    if (it == first_of_channel_.end()) return Sent::kUnknown;
+    return common::file_id_before(id, it->second) ? Sent::kBefore : Sent::kWhileReceiving;
   }
 
   // Whether file `id` of the session was seen (announced, or named by the sender) lately.
@@ -82,7 +104,10 @@ class KnownFiles {
 
  private:
   uint64_t session_ = 0;
+  // Channels whose first file is remembered, at most (a sender has far fewer).
+  static constexpr size_t kChannelsKept = 1024;
   uint32_t first_id_ = 0;  // the first file of the session this receiver heard announced
+  std::map<std::string, uint32_t, std::less<>> first_of_channel_;  // the same of each channel
   RecentIds seen_{kSeenIdsKept};
   RecentIds filtered_{kSeenIdsKept};
   std::unique_ptr<SettledFiles> own_;  // when not shared
