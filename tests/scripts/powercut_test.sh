@@ -37,10 +37,11 @@
 # What a cut hit is read at the cut, not assumed: flush and folder sync from the kernel stacks of
 # the threads blocked on the frozen disk; the others from the output folder against the log: a
 # temporary file of a file in flight that is empty (announce), partly written (data) or whole
-# (eof), or a final name not yet logged Passed (rename). Each stage is hit at least once per
-# durable mode. rw never syncs: it has no flush or folder sync, and nothing outside shows its
-# rename (over in microseconds), so there only announce and data are required. The targets are
-# drawn at random, stages not yet hit first, from a seed printed at the start
+# with the mtime sent, which the commit sets as it begins (eof; a whole one without it may still
+# wait for its end), or a final name not yet logged Passed (rename). Each stage is hit at least
+# once per durable mode. rw never syncs: it has no flush or folder sync, and nothing outside
+# shows its rename (over in microseconds), so there only announce and data are required. The
+# targets are drawn at random, stages not yet hit first, from a seed printed at the start
 # (DDFT_POWERCUT_SEED=N draws the same; the timing differs from run to run). Up to 26 cuts per
 # mode, spread over the files, and one after the last Passed line.
 #
@@ -370,12 +371,15 @@ blocked_stages() {
 }
 
 # Stages seen in the output folder (the receiver stopped, the disk still running), against the
-# log at the cut (LOG): a temporary file empty (announce), partly written (data) or whole (eof)
-# of a file announced and not yet Passed, or such a file under its final name (rename).
+# log at the cut (LOG): a temporary file empty (announce), partly written (data), or whole with
+# the mtime sent, which its commit sets first (eof), of a file announced and not yet Passed; or
+# such a file under its final name (rename). A whole one without that mtime may still wait for
+# its end, or for its commit to begin: no stage.
 folder_stages() {  # LOG
-  find "$out" -path "$out/.failed" -prune -o -type f -printf '%P\t%s\n' |
+  find "$out" -path "$out/.failed" -prune -o -type f -printf '%P\t%s\t%T@\n' |
     awk -F'\t' '
-      FNR == NR {
+      part == 1 { mtimes[$1] = mtimes[$1] " " $5; next }
+      part == 2 {
         if ($0 ~ / Info: .*, Size: [0-9,]+ \(bytes\) \. \. \. receiving$/) {
           line = $0; sub(/^[^ ]* Info: /, "", line)
           i = index(line, ", Size: "); path = substr(line, 1, i - 1)
@@ -387,24 +391,27 @@ folder_stages() {  # LOG
         }
         next
       }
-      { files[$1] = $2 }
+      { files[$1] = $2; mtime[$1] = $3 }
       END {
         for (p in announced) {
           if (announced[p] <= passed[p]) continue
           d = p; if (!sub(/\/[^\/]*$/, "", d)) d = ""
           want[d] = want[d] " " sizes[p] " "
+          n = split(mtimes[p], ms, " ")
+          for (i = 1; i <= n; i++) stamped[d] = stamped[d] " " sizes[p] "@" ms[i] " "
           if ((p in files) && !passed[p]) hit["rename"] = 1
         }
         for (f in files) {
           if (f !~ /(^|\/)\.ddft-[^\/]*\.(part|new)$/) continue
           d = f; if (!sub(/\/[^\/]*$/, "", d)) d = ""
           if (!(d in want)) continue
-          if (index(want[d], " " files[f] " ")) hit["eof"] = 1
+          if (index(stamped[d], " " files[f] "@" mtime[f] " ")) hit["eof"] = 1
+          else if (index(want[d], " " files[f] " ")) continue
           else if (files[f] == 0) hit["announce"] = 1
           else hit["data"] = 1
         }
         for (h in hit) print h
-      }' "$1" -
+      }' part=1 "$work/sources" part=2 "$1" part=3 -
 }
 
 # Cut number N of MODE, freezing the disk or the receiver first (ORDER disk|receiver). Leaves
