@@ -87,9 +87,9 @@
 # channel too. A channel sends its files in the manifest's order, so the send-order rules of
 # point 2 hold per channel. The aiming paces a file at its channel's share while the other
 # channel has files left. A kill aimed at a file holds every other kill back until it comes:
-# one aimed at a big file's end is made only on a file sent within 12 s, and a mid-data kill
+# one aimed at a big file's end is made only on a file sent within 10 s, and a mid-data kill
 # comes 8 s into its file at most. The run fails unless the channels sent side by side for half
-# the transfer or more, with a big file of each among the files sent so, and 10 kills or more
+# the transfer or more, with a big file of each among the files sent so, and 5 kills or more
 # found files of both in flight; the summary gives each channel's files and failures.
 set -uo pipefail
 send_bin=$(realpath "$1") recv_bin=$(realpath "$2") reconcile=$(realpath "$3")
@@ -141,7 +141,7 @@ WINDOWS = ("announce", "mid-data", "verify", "flush", "rename", "hook", "start-u
            "failure records")
 COMMIT = ("verify", "flush", "rename")  # a file's commit, in its order
 BIG_END_KILLS = 2                 # "end of file" kills on the 16-20 MiB files (--direct-io off)
-BIG_END_S = 12                    # on one sent within this many s: no other kill until its end
+BIG_END_S = 10                    # on one sent within this many s: no other kill until its end
 MID_DATA_S = 8                    # a mid-data kill this long after its file's announce at most
 STOP_AT = 0.94                    # no kill once this share of the bytes was sent
 AIM_RECOVERY = os.environ.get("DDFT_CRASH_STARTUP") == "recovery"
@@ -150,7 +150,7 @@ AIM_RECOVERY = os.environ.get("DDFT_CRASH_STARTUP") == "recovery"
 # link's share each has while both send (their pace, for aiming).
 CHANNELS = {"urgent": "class=0", "bulk": "class=1,min-share=30%"} if TWO else {}
 SHARE = {"urgent": 0.7, "bulk": 0.3}
-BOTH_MIN = 10                     # kills with files of both channels in flight, at least
+BOTH_MIN = 5                      # kills with files of both channels in flight, at least
 src = os.path.join(work, "src")
 out = os.path.join(work, "out")
 rx_log = os.path.join(work, "rx.log")
