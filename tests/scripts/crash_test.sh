@@ -87,10 +87,11 @@
 # channel too. A channel sends its files in the manifest's order, so the send-order rules of
 # point 2 hold per channel. The aiming paces a file at its channel's share while the other
 # channel has files left. A kill aimed at a file holds every other kill back until it comes:
-# one aimed at a big file's end is made only on a file sent within 10 s, and a mid-data kill
-# comes 8 s into its file at most. The run fails unless the channels sent side by side for half
-# the transfer or more, with a big file of each among the files sent so, and 5 kills or more
-# found files of both in flight; the summary gives each channel's files and failures.
+# one aimed at a file's end is made only on a file sent within 2.5 s (a big file's: 10 s), and
+# a mid-data kill comes 8 s into its file at most. The run fails unless the channels sent side
+# by side for half the transfer or more, with a big file of each among the files sent so, and 5
+# kills or more found files of both in flight; the summary gives each channel's files and
+# failures.
 set -uo pipefail
 send_bin=$(realpath "$1") recv_bin=$(realpath "$2") reconcile=$(realpath "$3")
 work=$(mktemp -d)
@@ -141,7 +142,8 @@ WINDOWS = ("announce", "mid-data", "verify", "flush", "rename", "hook", "start-u
            "failure records")
 COMMIT = ("verify", "flush", "rename")  # a file's commit, in its order
 BIG_END_KILLS = 2                 # "end of file" kills on the 16-20 MiB files (--direct-io off)
-BIG_END_S = 10                    # on one sent within this many s: no other kill until its end
+END_S = 2.5                       # a file's end aimed at only if it is sent within this many s,
+BIG_END_S = 10                    # a big file's within this many (no other kill until it comes)
 MID_DATA_S = 8                    # a mid-data kill this long after its file's announce at most
 STOP_AT = 0.94                    # no kill once this share of the bytes was sent
 AIM_RECOVERY = os.environ.get("DDFT_CRASH_STARTUP") == "recovery"
@@ -537,12 +539,13 @@ class Progress:
         return rate
 
 
-def choose(size, joined, waited, run):
+def choose(size, joined, waited, run, took):
     """(trigger, goal) to aim at a file of SIZE just announced to RUN (JOINED: mid-file, so
-    with no announce and no end to aim at), WAITED s after the kill was due. A window no kill
-    has landed in yet comes first (the one tried least so far, among those this file can
-    serve); then the trigger furthest behind its quota. (None, None): wait for a larger file
-    while only the triggers that need one are behind (for 1.5 s at most)."""
+    with no announce and no end to aim at), WAITED s after the kill was due; the file takes
+    TOOK s to send, and its end is aimed at only within END_S. A window no kill has landed in
+    yet comes first (the one tried least so far, among those this file can serve); then the
+    trigger furthest behind its quota. (None, None): wait for a larger file while only the
+    triggers that need one are behind (for 1.5 s at most)."""
     if size >= 16 << 20:
         return "mid-data", None  # (its "end of file" kills are aimed apart)
     can = ["hook"]
@@ -550,7 +553,7 @@ def choose(size, joined, waited, run):
         can += ["announce"]  # (a smaller file is often whole by the time the kill lands)
     if size > 1 << 20:
         can += ["mid-data"]
-    if size >= 128 << 10 and not joined:
+    if size >= 128 << 10 and not joined and took <= END_S:
         can += ["verify", "rename"] + (["flush"] if run.direct_io == "off" else [])
     missing = [w for w in can if hits[w] == 0]
     if missing:
@@ -560,7 +563,7 @@ def choose(size, joined, waited, run):
     options = ["hook"] + (["announce"] if hits["announce"] or size >= 64 << 10 else [])
     if size >= 64 << 10:
         options.append("mid-data")
-        options.append("end of file")
+        options += ["end of file"] if took <= END_S else []
     behind = {o: QUOTA[o] - done_by_trigger[o] for o in ("announce", "hook", "mid-data",
                                                           "end of file")}
     mine = [o for o in options if behind[o] > 0]
@@ -744,7 +747,8 @@ def main_loop():
                     goal = "flush" if hits["flush"] == 0 else rng.choice(COMMIT + ("random",))
                     fire = aim("end of file", goal, path, size, now, joined)  # due or not
                 elif now >= due:
-                    trigger, goal = choose(size, joined, now - due, run)
+                    trigger, goal = choose(size, joined, now - due, run,
+                                           size / progress.pace(path))
                     if trigger is not None:
                         fire = aim(trigger, goal, path, size, now, joined)
             elif target and target["trigger"] == "end of file":
