@@ -59,7 +59,8 @@
 # rate each, the pace of the one large file, and every other small file, which go on the wire
 # interleaved with the other channel's, so that files of both are in flight at the cuts; same.dat
 # and its second sending are red's. The stages are aimed at and read as above, the large files
-# counting as one (announced with the first, done with the last), and every check is the same.
+# counting as one (announced with the first, done with the last), and every check is the same;
+# a mode fails unless 2 of its cuts or more found files of both channels in flight.
 #
 # DDFT_POWERCUT_MODES="rws rw" runs only those modes; DDFT_POWERCUT_CHANNELS=0|1 forces one
 # channel or two (else the seed draws it); DDFT_KEEP_WORK=1 keeps the work folder.
@@ -114,6 +115,7 @@ else
 fi
 min_cuts=20 max_cuts=26 # per mode, and one more after the last Passed line
 min_checked=2000         # files checked per mode, over all its cuts
+min_both=2               # with two channels: cuts per mode with files of both in flight
 stages=(announce data eof flush rename sync)
 declare -A hits  # cuts of the current mode that hit each stage
 rate=8       # MB/s: the large file takes a second, its data and announce stages can be aimed at
@@ -743,9 +745,32 @@ run_mode() {  # MODE DURABLE ARGS...
   judge_mode "$secs_run" "$(since "$t0" 1)"
 }
 
+# With two channels: how many cuts of the mode found files of both channels in flight, announced
+# and not yet Passed in the log copied at the cut.
+cuts_with_both() {
+  awk '
+    function tally(p, c, seen, k) {
+      for (p in open) {
+        if (open[p] <= 0) continue
+        c = p; sub(/\/.*/, "", c)
+        if (!(c in seen)) { seen[c] = 1; k++ }
+      }
+      if (k > 1) both++
+      split("", open)
+    }
+    FNR == 1 && NR > 1 { tally() }
+    / Info: .*, Size: [0-9,]+ \(bytes\) \. \. \. receiving$/ {
+      p = $0; sub(/^[^ ]* Info: /, "", p); sub(/, Size: [0-9,]+ \(bytes\) .*$/, "", p); open[p]++
+    }
+    / File: .*, Trans: .* Passed$/ {
+      p = $0; sub(/^[^ ]* File: /, "", p); sub(/, Trans: .*$/, "", p); open[p]--
+    }
+    END { tally(); print both + 0 }' "$work/$mode".c*.log
+}
+
 # The summary line of a mode and its assertions.
 judge_mode() {  # SECONDS_RUN SECONDS_ALL
-  local s n counts="" missing=() disk_first
+  local s n counts="" missing=() disk_first both=
   for s in "${stages[@]}"; do
     n=${hits[$s]:-0}
     counts+="$s $n, "
@@ -754,7 +779,13 @@ judge_mode() {  # SECONDS_RUN SECONDS_ALL
     missing+=("$s")
   done
   disk_first=$(grep -c '^[0-9]* disk ' "$work/$mode.hits")
-  echo "SUMMARY powercut mode $mode: cuts $cuts ($disk_first disk first)," \
+  if ((channels == 2)); then
+    both=$(cuts_with_both)
+    ((both >= min_both)) ||
+      bad "$mode: $both cut(s) found files of both channels in flight, fewer than $min_both"
+    both=", $both with files of both channels in flight"
+  fi
+  echo "SUMMARY powercut mode $mode: cuts $cuts ($disk_first disk first$both)," \
     "stages hit: ${counts%, };" \
     "files checked $checked_total (all $checked_max at the last cut), lost $lost_total," \
     "torn $torn_total, other mode or mtime $meta_total; run ${1}s, with checks ${2}s"
