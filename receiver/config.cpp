@@ -159,6 +159,9 @@ void add_admission_options(CLI::App& app, ReceiverConfig& cfg) {
   add_bounded_option(app, "--max-files-in-flight", cfg.max_files_in_flight, 2, 100000,
                      "Files receiving at once; an announce beyond it fails the oldest of them "
                      "(files finishing their writes do not count)");
+  add_bounded_option(app, "--max-senders", cfg.max_senders, 1, 64,
+                     "Senders followed at once, each its own session (a sender beyond them is "
+                     "refused, named in the log, until one is quiet or finished)");
   add_bounded_option(app, "--max-path-length", cfg.path_limits.max_length, 1, common::kMaxPathSize,
                      "Refuse announced paths longer than this, bytes");
   add_bounded_option(

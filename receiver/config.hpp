@@ -93,6 +93,7 @@ struct ReceiverConfig {
   // Limits on what a sender may make the receiver hold.
   uint64_t max_file_size = 0;       // bytes; 0: no limit but the free space
   size_t max_files_in_flight = 32;  // files open at once; more fail the oldest
+  size_t max_senders = 8;           // sender sessions followed side by side
   PathLimits path_limits;           // --max-path-length, --max-path-depth
   std::string metrics;              // --metrics ADDR:PORT (Prometheus over HTTP); empty: off
   // Receive filters (--include, --exclude GLOB, repeatable): a file they refuse is logged,

@@ -50,6 +50,8 @@ std::string_view auth_reject_name(AuthReject r) {
       return "replayed";
     case AuthReject::kStaleSession:
       return "of an earlier session";
+    case AuthReject::kUnidentified:
+      return "of a session older than the newest, whose sender is not known yet";
   }
   return "?";
 }

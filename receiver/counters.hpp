@@ -52,13 +52,15 @@ enum class AuthReject : uint8_t {
   kMalformed,     // too short for the seal's trailer
   kBadTag,        // forged, damaged, or sealed with another key
   kReplayed,      // of the current session, but taken before (older than the replay window)
-  kStaleSession,  // of a session that does not start after the newest one accepted
+  kStaleSession,  // of a session its sender started before the one it sends now
+  kUnidentified,  // of a session older than the newest taken, before its kSenderInfo named it
 };
-inline constexpr size_t kAuthRejectCount = 6;
+inline constexpr size_t kAuthRejectCount = 7;
 // The reason as the log names it ("bad tag"). Any thread.
 std::string_view auth_reject_name(AuthReject r);
 
-// One channel's files (the sender's --channel), for the metrics' `channel` label.
+// One channel's files (the sender's --channel), or one sender's, for the metrics' `channel` and
+// `sender` labels.
 struct ChannelFiles {
   uint64_t passed = 0;
   uint64_t failed = 0;  // announced, then failed (a file only a list names has no channel known)
@@ -70,6 +72,7 @@ struct AssemblerCounters {
   uint64_t rejected[common::kDecodeStatusCount] = {};
   uint64_t truncated = 0;
   uint64_t other_session = 0;
+  uint64_t senders_refused = 0;   // sender sessions refused a place (--max-senders)
   uint64_t unknown_file = 0;      // data/end for a file not (or no longer) in flight
   uint64_t filtered_packets = 0;  // data/end of a file --include/--exclude dropped
   uint64_t bad_data = 0;          // offset/length that do not fit the announced file
@@ -106,6 +109,14 @@ struct AssemblerCounters {
   uint64_t sessions = 0;
   uint64_t lost_in_past_sessions = 0;  // sequence gaps of the sessions before the current one
   std::map<std::string, ChannelFiles> channels;  // by channel, for files of one
+  // By sender (SenderSession::label()), at most kSendersCounted, the rest under "other".
+  std::map<std::string, ChannelFiles> senders;
+  static constexpr size_t kSendersCounted = 256;
+  ChannelFiles& sender_files(const std::string& label) {
+    auto it = senders.find(label);
+    if (it != senders.end()) return it->second;
+    return senders[senders.size() < kSendersCounted ? label : std::string("other")];
+  }
 };
 
 // A datagram whose payload does not decode: counted as rejected for a bad payload.

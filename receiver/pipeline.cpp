@@ -146,22 +146,17 @@ void Receiver::publish(const Assembler& assembler) {
   s.counters = assembler.counters();
   s.fec = assembler.fec();
   s.waits = assembler.wait_stats();
-  s.packets_lost = s.counters.lost_in_past_sessions + assembler.lost();
-  s.session = assembler.current_session();
+  s.packets_lost = assembler.lost();
+  s.senders = assembler.senders();
   s.files_in_flight = assembler.files_in_flight();
   std::lock_guard lock(status_mu_);
   // A gap filled by a late packet shrinks seq().lost(); a counter must not go down.
   s.packets_lost = std::max(s.packets_lost, published_.packets_lost);
-  // Per lane the same, over sessions: a new session's count starts from what the last reached.
-  lane_lost_before_.resize(lanes_.size());
-  if (s.session != lane_lost_session_) {
-    lane_lost_session_ = s.session;
-    if (!published_.lane_lost.empty()) lane_lost_before_ = published_.lane_lost;
-  }
+  // Per lane the same.
   s.lane_lost.resize(lanes_.size());
   for (size_t i = 0; i < lanes_.size(); ++i) {
     const uint64_t prev = i < published_.lane_lost.size() ? published_.lane_lost[i] : 0;
-    s.lane_lost[i] = std::max(prev, lane_lost_before_[i] + assembler.seq(i).lost());
+    s.lane_lost[i] = std::max(prev, assembler.lost(i));
   }
   published_ = s;
 }

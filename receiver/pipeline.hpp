@@ -74,7 +74,8 @@ struct WriterStatus {
   WaitStats waits;
   uint64_t packets_lost = 0;        // sequence gaps over all sessions; never goes down
   std::vector<uint64_t> lane_lost;  // the same per lane
-  uint64_t session = 0;             // the current sender session, 0 before the first
+  // The live sender sessions: (session id, sender id or 0).
+  std::vector<std::pair<uint64_t, uint64_t>> senders;
   size_t files_in_flight = 0;
 };
 
@@ -191,8 +192,6 @@ class Receiver {
   mutable std::mutex status_mu_;
   WriterStatus published_;  // guarded by status_mu_
   // Per lane: what earlier sessions lost (publish()).
-  std::vector<uint64_t> lane_lost_before_;
-  uint64_t lane_lost_session_ = 0;  // the session lane_lost_before_ was last moved on for
   std::unique_ptr<HookRunner> hooks_;
   ReceiverObserver* observer_ = nullptr;
   std::string start_line_;  // the `receiving on` line, made by the constructor

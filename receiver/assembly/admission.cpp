@@ -66,12 +66,24 @@ bool Admission::make_room(std::string* why, File** evict) {
   // of announces at wire speed then makes refusals, not an unbounded queue of temporary files.
   size_t receiving = 0;
   size_t failing = 0;
-  File* oldest = nullptr;
+  std::map<uint64_t, size_t> by_session;  // files receiving
   for (const auto& [key, f] : files_) {
     if (f->state == FileState::kFailing) ++failing;
     if (f->state != FileState::kReceiving) continue;
     ++receiving;
-    if (oldest == nullptr || f->announced < oldest->announced) oldest = f.get();
+    ++by_session[key.first];
+  }
+  // The oldest file of the sender with the most files receiving gives way: one sender's flood
+  // of announces costs its own files, not another sender's.
+  const uint64_t busiest = busiest_session(by_session);
+  File* oldest = nullptr;
+  for (auto it = files_.lower_bound({busiest, 0}); it != files_.end() && it->first.first == busiest;
+       ++it) {
+    const File* f = it->second.get();
+    if (f->state == FileState::kReceiving &&
+        (oldest == nullptr || f->announced < oldest->announced)) {
+      oldest = it->second.get();
+    }
   }
   if (failing >= cfg_.max_files_in_flight && receiving >= cfg_.max_files_in_flight) {
     *why = fmt::format(

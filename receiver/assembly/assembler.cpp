@@ -22,17 +22,34 @@ Assembler::Assembler(const ReceiverConfig& cfg, OutputDir& out, common::BlockIo&
       engine_(writer, block_memory, cfg.write_block_kb * 1024),
       records_(out, *fs_, clock, !cfg.keys.empty(), counters_),
       gate_(cfg, out, *fs_, clock, counters_, cfg.lanes()),
-      table_(cfg, out, *fs_, clock, engine_, records_, counters_) {
-  for (size_t i = 0; i < cfg.lanes(); ++i) {
-    fec_.push_back(std::make_unique<FecDecoder>(cfg.max_packet_size, cfg.fec_buffer_mb << 20));
-  }
-  table_.set_gate(&gate_);
-}
+      slots_(cfg, clock, counters_),
+      lane_lost_past_(cfg.lanes(), 0),
+      table_(cfg, out, *fs_, clock, engine_, records_, counters_) {}
 
 FecCounters Assembler::fec() const {
-  FecCounters sum;
-  for (const auto& f : fec_) sum += f->counters();
+  FecCounters sum = fec_past_;
+  slots_.for_each([&](const SenderSlot& slot) { sum += slot.fec_counters(); });
   return sum;
+}
+
+uint64_t Assembler::lost() const {
+  uint64_t n = counters_.lost_in_past_sessions;
+  slots_.for_each([&](const SenderSlot& slot) { n += slot.session->lost(); });
+  return n;
+}
+
+uint64_t Assembler::lost(size_t lane) const {
+  uint64_t n = lane_lost_past_[lane];
+  slots_.for_each([&](const SenderSlot& slot) { n += slot.session->seq(lane).lost(); });
+  return n;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> Assembler::senders() const {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  slots_.for_each([&](const SenderSlot& slot) {
+    out.emplace_back(slot.session->session(), slot.session->sender_id());
+  });
+  return out;
 }
 
 Assembler::~Assembler() {
@@ -71,18 +88,12 @@ void Assembler::on_prechecked(const Prechecked& pre) {
 }
 
 void Assembler::on_admitted(std::span<const uint8_t> data, Packet& p, size_t lane) {
-  switch (gate_.classify(p)) {
-    case SessionGate::Session::kRefused:
-      return;
-    case SessionGate::Session::kNew:
-      start_session(p.header.session_id);
-      break;
-    case SessionGate::Session::kCurrent:
-      break;
-  }
-  if (!gate_.note_packet(lane, p)) return;
-  FecDecoder& fec = *fec_[lane];
-  const auto rebuilt = [this, lane](std::span<const uint8_t> d) { on_rebuilt(d, lane); };
+  SenderSlot* slot = slot_for(p);
+  if (slot == nullptr || !slot->session->note_packet(lane, p)) return;
+  FecDecoder& fec = *slot->fec[lane];
+  const auto rebuilt = [this, lane, slot](std::span<const uint8_t> d) {
+    on_rebuilt(d, lane, *slot);
+  };
   // Nothing a datagram does may stop the receiver: a failure to handle one (memory, the disk)
   // is logged and the daemon goes on with the next.
   try {
@@ -104,60 +115,110 @@ void Assembler::on_admitted(std::span<const uint8_t> data, Packet& p, size_t lan
     ++counters_.handling_errors;
     spdlog::error("Error: FEC could not handle a packet: {}", e.what());
   }
-  dispatch(p, lane);
+  dispatch(p, lane, *slot);
   // A repeated announce comes mid-file: the data of its window went to the file already.
   if (p.header.type == PacketType::kAnnounce && (p.header.flags & common::kFlagFec) &&
       !(p.header.flags & common::kFlagRepeat)) {
-    replay_window(p.header, lane);  // data of its window rebuilt before it came went to no file
+    replay_window(p.header, lane, *slot);  // data of its window rebuilt before it came
   }
 }
 
-// A packet of session `s` came while another (or none) was current: the old one's files still
-// receiving fail, its summary is logged, and `s` starts afresh.
-void Assembler::start_session(uint64_t s) {
-  if (gate_.session() != 0) {
-    table_.fail_receiving("sender restarted (new session)");
-    table_.end_session();
-    log_summary();
-    gate_.retire();
+SenderSlot* Assembler::slot_for(const Packet& p) {
+  const uint64_t s = p.header.session_id;
+  if (SenderSlot* slot = slots_.find(s)) return slot;
+  if (!slots_.may_open(p)) return nullptr;
+  if (slots_.full()) {
+    // The sender of a live slot starting anew takes its own place; else a quiet one gives way.
+    common::SenderInfo si;
+    SenderSlot* give = nullptr;
+    if (p.header.type == PacketType::kSenderInfo &&
+        common::decode_sender_info(p.payload, &si) == DecodeStatus::kOk) {
+      give = slots_.same_sender(s, si.sender_id);
+    }
+    std::string reason;
+    if (give != nullptr) {
+      reason =
+          fmt::format("sender restarted (new session {:016x} of {})", s, give->session->name());
+    } else if ((give = slots_.quiet_slot(clock_.now())) != nullptr) {
+      reason = fmt::format("{} silent, its place given to a new sender (--max-senders {})",
+                           give->session->name(), slots_.max());
+    } else {
+      slots_.refuse(p);
+      return nullptr;
+    }
+    end_slot(*give, reason);
   }
-  gate_.start(s);
-  for (auto& f : fec_) f->reset();
-  fec_at_session_ = fec();
-  table_.start_session(s);
+  return &open_slot(s);
 }
 
-void Assembler::replay_window(const common::Header& announce, size_t lane) {
+SenderSlot& Assembler::open_slot(uint64_t s) {
+  heard_ = true;
+  SenderSlot& slot = slots_.open(s);
+  table_.start_session(s, slot.session.get());
+  return slot;
+}
+
+void Assembler::end_slot(SenderSlot& slot, const std::string& reason) {
+  const uint64_t s = slot.session->session();
+  if (!reason.empty()) table_.fail_receiving(s, reason);
+  table_.settle_lists(s);  // before the summary, which counts what they record
+  log_summary(slot);
+  table_.end_session(s);
+  fec_past_ += slot.fec_counters();
+  for (size_t i = 0; i < lane_lost_past_.size(); ++i) {
+    lane_lost_past_[i] += slot.session->seq(i).lost();
+  }
+  slots_.close(s);
+}
+
+bool Assembler::slot_idle(const SenderSlot& slot) const {
+  const uint64_t s = slot.session->session();
+  return table_.in_flight(s) == 0 && !table_.holds_list_entries(s);
+}
+
+void Assembler::end_finished_slots() {
+  const auto now = clock_.now();
+  std::vector<SenderSlot*> done;
+  slots_.for_each([&](SenderSlot& slot) {
+    const SenderSession& ss = *slot.session;
+    bool all_final = true;
+    for (size_t i = 0; i < ss.lanes(); ++i) all_final = all_final && ss.final_due(i, now);
+    if (all_final && slot_idle(slot)) done.push_back(&slot);
+  });
+  for (SenderSlot* slot : done) end_slot(*slot, "");
+}
+
+void Assembler::replay_window(const common::Header& announce, size_t lane, SenderSlot& slot) {
   if (announce.fec_pos > announce.seq) return;
-  const auto again = [this, lane](std::span<const uint8_t> d, bool rebuilt) {
+  const auto again = [this, lane, &slot](std::span<const uint8_t> d, bool rebuilt) {
     // Data, and the end or abort of a small file whose whole life fits in the window: all of it
     // went to no file while the announce was missing. Seq order: data before its end.
     Packet q;
     if (common::decode_packet(d, &q) == DecodeStatus::kOk &&
         (q.header.type == PacketType::kData || q.header.type == PacketType::kZData ||
          q.header.type == PacketType::kEnd || q.header.type == PacketType::kAbort)) {
-      dispatch(q, lane, rebuilt);
+      dispatch(q, lane, slot, rebuilt);
     }
   };
-  fec_[lane]->replay(announce.seq - announce.fec_pos, again);
+  slot.fec[lane]->replay(announce.seq - announce.fec_pos, again);
 }
 
 // A datagram FEC rebuilt: checked like any other, not counted as received on the link.
-void Assembler::on_rebuilt(std::span<const uint8_t> data, size_t lane) {
+void Assembler::on_rebuilt(std::span<const uint8_t> data, size_t lane, SenderSlot& slot) {
   Packet p;
   if (common::decode_packet(data, &p) != DecodeStatus::kOk ||
-      p.header.session_id != gate_.session() || !(p.header.flags & common::kFlagFec) ||
+      p.header.session_id != slot.session->session() || !(p.header.flags & common::kFlagFec) ||
       (p.header.flags & common::kSealFlags) || p.header.type == PacketType::kParity) {
     ++counters_.rebuilt_bad;
     return;
   }
-  dispatch(p, lane, /*rebuilt=*/true);
+  dispatch(p, lane, slot, /*rebuilt=*/true);
   // The file's data of this window came before its announce was rebuilt and was dropped as of
   // an unknown file: offer it again (what was taken already counts as a duplicate).
-  if (p.header.type == PacketType::kAnnounce) replay_window(p.header, lane);
+  if (p.header.type == PacketType::kAnnounce) replay_window(p.header, lane, slot);
 }
 
-void Assembler::dispatch(const Packet& p, size_t lane, bool rebuilt) {
+void Assembler::dispatch(const Packet& p, size_t lane, SenderSlot& slot, bool rebuilt) {
   try {
     switch (p.header.type) {
       case PacketType::kAnnounce:
@@ -176,13 +237,13 @@ void Assembler::dispatch(const Packet& p, size_t lane, bool rebuilt) {
         table_.handle_abort(p);
         break;
       case PacketType::kHeartbeat:
-        handle_heartbeat(p, lane);
+        handle_heartbeat(p, lane, slot);
         break;
       case PacketType::kFileList:
         table_.handle_file_list(p, lane);
         break;
       case PacketType::kSenderInfo:
-        handle_sender_info(p);
+        handle_sender_info(p, slot);
         break;
       case PacketType::kHistory:
         table_.handle_history(p);
@@ -200,26 +261,27 @@ void Assembler::dispatch(const Packet& p, size_t lane, bool rebuilt) {
   }
 }
 
-void Assembler::handle_sender_info(const Packet& p) {
+void Assembler::handle_sender_info(const Packet& p, SenderSlot& slot) {
   common::SenderInfo si;
   if (common::decode_sender_info(p.payload, &si) != DecodeStatus::kOk) {
     ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
     return;
   }
-  if (gate_.sender_id() != si.sender_id && si.sender_id != 0) {
-    spdlog::info("Info: sender session {:016x} comes from sender {:016x}", gate_.session(),
-                 si.sender_id);
+  slot.session->on_sender_info(si);
+  // The sender's earlier session is over: its files still receiving never get the rest.
+  if (SenderSlot* old = slots_.same_sender(p.header.session_id, si.sender_id)) {
+    end_slot(*old, fmt::format("sender restarted (new session {:016x} of {})", p.header.session_id,
+                               slot.session->name()));
   }
-  gate_.on_sender_info(si);
 }
 
-void Assembler::handle_heartbeat(const Packet& p, size_t lane) {
+void Assembler::handle_heartbeat(const Packet& p, size_t lane, SenderSlot& slot) {
   common::Heartbeat hb;
   if (common::decode_heartbeat(p.payload, &hb) != DecodeStatus::kOk) {
     ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
     return;
   }
-  gate_.on_heartbeat(lane, hb);
+  slot.session->on_heartbeat(lane, hb);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -229,7 +291,11 @@ void Assembler::poll(bool wait) {
   table_.pump(wait);
   const auto now = clock_.now();
   table_.tick(now);
-  gate_.report_loss(now, fec().rebuilt - fec_at_session_.rebuilt);
+  slots_.for_each([&](SenderSlot& slot) {
+    slot.session->report_loss(now, slot.fec_counters().rebuilt);
+    slot.session->poll(now);
+  });
+  end_finished_slots();
   records_.roll_window(now);
   records_.retry(now);
   gate_.poll(now);
@@ -245,7 +311,7 @@ void Assembler::fail_all(const std::string& reason) {
   // Files still receiving never get the rest; those with all their data in finish (writes,
   // verification, the committer).
   table_.fail_receiving(reason);
-  table_.end_session(/*receiver_stopping=*/true);
+  table_.settle_lists(/*receiver_stopping=*/true);
   while (io_pending()) table_.pump(true);
   // Files still waiting (none should be) are closed as failed now.
   table_.close_unrecorded(reason);
@@ -258,31 +324,37 @@ void Assembler::fail_all(const std::string& reason) {
 }
 
 bool Assembler::session_finished() const {
-  return gate_.finished(idle() && !table_.holds_list_entries());
+  if (!heard_) return false;
+  bool all = true;
+  slots_.for_each(
+      [&](const SenderSlot& slot) { all = all && slot.session->finished(slot_idle(slot)); });
+  return all && !io_pending();
 }
 
 void Assembler::log_summary() const {
-  const uint64_t session = gate_.session();
-  if (session == 0) return;
+  slots_.for_each([this](const SenderSlot& slot) { log_summary(slot); });
+}
+
+void Assembler::log_summary(const SenderSlot& slot) const {
+  const SenderSession& ss = *slot.session;
+  const uint64_t session = ss.session();
   uint64_t rejected = 0;
   for (size_t i = 1; i < common::kDecodeStatusCount; ++i) rejected += counters_.rejected[i];
-  const FecCounters fc = fec();
-  uint64_t open = 0;
-  for (const auto& f : fec_) open += f->unrepaired_open();
-  const uint64_t rebuilt = fc.rebuilt - fec_at_session_.rebuilt;
-  const uint64_t lost_groups = fc.groups_lost - fec_at_session_.groups_lost + open;
+  const FecCounters fc = slot.fec_counters();
+  const uint64_t lost_groups = fc.groups_lost + slot.fec_unrepaired_open();
   uint64_t auth = 0;
   for (uint64_t n : counters_.auth_rejected) auth += n;
   const size_t finishing = table_.finishing(session);
-  const SessionFiles& sf = table_.session_files();
+  const SessionFiles sf = table_.session_files(session);
   spdlog::info(
-      "Info: session {:016x}: {} file(s) passed, {} failed, {} refused, {} filtered{}; "
+      "Info: session {:016x}{}: {} file(s) passed, {} failed, {} refused, {} filtered{}; "
       "packets: {} received, {} lost, {} rejected, {} from other sessions{}{}",
-      session, sf.passed, sf.failed, sf.refused, sf.filtered,
-      finishing > 0 ? fmt::format(", {} still being written", finishing) : "", gate_.received(),
-      gate_.lost(), rejected, counters_.other_session,
-      rebuilt + lost_groups > 0
-          ? fmt::format("; FEC rebuilt {}, {} group(s) beyond repair", rebuilt, lost_groups)
+      session, ss.sender_id() != 0 ? fmt::format(" (sender {:016x})", ss.sender_id()) : "",
+      sf.passed, sf.failed, sf.refused, sf.filtered,
+      finishing > 0 ? fmt::format(", {} still being written", finishing) : "", ss.received(),
+      ss.lost(), rejected, counters_.other_session,
+      fc.rebuilt + lost_groups > 0
+          ? fmt::format("; FEC rebuilt {}, {} group(s) beyond repair", fc.rebuilt, lost_groups)
           : "",
       auth > 0 ? fmt::format("; {} failed authentication", auth) : "");
 }

@@ -1,10 +1,10 @@
 // The assembler: the receive side's core, a façade over the units of the middle (SessionGate,
 // FecDecoder, FileTable, FileBlocks, WriteEngine, Finisher, FailureRecords; docs/architecture.md,
 // "The middle", draws them and the seams where threads could later sit). It takes checked
-// datagrams off the ring, follows the sender session, assembles each file's data into write
-// blocks, hashes it in file order, writes it through the BlockIo, and finishes every file exactly
-// one way: verified and renamed into place, or moved to the failed folder with a record of why.
-// It also prints the DFTS receive log.
+// datagrams off the ring, follows each sender's session (SenderSlots), assembles each file's data
+// into write blocks, hashes it in file order, writes it through the BlockIo, and finishes every
+// file exactly one way: verified and renamed into place, or moved to the failed folder with a
+// record of why. It also prints the DFTS receive log.
 //
 //   datagrams, in arrival order ──> Assembler ──> writes (BlockIo), file-system calls (FsPool)
 //   (WriterLoop)                              ──> log lines, journal, records, delivered files
@@ -32,6 +32,7 @@
 #include "common/protocol.hpp"
 #include "receiver/assembly/failure_records.hpp"
 #include "receiver/assembly/file_table.hpp"
+#include "receiver/assembly/sender_slots.hpp"
 #include "receiver/config.hpp"
 #include "receiver/counters.hpp"
 #include "receiver/delivery/delivered_file.hpp"
@@ -72,8 +73,9 @@ class Assembler {
   // Fails every file in flight with `reason` and waits for all I/O. Used at shutdown.
   void fail_all(const std::string& reason);
 
-  // True once a sender session has said it finished and all of its files are done, or, when its
-  // final heartbeat was lost, once it has been silent for --file-timeout with nothing in flight.
+  // True once a sender session was heard and every live one has said it finished with all of
+  // its files done, or, when its final heartbeat was lost, has been silent for --file-timeout
+  // with nothing in flight (--once).
   bool session_finished() const;
   // True while writes, syncs or file-system calls are queued or in flight (the caller should
   // poll again soon).
@@ -87,18 +89,20 @@ class Assembler {
   void set_earlier(
       OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
       const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>& failed = {});
-  uint64_t current_session() const { return gate_.session(); }
+  // The live sender sessions: (session id, sender id or 0), in the order of their ids.
+  std::vector<std::pair<uint64_t, uint64_t>> senders() const;
   const AssemblerCounters& counters() const { return counters_; }
-  // Packets lost on the link (sequence gaps) in the current session, over every lane.
-  uint64_t lost() const { return gate_.lost(); }
-  const SeqCounter& seq(size_t lane = 0) const { return gate_.seq(lane); }
-  // Over every lane.
+  // Packets lost on the link (sequence gaps) since start, over every session and lane.
+  uint64_t lost() const;
+  // The same on `lane`.
+  uint64_t lost(size_t lane) const;
+  // Over every lane and session since start.
   FecCounters fec() const;
   size_t lanes() const { return gate_.lanes(); }
   // Files announced and not finished yet, those finishing their writes included.
   size_t files_in_flight() const { return table_.size(); }
   const WaitStats& wait_stats() const { return table_.wait_stats(); }
-  // Logs the session summary line ("Info: session ... : N passed, M failed, ...").
+  // Logs each live session's summary line ("Info: session ... : N passed, M failed, ...").
   void log_summary() const;
   // Called on the writer thread for each file verified and renamed into place, right after its
   // File: line. It must not block (the --on-complete runner only queues). Set before the first
@@ -114,14 +118,25 @@ class Assembler {
  private:
   // A datagram the gate let through (`data` the inner one when it was sealed).
   void on_admitted(std::span<const uint8_t> data, common::Packet& p, size_t lane);
-  void start_session(uint64_t s);
-  void on_rebuilt(std::span<const uint8_t> data, size_t lane);
+  // The slot of `p`'s session: live, or opened for it (in the place of a sender it restarts, or
+  // of a quiet one, when every place is taken); null when it is refused.
+  SenderSlot* slot_for(const common::Packet& p);
+  SenderSlot& open_slot(uint64_t s);
+  // `slot`'s session is over: its files still receiving fail with `reason` (none when empty),
+  // its summary is logged and its place freed.
+  void end_slot(SenderSlot& slot, const std::string& reason);
+  // Ends the slots whose sender said it finished (final heartbeat on every lane) and whose
+  // files are all done.
+  void end_finished_slots();
+  bool slot_idle(const SenderSlot& slot) const;
+  void log_summary(const SenderSlot& slot) const;
+  void on_rebuilt(std::span<const uint8_t> data, size_t lane, SenderSlot& slot);
   // Offers the data of an announce's FEC window again (it came before the file was known).
-  void replay_window(const common::Header& announce, size_t lane);
+  void replay_window(const common::Header& announce, size_t lane, SenderSlot& slot);
   // `rebuilt`: FEC made the packet (it did not come over the link); the file it fills counts it.
-  void dispatch(const common::Packet& p, size_t lane, bool rebuilt = false);
-  void handle_heartbeat(const common::Packet& p, size_t lane);
-  void handle_sender_info(const common::Packet& p);
+  void dispatch(const common::Packet& p, size_t lane, SenderSlot& slot, bool rebuilt = false);
+  void handle_heartbeat(const common::Packet& p, size_t lane, SenderSlot& slot);
+  void handle_sender_info(const common::Packet& p, SenderSlot& slot);
 
   const ReceiverConfig& cfg_;
   common::Clock& clock_;
@@ -130,8 +145,10 @@ class Assembler {
   WriteEngine engine_;
   FailureRecords records_;
   SessionGate gate_;
-  std::vector<std::unique_ptr<FecDecoder>> fec_;  // one per lane: each has its own windows
-  FecCounters fec_at_session_;
+  SenderSlots slots_;
+  bool heard_ = false;                    // a sender session was heard
+  FecCounters fec_past_;                  // of the sessions ended
+  std::vector<uint64_t> lane_lost_past_;  // of the sessions ended, by lane
   FileTable table_;
 };
 

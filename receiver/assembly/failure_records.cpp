@@ -207,17 +207,21 @@ void FailureRecords::retry(common::Clock::time_point now, bool force) {
       });
 }
 
-void FailureRecords::keep_unnamed(uint32_t id, const FailureRecord& rec) {
-  unnamed_.emplace(id, rec);
+void FailureRecords::keep_unnamed(uint64_t session, uint32_t id, const FailureRecord& rec) {
+  unnamed_.emplace(std::make_pair(session, id), rec);
   if (unnamed_.size() > kUnnamedKept) unnamed_.erase(unnamed_.begin());
 }
 
-std::optional<FailureRecord> FailureRecords::take_unnamed(uint32_t id) {
-  auto it = unnamed_.find(id);
+std::optional<FailureRecord> FailureRecords::take_unnamed(uint64_t session, uint32_t id) {
+  auto it = unnamed_.find({session, id});
   if (it == unnamed_.end()) return std::nullopt;
   FailureRecord rec = std::move(it->second);
   unnamed_.erase(it);
   return rec;
+}
+
+void FailureRecords::forget_unnamed(uint64_t session) {
+  unnamed_.erase(unnamed_.lower_bound({session, 0}), unnamed_.upper_bound({session, UINT32_MAX}));
 }
 
 }  // namespace ddft::receiver

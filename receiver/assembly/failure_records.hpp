@@ -86,12 +86,13 @@ class FailureRecords {
   // now, whatever the time (at shutdown).
   void retry(common::Clock::time_point now, bool force = false);
 
-  // A failed file of the current session left out by the budget: named if a file list lists it.
-  void keep_unnamed(uint32_t id, const FailureRecord& rec);
-  // The record kept for `id` (and forgets it), if any.
-  std::optional<FailureRecord> take_unnamed(uint32_t id);
-  // A new session: the last one's unnamed files are no longer listed.
-  void clear_unnamed() { unnamed_.clear(); }
+  // Failed file `id` of live session `session`, left out by the budget: named if a file list
+  // lists it.
+  void keep_unnamed(uint64_t session, uint32_t id, const FailureRecord& rec);
+  // The record kept for file `id` of `session` (and forgets it), if any.
+  std::optional<FailureRecord> take_unnamed(uint64_t session, uint32_t id);
+  // Session `session` is over: its unnamed files are no longer listed.
+  void forget_unnamed(uint64_t session);
 
  private:
   struct Unwritten {
@@ -112,7 +113,7 @@ class FailureRecords {
   common::Clock::time_point window_{};
   uint64_t in_window_ = 0;
   uint64_t vouched_in_window_ = 0;
-  std::map<uint32_t, FailureRecord> unnamed_;
+  std::map<std::pair<uint64_t, uint32_t>, FailureRecord> unnamed_;  // by (session, file id)
   std::deque<Unwritten> unwritten_;  // records the file system refused, oldest first
   std::set<std::pair<uint64_t, uint32_t>> writing_;  // (session, id) of the records on their way
   uint64_t unwritten_dropped_ = 0;

@@ -74,6 +74,7 @@ struct File {
   // Its channel (kFlagChannel: its path's first component), "" without one: a lane announcing a
   // later file closes it only when that file is of the same channel.
   std::string channel;
+  std::string sender;  // its sender as the metrics label it: SenderSession::label()
   uint64_t open_lanes = 0;
   uint64_t lanes_seen = 0;
   bool superseded = false;  // every lane that carried it has moved on (a later file, its end)
@@ -100,6 +101,20 @@ struct File {
 // Files in flight by (session, file id), owned by the file table: a restarted sender reuses ids
 // while the old session's failed files may still be finishing their I/O.
 using FilesInFlight = std::map<std::pair<uint64_t, uint32_t>, std::unique_ptr<File>>;
+
+// The session with the largest count in `counts` (a session's files or blocks), 0 when every
+// count is 0.
+inline uint64_t busiest_session(const std::map<uint64_t, size_t>& counts) {
+  uint64_t busiest = 0;
+  size_t most = 0;
+  for (const auto& [s, n] : counts) {
+    if (n > most) {
+      most = n;
+      busiest = s;
+    }
+  }
+  return busiest;
+}
 
 // The sender's digest of `f`, from its end packet (size 0 before its end came, or with kNone).
 common::Digest sent_key(const File& f);

@@ -7,8 +7,8 @@
 // are all gone (their final heartbeat's grace over, or silent) fails at once.
 //
 // Writer thread only. It keeps no files: the file table hands it a File& for one call. The
-// configuration and the gate (receiver/link/session_gate.hpp) are the caller's and must outlive
-// it; without a gate there is one lane, never gone. Nothing here throws.
+// configuration and the session (receiver/link/sender_session.hpp) are the caller's and must
+// outlive it; without a gate there is one lane, never gone. Nothing here throws.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,7 @@
 #include "common/protocol.hpp"
 #include "receiver/assembly/file.hpp"
 #include "receiver/config.hpp"
-#include "receiver/link/session_gate.hpp"
+#include "receiver/link/sender_session.hpp"
 
 namespace ddft::receiver {
 
@@ -29,7 +29,7 @@ class FileLanes {
   explicit FileLanes(const ReceiverConfig& cfg) : cfg_(cfg) {}
 
   // The gate that says how the session's lanes stand (null: one lane).
-  void set_gate(const SessionGate* gate) { gate_ = gate; }
+  void set_gate(const SenderSession* gate) { gate_ = gate; }
 
   // `f` is announced first on `lane`: open there, or, `striped`, on every lane (those that
   // have not announced it yet may still be busy with earlier files).
@@ -58,7 +58,7 @@ class FileLanes {
   size_t count() const { return gate_ == nullptr ? 1 : gate_->lanes(); }
 
   const ReceiverConfig& cfg_;
-  const SessionGate* gate_ = nullptr;
+  const SenderSession* gate_ = nullptr;
 };
 
 }  // namespace ddft::receiver

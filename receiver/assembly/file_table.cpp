@@ -27,59 +27,38 @@ FileTable::FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, comm
       records_(records),
       counters_(counters),
       blocks_(engine),
-      finisher_(cfg, out, fs, clock, engine, blocks_, records, counters, session_files_, *this),
-      known_(duration_cast<nanoseconds>(duration<double>(cfg.journal_hours * 3600))),
-      lanes_(cfg),
-      admission_(cfg, out, records, counters, session_files_, known_, files_),
-      listed_(cfg, out, records, clock, counters, session_files_, known_, files_),
-      history_(out, fs, clock, counters, known_, files_, listed_, records),
+      finisher_(cfg, out, fs, clock, engine, blocks_, records, counters, *this),
+      settled_(duration_cast<nanoseconds>(duration<double>(cfg.journal_hours * 3600))),
+      one_lane_(cfg),
       zframes_(cfg.compress_buffer_mb << 20) {
   records_.set_sender_of([this](uint64_t s) {
-    return gate_ != nullptr && s == known_.session() ? gate_->sender_id() : uint64_t{0};
+    const Scope* sc = scope_of(s);
+    return sc != nullptr && sc->gate != nullptr ? sc->gate->sender_id() : uint64_t{0};
   });
   records_.set_on_recorded([this](const common::FileIdentity& f, const std::string& where) {
-    history_.recorded(f, where);
+    for (auto& [s, sc] : scopes_) {
+      if (sc->history.resolves(f)) {
+        sc->history.recorded(f, where);
+        return;
+      }
+    }
+    settled_.add(f.session, f.file_id, clock_.now(), SettledFiles::Fate::kFailed, where);
   });
 }
 
-void FileTable::set_gate(const SessionGate* gate) {
-  gate_ = gate;
-  lanes_.set_gate(gate);
-  listed_.set_gate(gate);
-  history_.set_gate(gate);
-}
+FileTable::~FileTable() = default;
 
 void FileTable::set_earlier(
     OutcomeLog* journal, const std::vector<std::pair<uint64_t, uint32_t>>& known,
     const std::vector<std::pair<std::pair<uint64_t, uint32_t>, std::string>>& failed) {
-  history_.set_journal(journal);
+  journal_ = journal;
+  for (auto& [s, sc] : scopes_) sc->history.set_journal(journal);
   const auto now = clock_.now();
-  SettledFiles& settled = known_.settled();
-  settled.add_all(known, now, SettledFiles::Fate::kPassed);
+  settled_.add_all(known, now, SettledFiles::Fate::kPassed);
   for (const auto& [key, record] : failed) {
-    settled.add(key.first, key.second, now, SettledFiles::Fate::kFailed, record);
+    settled_.add(key.first, key.second, now, SettledFiles::Fate::kFailed, record);
   }
   finisher_.set_journal(journal);
-}
-
-void FileTable::start_session(uint64_t s) {
-  known_.start_session(s);
-  records_.clear_unnamed();
-  session_files_ = {};
-  history_.start_session();
-}
-
-void FileTable::end_session(bool receiver_stopping) { listed_.end_session(receiver_stopping); }
-
-void FileTable::fail_receiving(const std::string& reason) {
-  // Files still receiving never get the rest of their data. Those whose end came are only
-  // waiting for their writes: they finish on their own (they are keyed by session, so a new
-  // session's files cannot clash with them).
-  std::vector<File*> open;
-  for (auto& [key, f] : files_) {
-    if (f->state == FileState::kReceiving) open.push_back(f.get());
-  }
-  for (File* f : open) fail(*f, reason);
 }
 
 void FileTable::close_unrecorded(const std::string& reason) {
@@ -95,11 +74,13 @@ void FileTable::close_unrecorded(const std::string& reason) {
 }
 
 File* FileTable::find(uint32_t id) {
-  auto it = files_.find({known_.session(), id});
+  auto it = files_.find({cur_->session, id});
   return it == files_.end() ? nullptr : it->second.get();
 }
 
 void FileTable::handle_announce(const Packet& p, size_t lane) {
+  Scope* sc = select(p);
+  if (sc == nullptr) return;
   common::Announce a;
   if (common::decode_announce(p.payload, &a) != DecodeStatus::kOk) {
     count_bad_payload(counters_);
@@ -108,42 +89,45 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
   const bool striped = (p.header.flags & common::kFlagStriped) != 0;
   if (File* known = find(a.file_id)) {
     // A striped file's announce on one more lane: that lane is done with its earlier files.
-    if (lanes_.announced_again(*known, lane, striped)) close_lane(lane, a.file_id, known->channel);
+    if (sc->lanes.announced_again(*known, lane, striped)) {
+      close_lane(lane, a.file_id, known->channel);
+    }
     return;
   }
-  if (known_.seen(a.file_id)) return;  // a repeat of a file finished already
-  listed_.drop(a.file_id);             // a list named it before it came
+  if (sc->known.seen(a.file_id)) return;  // a repeat of a file finished already
+  sc->listed.drop(a.file_id);             // a list named it before it came
   // An earlier run of this receiver finished it, or named it as failed at start-up (the file it
   // left behind), or the sender's history named it missed: the rest of its packets are not
   // recorded a second time.
-  const bool earlier = known_.known_earlier(a.file_id);
+  const bool earlier = sc->known.known_earlier(a.file_id);
+  // A channel's name as the sender's --channel allows it; anything else is no channel.
+  std::string channel((p.header.flags & common::kFlagChannel) != 0 ? channel_of(a.path)
+                                                                   : std::string_view());
+  if (!channel.empty() && common::channel_name_refusal(channel)) channel.clear();
   remember_seen(a.file_id);  // from now on a repeat of this announce is ignored
-  known_.note_announced(a.file_id);
+  sc->known.note_announced(a.file_id, channel);
   if (earlier) {
     ++counters_.listed_known;
     return;
   }
   // A repeated announce of a file this receiver never saw start: it joined mid-file.
   const bool joined_late = (p.header.flags & common::kFlagRepeat) != 0;
-  // A channel's name as the sender's --channel allows it; anything else is no channel.
-  std::string channel((p.header.flags & common::kFlagChannel) != 0 ? channel_of(a.path)
-                                                                   : std::string_view());
-  if (!channel.empty() && common::channel_name_refusal(channel)) channel.clear();
   close_lane(lane, a.file_id, channel);
   std::unique_ptr<File> f =
-      file_from_announce(a, known_.session(), clock_.now(), cfg_.report_mb * 1024 * 1024);
+      file_from_announce(a, sc->session, clock_.now(), cfg_.report_mb * 1024 * 1024);
   f->channel = channel;
-  lanes_.open(*f, lane, striped);
-  if (history_.skip_copy(*f, (p.header.flags & common::kFlagResend) != 0)) return;
-  if (admission_.filtered(*f)) return;
-  std::optional<std::string> why = striped ? lanes_.striped_refusal() : std::nullopt;
+  if (sc->gate != nullptr) f->sender = sc->gate->label();
+  sc->lanes.open(*f, lane, striped);
+  if (sc->history.skip_copy(*f, (p.header.flags & common::kFlagResend) != 0)) return;
+  if (sc->admission.filtered(*f)) return;
+  std::optional<std::string> why = striped ? sc->lanes.striped_refusal() : std::nullopt;
   File* evict = nullptr;
-  if (!why) why = admission_.refusal(a, *f, &evict);
+  if (!why) why = sc->admission.refusal(a, *f, &evict);
   if (why) {
-    admission_.refuse(*f, *why);
+    sc->admission.refuse(*f, *why);
     return;
   }
-  if (evict != nullptr) fail(*evict, admission_.evict_reason());
+  if (evict != nullptr) fail(*evict, sc->admission.evict_reason());
   accept(std::move(f), joined_late);
 }
 
@@ -153,8 +137,8 @@ void FileTable::handle_announce(const Packet& p, size_t lane) {
 void FileTable::close_lane(size_t lane, uint32_t next_id, const std::string& channel) {
   const auto now = clock_.now();
   for (auto& [key, f] : files_) {
-    if (key.first == known_.session() && f->channel == channel) {
-      lanes_.close(*f, lane, next_id, now);
+    if (key.first == cur_->session && f->channel == channel) {
+      cur_->lanes.close(*f, lane, next_id, now);
     }
   }
 }
@@ -168,12 +152,12 @@ void FileTable::accept(std::unique_ptr<File> f, bool joined_late) {
   if (joined_late) ++counters_.files_joined_late;
   Origin o = origin_of(*f, sender_ ? sender_() : std::string());
   File* raw = f.get();
-  files_.emplace(std::make_pair(known_.session(), raw->id), std::move(f));
+  files_.emplace(std::make_pair(raw->session, raw->id), std::move(f));
   ++raw->ops_pending;  // keeps it in the table until on_created()
   auto ok = std::make_shared<bool>(false);
   auto why = std::make_shared<std::string>();
   fs_.post(
-      [this, raw, o = std::move(o), ok, why, tmp = temp_name(known_.session(), raw->id)] {
+      [this, raw, o = std::move(o), ok, why, tmp = temp_name(raw->session, raw->id)] {
         *ok = out_.create_temp(o.file.path, tmp, &raw->tmp, why.get(), &o);
       },
       [this, raw, ok, why] { on_created(*raw, *ok, *why); });
@@ -189,7 +173,12 @@ void FileTable::on_created(File& f, bool ok, const std::string& reason) {
       advance(f);
       return;
     }
-    admission_.refuse(f, reason);
+    if (Scope* sc = scope_of(f.session)) {
+      sc->admission.refuse(f, reason);
+    } else {
+      ++counters_.files_refused;
+      records_.refuse(refusal_record(f, f.session, reason), reason);
+    }
     f.state = FileState::kFailing;
     f.record_posted = true;  // refuse() wrote the record
     end(f);
@@ -210,6 +199,8 @@ void FileTable::on_created(File& f, bool ok, const std::string& reason) {
 }
 
 void FileTable::handle_end(const Packet& p, size_t lane) {
+  Scope* sc = select(p);
+  if (sc == nullptr) return;
   common::End e;
   if (common::decode_end(p.payload, &e) != DecodeStatus::kOk) {
     count_bad_payload(counters_);
@@ -217,7 +208,7 @@ void FileTable::handle_end(const Packet& p, size_t lane) {
   }
   File* f = find(e.file_id);
   if (f == nullptr || f->state != FileState::kReceiving) return;  // finished, or finishing
-  const bool closes = lanes_.close_on_end(*f, e, lane);
+  const bool closes = sc->lanes.close_on_end(*f, e, lane);
   if (closes && f->end_seen && f->open_lanes == 0) f->end_seen_at = clock_.now();
   if (f->end_seen && e.copy <= f->end.copy) return;  // a repeat of an end already seen
   const bool key_changed = f->end_seen && (e.key_len != f->end.key_len || e.key != f->end.key);
@@ -240,6 +231,7 @@ void FileTable::handle_end(const Packet& p, size_t lane) {
 }
 
 void FileTable::handle_abort(const Packet& p) {
+  if (select(p) == nullptr) return;
   common::Abort a;
   if (common::decode_abort(p.payload, &a) != DecodeStatus::kOk) {
     count_bad_payload(counters_);
@@ -248,52 +240,6 @@ void FileTable::handle_abort(const Packet& p) {
   File* f = find(a.file_id);
   if (f == nullptr || f->state == FileState::kFailing) return;
   fail(*f, "sender aborted the file: " + std::string(a.reason));
-}
-
-// Block `index` of *f. When every block is taken, makes room: what that reaps may fail or end
-// any file, *f too, so *f is found again by its key afterwards (null: the caller drops the
-// packet's data, as the file is no longer receiving).
-Block* FileTable::get_block(File*& f, uint64_t index) {
-  if (Block* b = blocks_.find_or_take(*f, index)) return b;
-  const uint32_t id = f->id;
-  f = nullptr;  // may dangle from here until found again
-  while (!engine_.has_free()) {
-    pump(false);
-    if (engine_.has_free()) break;
-    if (!engine_.backlog_empty() || engine_.in_flight() > 0) {
-      pump(true);
-    } else if (!evict_one()) {
-      // Every block is held by files whose temporary file is still being made, or by the
-      // committer's work: wait for the pool (the ring holds the link's data meanwhile).
-      fs_.wait(milliseconds(10));
-    }
-  }
-  f = find(id);
-  if (f == nullptr || f->state != FileState::kReceiving) return nullptr;
-  return blocks_.find_or_take(*f, index);
-}
-
-// Called when every block is taken and no write is in flight: blocks are held either because an
-// earlier hole keeps them from being hashed, or because they have holes themselves. Give up
-// in-order hashing for one file (it is verified by reading it back) and write its blocks out.
-bool FileTable::evict_one() {
-  File* victim = nullptr;
-  for (auto& [key, f] : files_) {
-    if (f->state == FileState::kReceiving && f->tmp_ready && !f->blocks.empty() &&
-        (victim == nullptr || f->announced < victim->announced)) {
-      victim = f.get();
-    }
-  }
-  if (victim == nullptr) {
-    if (fs_.pending() > 0) return false;  // blocks wait for files being made
-    throw std::logic_error("write pool exhausted with no block to evict");
-  }
-  spdlog::warn(
-      "Warn: {}: data arrived out of order beyond the write buffers; it will be "
-      "verified by reading it back",
-      victim->path);
-  blocks_.evict(*victim);
-  return true;
 }
 
 void FileTable::pump(bool wait) {
@@ -360,15 +306,21 @@ void FileTable::fail(File& f, const std::string& reason) {
     return;
   }
   f.state = FileState::kFailing;
-  f.fail_reason = reason + lanes_.note(f);
+  f.fail_reason = reason + lanes_of(f).note(f);
   if (f.bytes_received == 0) f.record_slot = records_.take_slot(f.end_seen);
   blocks_.flush_for_failure(f);
   advance(f);
 }
 
 void FileTable::passed(File& f) {
-  known_.settled().add(f.session, f.id, clock_.now(), SettledFiles::Fate::kPassed);
-  if (f.resend_of) history_.resolve(f);
+  settled_.add(f.session, f.id, clock_.now(), SettledFiles::Fate::kPassed);
+  if (!f.resend_of) return;
+  if (Scope* sc = scope_of(f.session)) {
+    sc->history.resolve(f);
+  } else {
+    settled_.add(f.resend_of->session, f.resend_of->file_id, clock_.now(),
+                 SettledFiles::Fate::kPassed);
+  }
 }
 
 // The one place a file's life ends: its blocks go back and it leaves the table (freed now: see
@@ -420,7 +372,7 @@ void FileTable::tick(common::Clock::time_point now) {
   if (now - last_timeout_check_ < milliseconds(100)) return;
   last_timeout_check_ = now;
   check_timeouts();
-  listed_.release(now);
+  for (auto& [s, sc] : scopes_) sc->listed.release(now);
 }
 
 void FileTable::check_timeouts() {
@@ -429,7 +381,8 @@ void FileTable::check_timeouts() {
   std::vector<std::pair<File*, std::string>> expired;
   for (auto& [key, f] : files_) {
     if (f->state != FileState::kReceiving) continue;
-    auto why = expiry_reason(*f, now, timeout, cfg_.file_timeout_s, lanes_.final_due(*f, now));
+    auto why =
+        expiry_reason(*f, now, timeout, cfg_.file_timeout_s, lanes_of(*f).final_due(*f, now));
     if (why) expired.emplace_back(f.get(), std::move(*why));
   }
   for (auto& [f, reason] : expired) fail(*f, reason);
@@ -453,7 +406,7 @@ File* FileTable::receiving(uint32_t id) {
   if (f != nullptr && f->state == FileState::kReceiving) return f;
   // A filtered file's packets are expected: counted apart from those of unknown files, which
   // point at trouble.
-  if (f == nullptr && known_.filtered(id)) {
+  if (f == nullptr && cur_->known.filtered(id)) {
     ++counters_.filtered_packets;
   } else {
     ++counters_.unknown_file;
@@ -462,6 +415,7 @@ File* FileTable::receiving(uint32_t id) {
 }
 
 void FileTable::handle_data(const Packet& p, bool rebuilt) {
+  if (select(p) == nullptr) return;
   common::DataHeader d;
   std::span<const uint8_t> data;
   if (common::decode_data(p.payload, &d, &data) != DecodeStatus::kOk) {
@@ -523,6 +477,7 @@ bool FileTable::store_chunk(File*& f, uint64_t idx, std::span<const uint8_t> dat
 }
 
 void FileTable::handle_zdata(const Packet& p, bool rebuilt) {
+  if (select(p) == nullptr) return;
   common::ZDataHeader z;
   std::span<const uint8_t> piece;
   if (common::decode_zdata(p.payload, &z, &piece) != DecodeStatus::kOk) {
@@ -544,8 +499,8 @@ void FileTable::handle_zdata(const Packet& p, bool rebuilt) {
     ++counters_.duplicates;
     return;
   }
-  const ZFrames::Result r = zframes_.add(known_.session(), f->id, z, piece,
-                                         common::zdata_piece_size(f->chunk_size), rebuilt);
+  const ZFrames::Result r =
+      zframes_.add(f->session, f->id, z, piece, common::zdata_piece_size(f->chunk_size), rebuilt);
   publish_zframe_counters();
   switch (r.status) {
     case ZFrames::Status::kPending:

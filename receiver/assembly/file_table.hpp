@@ -1,10 +1,11 @@
 // The file table: owns every file in flight and runs its state machine. Announces create files
 // (or are refused: Admission), data and end packets move a file on, aborts, timeouts, a new
 // session and --max-files-in-flight fail it. It is the ONE place a file's life ends (end()).
-// Its parts, each a member with one job: KnownFiles (the ids the session heard of, the settled
-// files), FileLanes (which lanes hold a file open), Admission (whether an announce is taken),
-// ListedFiles (files the sender's file list names that never came), SenderHistory (files its
-// history names, and resends).
+// It follows several sender sessions side by side, each with its own file ids: a packet is
+// handled by the parts of its session (Scope), each a member with one job: KnownFiles (the ids
+// the session heard of; the settled files are every session's), FileLanes (which lanes hold a
+// file open), Admission (whether an announce is taken), ListedFiles (files the sender's file
+// list names that never came), SenderHistory (files its history names, and resends).
 //
 // Completions reach it at one point, pump(): it reaps the FsPool (temporary files made, records
 // written, files read back, committer steps) and the write engine (write and folder-sync
@@ -52,7 +53,7 @@
 #include "receiver/delivery/output_dir.hpp"
 #include "receiver/delivery/write_engine.hpp"
 #include "receiver/link/ingest.hpp"
-#include "receiver/link/session_gate.hpp"
+#include "receiver/link/sender_session.hpp"
 
 namespace ddft::receiver {
 
@@ -61,6 +62,7 @@ class FileTable final : private Finisher::Owner {
   // References must outlive the table.
   FileTable(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common::Clock& clock,
             WriteEngine& engine, FailureRecords& records, AssemblerCounters& counters);
+  ~FileTable();
   FileTable(const FileTable&) = delete;
   FileTable& operator=(const FileTable&) = delete;
 
@@ -73,26 +75,31 @@ class FileTable final : private Finisher::Owner {
     finisher_.set_on_delivered(std::move(fn));
   }
 
-  // `s` is the sender's session from now on: its file ids start afresh.
-  void start_session(uint64_t s);
-  // The current session is over (a new one starts, or with `receiver_stopping` the receiver
-  // stops) while the gate still knows its lanes: every held list entry is settled now, under
-  // this session, as if each of its lanes were gone: recorded (its reason says which of the two
-  // ended it), or left to another receiver. Call before start_session().
-  void end_session(bool receiver_stopping = false);
-  // Fails every file still receiving with `reason` (a new session, shutdown). Files with all
-  // their data finish on their own.
+  // Session `s` is followed from now on, its lanes as `gate` says (must outlive the session
+  // here; null: one lane, never gone): its file ids start afresh.
+  void start_session(uint64_t s, const SenderSession* gate = nullptr);
+  // Session `s` is over (its sender started anew, it gave way, or with `receiver_stopping` the
+  // receiver stops) while its gate still knows its lanes: every held list entry is settled now,
+  // under this session, as if each of its lanes were gone: recorded (its reason says which
+  // ended it), or left to another receiver. Its packets are no longer handled; its files still
+  // finishing finish.
+  void end_session(uint64_t s, bool receiver_stopping = false);
+  // Session `s`'s held list entries are settled as end_session() does, the session staying live
+  // for its summary.
+  void settle_lists(uint64_t s);
+  // The same for every live session: the receiver stops.
+  void settle_lists(bool receiver_stopping);
+  // Fails every file of session `s` still receiving with `reason` (its sender started anew).
+  // Files with all their data finish on their own.
+  void fail_receiving(uint64_t s, const std::string& reason);
+  // The same for every session (shutdown).
   void fail_receiving(const std::string& reason);
   // Fails, without waiting, every file whose record is not posted yet (shutdown, once I/O is
   // drained).
   void close_unrecorded(const std::string& reason);
 
-  // The gate the table asks how the session's lanes stand (must outlive the table). Without
-  // one, there is one lane, and its final heartbeat is never due.
-  void set_gate(const SessionGate* gate);
-
-  // The packets of the current session that concern files, with the lane each came on. Bad
-  // payloads are counted.
+  // The packets of the live sessions that concern files, with the lane each came on (a packet of
+  // a session not started is dropped). Bad payloads are counted.
   //
   // Lanes (receiver/assembly/file_lanes.hpp): the next file a lane announces closes the lane
   // for the files open on it, as does the file's end on that lane; a file that no lane holds
@@ -111,16 +118,16 @@ class FileTable final : private Finisher::Owner {
   void handle_abort(const common::Packet& p);
   // A list entry names a file its lane finished: one this receiver never heard of is recorded
   // as failed, at once or once its lane is gone (receiver/assembly/listed_files.hpp).
-  void handle_file_list(const common::Packet& p, size_t lane = 0) { listed_.handle(p, lane); }
-  // True while list entries wait for their lane (the session is not over before they are
-  // settled).
-  bool holds_list_entries() const { return listed_.holds_any(); }
+  void handle_file_list(const common::Packet& p, size_t lane = 0);
+  // True while list entries of session `s` wait for their lane (the session is not over before
+  // they are settled).
+  bool holds_list_entries(uint64_t s) const;
   // The sender's history: each file it names that this receiver neither delivered nor named is
   // recorded as missed once (receiver/assembly/sender_history.hpp).
-  void handle_history(const common::Packet& p) { history_.handle_history(p); }
+  void handle_history(const common::Packet& p);
   // The next announce of the file a kResend names is a copy of a file sent before
   // (receiver/assembly/sender_history.hpp).
-  void handle_resend(const common::Packet& p) { history_.handle_resend(p); }
+  void handle_resend(const common::Packet& p);
 
   // Reaps the FsPool and the write engine and moves files on (with `wait`, blocks until
   // something completes when anything is pending). The one point where completions come in.
@@ -138,16 +145,39 @@ class FileTable final : private Finisher::Owner {
   size_t size() const { return files_.size(); }
   // Files of session `s` past receiving and not failing (writes, verification, commit).
   size_t finishing(uint64_t s) const;
-  const SessionFiles& session_files() const { return session_files_; }
+  // Files of session `s` in flight, whatever their state.
+  size_t in_flight(uint64_t s) const;
+  // The counts of live session `s`'s summary (zero when it is not live).
+  SessionFiles session_files(uint64_t s) const;
   const WaitStats& wait_stats() const { return progress_.waits(); }
-  uint64_t current_session() const override { return known_.session(); }
 
  private:
+  // What the table keeps of one live session: its gate and its parts.
+  struct Scope {
+    Scope(FileTable& t, uint64_t s, const SenderSession* gate);
+    uint64_t session;
+    const SenderSession* gate;
+    SessionFiles files;
+    KnownFiles known;
+    FileLanes lanes;
+    Admission admission;
+    ListedFiles listed;
+    SenderHistory history;
+  };
+  SessionFiles* tally(uint64_t s) override;
+  // The sessions that have files in flight, in order.
+  std::vector<uint64_t> sessions_in_flight() const;
+  // The parts of `p`'s session, selected for the packet (cur_), or null when it is not live.
+  Scope* select(const common::Packet& p);
+  Scope* scope_of(uint64_t s);
+  // Which lanes hold `f` open: its session's view, or one lane when the session is over.
+  const FileLanes& lanes_of(const File& f) const;
   void fail(File& f, const std::string& reason) override;
   void end(File& f) override;
   void passed(File& f) override;
+  // File `id` of the selected session.
   File* find(uint32_t id);
-  void remember_seen(uint32_t id) { known_.remember_seen(id, clock_.now()); }
+  void remember_seen(uint32_t id) { cur_->known.remember_seen(id, clock_.now()); }
   void accept(std::unique_ptr<File> f, bool joined_late);
   void on_created(File& f, bool ok, const std::string& reason);
   // The lane announced file `next_id` of `channel`: the files of that channel before it open on
@@ -174,17 +204,15 @@ class FileTable final : private Finisher::Owner {
   FailureRecords& records_;
   AssemblerCounters& counters_;
   FileBlocks blocks_;
-  SessionFiles session_files_;
   Finisher finisher_;
   std::function<std::string()> sender_;
   FilesInFlight files_;  // every File, by (session, file id)
-  KnownFiles known_;
-  FileLanes lanes_;
-  Admission admission_;
-  ListedFiles listed_;
-  SenderHistory history_;
+  SettledFiles settled_;
+  OutcomeLog* journal_ = nullptr;
+  std::map<uint64_t, std::unique_ptr<Scope>> scopes_;  // the live sessions'
+  Scope* cur_ = nullptr;                               // the session of the packet in hand
+  FileLanes one_lane_;                                 // for a file whose session is over
   common::Clock::time_point last_timeout_check_{};
-  const SessionGate* gate_ = nullptr;
   Progress progress_;
   ZFrames zframes_;
 };

@@ -43,7 +43,7 @@ static_assert(alignof(std::max_align_t) >= 4 && Committer::kCookieTag != 0);
 
 Finisher::Finisher(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common::Clock& clock,
                    WriteEngine& engine, FileBlocks& blocks, FailureRecords& records,
-                   AssemblerCounters& counters, SessionFiles& session_files, Owner& owner)
+                   AssemblerCounters& counters, Owner& owner)
     : cfg_(cfg),
       out_(out),
       fs_(fs),
@@ -52,7 +52,6 @@ Finisher::Finisher(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common
       blocks_(blocks),
       records_(records),
       counters_(counters),
-      session_files_(session_files),
       owner_(owner) {
   make_committer();
 }
@@ -185,7 +184,12 @@ void Finisher::deliver(File& f, const std::string& moved_old) {
     ++c.passed;
     c.bytes += f.size;
   }
-  if (f.session == owner_.current_session()) ++session_files_.passed;
+  if (!f.sender.empty()) {
+    ChannelFiles& c = counters_.sender_files(f.sender);
+    ++c.passed;
+    c.bytes += f.size;
+  }
+  if (SessionFiles* t = owner_.tally(f.session)) ++t->passed;
   owner_.passed(f);
   counters_.bytes_delivered += f.size;
   if (on_delivered_) notify_delivered(f, moved_old);
@@ -260,15 +264,16 @@ void Finisher::record_failure(File& f) {
   // and line share the refusals' budget, taken when it failed (or now, at shutdown).
   rec.no_record =
       f.bytes_received == 0 && !(f.record_slot ? *f.record_slot : records_.take_slot(f.end_seen));
-  const bool current = f.session == owner_.current_session();
-  if (rec.no_record && current) {
+  SessionFiles* tally = owner_.tally(f.session);
+  if (rec.no_record && tally != nullptr) {
     // Not named now (a flood, or a burst of files whose packets a full ring lost): if the
     // sender's file list names it later, the list vouches for it and its record is written then.
-    records_.keep_unnamed(f.id, rec);
+    records_.keep_unnamed(f.session, f.id, rec);
   }
   ++counters_.files_failed;
   if (!f.channel.empty()) ++counters_.channels[f.channel].failed;
-  if (current) ++session_files_.failed;
+  if (!f.sender.empty()) ++counters_.sender_files(f.sender).failed;
+  if (tally != nullptr) ++tally->failed;
   blocks_.release_all(f);  // all written (no I/O is pending): free them now
   // The file's descriptors go with the record's task. The file stays in flight (and counts
   // against the bounds) until its record is written and its temporary file moved away.

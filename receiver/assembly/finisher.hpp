@@ -46,8 +46,8 @@ class Finisher {
     virtual void end(File& f) = 0;
     // `f` is delivered (its File: line logged), before end().
     virtual void passed(File& f) = 0;
-    // The session whose files the summary line counts.
-    virtual uint64_t current_session() const = 0;
+    // The counts of session `s`'s summary line, or null when the session is over.
+    virtual SessionFiles* tally(uint64_t s) = 0;
 
    protected:
     ~Owner() = default;
@@ -56,7 +56,7 @@ class Finisher {
   // References must outlive the finisher.
   Finisher(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs, common::Clock& clock,
            WriteEngine& engine, FileBlocks& blocks, FailureRecords& records,
-           AssemblerCounters& counters, SessionFiles& session_files, Owner& owner);
+           AssemblerCounters& counters, Owner& owner);
   Finisher(const Finisher&) = delete;
   Finisher& operator=(const Finisher&) = delete;
 
@@ -95,7 +95,6 @@ class Finisher {
   FileBlocks& blocks_;
   FailureRecords& records_;
   AssemblerCounters& counters_;
-  SessionFiles& session_files_;
   Owner& owner_;
   OutcomeLog* journal_ = nullptr;
   std::unique_ptr<Committer> committer_;

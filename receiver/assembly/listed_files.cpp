@@ -41,7 +41,7 @@ void ListedFiles::handle(const Packet& p, size_t lane) {
   for (const common::FileListEntry& e : list.entries) {
     // Known to this run (in flight, finished, refused or filtered), or to an earlier one: its
     // outcome is written already, or will be.
-    if (auto rec = records_.take_unnamed(e.file_id)) {
+    if (auto rec = records_.take_unnamed(known_.session(), e.file_id)) {
       // It failed with nothing received and its record was left out under the flood bound:
       // the list vouches for it now.
       records_.write_named(std::move(*rec), /*vouched=*/true);
@@ -165,12 +165,18 @@ std::optional<std::string> ListedFiles::sent_before_joining(const common::FileLi
   if (lane < 0) return std::nullopt;
   const uint64_t first = gate_->first_seq(static_cast<size_t>(lane));
   // The receiver heard its lane from the session's first packet on, or the file came after the
-  // first file it heard announced: it was on the wire while the receiver was receiving.
-  if (first == 0 || first == UINT64_MAX || known_.while_receiving(e.file_id)) return std::nullopt;
+  // first file it heard announced (of its channel): it was on the wire while the receiver was
+  // receiving.
+  if (first == 0 || first == UINT64_MAX) return std::nullopt;
+  const KnownFiles::Sent sent = known_.sent_when(e.file_id, e.path);
+  if (sent == KnownFiles::Sent::kWhileReceiving) return std::nullopt;
   return fmt::format(
       "never announced to this receiver: sent before its first packet of the session (packet "
-      "{} of the lane{}), while it was not receiving",
-      first, e.aborted ? "; the sender aborted it" : "");
+      "{} of the lane{}), while it was not receiving{}",
+      first, e.aborted ? "; the sender aborted it" : "",
+      sent == KnownFiles::Sent::kUnknown
+          ? ", or all its packets lost (no file of its channel was heard yet)"
+          : "");
 }
 
 void ListedFiles::record_unannounced(const common::FileListEntry& e, const std::string& lane_note) {

@@ -26,7 +26,7 @@
 #include "receiver/config.hpp"
 #include "receiver/counters.hpp"
 #include "receiver/delivery/output_dir.hpp"
-#include "receiver/link/session_gate.hpp"
+#include "receiver/link/sender_session.hpp"
 
 namespace ddft::receiver {
 
@@ -44,7 +44,7 @@ class ListedFiles {
 
   // The gate that says how the session's lanes stand (null: one lane, and an entry held for
   // another is settled at the next release()).
-  void set_gate(const SessionGate* gate) { gate_ = gate; }
+  void set_gate(const SenderSession* gate) { gate_ = gate; }
 
   // A file list of the current session, come down receiver lane `lane`.
   void handle(const common::Packet& p, size_t lane);
@@ -92,7 +92,7 @@ class ListedFiles {
   SessionFiles& session_files_;
   KnownFiles& known_;
   const FilesInFlight& files_;
-  const SessionGate* gate_ = nullptr;
+  const SenderSession* gate_ = nullptr;
   // Held entries of files not heard of, by file id.
   struct HeldEntry {
     common::FileListEntry entry;  // its path points into `path`

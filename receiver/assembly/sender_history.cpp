@@ -59,8 +59,18 @@ std::string SenderHistory::missed_reason(const HistoryRecord& r) const {
   const std::string when = common::iso8601_local(std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::nanoseconds(r.sent_ns))));
-  // This session's, after the first file this receiver heard announced: it was receiving.
-  if (r.file.session == known_.session() && known_.while_receiving(r.file.file_id)) {
+  // This session's, after the first file this receiver heard announced (of its channel): it was
+  // receiving.
+  const KnownFiles::Sent sent = r.file.session == known_.session()
+                                    ? known_.sent_when(r.file.file_id, r.file.path)
+                                    : KnownFiles::Sent::kBefore;
+  if (sent == KnownFiles::Sent::kUnknown) {
+    return fmt::format(
+        "sent at {} in this session, file {}, while this receiver was not receiving, or all its "
+        "packets lost (no file of its channel was heard yet; named by the sender's history)",
+        when, r.file.file_id);
+  }
+  if (sent == KnownFiles::Sent::kWhileReceiving) {
     return fmt::format(
         "never reached this receiver: sent at {} in this session, all its packets lost (named "
         "by the sender's history)",

@@ -32,7 +32,7 @@
 #include "receiver/delivery/fs_pool.hpp"
 #include "receiver/delivery/outcome_log.hpp"
 #include "receiver/delivery/output_dir.hpp"
-#include "receiver/link/session_gate.hpp"
+#include "receiver/link/sender_session.hpp"
 
 namespace ddft::receiver {
 
@@ -50,7 +50,7 @@ class SenderHistory {
   SenderHistory& operator=(const SenderHistory&) = delete;
 
   // The gate that says where the sender's lanes go (null: one lane, here).
-  void set_gate(const SessionGate* gate) { gate_ = gate; }
+  void set_gate(const SenderSession* gate) { gate_ = gate; }
   // The journal that gets an R line for each failure resolved (may be null).
   void set_journal(OutcomeLog* journal) { journal_ = journal; }
   // A new session: the resends of the last one are forgotten.
@@ -74,6 +74,11 @@ class SenderHistory {
   // The record of failed file `f` is written at `where` (FailureRecords' on_recorded): the file
   // is settled as failed, or, when a resend resolved it meanwhile, its resolution is finished.
   void recorded(const common::FileIdentity& f, const std::string& where);
+  // Whether a resend of this session resolved failed file `f` while its record was on its way
+  // (recorded() then finishes the resolution).
+  bool resolves(const common::FileIdentity& f) const {
+    return waiting_.count({f.session, f.file_id}) != 0;
+  }
 
  private:
   // Whether history record `r`'s lane goes to another receiver's host.
@@ -94,7 +99,7 @@ class SenderHistory {
   const FilesInFlight& files_;
   ListedFiles& listed_;
   const FailureRecords& records_;
-  const SessionGate* gate_ = nullptr;
+  const SenderSession* gate_ = nullptr;
   OutcomeLog* journal_ = nullptr;
   // kResend of this session by the copy's file id, until its announce.
   std::map<uint32_t, common::FileIdentity> resends_;

@@ -17,8 +17,6 @@ constexpr auto kAuthLogInterval = seconds(10);
 // How often the replay state is saved while a session runs (it is saved at once when a session
 // starts).
 constexpr auto kMarkSaveInterval = seconds(1);
-// Sessions remembered as over, whose packets are refused.
-constexpr size_t kRetiredKept = 1024;
 }  // namespace
 
 SessionGate::SessionGate(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs,
@@ -37,7 +35,7 @@ SessionGate::SessionGate(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs,
 }
 
 void SessionGate::restore_mark(LaneState& l) {
-  std::optional<SessionMark> restored;
+  std::vector<SessionMark> restored;
   std::optional<std::string> text;
   // Start-up: a state that cannot be read stops the receiver.
   if (std::string why; !out_.read_state(l.state_file, &text, &why)) {
@@ -45,18 +43,22 @@ void SessionGate::restore_mark(LaneState& l) {
   }
   if (text) {
     std::string why;
-    restored = parse_session_mark(*text, &why);
-    if (!restored) {
+    auto marks = parse_session_marks(*text, &why);
+    if (!marks) {
       throw std::runtime_error(fmt::format(
           "session state '{}/{}' is damaged ({}): remove it to accept the next session the "
           "sender starts",
           out_.root(), l.state_file, why));
     }
+    restored = std::move(*marks);
+    const SessionMark& newest = restored.front();
     spdlog::info(
         "Info: replay protection{}: newest session {:016x} (started {} ns after the "
-        "epoch by the sender's clock), datagrams up to seq {} taken",
-        lanes_.size() > 1 ? fmt::format(" ({})", l.state_file) : "", restored->session_id,
-        restored->start_ns(), restored->max_seq);
+        "epoch by the sender's clock), datagrams up to seq {} taken{}",
+        lanes_.size() > 1 ? fmt::format(" ({})", l.state_file) : "", newest.session_id,
+        newest.start_ns(), newest.max_seq,
+        restored.size() > 1 ? fmt::format("; {} sessions of other senders", restored.size() - 1)
+                            : "");
   }
   l.guard = std::make_unique<ReplayGuard>(restored);
 }
@@ -138,16 +140,50 @@ bool SessionGate::unseal(const Prechecked& pre, std::span<const uint8_t>* data, 
 }
 
 bool SessionGate::check_fresh(const Prechecked& pre, size_t len, Packet* p) {
+  ReplayGuard& guard = *lanes_[pre.lane].guard;
+  const uint64_t s = p->header.session_id;
+  // A kSenderInfo names the session's sender: the guard tells an earlier session of that sender
+  // (a replay, or a straggler of a sender that started anew) from another sender's.
+  common::SenderInfo si;
+  const bool names_sender =
+      p->header.type == common::PacketType::kSenderInfo && pre.inner_len >= common::kHeaderSize &&
+      common::decode_sender_info(std::span<const uint8_t>(pre.inner.data() + common::kHeaderSize,
+                                                          pre.inner_len - common::kHeaderSize),
+                                 &si) == common::DecodeStatus::kOk;
+  const ReplayGuard::Verdict v = guard.check(pre.salt, s, p->header.seq);
+  if (v == ReplayGuard::Verdict::kUnidentified) {
+    if (!names_sender || !guard.identify(pre.salt, s, p->header.seq, si.sender_id)) {
+      reject_auth(names_sender ? AuthReject::kStaleSession : AuthReject::kUnidentified, *p, len);
+      return false;
+    }
+    save_mark(pre.lane);
+    spdlog::info(
+        "Info: sender session {:016x}{} of sender {:016x} started before the newest session "
+        "taken: another sender's, taken",
+        s, lane_suffix(pre.lane), si.sender_id);
+    return true;
+  }
+  if ((v == ReplayGuard::Verdict::kFresh || v == ReplayGuard::Verdict::kNewSession) &&
+      names_sender && !guard.identify(pre.salt, s, p->header.seq, si.sender_id)) {
+    save_mark(pre.lane);
+    reject_auth(AuthReject::kStaleSession, *p, len);
+    return false;
+  }
+  return report_fresh(v, pre, len, *p);
+}
+
+bool SessionGate::report_fresh(ReplayGuard::Verdict v, const Prechecked& pre, size_t len,
+                               const Packet& p) {
   const size_t key_index = pre.key_index;
-  switch (lanes_[pre.lane].guard->check(pre.salt, p->header.session_id, p->header.seq)) {
+  switch (v) {
     case ReplayGuard::Verdict::kFresh:
       return true;
     case ReplayGuard::Verdict::kNewSession:
       save_mark(pre.lane);
       spdlog::info(
           "Info: sender session {:016x}{}: datagrams authenticated{} (AES-256-GCM){}",
-          p->header.session_id, lane_suffix(pre.lane),
-          (p->header.flags & common::kFlagEncrypt) ? " and encrypted" : ", not encrypted",
+          p.header.session_id, lane_suffix(pre.lane),
+          (p.header.flags & common::kFlagEncrypt) ? " and encrypted" : ", not encrypted",
           cfg_.keys.size() > 1
               ? fmt::format(" with key {} of {} ({})", key_index + 1, cfg_.keys.size(),
                             cfg_.key_files.size() > key_index ? cfg_.key_files[key_index] : "")
@@ -157,10 +193,10 @@ bool SessionGate::check_fresh(const Prechecked& pre, size_t len, Packet* p) {
       ++counters_.duplicates;
       return false;
     case ReplayGuard::Verdict::kReplayed:
-      reject_auth(AuthReject::kReplayed, *p, len);
+      reject_auth(AuthReject::kReplayed, p, len);
       return false;
-    case ReplayGuard::Verdict::kStaleSession:
-      reject_auth(AuthReject::kStaleSession, *p, len);
+    case ReplayGuard::Verdict::kUnidentified:
+      reject_auth(AuthReject::kUnidentified, p, len);
       return false;
   }
   return false;
@@ -183,7 +219,7 @@ void SessionGate::reject_auth(AuthReject why, const Packet& p, size_t len) {
 
 void SessionGate::save_mark(size_t lane) {
   LaneState& l = lanes_[lane];
-  if (!l.guard || !l.guard->mark()) return;
+  if (!l.guard || l.guard->marks().empty()) return;
   l.guard->take_changed();  // what is saved now need not be saved again by the next poll
   l.last_mark_save = clock_.now();
   // One save at a time per lane, on the pool (it fsyncs): a change meanwhile is saved right
@@ -195,7 +231,7 @@ void SessionGate::save_mark(size_t lane) {
   l.mark_saving = true;
   auto why = std::make_shared<std::string>();
   auto ok = std::make_shared<bool>(false);
-  fs_.post([this, file = l.state_file, text = format_session_mark(*l.guard->mark()), why,
+  fs_.post([this, file = l.state_file, text = format_session_marks(l.guard->marks()), why,
             ok] { *ok = out_.write_state(file, text, why.get()); },
            [this, lane, why, ok] {
              LaneState& ls = lanes_[lane];
@@ -225,135 +261,6 @@ void SessionGate::save_if_changed() {
   }
 }
 
-SessionGate::Session SessionGate::classify(const Packet& p) {
-  const uint64_t s = p.header.session_id;
-  if (s == session_) return Session::kCurrent;
-  // With FEC any packet of a window may open the session: the announce itself may be lost and
-  // rebuilt from the window, which is only possible when its other packets were kept.
-  const bool opener = p.header.type == PacketType::kAnnounce ||
-                      p.header.type == PacketType::kHeartbeat ||
-                      p.header.type == PacketType::kSenderInfo ||
-                      p.header.type == PacketType::kParity || (p.header.flags & common::kFlagFec);
-  if (!opener || retired_.count(s) != 0) {
-    ++counters_.other_session;
-    return Session::kRefused;
-  }
-  return Session::kNew;
-}
-
-void SessionGate::retire() {
-  retired_.insert(session_);
-  if (retired_.size() > kRetiredKept) retired_.erase(retired_.begin());
-}
-
-void SessionGate::start(uint64_t s) {
-  session_ = s;
-  session_start_ = clock_.now();
-  sender_lanes_ = 1;
-  sender_id_ = 0;
-  lane_hosts_.clear();
-  silence_logged_ = false;
-  counters_.lost_in_past_sessions += lost();
-  for (LaneState& l : lanes_) {
-    l.heard = false;
-    l.first_seq = UINT64_MAX;
-    l.sender_lane = -1;
-    l.final = false;
-    l.silence_warned = false;
-    l.heartbeat_interval = milliseconds(common::kAssumedHeartbeatMs);
-    l.seq.reset();
-  }
-  lost_logged_ = 0;
-  ++counters_.sessions;
-  spdlog::info("Info: sender session {:016x} started", s);
-}
-
-bool SessionGate::note_packet(size_t lane, const Packet& p) {
-  LaneState& l = lanes_[lane];
-  const auto now = clock_.now();
-  if (l.silence_warned) {
-    l.silence_warned = false;
-    spdlog::info("Info: sender session {:016x}{}: packets again after {:.1f} s of silence",
-                 session_, lane_suffix(lane), duration<double>(now - l.last_packet).count());
-  }
-  if (!l.heard) {
-    l.first_seq = p.header.seq;
-    if (lanes_.size() > 1) {
-      spdlog::info("Info: sender session {:016x}: first packet{}", session_, lane_suffix(lane));
-    }
-  }
-  l.heard = true;
-  l.last_packet = now;
-  if (!l.seq.record(p.header.seq)) {
-    ++counters_.duplicates;
-    return false;
-  }
-  return true;
-}
-
-void SessionGate::on_heartbeat(size_t lane, const common::Heartbeat& hb) {
-  LaneState& l = lanes_[lane];
-  if (hb.interval_ms > 0) l.heartbeat_interval = milliseconds(hb.interval_ms);
-  l.sender_lane = hb.lane;
-  sender_lanes_ = std::max<size_t>(sender_lanes_, hb.lanes);
-  if ((hb.flags & common::kHeartbeatFinal) && !l.final) {
-    l.final = true;
-    // Whatever is still receiving gets a short grace for reordered packets, then fails.
-    l.final_deadline = clock_.now() + seconds(1);
-  }
-}
-
-void SessionGate::on_sender_info(const common::SenderInfo& si) {
-  sender_id_ = si.sender_id;
-  lane_hosts_ = si.host;
-}
-
-bool SessionGate::sender_lane_to_this_host(int sender_lane) const {
-  if (sender_lane < 0 || static_cast<size_t>(sender_lane) >= lane_hosts_.size()) return false;
-  const uint8_t host = lane_hosts_[static_cast<size_t>(sender_lane)];
-  return std::any_of(lanes_.begin(), lanes_.end(), [&](const LaneState& l) {
-    return l.sender_lane >= 0 && static_cast<size_t>(l.sender_lane) < lane_hosts_.size() &&
-           lane_hosts_[static_cast<size_t>(l.sender_lane)] == host;
-  });
-}
-
-int SessionGate::lane_of_sender(int sender_lane) const {
-  for (size_t i = 0; i < lanes_.size(); ++i) {
-    if (lanes_[i].sender_lane == sender_lane) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-bool SessionGate::all_lanes_named() const {
-  return std::all_of(lanes_.begin(), lanes_.end(),
-                     [](const LaneState& l) { return l.sender_lane >= 0; });
-}
-
-uint64_t SessionGate::received() const {
-  uint64_t n = 0;
-  for (const LaneState& l : lanes_) n += l.seq.received();
-  return n;
-}
-
-uint64_t SessionGate::lost() const {
-  uint64_t n = 0;
-  for (const LaneState& l : lanes_) n += l.seq.lost();
-  return n;
-}
-
-void SessionGate::report_loss(common::Clock::time_point now, uint64_t rebuilt) {
-  // A loss line at once, then at most every 10 s: at a steady loss rate one a second is noise.
-  const uint64_t lost = this->lost();
-  if (lost <= lost_logged_ ||
-      now - last_loss_log_ < (lost_logged_ == 0 ? seconds(0) : seconds(10))) {
-    return;
-  }
-  spdlog::warn("Warn: {} packet(s) lost on the link so far in session {:016x} (sequence gaps){}",
-               lost, session_, rebuilt > 0 ? fmt::format("; {} rebuilt by FEC", rebuilt) : "");
-  lost_logged_ = lost;
-  last_loss_log_ = now;
-}
-
 void SessionGate::poll(common::Clock::time_point now) {
   for (size_t i = 0; i < lanes_.size(); ++i) {
     LaneState& l = lanes_[i];
@@ -362,18 +269,6 @@ void SessionGate::poll(common::Clock::time_point now) {
     }
   }
   log_unlogged_auth(now);
-  for (size_t i = 0; i < lanes_.size(); ++i) {
-    LaneState& l = lanes_[i];
-    if (session_ == 0 || !l.heard || l.final || l.silence_warned ||
-        now - l.last_packet < 3 * l.heartbeat_interval) {
-      continue;
-    }
-    l.silence_warned = true;
-    spdlog::warn(
-        "Warn: no packet from sender session {:016x}{} for {:.1f} s (3 heartbeat "
-        "intervals): the sender or the link is down",
-        session_, lane_suffix(i), duration<double>(now - l.last_packet).count());
-  }
 }
 
 void SessionGate::log_unlogged_auth(common::Clock::time_point now) {
@@ -392,42 +287,6 @@ void SessionGate::log_unlogged_auth(common::Clock::time_point now) {
       "none was written",
       unlogged, kinds);
   last_auth_log_ = now;
-}
-
-nanoseconds SessionGate::silence_limit() const {
-  return duration_cast<nanoseconds>(duration<double>(cfg_.file_timeout_s));
-}
-
-bool SessionGate::done(size_t lane, common::Clock::time_point now) const {
-  const LaneState& l = lanes_[lane];
-  if (l.final) return true;
-  if (!l.heard) {
-    size_t heard = 0;
-    for (const LaneState& o : lanes_) heard += o.heard ? 1 : 0;
-    if (heard >= sender_lanes_) return true;  // a lane the sender does not drive
-  }
-  return now - (l.heard ? l.last_packet : session_start_) >= silence_limit();
-}
-
-bool SessionGate::finished(bool idle) const {
-  if (session_ == 0 || !idle) return false;
-  const auto now = clock_.now();
-  bool silent = false;
-  for (size_t i = 0; i < lanes_.size(); ++i) {
-    if (!done(i, now)) return false;
-    silent = silent || !lanes_[i].final;
-  }
-  if (silent && !silence_logged_) {
-    silence_logged_ = true;
-    bool any_final = false;
-    for (const LaneState& l : lanes_) any_final = any_final || l.final;
-    spdlog::warn(
-        "Warn: sender session {:016x} silent for {:.1f} s without its final heartbeat{} "
-        "(lost?); taking it as finished",
-        session_, cfg_.file_timeout_s,
-        lanes_.size() > 1 && any_final ? " on some of its lanes" : "");
-  }
-  return true;
 }
 
 }  // namespace ddft::receiver

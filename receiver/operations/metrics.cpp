@@ -18,9 +18,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Label values for AuthReject, in its order.
-constexpr const char* kAuthReasons[kAuthRejectCount] = {"auth_no_key",    "auth_not_sealed",
-                                                        "auth_malformed", "auth_bad_tag",
-                                                        "auth_replayed",  "auth_stale_session"};
+constexpr const char* kAuthReasons[kAuthRejectCount] = {
+    "auth_no_key",   "auth_not_sealed",    "auth_malformed",   "auth_bad_tag",
+    "auth_replayed", "auth_stale_session", "auth_unidentified"};
 
 std::string decode_reason(size_t i) {
   std::string s(common::decode_status_name(static_cast<common::DecodeStatus>(i)));
@@ -91,31 +91,36 @@ void add_hook_metrics(common::MetricsRegistry& reg, const HookRunner* hooks) {
           [hooks] { return num(hooks->pending()); });
 }
 
-// Per channel of the senders' (--channel): files delivered and failed, bytes delivered.
-void add_channel_metrics(common::MetricsRegistry& reg, const StatusPtr& st) {
-  const auto family = [st](uint64_t ChannelFiles::*field) {
-    return [st, field] {
+// Files delivered and failed and bytes delivered, for each key of the writer's counters `by`:
+// ddft_receive_LABEL_files_delivered_total{LABEL=key} and so on; `whose` ends each help text.
+void add_files_by(common::MetricsRegistry& reg, const StatusPtr& st,
+                  std::map<std::string, ChannelFiles> AssemblerCounters::*by,
+                  const std::string& label, const std::string& whose) {
+  const auto family = [st, by, label](uint64_t ChannelFiles::*field) {
+    return [st, by, label, field] {
       std::vector<common::MetricSample> out;
-      for (const auto& [name, c] : st->writer.counters.channels) {
-        out.push_back({{{"channel", name}}, num(c.*field)});
+      for (const auto& [name, c] : st->writer.counters.*by) {
+        out.push_back({{{label, name}}, num(c.*field)});
       }
       return out;
     };
   };
-  reg.add_family(kCounter, "ddft_receive_channel_files_delivered_total",
-                 "Files of the sender's channel verified and renamed into place",
-                 family(&ChannelFiles::passed));
-  reg.add_family(kCounter, "ddft_receive_channel_files_failed_total",
-                 "Files of the sender's channel announced and then failed (recorded in the "
-                 "failed folder)",
+  const std::string prefix = "ddft_receive_" + label;
+  reg.add_family(kCounter, prefix + "_files_delivered_total",
+                 "Files verified and renamed into place, " + whose, family(&ChannelFiles::passed));
+  reg.add_family(kCounter, prefix + "_files_failed_total",
+                 "Files announced and then failed (recorded in the failed folder), " + whose,
                  family(&ChannelFiles::failed));
-  reg.add_family(kCounter, "ddft_receive_channel_bytes_delivered_total",
-                 "Bytes of the sender's channel's files delivered", family(&ChannelFiles::bytes));
+  reg.add_family(kCounter, prefix + "_bytes_delivered_total",
+                 "Bytes of the files delivered, " + whose, family(&ChannelFiles::bytes));
 }
 
 // Files by outcome, the hooks (when --on-complete is set), bytes delivered and files in flight.
 void add_file_metrics(common::MetricsRegistry& reg, const StatusPtr& st, const Receiver& rx) {
-  add_channel_metrics(reg, st);
+  add_files_by(reg, st, &AssemblerCounters::channels, "channel",
+               "by the sender's channel (--channel)");
+  add_files_by(reg, st, &AssemblerCounters::senders, "sender",
+               "by sender (its id, or session-ID for a sender without one)");
   reg.add(kCounter, "ddft_receive_files_delivered_total",
           "Files verified and renamed into place under --output",
           [st] { return num(st->writer.counters.files_passed); });
@@ -347,12 +352,21 @@ void add_session_metrics(common::MetricsRegistry& reg, const ScrapePtr& sc, size
                   });
   reg.add(kCounter, "ddft_receive_sessions_total", "Sender sessions started",
           [st] { return num(st->writer.counters.sessions); });
+  reg.add(kCounter, "ddft_receive_senders_refused_total",
+          "Sender sessions refused a place: --max-senders were live, none quiet",
+          [st] { return num(st->writer.counters.senders_refused); });
+  reg.add(kGauge, "ddft_receive_senders", "Sender sessions followed now (at most --max-senders)",
+          [st] { return num(st->writer.senders.size()); });
   reg.add_family(kGauge, "ddft_receive_session_info",
-                 "The current sender session (as the log prints it); absent before the first",
+                 "Each sender session followed now (as the log prints it), with its sender's id "
+                 "when it has one; absent while none is followed",
                  [st] {
                    std::vector<common::MetricSample> out;
-                   if (st->writer.session != 0) {
-                     out.push_back({{{"session", fmt::format("{:016x}", st->writer.session)}}, 1});
+                   for (const auto& [session, sender] : st->writer.senders) {
+                     common::MetricSample m{{{"session", fmt::format("{:016x}", session)}}, 1};
+                     if (sender != 0)
+                       m.labels.emplace_back("sender", fmt::format("{:016x}", sender));
+                     out.push_back(std::move(m));
                    }
                    return out;
                  });

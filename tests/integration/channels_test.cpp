@@ -149,6 +149,7 @@ TEST_F(Channels, WeightsShareTheLinkThreeToOne) {
   const auto counts = passed_until_done("a");
   ASSERT_EQ(counts.at("a"), 160);
   const double ratio = 160.0 / counts.at("b");
+  RecordProperty("bytes_ratio", std::to_string(ratio));
   EXPECT_NEAR(ratio, 3.0, 0.15) << counts.at("b") << " of b's files\n" << rx_log();
   expect_delivered(a, "a");
   expect_delivered(b, "b");
@@ -168,6 +169,7 @@ TEST_F(Channels, ALowerClassKeepsItsMinimumShareUnderABusyUrgentClass) {
   const auto counts = passed_until_done("urgent");
   ASSERT_EQ(counts.at("urgent"), 160);
   const double share = static_cast<double>(counts.at("low")) / (counts.at("low") + 160);
+  RecordProperty("low_share", std::to_string(share));
   EXPECT_GE(share, 0.09) << counts.at("low") << " of low's files\n" << rx_log();
   EXPECT_LE(share, 0.12) << counts.at("low") << " of low's files\n" << rx_log();
   expect_delivered(urgent, "urgent");
@@ -207,6 +209,7 @@ TEST_F(Channels, ARateCapHoldsWhileTheRestOfTheLinkIsUsed) {
   ASSERT_TRUE(arrived(81, seconds(60))) << rx_log();
   const double secs = duration<double>(steady_clock::now() - second).count();
   const double rate = 79.0 * kSmallFile / secs / (1 << 20);
+  RecordProperty("capped_mib_per_s", std::to_string(rate));
   EXPECT_NEAR(rate, 4.0, 0.08) << secs << " s\n" << rx_log();
   // The rest of the link was used meanwhile: the bulk channel got more than the cap.
   EXPECT_EQ(tx.wait(seconds(120)), 0) << tx_log();

@@ -22,12 +22,13 @@
 #    "never announced to this receiver: sent before its first packet ..." (the sender's file list
 #    named a file no run heard) and "started before this receiver" (joined mid-file): in flight
 #    at a kill, or on the wire while no receiver listened, that is sent (from the manifest's line
-#    before its own to its own) after the last file any run had announced before a kill, ending
-#    no earlier than the kill less a slack, starting before the next run that came up logged
-#    its readiness; the slack is the longest any file's announce took in this run from the start
-#    of its sending to the log, plus 0.25 s (the data a killed receiver had not yet read);
-#    "X (an earlier run ... recorded it and stopped before logging it)": X explained as above.
-#    Any other reason, or a failure nothing explains, fails the test, naming the file.
+#    of the file before it on its own channel to its own) after the last file of its channel any
+#    run had announced before a kill, ending no earlier than the kill less a slack, starting
+#    before the next run that came up logged its readiness; the slack is the longest any file's
+#    announce took in this run from the start of its sending to the log, plus 0.25 s (the data a
+#    killed receiver had not yet read); "X (an earlier run ... recorded it and stopped before
+#    logging it)": X explained as above. Any other reason, or a failure nothing explains, fails
+#    the test, naming the file. (With one channel, "its channel" is the whole send order.)
 # 3. Every window below is hit at least once, or the run fails naming it. A kill lands in the
 #    windows of the files in flight, from each one's state once the receiver is dead: its
 #    temporary file's size (the data reaches the disk a 1 MiB write block at a time) and its
@@ -63,6 +64,7 @@
 #
 # Usage: crash_test.sh DD_FILE_SEND DD_FILE_RECEIVE DD_RECONCILE
 # DDFT_CRASH_SEED=N makes the same files and the same choices again (not the same timing);
+# DDFT_CRASH_CHANNELS=0|1 forces one channel or two (else the seed draws it, half and half);
 # DDFT_CRASH_KEEP=DIR keeps a copy of the work folder; DDFT_CRASH_DEBUG=1 says what it aims at
 # and how it explains each failure. DDFT_CRASH_STARTUP=recovery aims each start-up kill at the
 # recovery itself (as soon as one of the temporary files left is gone): the receiver journals
@@ -76,6 +78,20 @@
 # file synced before its rename and its Passed line), a 64 MB buffer, and an --on-complete hook;
 # each run picks --direct-io auto or off. Kills stop once 94% of the data was sent, so that the
 # last run gets the sender's final file list and names whatever went while no receiver ran.
+#
+# Two channels (about half the runs, as the seed draws): the same files, 5 of the 16 top folders
+# (one with a big file) sent as channel bulk (class 1, min-share 30%) and the rest as urgent
+# (class 0), SRC/NAME/... received as OUT/NAME/...; at their shares of the link the two send
+# side by side until near the end, their files interleaved block by block on the wire, so a kill
+# finds files of both in flight. Each file is checked as above, its manifest line naming its
+# channel too. A channel sends its files in the manifest's order, so the send-order rules of
+# point 2 hold per channel. The aiming paces a file at its channel's share while the other
+# channel has files left. A kill aimed at a file holds every other kill back until it comes:
+# one aimed at a file's end is made only on a file sent within 2.5 s (a big file's: 10 s), and
+# a mid-data kill comes 8 s into its file at most. The run fails unless the channels sent side
+# by side for half the transfer or more, with a big file of each among the files sent so, and 5
+# kills or more found files of both in flight; the summary gives each channel's files and
+# failures.
 set -uo pipefail
 send_bin=$(realpath "$1") recv_bin=$(realpath "$2") reconcile=$(realpath "$3")
 work=$(mktemp -d)
@@ -104,7 +120,15 @@ import time
 send_bin, recv_bin, reconcile, work = sys.argv[1:5]
 seed = int(os.environ.get("DDFT_CRASH_SEED") or random.randrange(1 << 30))
 rng = random.Random(seed)
-print(f"crash_test: seed {seed} (DDFT_CRASH_SEED={seed} gives the same files and choices)",
+# One channel or two: drawn from the seed (the draw is made either way, so that forcing the mode
+# the seed drew changes nothing else).
+TWO = rng.random() < 0.5
+if os.environ.get("DDFT_CRASH_CHANNELS") in ("0", "1"):
+    TWO = os.environ["DDFT_CRASH_CHANNELS"] == "1"
+elif os.environ.get("DDFT_CRASH_CHANNELS"):
+    sys.exit("crash_test: DDFT_CRASH_CHANNELS is 0 or 1")
+print(f"crash_test: seed {seed}, {'two channels' if TWO else 'one channel'} "
+      f"(DDFT_CRASH_SEED={seed} DDFT_CRASH_CHANNELS={int(TWO)} gives the same files and choices)",
       flush=True)
 
 RATE_MB = 2.5                     # the sender's --rate, MiB/s
@@ -118,8 +142,17 @@ WINDOWS = ("announce", "mid-data", "verify", "flush", "rename", "hook", "start-u
            "failure records")
 COMMIT = ("verify", "flush", "rename")  # a file's commit, in its order
 BIG_END_KILLS = 2                 # "end of file" kills on the 16-20 MiB files (--direct-io off)
+END_S = 2.5                       # a file's end aimed at only if it is sent within this many s,
+BIG_END_S = 10                    # a big file's within this many (no other kill until it comes)
+MID_DATA_S = 8                    # a mid-data kill this long after its file's announce at most
 STOP_AT = 0.94                    # no kill once this share of the bytes was sent
 AIM_RECOVERY = os.environ.get("DDFT_CRASH_STARTUP") == "recovery"
+# Two channels: each one's files are SRC/NAME/..., sent as NAME/... and received in OUT/NAME/.
+# urgent is strict priority over bulk, which keeps its minimum share while urgent has data: the
+# link's share each has while both send (their pace, for aiming).
+CHANNELS = {"urgent": "class=0", "bulk": "class=1,min-share=30%"} if TWO else {}
+SHARE = {"urgent": 0.7, "bulk": 0.3}
+BOTH_MIN = 5                      # kills with files of both channels in flight, at least
 src = os.path.join(work, "src")
 out = os.path.join(work, "out")
 rx_log = os.path.join(work, "rx.log")
@@ -162,13 +195,19 @@ def digest_of(path):
     return f"{h.high64:016x}{h.low64:016x}"
 
 
-# --- The files to send.
+# --- The files to send. With two channels, bulk gets five of the sixteen folders, one of the
+# three with a big file among them, and urgent the rest: about 70% of the bytes go to urgent, so
+# that the two channels, at their shares of the link, send side by side until near the end.
+BIG = (3, 8, 13)  # the folders with a big file
+
+
 def make_tree():
     syl = ["ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "vu", "ze", "bo", "di"]
     word = lambda: rng.choice(syl) + rng.choice(syl)
-    files = {}  # relative path -> size
+    bulk = {rng.choice(BIG)} | set(rng.sample([g for g in range(16) if g not in BIG], 4))
+    files = {}  # relative path (with its channel's folder first) -> size
     for g in range(16):
-        top = f"g{g:02d}"
+        top = (("bulk/" if g in bulk else "urgent/") if TWO else "") + f"g{g:02d}"
         a, b, c = word(), word(), word()
         folders = [top, f"{top}/{a}", f"{top}/{a}/{b}", f"{top}/{c}", f"{top}/{a}/{b}/{word()}"]
         for i in range(26):
@@ -181,7 +220,7 @@ def make_tree():
             files[f"{folder}/report.txt"] = rng.randint(100, 20000)
         for j in range(3):
             files[f"{rng.choice(folders)}/{word()}-m{j}.bin"] = rng.randint(1 << 20, 3 << 20)
-        if g in (3, 8, 13):
+        if g in BIG:
             files[f"{top}/{word()}-big.bin"] = rng.randint(16 << 20, 20 << 20)
     for rel, size in files.items():
         path = os.path.join(src, rel)
@@ -201,6 +240,17 @@ total = sum(files.values())
 expected_s = total / (RATE_MB * (1 << 20))
 print(f"crash_test: {len(files)} files, {total:,} bytes: about {expected_s:.0f} s at "
       f"{RATE_MB} MB/s", flush=True)
+
+
+def channel_of(rel):
+    """The channel REL is sent on ("" with one channel): its first folder."""
+    return rel.split("/", 1)[0] if TWO else ""
+
+
+for name in CHANNELS:
+    mine = [size for rel, size in files.items() if channel_of(rel) == name]
+    print(f"  channel {name} ({CHANNELS[name]}): {len(mine)} files, {sum(mine):,} bytes, "
+          f"{sum(1 for size in mine if size >= 16 << 20)} big", flush=True)
 
 hook = os.path.join(work, "hook.sh")
 with open(hook, "w") as f:
@@ -459,27 +509,43 @@ def note_line(run, msg, live):
 
 
 class Progress:
-    """Bytes the sender has sent, from its manifest's lines as they are appended."""
+    """Bytes the sender has sent, from its manifest's lines as they are appended; and the files
+    each channel has sent."""
 
     def __init__(self):
         self.tail = Tail(manifest)
         self.bytes = 0
+        self.done = {name: 0 for name in CHANNELS}  # files each channel has sent
+        self.count = {name: sum(1 for rel in files if channel_of(rel) == name) for name in CHANNELS}
 
     def sent(self):
         for line in self.tail.lines():
             try:
-                self.bytes += json.loads(line).get("size") or 0
+                e = json.loads(line)
             except ValueError:
-                pass
+                continue
+            self.bytes += e.get("size") or 0
+            if e.get("channel") in self.done:
+                self.done[e["channel"]] += 1
         return self.bytes
 
+    def pace(self, rel):
+        """The bytes a second REL's file is sent at: the link's rate, or with two channels its
+        channel's share of it while the other channel has files left."""
+        rate = RATE_MB * (1 << 20)
+        name = channel_of(rel)
+        if any(self.done[c] < self.count[c] for c in CHANNELS if c != name):
+            rate *= SHARE[name]
+        return rate
 
-def choose(size, joined, waited, run):
+
+def choose(size, joined, waited, run, took):
     """(trigger, goal) to aim at a file of SIZE just announced to RUN (JOINED: mid-file, so
-    with no announce and no end to aim at), WAITED s after the kill was due. A window no kill
-    has landed in yet comes first (the one tried least so far, among those this file can
-    serve); then the trigger furthest behind its quota. (None, None): wait for a larger file
-    while only the triggers that need one are behind (for 1.5 s at most)."""
+    with no announce and no end to aim at), WAITED s after the kill was due; the file takes
+    TOOK s to send, and its end is aimed at only within END_S. A window no kill has landed in
+    yet comes first (the one tried least so far, among those this file can serve); then the
+    trigger furthest behind its quota. (None, None): wait for a larger file while only the
+    triggers that need one are behind (for 1.5 s at most)."""
     if size >= 16 << 20:
         return "mid-data", None  # (its "end of file" kills are aimed apart)
     can = ["hook"]
@@ -487,7 +553,7 @@ def choose(size, joined, waited, run):
         can += ["announce"]  # (a smaller file is often whole by the time the kill lands)
     if size > 1 << 20:
         can += ["mid-data"]
-    if size >= 128 << 10 and not joined:
+    if size >= 128 << 10 and not joined and took <= END_S:
         can += ["verify", "rename"] + (["flush"] if run.direct_io == "off" else [])
     missing = [w for w in can if hits[w] == 0]
     if missing:
@@ -497,7 +563,7 @@ def choose(size, joined, waited, run):
     options = ["hook"] + (["announce"] if hits["announce"] or size >= 64 << 10 else [])
     if size >= 64 << 10:
         options.append("mid-data")
-        options.append("end of file")
+        options += ["end of file"] if took <= END_S else []
     behind = {o: QUOTA[o] - done_by_trigger[o] for o in ("announce", "hook", "mid-data",
                                                           "end of file")}
     mine = [o for o in options if behind[o] > 0]
@@ -534,11 +600,14 @@ if not wait_up(runs[0]):
     with open(os.path.join(work, "rx-console.log"), errors="replace") as f:
         print(f.read())
     sys.exit("crash_test: the receiver did not start")
+# The source folder, or each channel's folder as its --channel.
+what = [a for name, how in CHANNELS.items()
+        for a in ("--channel", f"{name}:source={src}/{name}/,{how}")] or [src + "/"]
 t_send = time.monotonic()
 t_send_wall = time.time()
 with open(os.path.join(work, "tx.log"), "wb") as tx_out:
     sender = subprocess.Popen(
-        [send_bin, src + "/", "--dest", f"127.0.0.1:{port}", "--rate", str(RATE_MB),
+        [send_bin, *what, "--dest", f"127.0.0.1:{port}", "--rate", str(RATE_MB),
          "--manifest", manifest, "--heartbeat-ms", "100"],
         stdin=subprocess.DEVNULL, stdout=tx_out, stderr=subprocess.STDOUT)
 remember(sender)
@@ -563,7 +632,8 @@ def aim(trigger, goal, path, size, now, joined):
         # no kill has landed mid-data yet.
         low = min(0.9, (1 << 20) / size + 0.1) if hits["mid-data"] == 0 and size > 1 << 20 \
             else 0.05
-        delay = rng.uniform(low, max(low, 0.9)) * max(size, 1) / (RATE_MB * (1 << 20))
+        delay = min(rng.uniform(low, max(low, 0.9)) * max(size, 1) / progress.pace(path),
+                    MID_DATA_S)
         target = {"trigger": trigger, "path": path, "at": now + delay,
                   "detail": f"{delay * 1000:.0f} ms into {size:,} bytes", "aimed": "mid-data"}
     elif trigger == "end of file":
@@ -571,7 +641,7 @@ def aim(trigger, goal, path, size, now, joined):
             big_end += 1
         target = {"trigger": trigger, "goal": goal, "path": path, "size": size, "at": None,
                   "part": None, "aimed": goal if goal in COMMIT else None,
-                  "give_up": now + 1.5 * size / (RATE_MB * (1 << 20)) + 3}
+                  "give_up": now + 1.5 * size / progress.pace(path) + 3}
     else:
         open(os.path.join(work, "hook.arm"), "w").close()
         target = {"trigger": "hook", "path": None, "give_up": now + 10, "aimed": "hook"}
@@ -605,7 +675,7 @@ def watch_commit(run, t):
     last bytes to its commit, and kills the receiver as soon as the file has reached the stage
     aimed at (a random instant up to its read-back and sync time for "random"). Returns True
     when it killed; False when the file failed or stalled (the target is dropped)."""
-    rate = RATE_MB * (1 << 20)
+    rate = progress.pace(t["path"])
     end = time.monotonic() + 1.0 + 2 * (t["size"] - commit_stage(t)[1]) / rate
     while time.monotonic() < end:
         stage, _ = commit_stage(t)
@@ -628,6 +698,16 @@ def watch_commit(run, t):
         time.sleep(0.0002)
     debug(f"give up {t['path']}: {commit_stage(t)}")
     return False
+
+
+def big_end_due(path, size, joined, run, now):
+    """Whether to aim at the end of the big file PATH of SIZE just announced to RUN: while
+    fewer than BIG_END_KILLS were, with --direct-io off, on a file sent within BIG_END_S that
+    ends before the kills stop."""
+    took = size / progress.pace(path)
+    return size >= 16 << 20 and not joined and big_end < BIG_END_KILLS and \
+        run.direct_io == "off" and took <= BIG_END_S and \
+        now + took < t_send + STOP_AT * expected_s
 
 
 def main_loop():
@@ -663,13 +743,12 @@ def main_loop():
             elif target is None and announced:
                 path, size = announced
                 joined = "(joined mid-file" in msg
-                if size >= 16 << 20 and not joined and big_end < BIG_END_KILLS and \
-                        run.direct_io == "off" and \
-                        now + size / (RATE_MB * (1 << 20)) < t_send + STOP_AT * expected_s:
+                if big_end_due(path, size, joined, run, now):
                     goal = "flush" if hits["flush"] == 0 else rng.choice(COMMIT + ("random",))
                     fire = aim("end of file", goal, path, size, now, joined)  # due or not
                 elif now >= due:
-                    trigger, goal = choose(size, joined, now - due, run)
+                    trigger, goal = choose(size, joined, now - due, run,
+                                           size / progress.pace(path))
                     if trigger is not None:
                         fire = aim(trigger, goal, path, size, now, joined)
             elif target and target["trigger"] == "end of file":
@@ -853,7 +932,7 @@ def check_line(e, seen_ids):
         return False
     key = "0x" + src_digest[rel][:8].upper()
     for field, want in (("size", files[rel]), ("verify", "B2B"), ("key", key),
-                        ("session", session)):
+                        ("session", session), ("channel", channel_of(rel) or None)):
         if e.get(field) != want:
             fail(f"{rel}: the manifest's {field} is {e.get(field)!r}, want {want!r}")
     if (e["session"], e["file_id"]) in seen_ids:
@@ -999,24 +1078,32 @@ def wall_of(text):
     return datetime.datetime.fromisoformat(text).timestamp()
 
 
+# A file's send index is its line's place in the manifest. A channel sends its files one after
+# another in that order, the channels side by side: a file is on the wire from the line of the
+# file before it on its own channel (the session's start for the channel's first) to its own.
 order = {e["path"]: i for i, e in enumerate(sent)}
+chan = [channel_of(e["path"]) for e in sent]
 ends = [wall_of(e["time"]) + 0.001 for e in sent]  # (the times are cut to the millisecond)
-starts = [t_send_wall] + [wall_of(e["time"]) for e in sent[:-1]]
+starts, channel_end = [], {}
+for i, e in enumerate(sent):
+    starts.append(channel_end.get(chan[i], t_send_wall))
+    channel_end[chan[i]] = wall_of(e["time"])
 run_of = {r.index: r for r in runs}
-announced_upto = []  # [position in log_lines]: the highest send index announced before it
+# [position in log_lines]: for each channel, the highest send index of its files announced before
+announced_upto = []
 first_announced = {}  # send index -> the position in log_lines of its first announce line
-highest, lags = -1, []
+highest, lags = {}, []
 for pos, (ri, wall, msg) in enumerate(log_lines):
-    announced_upto.append(highest)
+    announced_upto.append(dict(highest))
     m = ANNOUNCE.match(msg)
     if m and m["path"] in order:
         i = order[m["path"]]
-        highest = max(highest, i)
+        highest[chan[i]] = max(highest.get(chan[i], -1), i)
         first_announced.setdefault(i, pos)
         up = run_of[ri].up_wall
         if "(joined mid-file" not in msg and up is not None and starts[i] >= up:
             lags.append(wall - starts[i])
-announced_upto.append(highest)
+announced_upto.append(dict(highest))
 slack = 0.25 + max(lags, default=0.0)
 for k in kills:
     k["announced"] = announced_upto[k["lines"]]
@@ -1024,12 +1111,12 @@ for k in kills:
 
 
 def unheard(k, i):
-    # Sent after the last file announced before the kill; or, within the slack before it, one no
-    # run had logged yet: the receiver logs a file's announce once its temporary file is made on
-    # the file-system pool, whose calls finish in any order, so a later file's line can come
-    # first and the kill land before this one's.
+    # Sent after the last file of its channel announced before the kill; or, within the slack
+    # before it, one no run had logged yet: the receiver logs a file's announce once its
+    # temporary file is made on the file-system pool, whose calls finish in any order, so a later
+    # file's line can come first and the kill land before this one's.
     logged = first_announced.get(i, math.inf) < k["lines"]
-    return (i > k["announced"] or not logged) and starts[i] < k["ready"] and \
+    return (i > k["announced"].get(chan[i], -1) or not logged) and starts[i] < k["ready"] and \
         ends[i] > k["wall"] - slack
 
 
@@ -1102,6 +1189,29 @@ n_failed = sum(1 for v in fs_outcome.values() if v == "failed")
 excusable = {p for p in order for k in kills if p in k["in_flight"] or unheard(k, order[p])}
 
 # --- Summary.
+def channels_summary():
+    """Two channels: each one's files and failures, how long both sent side by side, with a big
+    file of each among the files sent so, and how many kills found files of both in flight."""
+    last = {c: max((ends[i] for i in range(len(sent)) if chan[i] == c), default=t_send_wall)
+            for c in CHANNELS}
+    both_until = min(last.values())
+    together = (both_until - t_send_wall) / max(max(last.values()) - t_send_wall, 1e-9)
+    big_beside = {c: sum(1 for i, e in enumerate(sent) if chan[i] == c and
+                         e["size"] >= 16 << 20 and starts[i] < both_until) for c in CHANNELS}
+    both = sum(1 for k in kills if len({channel_of(p) for p in k["in_flight"] if p in files}) > 1)
+    failed = {c: sum(1 for p, v in fs_outcome.items() if v == "failed" and channel_of(p) == c)
+              for c in CHANNELS}
+    print("  channels: " + "; ".join(
+        f"{c} {chan.count(c)} files ({failed[c]} failed), its last at "
+        f"{last[c] - t_send_wall:.1f} s, {big_beside[c]} big beside the other" for c in CHANNELS)
+        + f"; both sending for {together:.0%} of the transfer; {both} kills with files of both "
+        "in flight")
+    if together < 0.5 or 0 in big_beside.values() or both < BOTH_MIN:
+        fail(f"the channels sent side by side for {together:.0%} of the transfer, big files "
+             f"beside the other channel {big_beside}, {both} kills with files of both in "
+             f"flight (want half, a big file of each, {BOTH_MIN} kills): too little to prove")
+
+
 by_trigger = {}
 by_landing = {}
 for k in kills:
@@ -1127,6 +1237,8 @@ print(f"  slack {slack:.2f} s; the most a file sent unheard had ended before its
       f"{max(slack_used, default=0.0):.3f} s")
 print(f"  files the kills could excuse: {len(excusable)} of {len(sent)} "
       f"({sum(1 for p in excusable if fs_outcome.get(p) == 'delivered')} of them delivered)")
+if TWO:
+    channels_summary()
 if len(kills) < KILLS_MIN:
     fail(f"only {len(kills)} kills (want {KILLS_MIN} or more)")
 for w in WINDOWS:

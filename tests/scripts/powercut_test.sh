@@ -37,12 +37,14 @@
 # What a cut hit is read at the cut, not assumed: flush and folder sync from the kernel stacks of
 # the threads blocked on the frozen disk; the others from the output folder against the log: a
 # temporary file of a file in flight that is empty (announce), partly written (data) or whole
-# (eof), or a final name not yet logged Passed (rename). Each stage is hit at least once per
-# durable mode. rw never syncs: it has no flush or folder sync, and nothing outside shows its
-# rename (over in microseconds), so there only announce and data are required. The targets are
-# drawn at random, stages not yet hit first, from a seed printed at the start
-# (DDFT_POWERCUT_SEED=N draws the same; the timing differs from run to run). Up to 26 cuts per
-# mode, spread over the files, and one after the last Passed line.
+# with the mtime sent, which the commit sets as it begins (eof; a whole one without it may still
+# wait for its end, which with two channels can come after the other channel's file), or a final
+# name not yet logged Passed (rename). Each stage is hit at least once per durable mode. rw
+# never syncs: it has no flush or folder sync, and nothing outside shows its rename (over in
+# microseconds), so there only announce and data are required. The targets are drawn at random,
+# stages not yet hit first, from a seed printed at the start (DDFT_POWERCUT_SEED=N draws the
+# same; the timing differs from run to run). Up to 26 cuts per mode, spread over the files, and
+# one after the last Passed line.
 #
 # The workload, in two sender sessions: one large file (8 MiB, through O_DIRECT), 300 small files
 # in nested folders (0 to 16 KiB: page cache, and O_DIRECT for whole 4 KiB blocks) with various
@@ -51,7 +53,17 @@
 # seen to lose at least one file logged Passed, which proves that the cuts can see a loss. A
 # receiver built with DDFT_TEST_DROP_SYNC (no flush before the rename) fails here.
 #
-# DDFT_POWERCUT_MODES="rws rw" runs only those modes; DDFT_KEEP_WORK=1 keeps the work folder.
+# Two channels (about half the runs, as the seed draws): the same kinds of files as two channels
+# of one class and weight, red and blue (SESSION/red/... and SESSION/blue/..., received as
+# red/... and blue/...): each has a large file of 4 MiB, the two sent side by side at half the
+# rate each, the pace of the one large file, and every other small file, which go on the wire
+# interleaved with the other channel's, so that files of both are in flight at the cuts; same.dat
+# and its second sending are red's. The stages are aimed at and read as above, the large files
+# counting as one (announced with the first, done with the last), and every check is the same;
+# a mode fails unless 2 of its cuts or more found files of both channels in flight.
+#
+# DDFT_POWERCUT_MODES="rws rw" runs only those modes; DDFT_POWERCUT_CHANNELS=0|1 forces one
+# channel or two (else the seed draws it); DDFT_KEEP_WORK=1 keeps the work folder.
 # Needs root, loop devices, nbdkit (file plugin, cache filter), nbdfuse and FUSE: otherwise it
 # prints SKIPPED and exits 77.
 set -uo pipefail
@@ -83,9 +95,27 @@ nbdkit --filter=cache file "$work/probe.raw" --run true 2> /dev/null ||
 
 seed=${DDFT_POWERCUT_SEED:-$((RANDOM * 32768 + RANDOM))}
 RANDOM=$seed
-echo "powercut: seed $seed (DDFT_POWERCUT_SEED=$seed repeats the choices)"
+# One channel or two: drawn from the seed (drawn either way, so that forcing the mode the seed
+# drew changes nothing else).
+channels=$((RANDOM % 2 + 1))
+case ${DDFT_POWERCUT_CHANNELS:-} in
+  0) channels=1 ;;
+  1) channels=2 ;;
+  '') ;;
+  *) echo "powercut: DDFT_POWERCUT_CHANNELS is 0 or 1" >&2 && exit 2 ;;
+esac
+echo "powercut: seed $seed, $channels channel(s) (DDFT_POWERCUT_SEED=$seed" \
+  "DDFT_POWERCUT_CHANNELS=$((channels - 1)) repeats the choices)"
+# Each channel's folder in a session's folder ("" for the one session folder), and the large
+# files, by the path the receiver logs.
+if ((channels == 2)); then
+  folder_of=(red/ blue/) big_files=(red/big.bin blue/big.bin)
+else
+  folder_of=("") big_files=(big.bin)
+fi
 min_cuts=20 max_cuts=26 # per mode, and one more after the last Passed line
 min_checked=2000         # files checked per mode, over all its cuts
+min_both=2               # with two channels: cuts per mode with files of both in flight
 stages=(announce data eof flush rename sync)
 declare -A hits  # cuts of the current mode that hit each stage
 rate=8       # MB/s: the large file takes a second, its data and announce stages can be aimed at
@@ -209,14 +239,19 @@ freeze_disk() {  # NBD
 # The workload, in two sender sessions: session 1 sends sess1/ (big.bin, same.dat, tree/),
 # session 2 sess2/ (same.dat again, other content). A path P sent by the k-th session that sent
 # P comes from sessk/P. Modes and mtimes vary (whole seconds and nanoseconds) so that rws can be
-# seen to carry them.
+# seen to carry them. With two channels, sessN/red/ and sessN/blue/ are the channels' folders
+# (received as red/... and blue/...): each has a big.bin of 4 MiB, sent side by side at half the
+# rate each (the pace of the one 8 MiB file), and every other small file; same.dat is red's.
 make_workload() {
-  local i d size modes=(600 640 644 664 755 700 444)
+  local i d size modes=(600 640 644 664 755 700 444) big
   mkdir -p "$work/sess1" "$work/sess2"
-  head -c $((8 << 20)) /dev/urandom > "$work/sess1/big.bin"
   head -c $((1 << 20)) /dev/urandom > "$work/blob"
+  for big in "${big_files[@]}"; do
+    mkdir -p "$(dirname "$work/sess1/$big")"
+    head -c $((8 << 20 >> (channels - 1))) /dev/urandom > "$work/sess1/$big"
+  done
   for ((i = 0; i < 300; i++)); do
-    d="$work/sess1/tree/d$((i % 6))/e$((i / 6 % 5))"
+    d="$work/sess1/${folder_of[i % channels]}tree/d$((i % 6))/e$((i / 6 % 5))"
     [[ -d "$d" ]] || mkdir -p "$d"
     # 0 to 16 KiB: under 4 KiB only through the page cache, above it whole 4 KiB blocks through
     # O_DIRECT and a buffered tail.
@@ -225,10 +260,11 @@ make_workload() {
     chmod "${modes[i % 7]}" "$d/f$i.bin"
     touch -d "@$((1600000000 + i * 86413)).$((i * 7654321 % 1000000000))" "$d/f$i.bin"
   done
-  head -c 100000 /dev/urandom > "$work/sess1/same.dat"
-  head -c 100000 /dev/urandom > "$work/sess2/same.dat"
-  chmod 640 "$work/sess2/same.dat"
-  touch -d @1700000000.123456789 "$work/sess1/same.dat"
+  mkdir -p "$work/sess2/${folder_of[0]}"
+  head -c 100000 /dev/urandom > "$work/sess1/${folder_of[0]}same.dat"
+  head -c 100000 /dev/urandom > "$work/sess2/${folder_of[0]}same.dat"
+  chmod 640 "$work/sess2/${folder_of[0]}same.dat"
+  touch -d @1700000000.123456789 "$work/sess1/${folder_of[0]}same.dat"
   # "path<TAB>sessN<TAB>md5<TAB>mode<TAB>mtime" for each source file.
   (cd "$work" && find sess1 sess2 -type f -print0 | xargs -0 md5sum > md5s &&
     find sess1 sess2 -type f -printf '%p\t%m\t%T@\n' |
@@ -250,14 +286,23 @@ start_sender() {  # SESSION
     tx_tailer=$!
     pids+=("$tx_tailer")
   fi
-  "$send_bin" "$work/sess$1/" --dest "127.0.0.1:$p" --rate "$rate" --eof-delay "$eof_delay" \
+  # The session's folder; with two channels, each channel's folder the session has, both of
+  # one class and weight (their large files go side by side at one pace).
+  local what=("$work/sess$1/") f
+  if ((channels == 2)); then
+    what=()
+    for f in "${folder_of[@]}"; do
+      [[ -d $work/sess$1/$f ]] && what+=(--channel "${f%/}:source=$work/sess$1/$f,class=0,weight=1")
+    done
+  fi
+  "$send_bin" "${what[@]}" --dest "127.0.0.1:$p" --rate "$rate" --eof-delay "$eof_delay" \
     >> "$work/$mode.tx$1" 2>&1 &
   tx=$!
   pids+=("$tx")
   session=$1
 }
 drain_log() {
-  local line
+  local line big
   if [[ -n $tx_tailer ]]; then
     while read -r -t 0 -u 4 && IFS= read -r -t 1 -u 4 line; do
       [[ $line == *" Sent: "* ]] && sent=$((sent + 1)) && hold_sender
@@ -268,11 +313,17 @@ drain_log() {
       *" Info: receiving on "*) start_sender 1 ;;
       *" Info: "*", Size: "*" receiving")
         announced=$((announced + 1))
-        [[ $line == *" Info: big.bin, Size: "* ]] && big_state=announced big_at=${EPOCHREALTIME/./}
+        for big in "${big_files[@]}"; do
+          [[ $line == *" Info: $big, Size: "* && $big_state == none ]] &&
+            big_state=announced big_at=${EPOCHREALTIME/./}
+        done
         ;;
-      *" File: big.bin, Trans: "*" Passed") big_state=done passed=$((passed + 1)) ;;
       *" File: "*", Trans: "*" Passed")
         passed=$((passed + 1))
+        for big in "${big_files[@]}"; do
+          [[ $line == *" File: $big, Trans: "* ]] && big_passed=$((big_passed + 1))
+        done
+        ((big_passed == ${#big_files[@]})) && big_state=done
         if ((passed == n_session1)); then
           kill -CONT "$tx" 2> /dev/null
           held=0
@@ -370,12 +421,16 @@ blocked_stages() {
 }
 
 # Stages seen in the output folder (the receiver stopped, the disk still running), against the
-# log at the cut (LOG): a temporary file empty (announce), partly written (data) or whole (eof)
-# of a file announced and not yet Passed, or such a file under its final name (rename).
+# log at the cut (LOG): a temporary file empty (announce), partly written (data), or whole with
+# the mtime sent, which its commit sets first (eof), of a file announced and not yet Passed; or
+# such a file under its final name (rename). A whole one without that mtime may still wait for
+# its end (with two channels, behind the other channel's file and the lane's --eof-delay) or for
+# its commit to begin: no stage.
 folder_stages() {  # LOG
-  find "$out" -path "$out/.failed" -prune -o -type f -printf '%P\t%s\n' |
+  find "$out" -path "$out/.failed" -prune -o -type f -printf '%P\t%s\t%T@\n' |
     awk -F'\t' '
-      FNR == NR {
+      part == 1 { mtimes[$1] = mtimes[$1] " " $5; next }
+      part == 2 {
         if ($0 ~ / Info: .*, Size: [0-9,]+ \(bytes\) \. \. \. receiving$/) {
           line = $0; sub(/^[^ ]* Info: /, "", line)
           i = index(line, ", Size: "); path = substr(line, 1, i - 1)
@@ -387,24 +442,27 @@ folder_stages() {  # LOG
         }
         next
       }
-      { files[$1] = $2 }
+      { files[$1] = $2; mtime[$1] = $3 }
       END {
         for (p in announced) {
           if (announced[p] <= passed[p]) continue
           d = p; if (!sub(/\/[^\/]*$/, "", d)) d = ""
           want[d] = want[d] " " sizes[p] " "
+          n = split(mtimes[p], ms, " ")
+          for (i = 1; i <= n; i++) stamped[d] = stamped[d] " " sizes[p] "@" ms[i] " "
           if ((p in files) && !passed[p]) hit["rename"] = 1
         }
         for (f in files) {
           if (f !~ /(^|\/)\.ddft-[^\/]*\.(part|new)$/) continue
           d = f; if (!sub(/\/[^\/]*$/, "", d)) d = ""
           if (!(d in want)) continue
-          if (index(want[d], " " files[f] " ")) hit["eof"] = 1
+          if (index(stamped[d], " " files[f] "@" mtime[f] " ")) hit["eof"] = 1
+          else if (index(want[d], " " files[f] " ")) continue
           else if (files[f] == 0) hit["announce"] = 1
           else hit["data"] = 1
         }
         for (h in hit) print h
-      }' "$1" -
+      }' part=1 "$work/sources" part=2 "$1" part=3 -
 }
 
 # Cut number N of MODE, freezing the disk or the receiver first (ORDER disk|receiver). Leaves
@@ -618,8 +676,8 @@ run_mode() {  # MODE DURABLE ARGS...
   exec 3< <(exec tail -n +1 -f "$log" 2> /dev/null)
   tailer=$!
   pids+=("$tailer")
-  passed=0 announced=0 big_state=none big_at=0 session=0 cuts=0 data_cuts=0 held=0 pacing=1
-  sent=0 tx_tailer=
+  passed=0 announced=0 big_state=none big_at=0 big_passed=0 session=0 cuts=0 data_cuts=0 held=0
+  pacing=1 sent=0 tx_tailer=
   local deadline=$((SECONDS + 60))
   while ((passed < n_session1 + 1 && cuts < max_cuts && SECONDS < deadline)) &&
     kill -0 "$rx" 2> /dev/null; do
@@ -687,9 +745,32 @@ run_mode() {  # MODE DURABLE ARGS...
   judge_mode "$secs_run" "$(since "$t0" 1)"
 }
 
+# With two channels: how many cuts of the mode found files of both channels in flight, announced
+# and not yet Passed in the log copied at the cut.
+cuts_with_both() {
+  awk '
+    function tally(p, c, seen, k) {
+      for (p in open) {
+        if (open[p] <= 0) continue
+        c = p; sub(/\/.*/, "", c)
+        if (!(c in seen)) { seen[c] = 1; k++ }
+      }
+      if (k > 1) both++
+      split("", open)
+    }
+    FNR == 1 && NR > 1 { tally() }
+    / Info: .*, Size: [0-9,]+ \(bytes\) \. \. \. receiving$/ {
+      p = $0; sub(/^[^ ]* Info: /, "", p); sub(/, Size: [0-9,]+ \(bytes\) .*$/, "", p); open[p]++
+    }
+    / File: .*, Trans: .* Passed$/ {
+      p = $0; sub(/^[^ ]* File: /, "", p); sub(/, Trans: .*$/, "", p); open[p]--
+    }
+    END { tally(); print both + 0 }' "$work/$mode".c*.log
+}
+
 # The summary line of a mode and its assertions.
 judge_mode() {  # SECONDS_RUN SECONDS_ALL
-  local s n counts="" missing=() disk_first
+  local s n counts="" missing=() disk_first both=
   for s in "${stages[@]}"; do
     n=${hits[$s]:-0}
     counts+="$s $n, "
@@ -698,7 +779,13 @@ judge_mode() {  # SECONDS_RUN SECONDS_ALL
     missing+=("$s")
   done
   disk_first=$(grep -c '^[0-9]* disk ' "$work/$mode.hits")
-  echo "SUMMARY powercut mode $mode: cuts $cuts ($disk_first disk first)," \
+  if ((channels == 2)); then
+    both=$(cuts_with_both)
+    ((both >= min_both)) ||
+      bad "$mode: $both cut(s) found files of both channels in flight, fewer than $min_both"
+    both=", $both with files of both channels in flight"
+  fi
+  echo "SUMMARY powercut mode $mode: cuts $cuts ($disk_first disk first$both)," \
     "stages hit: ${counts%, };" \
     "files checked $checked_total (all $checked_max at the last cut), lost $lost_total," \
     "torn $torn_total, other mode or mtime $meta_total; run ${1}s, with checks ${2}s"

@@ -25,6 +25,13 @@ class LogCapture {
 
   // Everything logged so far, one line per message.
   std::string text() const { return text_.str(); }
+  // How many times `needle` occurs in what was logged so far.
+  size_t count(const std::string& needle) const {
+    const std::string all = text();
+    size_t n = 0;
+    for (size_t at = all.find(needle); at != std::string::npos; at = all.find(needle, at + 1)) ++n;
+    return n;
+  }
 
  private:
   std::ostringstream text_;

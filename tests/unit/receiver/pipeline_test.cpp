@@ -125,7 +125,8 @@ TEST(ReceiverPipeline, ReceivesASessionOverUdpAndStopsAtItsEndWithOnce) {
   EXPECT_EQ(testing::read_file(dir.path() / "dir/one.bin"), content);
   EXPECT_EQ(testing::read_file(dir.path() / "two.txt"), "two");
   const ReceiverStatus st = rx.status();
-  EXPECT_EQ(st.writer.session, 0x5EEDu);
+  ASSERT_EQ(st.writer.senders.size(), 1u);
+  EXPECT_EQ(st.writer.senders[0].first, 0x5EEDu);
   EXPECT_EQ(rx.hooks(), nullptr) << "no --on-complete";
 }
 

@@ -68,6 +68,28 @@ TEST_F(AdmissionTest, AtTheBoundTheOldestReceivingFileGivesWay) {
   EXPECT_THAT(admission_.evict_reason(), HasSubstr("more than 2 files in flight"));
 }
 
+// Another sender's file is older, but the sender with the most files receiving gives way.
+TEST_F(AdmissionTest, AtTheBoundTheSenderWithTheMostFilesGivesWay) {
+  cfg_.max_files_in_flight = 3;
+  constexpr uint64_t kOther = kSession + 1;
+  auto other = std::make_unique<File>();
+  other->session = kOther;
+  other->id = 1;
+  other->path = "other.bin";
+  other->state = FileState::kReceiving;
+  other->announced = clock_.now();
+  files_[{kOther, 1}] = std::move(other);
+  later(1);
+  File& oldest_here = add_file(1, "one.bin");
+  oldest_here.announced = clock_.now();
+  later(1);
+  add_file(2, "two.bin").announced = clock_.now();
+  const std::unique_ptr<File> f = announced(3, "three.bin");
+  File* evict = nullptr;
+  EXPECT_EQ(admission_.refusal(a_, *f, &evict), std::nullopt);
+  EXPECT_EQ(evict, &oldest_here) << "not the other sender's, though it is older";
+}
+
 TEST_F(AdmissionTest, FailedFilesStillBeingRecordedAtTheBoundRefuseANewOne) {
   cfg_.max_files_in_flight = 2;
   add_file(1, "one.bin");

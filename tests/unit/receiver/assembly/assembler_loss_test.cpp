@@ -49,7 +49,7 @@ TEST_P(AssemblerTest, FecRebuildsLostPacketsOfEveryKind) {
   EXPECT_EQ(asm_->fec().rebuilt, 5u);
   // The link's loss is still reported: the two after the first packet that came (a receiver
   // cannot tell packets lost before the first it saw from a session it joined late).
-  EXPECT_EQ(asm_->seq().lost(), 2u);
+  EXPECT_EQ(asm_->lost(0), 2u);
   EXPECT_TRUE(records().empty());
 }
 

@@ -74,15 +74,18 @@ TEST_F(FailureRecordsTest, TheBudgetIsPerMinuteAndVouchedFilesHaveTheirOwn) {
 
 TEST_F(FailureRecordsTest, UnnamedFailuresAreKeptUntilAListNamesThem) {
   FailureRecords r(*out_, pool_, clock_, false, counters_);
-  r.keep_unnamed(9, rec(9));
-  EXPECT_FALSE(r.take_unnamed(8).has_value());
-  auto got = r.take_unnamed(9);
+  r.keep_unnamed(1, 9, rec(9));
+  EXPECT_FALSE(r.take_unnamed(1, 8).has_value());
+  EXPECT_FALSE(r.take_unnamed(2, 9).has_value()) << "file 9 of another session";
+  auto got = r.take_unnamed(1, 9);
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->file.path, "f9.bin");
-  EXPECT_FALSE(r.take_unnamed(9).has_value());
-  r.keep_unnamed(10, rec(10));
-  r.clear_unnamed();
-  EXPECT_FALSE(r.take_unnamed(10).has_value());
+  EXPECT_FALSE(r.take_unnamed(1, 9).has_value());
+  r.keep_unnamed(1, 10, rec(10));
+  r.keep_unnamed(2, 10, rec(10));
+  r.forget_unnamed(1);
+  EXPECT_FALSE(r.take_unnamed(1, 10).has_value());
+  EXPECT_TRUE(r.take_unnamed(2, 10).has_value()) << "another session's stays";
   r.write_named(*got, true);
   settle();
   EXPECT_EQ(record_count(), 1u);

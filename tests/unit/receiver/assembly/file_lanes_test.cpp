@@ -16,7 +16,7 @@ class FileLanesTest : public TablePartsTest {
  protected:
   void SetUp() override {
     TablePartsTest::SetUp();
-    lanes_.set_gate(&gate_);
+    lanes_.set_gate(gate_.get());
   }
   File file(uint32_t id, size_t lane, bool striped) {
     File f;

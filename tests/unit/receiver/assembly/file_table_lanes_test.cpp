@@ -154,7 +154,7 @@ TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
   later(1);
   settle();
   EXPECT_EQ(counters_.files_unannounced, 0u);
-  EXPECT_TRUE(table_->holds_list_entries());
+  EXPECT_TRUE(table_->holds_list_entries(kSession));
   // One arrives after all; the list of lane 1 names a file of its own that never came.
   feed_all(1, lane_[1].file(7, "late.bin", late));
   feed(1, lane_[1].file_list({{9, "own.bin", own, common::VerifyType::kB2B, false, 1}}));
@@ -166,7 +166,7 @@ TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
   later(2);
   settle();
   EXPECT_EQ(counters_.files_unannounced, 2u);
-  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_FALSE(table_->holds_list_entries(kSession));
   EXPECT_THAT(records(),
               UnorderedElementsAre(AllOf(JsonHas("name", "lost.bin"), JsonHas("lane", 1)),
                                    AllOf(JsonHas("name", "own.bin"), JsonHas("lane", 1))));
@@ -177,16 +177,15 @@ TEST_F(FileTableLanesTest, AListEntryForAnotherLaneWaitsForThatLane) {
 TEST_F(FileTableLanesTest, AHeldListEntryIsSettledUnderItsOwnSessionWhenANewOneStarts) {
   const std::string lost = lane_content(2000, 6);
   feed(0, lane_[0].file_list({{8, "lost.bin", lost, common::VerifyType::kB2B, false, 1}}));
-  ASSERT_TRUE(table_->holds_list_entries());
-  // What the assembler does when a packet of another session comes.
+  ASSERT_TRUE(table_->holds_list_entries(kSession));
+  // What the assembler does when the sender starts a new session.
   constexpr uint64_t kNext = 0x6262;
-  table_->fail_receiving("sender restarted (new session)");
-  table_->end_session();
-  gate_.retire();
-  gate_.start(kNext);
-  table_->start_session(kNext);
+  table_->fail_receiving(kSession, "sender restarted (new session)");
+  table_->end_session(kSession);
+  gate_ = std::make_unique<SenderSession>(cfg_, clock_, counters_, kNext, 2);
+  table_->start_session(kNext, gate_.get());
   settle();
-  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_FALSE(table_->holds_list_entries(kSession));
   EXPECT_EQ(counters_.files_unannounced, 1u);
   const std::string rec = record();
   EXPECT_THAT(rec, JsonHas("name", "lost.bin"));
@@ -208,11 +207,11 @@ TEST_F(FileTableLanesTest, AHeldListEntryIsSettledUnderItsOwnSessionWhenANewOneS
 TEST_F(FileTableLanesTest, AHeldListEntryIsRecordedWhenTheReceiverStops) {
   const std::string lost = lane_content(2000, 6);
   feed(0, lane_[0].file_list({{8, "lost.bin", lost, common::VerifyType::kB2B, false, 1}}));
-  ASSERT_TRUE(table_->holds_list_entries());
+  ASSERT_TRUE(table_->holds_list_entries(kSession));
   table_->fail_receiving("receiver stopped");
-  table_->end_session(/*receiver_stopping=*/true);
+  table_->settle_lists(/*receiver_stopping=*/true);
   settle();
-  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_FALSE(table_->holds_list_entries(kSession));
   EXPECT_EQ(counters_.files_unannounced, 1u);
   EXPECT_THAT(record(), JsonHas("reason", HasSubstr("(lane 1, 127.0.0.1:5001; the receiver "
                                                     "stopped before that lane brought it)")));
@@ -223,10 +222,9 @@ TEST_F(FileTableLanesTest, AHeldListEntryIsRecordedWhenTheReceiverStops) {
 // joined keeps the reason of a loss.
 TEST_F(FileTableLanesTest, AListedFileSentBeforeTheReceiverJoinedIsNamedWithThatReason) {
   constexpr uint64_t kLate = 0x7373;
-  table_->end_session();
-  gate_.retire();
-  gate_.start(kLate);
-  table_->start_session(kLate);
+  table_->end_session(kSession);
+  gate_ = std::make_unique<SenderSession>(cfg_, clock_, counters_, kLate, 2);
+  table_->start_session(kLate, gate_.get());
   testing::FakeSender late{kLate};
   *late.seq() = 500;  // the receiver's first packet of the session is the sender's 500th
   const std::string early = lane_content(1000, 3);
@@ -278,7 +276,7 @@ TEST_F(FileTableLanesTest, AListEntryOfALaneNoLaneHereCarriesIsLeftToItsReceiver
   const std::string other = lane_content(1000, 9);
   feed(0, lane_[0].file_list({{5, "other.bin", other, common::VerifyType::kB2B, false, 2}}));
   later(1);
-  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_FALSE(table_->holds_list_entries(kSession));
   EXPECT_EQ(counters_.listed_elsewhere, 1u);
   EXPECT_EQ(counters_.files_unannounced, 0u);
 }
@@ -288,12 +286,12 @@ TEST_F(FileTableLanesTest, AListEntryOfALaneNoLaneHereCarriesIsLeftToItsReceiver
 TEST_F(FileTableLanesTest, AListEntryOfALaneToThisHostThatNoListenTakesIsRecorded) {
   feed(0, lane_[0].heartbeat(false, 1000, 0, 3));
   feed(0, lane_[0].sender_info(0xabc, {0, 0, 0}));
-  EXPECT_EQ(gate_.sender_id(), 0xabcu);
+  EXPECT_EQ(gate_->sender_id(), 0xabcu);
   const std::string unheard = lane_content(1000, 9);
   feed(0, lane_[0].file_list({{5, "unheard.bin", unheard, common::VerifyType::kB2B, false, 2}}));
   later(1);
   settle();
-  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_FALSE(table_->holds_list_entries(kSession));
   EXPECT_EQ(counters_.listed_elsewhere, 0u);
   EXPECT_EQ(counters_.files_unannounced, 1u);
   const std::string rec = record();
@@ -311,7 +309,7 @@ TEST_F(FileTableLanesTest, AListEntryOfALaneToAnotherHostIsLoggedAndLeftToItsRec
   feed(0, lane_[0].file_list({{5, "other.bin", other, common::VerifyType::kB2B, false, 2}}));
   later(1);
   settle();
-  EXPECT_FALSE(table_->holds_list_entries());
+  EXPECT_FALSE(table_->holds_list_entries(kSession));
   EXPECT_EQ(counters_.listed_elsewhere, 1u);
   EXPECT_EQ(counters_.files_unannounced, 0u);
   EXPECT_NE(log.text().find("\"other.bin\": left to the receiver of the sender's lane 2 (another "
@@ -337,18 +335,18 @@ TEST_F(FileTableLanesTest, AFileStripedOverMoreLanesThanThisReceiverHasIsRefused
 }
 
 TEST_F(FileTableLanesTest, TheGateKnowsEachLanesStateAndWhenTheSessionIsOver) {
-  EXPECT_EQ(gate_.lane_of_sender(1), 1);
-  EXPECT_EQ(gate_.lane_of_sender(2), -1);
-  EXPECT_TRUE(gate_.all_lanes_named());
+  EXPECT_EQ(gate_->lane_of_sender(1), 1);
+  EXPECT_EQ(gate_->lane_of_sender(2), -1);
+  EXPECT_TRUE(gate_->all_lanes_named());
   feed(0, lane_[0].heartbeat(true, 1000, 0, 2));
   clock_.advance(std::chrono::seconds(2));
-  EXPECT_TRUE(gate_.final_due(0, clock_.now()));
-  EXPECT_FALSE(gate_.gone(1, clock_.now()));
-  EXPECT_FALSE(gate_.finished(true)) << "lane 1 is still sending";
+  EXPECT_TRUE(gate_->final_due(0, clock_.now()));
+  EXPECT_FALSE(gate_->gone(1, clock_.now()));
+  EXPECT_FALSE(gate_->finished(true)) << "lane 1 is still sending";
   feed(1, lane_[1].heartbeat(true, 1000, 1, 2));
-  EXPECT_TRUE(gate_.finished(true));
-  EXPECT_EQ(gate_.seq(0).received(), 2u);
-  EXPECT_EQ(gate_.received(), 4u);
+  EXPECT_TRUE(gate_->finished(true));
+  EXPECT_EQ(gate_->seq(0).received(), 2u);
+  EXPECT_EQ(gate_->received(), 4u);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "support/fake_sender.hpp"
 #include "support/files.hpp"
 #include "support/json_matchers.hpp"
+#include "support/log_capture.hpp"
 #include "support/scratch_fs.hpp"
 #include "unit/receiver/assembly/table_fixture.hpp"
 
@@ -24,6 +25,8 @@ using Datagram = std::vector<uint8_t>;
 using ddft::testing::JsonHas;
 using ::testing::AllOf;
 using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // The table alone, with one lane: no gate (TableGround's is left out), one FakeSender, files
@@ -33,7 +36,12 @@ class FileTableTest : public FileTableFixture {
   void SetUp() override {
     cfg_.file_timeout_s = 5;
     FileTableFixture::SetUp();
-    table_->set_gate(nullptr);
+    gateless();
+  }
+  // The session followed with no gate: one lane, never gone.
+  void gateless() {
+    table_->end_session(kSession);
+    table_->start_session(kSession);
   }
   common::Header next() {
     common::Header h;
@@ -64,8 +72,37 @@ TEST_F(FileTableTest, AFileLargerThanTheBlockPoolIsDeliveredAndItsLifeEnds) {
   settle();
   EXPECT_TRUE(table_->empty());
   EXPECT_EQ(counters_.files_passed, 1u);
-  EXPECT_EQ(table_->session_files().passed, 1u);
+  EXPECT_EQ(table_->session_files(kSession).passed, 1u);
   EXPECT_EQ(read_file(base_ / "a/b.bin"), content);
+}
+
+// Every write block is held by data behind holes: the sender holding the most gives one file's
+// up (written out, verified by reading it back), though another sender's file is older.
+TEST_F(FileTableTest, WhenBlocksRunOutTheSenderHoldingTheMostGivesWay) {
+  constexpr uint64_t kOther = kSession + 1;
+  table_->start_session(kOther);
+  ddft::testing::FakeSender other{kOther};
+  const std::string b = lane_content(12'000, 1);
+  const std::string a = lane_content(40'000, 2);
+  const auto b_data = other.data(1, b);
+  const auto a_data = sender_.data(1, a);
+  feed(other.announce(1, "b.bin", b.size()));
+  feed(b_data[1]);  // block 0 of b, behind the hole of chunk 0
+  later(1);
+  feed(sender_.announce(1, "a.bin", a.size()));
+  for (size_t i = 1; i < 28; ++i) feed(a_data[i]);  // blocks 0-6 of a: every block taken
+  ddft::testing::LogCapture log;
+  feed(b_data[5]);  // b needs a block
+  EXPECT_THAT(log.text(), HasSubstr("a.bin: data arrived out of order beyond the write buffers"));
+  EXPECT_THAT(log.text(), Not(HasSubstr("b.bin: data arrived out of order")));
+  for (size_t i = 0; i < b_data.size(); ++i) feed(b_data[i]);
+  feed(other.end(1, b));
+  for (size_t i = 0; i < a_data.size(); ++i) feed(a_data[i]);
+  feed(sender_.end(1, a));
+  settle();
+  EXPECT_EQ(read_file(base_ / "b.bin"), b);
+  EXPECT_EQ(read_file(base_ / "a.bin"), a);
+  EXPECT_EQ(counters_.files_passed, 2u);
 }
 
 TEST_F(FileTableTest, AHostileNameIsRefusedAndAnAbortFails) {
@@ -133,7 +170,7 @@ TEST_F(FileTableTest, ATimedOutFileFailsAndAListedUnknownFileIsNamed) {
 TEST_F(FileTableTest, EvictedFilesTakeTheRecordBudgetBeforeTheRefusalsAfterThem) {
   cfg_.max_files_in_flight = 8;
   make_table();
-  table_->set_gate(nullptr);
+  gateless();
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   for (int i = 0; i < 2; ++i) pool_.post([released] { released.wait(); }, nullptr);

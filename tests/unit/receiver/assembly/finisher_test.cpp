@@ -28,7 +28,7 @@ class FinisherTest : public ::testing::Test, public Finisher::Owner {
     blocks_ = std::make_unique<FileBlocks>(*engine_);
     records_ = std::make_unique<FailureRecords>(*out_, pool_, clock_, false, counters_);
     finisher_ = std::make_unique<Finisher>(cfg_, *out_, pool_, clock_, *engine_, *blocks_,
-                                           *records_, counters_, session_files_, *this);
+                                           *records_, counters_, *this);
   }
   void TearDown() override {
     settle();
@@ -41,7 +41,7 @@ class FinisherTest : public ::testing::Test, public Finisher::Owner {
   }
   void end(File& f) override { ended_.push_back(f.path); }
   void passed(File& f) override { passed_.push_back(f.path); }
-  uint64_t current_session() const override { return 1; }
+  SessionFiles* tally(uint64_t s) override { return s == 1 ? &session_files_ : nullptr; }
 
   // A file whose data `content` is written to its temporary file, with the sender's key.
   std::unique_ptr<File> written(const std::string& path, const std::string& content,

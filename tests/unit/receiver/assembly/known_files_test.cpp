@@ -52,5 +52,27 @@ TEST(KnownFilesTest, AFileNamedOfAnotherSessionIsSettledButNotSeen) {
   EXPECT_TRUE(k.known_earlier(4));
 }
 
+// A sender's channels interleave, each in the order of its ids: a file is weighed against the
+// first file heard of its own channel. The bulk channel's reader runs ahead, so its first file
+// heard has a lower id than urgent files sent before this receiver came up.
+TEST(KnownFilesTest, WithChannelsAFileIsWeighedAgainstTheFirstFileOfItsChannel) {
+  using Sent = KnownFiles::Sent;
+  KnownFiles k(std::chrono::hours(1));
+  k.start_session(2);
+  EXPECT_EQ(k.sent_when(5, "g03/a.dat"), Sent::kBefore) << "nothing heard yet";
+  k.note_announced(166, "bulk");
+  k.note_announced(194, "urgent");
+  k.note_announced(170, "bulk");  // not the first of bulk
+  EXPECT_EQ(k.sent_when(173, "urgent/g03/vuka06.dat"), Sent::kBefore);
+  EXPECT_EQ(k.sent_when(200, "urgent/x"), Sent::kWhileReceiving);
+  EXPECT_EQ(k.sent_when(167, "bulk/y"), Sent::kWhileReceiving);
+  EXPECT_EQ(k.sent_when(165, "bulk/y"), Sent::kBefore);
+  EXPECT_EQ(k.sent_when(400, "alarms/z"), Sent::kUnknown) << "no file of its channel heard yet";
+  k.start_session(3);
+  k.note_announced(10);
+  EXPECT_EQ(k.sent_when(11, "g03/a.dat"), Sent::kWhileReceiving) << "no channels: as before";
+  EXPECT_EQ(k.sent_when(9, "g03/a.dat"), Sent::kBefore);
+}
+
 }  // namespace
 }  // namespace ddft::receiver

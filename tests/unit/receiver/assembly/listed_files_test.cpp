@@ -21,7 +21,7 @@ class ListedFilesTest : public TablePartsTest {
  protected:
   void SetUp() override {
     TablePartsTest::SetUp();
-    listed_.set_gate(&gate_);
+    listed_.set_gate(gate_.get());
   }
   // The list of `files` arrives on `lane`.
   void list(size_t lane, const std::vector<Listed>& files) {

@@ -21,8 +21,8 @@ class SenderHistoryTest : public TablePartsTest {
  protected:
   void SetUp() override {
     TablePartsTest::SetUp();
-    listed_.set_gate(&gate_);
-    history_.set_gate(&gate_);
+    listed_.set_gate(gate_.get());
+    history_.set_gate(gate_.get());
     // As the file table wires them: a record written settles its file, through the history.
     records_.set_on_recorded([this](const common::FileIdentity& f, const std::string& where) {
       history_.recorded(f, where);

@@ -21,7 +21,7 @@
 #include "receiver/assembly/file.hpp"
 #include "receiver/assembly/file_table.hpp"
 #include "receiver/assembly/known_files.hpp"
-#include "receiver/link/session_gate.hpp"
+#include "receiver/link/sender_session.hpp"
 #include "support/fake_sender.hpp"
 #include "support/files.hpp"
 #include "support/scratch_fs.hpp"
@@ -49,7 +49,7 @@ class TableGround : public ::testing::Test {
     return cfg;
   }
   void SetUp() override {
-    gate_.start(kSession);
+    gate_ = std::make_unique<SenderSession>(cfg_, clock_, counters_, kSession, 2);
     feed_gate(0, lane_[0].heartbeat(false, 1000, 0, 2));
     feed_gate(1, lane_[1].heartbeat(false, 1000, 1, 2));
   }
@@ -60,15 +60,15 @@ class TableGround : public ::testing::Test {
     datagram_ = d;
     common::Packet p;
     EXPECT_EQ(common::decode_packet(datagram_, &p), common::DecodeStatus::kOk);
-    EXPECT_TRUE(gate_.note_packet(lane, p));
+    EXPECT_TRUE(gate_->note_packet(lane, p));
     if (p.header.type == common::PacketType::kHeartbeat) {
       common::Heartbeat hb;
       EXPECT_EQ(common::decode_heartbeat(p.payload, &hb), common::DecodeStatus::kOk);
-      gate_.on_heartbeat(lane, hb);
+      gate_->on_heartbeat(lane, hb);
     } else if (p.header.type == common::PacketType::kSenderInfo) {
       common::SenderInfo si;
       EXPECT_EQ(common::decode_sender_info(p.payload, &si), common::DecodeStatus::kOk);
-      gate_.on_sender_info(si);
+      gate_->on_sender_info(si);
     }
     return p;
   }
@@ -84,7 +84,7 @@ class TableGround : public ::testing::Test {
   common::FakeClock clock_;
   AssemblerCounters counters_;
   FailureRecords records_{out_, pool_, clock_, false, counters_};
-  SessionGate gate_{cfg_, out_, pool_, clock_, counters_, 2};
+  std::unique_ptr<SenderSession> gate_;  // the session's, made by SetUp()
   std::vector<uint8_t> datagram_;
 };
 
@@ -145,8 +145,7 @@ class FileTableFixture : public TableGround {
   void make_table() {
     table_.reset();
     table_ = std::make_unique<FileTable>(cfg_, out_, pool_, clock_, *engine_, records_, counters_);
-    table_->set_gate(&gate_);
-    table_->start_session(kSession);
+    table_->start_session(kSession, gate_.get());
   }
   // What the assembler does with a packet of `lane`: the gate notes it, the table handles it.
   void feed(size_t lane, const std::vector<uint8_t>& d) { handle(feed_gate(lane, d), lane); }

@@ -35,22 +35,11 @@ class SessionGateTest : public ::testing::Test {
     gate_ = std::make_unique<SessionGate>(cfg_, *out_, pool_, clock_, counters_);
   }
   void TearDown() override { gate_.reset(); }
-  // Opens `d`; true when admitted as a packet of the current session (starting it if new).
+  // Opens `d`; true when the gate lets it through.
   bool admit(Datagram d) {
     std::span<const uint8_t> data(d);
     common::Packet p;
-    if (!gate_->open(&data, d.size(), &p)) return false;
-    switch (gate_->classify(p)) {
-      case SessionGate::Session::kRefused:
-        return false;
-      case SessionGate::Session::kNew:
-        if (gate_->session() != 0) gate_->retire();
-        gate_->start(p.header.session_id);
-        break;
-      case SessionGate::Session::kCurrent:
-        break;
-    }
-    return gate_->note_packet(0, p);
+    return gate_->open(&data, d.size(), &p);
   }
   testing::ScratchDir scratch_{"sg"};
   fs::path base_ = scratch_.path();
@@ -73,34 +62,6 @@ TEST_F(SessionGateTest, DamagedAndTruncatedDatagramsAreCountedAndDropped) {
   EXPECT_EQ(counters_.datagrams, 2u);
   EXPECT_EQ(counters_.truncated, 1u);
   EXPECT_EQ(counters_.rejected[static_cast<size_t>(common::DecodeStatus::kBadLength)], 1u);
-}
-
-TEST_F(SessionGateTest, SessionsStartRetireAndCountTheirSequence) {
-  EXPECT_TRUE(admit(heartbeat(7, 0)));
-  EXPECT_EQ(gate_->session(), 7u);
-  EXPECT_FALSE(admit(heartbeat(7, 0))) << "a duplicate";
-  EXPECT_EQ(counters_.duplicates, 1u);
-  EXPECT_TRUE(admit(heartbeat(7, 3)));
-  EXPECT_EQ(gate_->seq().lost(), 2u);
-  EXPECT_TRUE(admit(heartbeat(8, 0)));  // the sender restarted
-  EXPECT_EQ(counters_.lost_in_past_sessions, 2u);
-  EXPECT_EQ(counters_.sessions, 2u);
-  EXPECT_FALSE(admit(heartbeat(7, 9))) << "a retired session never comes back";
-  EXPECT_EQ(counters_.other_session, 1u);
-}
-
-TEST_F(SessionGateTest, FinalHeartbeatAndSilenceEndTheSession) {
-  EXPECT_FALSE(gate_->finished(true)) << "no session yet";
-  ASSERT_TRUE(admit(heartbeat(3, 0)));
-  EXPECT_FALSE(gate_->finished(true));
-  clock_.advance(std::chrono::seconds(6));
-  EXPECT_TRUE(gate_->finished(true)) << "silent for --file-timeout";
-  EXPECT_FALSE(gate_->finished(false)) << "never while files are in flight";
-  ASSERT_TRUE(admit(heartbeat(3, 1)));
-  gate_->on_heartbeat(0, common::Heartbeat{common::kHeartbeatFinal, 1000, 1, 1});
-  EXPECT_TRUE(gate_->finished(true));
-  EXPECT_FALSE(gate_->final_due(0, clock_.now()));
-  EXPECT_TRUE(gate_->final_due(0, clock_.now() + std::chrono::seconds(1)));
 }
 
 TEST_F(SessionGateTest, WithoutAKeySealedDatagramsAreRefused) {
