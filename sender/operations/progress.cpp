@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/log_format.hpp"
 #include "sender/work_item.hpp"
 
 namespace ddft::sender {
