@@ -185,8 +185,8 @@ void add_run_options(CLI::App& app, ReceiverConfig& cfg) {
   app.add_option("--on-complete", cfg.on_complete,
                  "Run this command on each file verified and in place, off the receive path: "
                  "/bin/sh -c 'CMD \"$@\"' with the file's final path as the last argument, and "
-                 "DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY, DDFT_SESSION, DDFT_CHANNEL in the "
-                 "environment. "
+                 "DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY, DDFT_SESSION, DDFT_CHANNEL, "
+                 "DDFT_SENDER, DDFT_FEC_REBUILT, DDFT_REPEAT_FILLED in the environment. "
                  "Its exit status is logged; whatever it does, the file stays delivered");
   add_bounded_option(app, "--on-complete-timeout", cfg.on_complete_timeout_s, 0.1, 86400.0,
                      "Seconds an --on-complete command may run; then its process group is killed "

@@ -216,6 +216,8 @@ void Finisher::notify_delivered(const File& f, const std::string& moved_old) {
   DeliveredFile d;
   d.final_path = out_.final_path(f.path);
   d.channel = f.channel;
+  d.sender = f.sender;
+  d.repairs = f.repairs;
   d.file = identity_of(f);
   d.key = f.verify == common::VerifyType::kNone ? std::string("none")
                                                 : fmt::format("0x{:08X}", sent_key(f).key32());

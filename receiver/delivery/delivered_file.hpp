@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/file_identity.hpp"
+#include "receiver/delivery/file_repairs.hpp"
 
 namespace ddft::receiver {
 
@@ -18,6 +19,8 @@ struct DeliveredFile {
   // Whatever still refers to final_path for that earlier file should follow it there.
   std::string displaced_to;
   std::string channel;  // the sender's channel (the first part of file.path), "" without one
+  std::string sender;   // its sender: its id in hex, or "session-" and the session's without one
+  FileRepairs repairs;  // what FEC and later copies (--repeat) filled in
 };
 
 }  // namespace ddft::receiver

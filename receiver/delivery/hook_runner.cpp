@@ -92,8 +92,9 @@ struct SpawnSetup {
 
 // The argument and environment vectors of one hook: `shell -c "CMD \"$@\"" ddft-on-complete PATH`,
 // with the receiver's environment plus DDFT_PATH, DDFT_REL_PATH, DDFT_SIZE, DDFT_KEY,
-// DDFT_SESSION and DDFT_CHANNEL (the sender's channel, empty without one), replacing any inherited
-// ones. argv and envp point into this object and into
+// DDFT_SESSION, DDFT_CHANNEL (the sender's channel, empty without one), DDFT_SENDER (its sender's
+// id, or session-ID without one), DDFT_FEC_REBUILT and DDFT_REPEAT_FILLED (its repairs),
+// replacing any inherited ones. argv and envp point into this object and into
 // `environ`: neither moves nor copies.
 struct SpawnArgs {
   std::vector<std::string> args;
@@ -111,6 +112,9 @@ struct SpawnArgs {
             "DDFT_KEY=" + file.key,
             fmt::format("DDFT_SESSION={:016x}", file.file.session),
             "DDFT_CHANNEL=" + file.channel,
+            "DDFT_SENDER=" + file.sender,
+            "DDFT_FEC_REBUILT=" + std::to_string(file.repairs.fec_rebuilt),
+            "DDFT_REPEAT_FILLED=" + std::to_string(file.repairs.repeat_filled),
         } {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

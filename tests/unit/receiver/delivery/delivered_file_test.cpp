@@ -24,7 +24,9 @@ TEST(DeliveredFile, CopiesAndMovesWhole) {
                   "/srv/in/a/b.bin",
                   "0x6999CF78",
                   "/srv/in/a/b.1.bin",
-                  "alarms"};
+                  "alarms",
+                  "00000000000a11ce",
+                  {2, 5}};
   const DeliveredFile copy = f;
   const DeliveredFile moved = std::move(f);
   for (const DeliveredFile* d : {&copy, &moved}) {
@@ -34,6 +36,9 @@ TEST(DeliveredFile, CopiesAndMovesWhole) {
     EXPECT_EQ(d->key, "0x6999CF78");
     EXPECT_EQ(d->displaced_to, "/srv/in/a/b.1.bin");
     EXPECT_EQ(d->channel, "alarms");
+    EXPECT_EQ(d->sender, "00000000000a11ce");
+    EXPECT_EQ(d->repairs.fec_rebuilt, 2u);
+    EXPECT_EQ(d->repairs.repeat_filled, 5u);
   }
 }
 

@@ -103,12 +103,18 @@ TEST_F(HookRunnerTest, PathArrivesVerbatimAsAnArgumentAndInTheEnvironment) {
                                  "printf '%s' \"$DDFT_SIZE\" > \"$D/size\"\n"
                                  "printf '%s' \"$DDFT_KEY\" > \"$D/key\"\n"
                                  "printf '%s' \"$DDFT_SESSION\" > \"$D/session\"\n"
+                                 "printf '%s' \"$DDFT_SENDER\" > \"$D/sender\"\n"
+                                 "printf '%s %s' \"$DDFT_FEC_REBUILT\" \"$DDFT_REPEAT_FILLED\" > "
+                                 "\"$D/repairs\"\n"
                                  "ls -l /proc/self/fd/ > \"$D/fds\"\n"
                                  "cat > \"$D/stdin\"\n");
   HookOptions o;
   o.command = cmd;
   start(o);
-  const DeliveredFile f = file(rel);
+  DeliveredFile f = file(rel);
+  f.sender = "00000000000a11ce";
+  f.repairs.fec_rebuilt = 7;
+  f.repairs.repeat_filled = 3;
   runner_->enqueue(f);
   ASSERT_TRUE(eventually([&] { return finished() == 1; })) << log_.text();
   EXPECT_EQ(runner_->counters().ok, 1u) << log_.text();
@@ -119,6 +125,8 @@ TEST_F(HookRunnerTest, PathArrivesVerbatimAsAnArgumentAndInTheEnvironment) {
   EXPECT_EQ(read_file(dir_ / "size"), "1234");
   EXPECT_EQ(read_file(dir_ / "key"), "0x6999CF78");
   EXPECT_EQ(read_file(dir_ / "session"), "0f3c9a7d12e45b60");
+  EXPECT_EQ(read_file(dir_ / "sender"), "00000000000a11ce");
+  EXPECT_EQ(read_file(dir_ / "repairs"), "7 3");
   EXPECT_EQ(read_file(dir_ / "stdin"), "");  // /dev/null
   EXPECT_FALSE(fs::exists(dir_ / "PWNED"));
   EXPECT_FALSE(fs::exists(dir_ / "PWNED2"));
