@@ -9,6 +9,12 @@ using common::Packet;
 using common::PacketType;
 
 namespace {
+// Why a sender's files still receiving fail when it starts session `s` anew; `sender` is one of
+// its sessions, identified.
+std::string restart_reason(uint64_t s, const SenderSession& sender) {
+  return fmt::format("sender restarted (new session {:016x} of {})", s, sender.name());
+}
+
 // File-system calls at once (creates, renames, flushes, records): enough for a slow disk's
 // latency to overlap, few enough for a small host.
 constexpr unsigned kFsThreads = 4;
@@ -137,8 +143,7 @@ SenderSlot* Assembler::slot_for(const Packet& p) {
     }
     std::string reason;
     if (give != nullptr) {
-      reason =
-          fmt::format("sender restarted (new session {:016x} of {})", s, give->session->name());
+      reason = restart_reason(s, *give->session);
     } else if ((give = slots_.quiet_slot(clock_.now())) != nullptr) {
       reason = fmt::format("{} silent, its place given to a new sender (--max-senders {})",
                            give->session->name(), slots_.max());
@@ -270,8 +275,7 @@ void Assembler::handle_sender_info(const Packet& p, SenderSlot& slot) {
   slot.session->on_sender_info(si);
   // The sender's earlier session is over: its files still receiving never get the rest.
   if (SenderSlot* old = slots_.same_sender(p.header.session_id, si.sender_id)) {
-    end_slot(*old, fmt::format("sender restarted (new session {:016x} of {})", p.header.session_id,
-                               slot.session->name()));
+    end_slot(*old, restart_reason(p.header.session_id, *slot.session));
   }
 }
 

@@ -165,8 +165,6 @@ class FileTable final : private Finisher::Owner {
     SenderHistory history;
   };
   SessionFiles* tally(uint64_t s) override;
-  // The sessions that have files in flight, in order.
-  std::vector<uint64_t> sessions_in_flight() const;
   // The parts of `p`'s session, selected for the packet (cur_), or null when it is not live.
   Scope* select(const common::Packet& p);
   Scope* scope_of(uint64_t s);

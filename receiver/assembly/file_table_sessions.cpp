@@ -45,7 +45,11 @@ void FileTable::settle_lists(bool receiver_stopping) {
 }
 
 void FileTable::fail_receiving(const std::string& reason) {
-  for (const uint64_t s : sessions_in_flight()) fail_receiving(s, reason);
+  std::vector<File*> open;
+  for (auto& [key, f] : files_) {
+    if (f->state == FileState::kReceiving) open.push_back(f.get());
+  }
+  for (File* f : open) fail(*f, reason);
 }
 
 void FileTable::fail_receiving(uint64_t s, const std::string& reason) {
@@ -109,14 +113,6 @@ size_t FileTable::in_flight(uint64_t s) const {
     ++n;
   }
   return n;
-}
-
-std::vector<uint64_t> FileTable::sessions_in_flight() const {
-  std::vector<uint64_t> out;
-  for (const auto& [key, f] : files_) {
-    if (out.empty() || out.back() != key.first) out.push_back(key.first);
-  }
-  return out;
 }
 
 }  // namespace ddft::receiver
