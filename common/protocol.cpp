@@ -259,18 +259,20 @@ DecodeStatus decode_sender_info(std::span<const uint8_t> payload, SenderInfo* ou
   if (!hosts_valid(host)) return DecodeStatus::kBadPayload;
   out->sender_id = load_le64(p);
   out->host.assign(host.begin(), host.end());
+  out->tail = payload.subspan(kSenderInfoFixedSize + lanes);
   return DecodeStatus::kOk;
 }
 
 size_t encode_sender_info(const Header& h, const SenderInfo& si, std::span<uint8_t> buf) {
   if (!hosts_valid(si.host)) return 0;
-  const size_t payload_len = kSenderInfoFixedSize + si.host.size();
-  if (kHeaderSize + payload_len > buf.size()) return 0;
+  const size_t payload_len = kSenderInfoFixedSize + si.host.size() + si.tail.size();
+  if (kHeaderSize + payload_len > buf.size() || payload_len > UINT16_MAX) return 0;
   uint8_t* p = buf.data() + kHeaderSize;
   store_le64(p, si.sender_id);
   store_le16(p + 8, static_cast<uint16_t>(si.host.size()));
   store_le16(p + 10, 0);
   std::copy(si.host.begin(), si.host.end(), p + kSenderInfoFixedSize);
+  std::copy(si.tail.begin(), si.tail.end(), p + kSenderInfoFixedSize + si.host.size());
   Header hh = h;
   hh.type = PacketType::kSenderInfo;
   return seal(hh, payload_len, buf);

@@ -191,9 +191,11 @@
 //  |  host: `lanes` bytes; host[k] is the lowest lane number whose | 12
 //  |  destination is on lane k's host (so host[k] <= k)            |
 //  +---------------------------------------------------------------+
-//  Bytes after the hosts are ignored (room for later fields). Sent on every lane, like a
-//  heartbeat (control_repeat times, FEC-covered, sealed), with the session's first heartbeat and
-//  then every kSenderInfoInterval. A receiver that drains some lanes of a host learns from it
+//  After the hosts, the sender's status (common/status_wire.hpp draws it); a reader that does
+//  not know it ignores it, as any bytes after the hosts. Sent on every lane, like a heartbeat
+//  (control_repeat times, FEC-covered, sealed), with the session's first heartbeat, then every
+//  kStatusIntervalS (kSenderInfoIntervalS from a sender without a status) and at once when the
+//  status changes in a way that matters. A receiver that drains some lanes of a host learns from it
 //  which of the sender's lanes went to that host without being listened on. A receiver before
 //  this type refuses it (kBadType): it counts it as rejected, and its sequence number as lost.
 //
@@ -451,6 +453,9 @@ struct SenderInfo {
   uint64_t sender_id = 0;
   // host[k]: the lowest lane going to lane k's host; one entry per lane of the session.
   std::vector<uint8_t> host;
+  // The bytes after the hosts (the sender's status, or nothing): the caller's to encode; on
+  // decode they point into the payload.
+  std::span<const uint8_t> tail;
 };
 
 struct Parity {
@@ -517,7 +522,7 @@ struct Packet {
 [[nodiscard]] DecodeStatus decode_abort(std::span<const uint8_t> payload, Abort* out);
 [[nodiscard]] DecodeStatus decode_heartbeat(std::span<const uint8_t> payload, Heartbeat* out);
 // Checks 1 <= lanes <= kMaxLanes, that the hosts follow, and host[k] <= k with host[host[k]] ==
-// host[k]; bytes after the hosts are ignored.
+// host[k]; the bytes after the hosts are out->tail, unchecked.
 [[nodiscard]] DecodeStatus decode_sender_info(std::span<const uint8_t> payload, SenderInfo* out);
 // Checks the window geometry (k, m >= 1, k + m <= 255, interleave >= 1, count <= k x interleave,
 // group < interleave, index < m) and that a shard follows.

@@ -17,12 +17,20 @@
 
 namespace ddft::receiver {
 
+namespace {
+// The senders' status file, among the receiver's own files ("" without an output folder).
+std::string sender_status_path(const ReceiverConfig& cfg) {
+  return cfg.output.empty() ? std::string() : cfg.output + "/.ddft-sender-status.json";
+}
+}  // namespace
+
 Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, common::Clock& clock)
     : cfg_(cfg), clock_(clock) {
   const bool direct = open_output();
   make_rings();
   make_io_engine();
   make_hooks();
+  board_ = std::make_unique<StatusBoard>(clock_, sender_status_path(cfg_));
   // Last: from here on a sender's datagrams queue in the kernel, and all that is left before
   // they are drained is making the assembler and starting the threads (run()).
   for (size_t i = 0; i < lanes_.size(); ++i) {
@@ -243,6 +251,7 @@ std::vector<std::jthread> Receiver::start_ingest() {
 ReceiveTotals Receiver::run(std::stop_token stop) {
   Assembler assembler(cfg_, *out_, *writer_, block_memory_, clock_);
   assembler.set_earlier(journal_.get(), recovery_.known, recovery_.failed);
+  assembler.set_status_board(board_.get());
   if (cfg_.transport == common::TransportKind::kDevice) {
     assembler.set_sender([d = "device " + cfg_.device] { return d; });
   } else {

@@ -142,6 +142,9 @@ class Receiver {
   // The --on-complete runner (its counters() are readable from any thread), or null without
   // --on-complete. Lives as long as the receiver.
   const HookRunner* hooks() const { return hooks_.get(); }
+  // The senders' last statuses (its snapshot() is readable from any thread). Lives as long as the
+  // receiver.
+  const StatusBoard& status_board() const { return *board_; }
   // The engine that writes the files: kUring, kPwrite, or kNull with --sink null (never kAuto).
   // Fixed by the constructor; any thread.
   common::IoEngine write_engine() const { return write_engine_; }
@@ -193,6 +196,7 @@ class Receiver {
   WriterStatus published_;  // guarded by status_mu_
   // Per lane: what earlier sessions lost (publish()).
   std::unique_ptr<HookRunner> hooks_;
+  std::unique_ptr<StatusBoard> board_;
   ReceiverObserver* observer_ = nullptr;
   std::string start_line_;  // the `receiving on` line, made by the constructor
   std::string link_name_;   // what the observer is told the link is

@@ -4,9 +4,23 @@
 
 namespace ddft::sender {
 
+ListSource::ListSource(const std::vector<SourceFile>& files) : files_(files) {
+  for (const SourceFile& f : files_) total_bytes_ += f.size;
+}
+
 std::optional<SourceFile> ListSource::next(std::stop_token stop) {
-  if (stop.stop_requested() || next_ >= files_.size()) return std::nullopt;
-  return files_[next_++];
+  const size_t i = next_.load(std::memory_order_relaxed);
+  if (stop.stop_requested() || i >= files_.size()) return std::nullopt;
+  given_bytes_.fetch_add(files_[i].size, std::memory_order_relaxed);
+  next_.store(i + 1, std::memory_order_relaxed);
+  return files_[i];
+}
+
+std::optional<Backlog> ListSource::backlog() const {
+  const size_t given = next_.load(std::memory_order_relaxed);
+  const uint64_t bytes = given_bytes_.load(std::memory_order_relaxed);
+  return Backlog{files_.size() - std::min(given, files_.size()),
+                 total_bytes_ - std::min(bytes, total_bytes_), std::nullopt};
 }
 
 std::string ListSource::describe() const { return std::to_string(files_.size()) + " file(s)"; }

@@ -8,6 +8,7 @@
 // and observers are the caller's and must outlive the session.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <stop_token>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.hpp"
 #include "common/hash.hpp"
 #include "sender/source/file_list.hpp"
 
@@ -22,10 +24,12 @@ namespace ddft::sender {
 
 struct FileMeta;
 
-// What a source still holds: the files it will give and their bytes (for a progress display).
+// What a source still holds: the files it will give, their bytes, and since when the oldest of
+// them waits (on the source's clock; nothing when none waits or the source cannot tell).
 struct Backlog {
   uint64_t files = 0;
   uint64_t bytes = 0;
+  std::optional<common::Clock::time_point> oldest;
 };
 
 // Where the reader takes the files of a session from.
@@ -46,13 +50,17 @@ class FileSource {
 // The files of a command line, in order.
 class ListSource final : public FileSource {
  public:
-  explicit ListSource(const std::vector<SourceFile>& files) : files_(files) {}
+  explicit ListSource(const std::vector<SourceFile>& files);
   std::optional<SourceFile> next(std::stop_token stop) override;
   std::string describe() const override;
+  // The files not given yet and their listed bytes (since when: not told).
+  std::optional<Backlog> backlog() const override;
 
  private:
   const std::vector<SourceFile>& files_;
-  size_t next_ = 0;
+  uint64_t total_bytes_ = 0;
+  std::atomic<size_t> next_{0};
+  std::atomic<uint64_t> given_bytes_{0};
 };
 
 // Callbacks from the transmit threads (one per lane), one at a time: never two at once.

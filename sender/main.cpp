@@ -32,6 +32,7 @@
 #include "sender/source/hot_folder.hpp"
 #include "sender/source/resend_request.hpp"
 #include "sender/source/resend_schedule.hpp"
+#include "sender/transmit/status_report.hpp"
 
 namespace {
 using namespace ddft;
@@ -322,6 +323,13 @@ Channels open_channels(const sender::SenderConfig& cfg, sender::ManifestWriter* 
   return ch;
 }
 
+// Files the listing left out: by the filters, or links not followed.
+uint64_t refused_by_listing(const sender::FileList& list, const Channels& channels) {
+  uint64_t n = list.filtered.size() + list.skipped_links.size();
+  for (const auto& l : channels.lists) n += l.filtered.size() + l.skipped_links.size();
+  return n;
+}
+
 // --channel: what each channel sends, added to `reg` (null without channels).
 std::unique_ptr<sender::ChannelTally> make_tally(const sender::SenderConfig& cfg,
                                                  common::MetricsRegistry& reg) {
@@ -429,6 +437,7 @@ int main(int argc, char** argv) {
     open_sources(cfg, manifest.get(), status, resends.get(), tally.get(), &hot, &list, &channels);
     for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
     status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
+    status.read_failures.fetch_add(list.errors.size(), std::memory_order_relaxed);
     const std::vector<std::unique_ptr<common::DatagramSink>> sinks = open_sinks(cfg);
     std::vector<common::DatagramSink*> lanes;
     for (const auto& sink : sinks) lanes.push_back(sink.get());
@@ -440,6 +449,15 @@ int main(int argc, char** argv) {
     sender::Sender s(cfg, lanes, common::SteadyClock::instance());
     s.set_status(&status);
     s.set_history(state.feed.get());
+    // The sender's status, carried to the receivers with its kSenderInfo.
+    std::vector<const sender::HotFolder*> folders;
+    if (hot) folders.push_back(hot.get());
+    for (const auto& h : channels.hot) {
+      if (h) folders.push_back(h.get());
+    }
+    status.files_refused.fetch_add(refused_by_listing(list, channels), std::memory_order_relaxed);
+    sender::StatusReport report(cfg, status, std::move(folders));
+    s.set_status_report(&report);
     // The manifest and the history hear of a file (and sync its line) before the hot folder
     // deletes or moves it.
     add_records(s, manifest.get(), state.recorder.get(), cfg.hot_folder());

@@ -17,6 +17,7 @@
 #include "sender/transmit/channel_mux.hpp"
 #include "sender/transmit/lane_hub.hpp"
 #include "sender/transmit/lane_router.hpp"
+#include "sender/transmit/status_report.hpp"
 #include "sender/transmit/transmitter.hpp"
 
 namespace ddft::sender {
@@ -187,6 +188,7 @@ std::vector<ChannelStage> channel_stages(const SenderConfig& cfg, common::Clock&
         st.compressor ? static_cast<WorkSink&>(*st.compressor) : static_cast<WorkSink&>(*st.router);
     st.reader = std::make_unique<Reader>(*channels[c].files, cfg, clock, pool, out,
                                          ReadChannel{channels[c].name, c, &ids});
+    st.reader->set_status(status);
   }
   return stages;
 }
@@ -214,9 +216,19 @@ SendTotals Sender::run(const std::vector<SessionChannel>& channels, std::stop_to
                                                 feeds.output(i), hub, i, &load));
     txs.back()->set_status(status_);
     txs.back()->set_history(history_);
+    txs.back()->set_status_report(report_);
+  }
+  if (report_ != nullptr) {
+    std::vector<std::pair<std::string, const FileSource*>> sources;
+    for (const SessionChannel& c : channels) sources.emplace_back(c.name, c.files);
+    report_->session_started(sources, lanes, clock_.now());
   }
   if (history_ != nullptr) history_->start_session(lanes);
-  if (status_) status_->lanes_up.store(lanes, std::memory_order_relaxed);
+  if (status_) {
+    status_->lanes_up.store(lanes, std::memory_order_relaxed);
+    status_->lanes_up_mask.store(lanes >= 64 ? ~uint64_t{0} : (uint64_t{1} << lanes) - 1,
+                                 std::memory_order_relaxed);
+  }
   log_start(channels);
 
   std::vector<std::exception_ptr> errors(lanes);

@@ -45,6 +45,7 @@
 namespace ddft::sender {
 
 class HistoryFeed;
+class StatusReport;
 
 // One channel of a session: its name ("" without channels), what it asks of the link, and where
 // its files come from (the caller's; it must outlive run()).
@@ -82,6 +83,9 @@ class Sender {
   void set_status(SendStatus* status) { status_ = status; }
   // Every lane sends the history `feed` packs (must outlive run()). Call before run().
   void set_history(HistoryFeed* feed) { history_ = feed; }
+  // Every lane sends the sender's status as `report` makes it (must outlive run()); it hears of
+  // each session's channels. Call before run().
+  void set_status_report(StatusReport* report) { report_ = report; }
 
  private:
   // The session's first log line.
@@ -94,6 +98,7 @@ class Sender {
   ObserverList observers_;
   SendStatus* status_ = nullptr;
   HistoryFeed* history_ = nullptr;
+  StatusReport* report_ = nullptr;
 };
 
 // The reader's block size: --read-block-kb rounded down to whole data chunks, so that no data

@@ -41,6 +41,11 @@ struct SendStatus {
   // Lanes of the current session whose links still send (--lane-down continue takes a failed
   // one out); 0 before the first session.
   std::atomic<uint64_t> lanes_up{0};
+  std::atomic<uint64_t> lanes_up_mask{0};  // the same, bit k for lane k
+  // Files that could not be opened or read to their end (since the program started), and files
+  // left out by rule (a path too long for the wire; a hot folder counts its own).
+  std::atomic<uint64_t> read_failures{0};
+  std::atomic<uint64_t> files_refused{0};
   // --compress (sender/read/compressor.hpp): blocks tried and those sent as frames; the bytes of
   // the blocks tried and what they took as data on the wire (frames, and the blocks sent raw).
   std::atomic<uint64_t> compress_blocks{0};

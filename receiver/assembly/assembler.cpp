@@ -273,6 +273,14 @@ void Assembler::handle_sender_info(const Packet& p, SenderSlot& slot) {
     return;
   }
   slot.session->on_sender_info(si);
+  if (board_ != nullptr && !si.tail.empty()) {
+    common::SenderStatus status;
+    if (common::decode_sender_status(si.tail, &status) == DecodeStatus::kOk) {
+      board_->take(slot.session->label(), p.header.session_id, si.host.size(), status);
+    } else {
+      ++counters_.rejected[static_cast<size_t>(DecodeStatus::kBadPayload)];
+    }
+  }
   // The sender's earlier session is over: its files still receiving never get the rest.
   if (SenderSlot* old = slots_.same_sender(p.header.session_id, si.sender_id)) {
     end_slot(*old, restart_reason(p.header.session_id, *slot.session));
@@ -300,6 +308,7 @@ void Assembler::poll(bool wait) {
     slot.session->poll(now);
   });
   end_finished_slots();
+  if (board_ != nullptr) board_->poll(now);
   records_.roll_window(now);
   records_.retry(now);
   gate_.poll(now);

@@ -33,6 +33,7 @@
 #include "receiver/assembly/failure_records.hpp"
 #include "receiver/assembly/file_table.hpp"
 #include "receiver/assembly/sender_slots.hpp"
+#include "receiver/assembly/status_board.hpp"
 #include "receiver/config.hpp"
 #include "receiver/counters.hpp"
 #include "receiver/delivery/delivered_file.hpp"
@@ -107,6 +108,9 @@ class Assembler {
   // Called on the writer thread for each file verified and renamed into place, right after its
   // File: line. It must not block (the --on-complete runner only queues). Set before the first
   // datagram.
+  // Each sender's status (the tail of its kSenderInfo) goes to `board` (null: nowhere), which is
+  // polled with the assembler. Set before the first datagram; `board` must outlive this.
+  void set_status_board(StatusBoard* board) { board_ = board; }
   void set_on_delivered(std::function<void(const DeliveredFile&)> fn) {
     table_.set_on_delivered(std::move(fn));
   }
@@ -146,6 +150,7 @@ class Assembler {
   FailureRecords records_;
   SessionGate gate_;
   SenderSlots slots_;
+  StatusBoard* board_ = nullptr;
   bool heard_ = false;                    // a sender session was heard
   FecCounters fec_past_;                  // of the sessions ended
   std::vector<uint64_t> lane_lost_past_;  // of the sessions ended, by lane

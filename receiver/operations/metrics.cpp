@@ -426,6 +426,7 @@ void add_receiver_metrics(common::MetricsRegistry& reg, const Receiver& rx,
   add_wait_metrics(reg, st);
   add_session_metrics(reg, sc, lanes);
   add_disk_metrics(reg, sc);
+  add_sender_status_metrics(reg, rx);
 }
 
 }  // namespace ddft::receiver

@@ -16,5 +16,8 @@ namespace ddft::receiver {
 // must outlive every render of the registry (stop the server before destroying it).
 void add_receiver_metrics(common::MetricsRegistry& registry, const Receiver& rx,
                           const ReceiverConfig& cfg);
+// Registers the ddft_sender_* families: each sender's last status (Receiver::status_board()).
+// Called by add_receiver_metrics(); `rx` as there.
+void add_sender_status_metrics(common::MetricsRegistry& registry, const Receiver& rx);
 
 }  // namespace ddft::receiver

@@ -117,9 +117,13 @@ std::optional<std::string> Reader::path_refusal(const SourceFile& src) const {
       src.path, len, channel_.name.empty() ? "" : ", with its channel", cfg_.packet_size);
 }
 
-bool Reader::skip(const SourceFile& src, const std::string& why) {
+bool Reader::skip(const SourceFile& src, const std::string& why, bool refused) {
   spdlog::error("Error: {}", why);
   ++open_failures_;
+  if (status_ != nullptr) {
+    (refused ? status_->files_refused : status_->read_failures)
+        .fetch_add(1, std::memory_order_relaxed);
+  }
   auto meta = std::make_shared<FileMeta>();
   meta->rel_path = src.rel_path;
   meta->src_path = src.path;
@@ -137,7 +141,7 @@ void Reader::run(std::stop_token stop) {
       if (!next || stop.stop_requested()) break;
       SourceFile& src = *next;
       if (const std::optional<std::string> why = path_refusal(src)) {
-        if (!skip(src, *why)) break;
+        if (!skip(src, *why, /*refused=*/true)) break;
         continue;
       }
       if (src.synthetic) {
@@ -239,7 +243,9 @@ Reader::Outcome Reader::read_file(int fd, const std::shared_ptr<const FileMeta>&
     return out_.push(std::move(block));
   };
   std::string failure;
-  switch (block_reader_.read_file(fd, meta->size, stop, hand_on, &failure)) {
+  const common::ReadResult result =
+      block_reader_.read_file(fd, meta->size, stop, hand_on, &failure);
+  switch (result) {
     case common::ReadResult::kDone:
       break;
     case common::ReadResult::kRefused:
@@ -248,6 +254,9 @@ Reader::Outcome Reader::read_file(int fd, const std::shared_ptr<const FileMeta>&
       failure = "sender stopped";
       [[fallthrough]];
     case common::ReadResult::kFailed: {
+      if (status_ != nullptr && result == common::ReadResult::kFailed) {
+        status_->read_failures.fetch_add(1, std::memory_order_relaxed);
+      }
       WorkItem abort{WorkItem::Kind::kAbort, meta};
       abort.reason = failure;
       return out_.push(std::move(abort)) && !stop.stop_requested() ? Outcome::kAborted

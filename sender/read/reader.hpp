@@ -23,6 +23,7 @@
 #include "common/clock.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
+#include "sender/send_status.hpp"
 #include "sender/work_item.hpp"
 
 namespace ddft::sender {
@@ -55,6 +56,8 @@ class Reader {
   // Runs on the reader thread. Closes `out` when done (also when stopped or on error).
   void run(std::stop_token stop);
   uint64_t open_failures() const { return open_failures_.load(); }
+  // Counts each file that cannot be read, and each refused, in `status` (null: not). Before run().
+  void set_status(SendStatus* status) { status_ = status; }
 
  private:
   // What became of one copy of a file.
@@ -75,8 +78,9 @@ class Reader {
   // Why `src`'s path cannot go on the wire (too long for an announce, its channel's name
   // included), or nullopt.
   std::optional<std::string> path_refusal(const SourceFile& src) const;
-  // A file that cannot be opened: logged, counted and handed on as kSkip. False when stopped.
-  bool skip(const SourceFile& src, const std::string& why);
+  // A file that cannot be opened (or, `refused`, cannot go on the wire): logged, counted and
+  // handed on as kSkip. False when stopped.
+  bool skip(const SourceFile& src, const std::string& why, bool refused = false);
 
   // A new file's meta: its id (the session's next), path and channel.
   std::shared_ptr<FileMeta> new_meta(const SourceFile& src);
@@ -91,6 +95,7 @@ class Reader {
   BufferPool& pool_;
   WorkSink& out_;
   std::atomic<uint64_t> open_failures_{0};
+  SendStatus* status_ = nullptr;
   std::unique_ptr<common::BlockIo> io_;
   common::BlockReader block_reader_;  // over io_ and pool_
 };

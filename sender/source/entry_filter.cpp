@@ -34,7 +34,7 @@ bool EntryFilter::admit(const std::string& rel) {
   // The receiver refuses such a name, and a hot folder deletes what it sent: it would be lost.
   for (const unsigned char c : rel) {
     if (c < 0x20 || c == 0x7F) {
-      if (filtered_.insert(rel).second) {
+      if (left_out(filtered_, rel)) {
         spdlog::warn(
             "Warn: hot folder: leaving {} in place, not sent: the receiver refuses names "
             "with control characters",
@@ -45,7 +45,7 @@ bool EntryFilter::admit(const std::string& rel) {
   }
   auto why = opt_.filter.refusal(rel);
   if (!why) return true;
-  if (filtered_.insert(rel).second) {
+  if (left_out(filtered_, rel)) {
     spdlog::info("Info: hot folder: leaving '{}' in place, not sent: {}", rel, *why);
   }
   return false;
@@ -53,7 +53,7 @@ bool EntryFilter::admit(const std::string& rel) {
 
 void EntryFilter::warn_not_regular(const std::string& rel, unsigned mode) {
   // Another host's (--shard): that host says it, and counts it.
-  if (!opt_.shard.takes(rel) || !warned_.insert(rel).second) return;
+  if (!opt_.shard.takes(rel) || !left_out(warned_, rel)) return;
   if (!S_ISLNK(mode)) {
     spdlog::warn("Warn: hot folder: skipping '{}': {} (only regular files are sent)", rel,
                  kind_of(mode));
@@ -89,12 +89,18 @@ void EntryFilter::note_reserved(const std::string& rel) {
       base_of(rel).starts_with(kFinishingPrefix)) {
     return;
   }
-  if (filtered_.insert(rel).second) {
+  if (left_out(filtered_, rel)) {
     spdlog::info(
         "Info: hot folder: leaving '{}' in place, not sent: names starting '{}' are "
         "reserved",
         rel, kReservedPrefix);
   }
+}
+
+bool EntryFilter::left_out(std::set<std::string>& seen, const std::string& rel) {
+  if (!seen.insert(rel).second) return false;
+  ++refused_;
+  return true;
 }
 
 void EntryFilter::forget(const std::string& rel) {

@@ -40,14 +40,21 @@ class EntryFilter {
   // Symbolic links left out (each time one appeared), under --symlinks skip and error.
   uint64_t links_skipped() const { return links_skipped_; }
   uint64_t links_failed() const { return links_failed_; }
+  // Files left out (each time one appeared): by the filter, a reserved or unsendable name, not a
+  // regular file, a link.
+  uint64_t refused() const { return refused_; }
 
  private:
+  // Records that `rel` is left out, in `seen`; true (and counted) the first time.
+  bool left_out(std::set<std::string>& seen, const std::string& rel);
+
   const HotFolderOptions& opt_;
   std::string own_prefix_;
   std::set<std::string> warned_;    // non-regular paths warned about
   std::set<std::string> filtered_;  // paths the filter left in place
   uint64_t links_skipped_ = 0;
   uint64_t links_failed_ = 0;
+  uint64_t refused_ = 0;
 };
 
 }  // namespace ddft::sender

@@ -157,6 +157,13 @@ uint64_t HotFolder::links_skipped() const {
   return entries_->links_skipped();
 }
 
+HotFolder::FolderStatus HotFolder::folder_status() const {
+  std::lock_guard lock(mu_);
+  FolderStatus f{opt_.dir, opt_.sent_dir, entries_->refused(), 0, opt_.retention.max_bytes};
+  if (const Retention* r = removal_->retention()) f.retention_bytes = r->bytes();
+  return f;
+}
+
 uint64_t HotFolder::links_failed() const {
   std::lock_guard lock(mu_);
   return entries_->links_failed();
@@ -289,8 +296,8 @@ std::optional<SourceFile> HotFolder::next(std::stop_token stop) {
 
 std::optional<Backlog> HotFolder::backlog() const {
   std::lock_guard lock(mu_);
-  const auto [files, bytes] = tracker_.queued();
-  return Backlog{files, bytes};
+  const ReadinessTracker::Queue q = tracker_.queued();
+  return Backlog{q.files, q.bytes, q.oldest};
 }
 
 // What becomes of a file once sent: recorded in the journal, then deleted or moved (SentRemoval);

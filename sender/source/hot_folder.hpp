@@ -102,6 +102,15 @@ class HotFolder final : public FileSource, public SendObserver {
   // Symbolic links left out (each time one appeared), under --symlinks skip and error.
   uint64_t links_skipped() const;
   uint64_t links_failed() const;
+  // What the sender's status tells of this hot folder (thread-safe).
+  struct FolderStatus {
+    std::string dir;               // the folder watched
+    std::string sent_dir;          // --sent-dir, "" when sent files are deleted
+    uint64_t refused = 0;          // files left out (filter, names, not regular, links)
+    uint64_t retention_bytes = 0;  // what --sent-dir holds, when pruned (0 otherwise)
+    uint64_t retention_limit = 0;  // --sent-keep-gb in bytes, 0 none
+  };
+  FolderStatus folder_status() const;
 
  private:
   struct Handout {

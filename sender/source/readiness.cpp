@@ -9,7 +9,7 @@ ReadinessTracker::ReadinessTracker(duration settle)
 
 ReadinessTracker::Entry& ReadinessTracker::entry(const std::string& rel, time_point now) {
   auto [it, inserted] = entries_.try_emplace(rel);
-  if (inserted) it->second.stable_since = now;
+  if (inserted) it->second.stable_since = it->second.queued_since = now;
   return it->second;
 }
 
@@ -27,6 +27,7 @@ void ReadinessTracker::erase(const std::string& rel) {
 }
 
 void ReadinessTracker::wake(const std::string& /*rel*/, Entry& e, time_point now) {
+  if (e.state == State::kHeld) e.queued_since = now;
   if (e.state == State::kReady || e.state == State::kHeld) e.state = State::kWaiting;
   e.stable_since = now;
   // The event explains any change so far: the next probe's identity is the one the settle time
@@ -166,7 +167,7 @@ void ReadinessTracker::evaluate(const std::string& rel, Entry& e, time_point now
     if (e.last && p->id == *e.last) return;  // the version that failed (or was kept): stays held
     e.state = State::kWaiting;
     e.complete = true;
-    e.stable_since = now;
+    e.stable_since = e.queued_since = now;
     e.last = p->id;
     schedule(rel, e, now + settle_);
     return;
@@ -220,7 +221,7 @@ void ReadinessTracker::hold(const std::string& rel, const FileIdentity& id, time
     // Written to, replaced or removed while it was sent: a new version, judged afresh.
     e.changed = false;
     e.state = State::kWaiting;
-    e.stable_since = now;
+    e.stable_since = e.queued_since = now;
     e.last.reset();
     schedule(rel, e, e.complete ? now : kNever);
     return;
@@ -237,7 +238,7 @@ void ReadinessTracker::requeue(const std::string& rel, time_point now) {
   Entry& e = it->second;
   e.changed = false;
   e.state = State::kWaiting;
-  e.stable_since = now;
+  e.stable_since = e.queued_since = now;
   e.last.reset();
   schedule(rel, e, e.complete ? now : kNever);
 }
@@ -282,15 +283,15 @@ std::optional<ReadinessTracker::time_point> ReadinessTracker::next_deadline() co
   return t;
 }
 
-std::pair<uint64_t, uint64_t> ReadinessTracker::queued() const {
-  uint64_t files = 0;
-  uint64_t bytes = 0;
+ReadinessTracker::Queue ReadinessTracker::queued() const {
+  Queue q;
   for (const auto& [rel, e] : entries_) {
     if (e.state != State::kWaiting && e.state != State::kReady) continue;
-    ++files;
-    if (e.last) bytes += e.last->size;
+    ++q.files;
+    if (e.last) q.bytes += e.last->size;
+    if (!q.oldest || e.queued_since < *q.oldest) q.oldest = e.queued_since;
   }
-  return {files, bytes};
+  return q;
 }
 
 }  // namespace ddft::sender

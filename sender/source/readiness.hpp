@@ -112,9 +112,15 @@ class ReadinessTracker {
   std::optional<time_point> next_deadline() const;
   // Files tracked (any state), for tests and the log.
   size_t tracked() const { return entries_.size(); }
-  // Files waiting for their settle time or ready, not yet handed out, and the bytes they had at
-  // their last probe (0 for one not probed yet): the hot folder's queue, for the progress line.
-  std::pair<uint64_t, uint64_t> queued() const;
+  // Files waiting for their settle time or ready, not yet handed out, the bytes they had at
+  // their last probe (0 for one not probed yet), and since when the oldest of them waits (first
+  // seen, or changed after it was held or sent): the hot folder's queue.
+  struct Queue {
+    uint64_t files = 0;
+    uint64_t bytes = 0;
+    std::optional<time_point> oldest;
+  };
+  Queue queued() const;
   bool is_tracked(const std::string& rel) const { return entries_.contains(rel); }
 
  private:
@@ -128,6 +134,7 @@ class ReadinessTracker {
     bool rearm_on_attrib = true;  // kHeld
     std::optional<FileIdentity> last;  // identity at the last probe
     time_point stable_since{};         // the last change seen
+    time_point queued_since{};         // waiting since (first seen, or a new version after)
     time_point check_at = kNever;      // the next probe
   };
 

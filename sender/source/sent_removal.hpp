@@ -45,6 +45,8 @@ class SentRemoval {
   // else put back (a new version). Arguments as finish()'s.
   [[nodiscard]] bool finish_private(const JournalRecord& r, const std::string& priv,
                                     std::string* moved_to, std::string* put_back, std::string* why);
+  // The retention folder's bookkeeping (thread-safe), or null when what is moved is kept for good.
+  const Retention* retention() const { return retention_.get(); }
 
  private:
   // Moves `from` (absolute) to the sent folder under `rel`'s path. False, with *why set, when it

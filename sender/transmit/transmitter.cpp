@@ -8,7 +8,9 @@
 
 #include "common/history_wire.hpp"
 #include "common/log_format.hpp"
+#include "common/status_wire.hpp"
 #include "sender/source/history_feed.hpp"
+#include "sender/transmit/status_report.hpp"
 
 namespace ddft::sender {
 using common::Header;
@@ -84,7 +86,13 @@ common::Heartbeat Transmitter::heartbeat_of(bool final) const {
 
 void Transmitter::send_sender_info_if_due() {
   const auto now = clock_.now();
-  if (info_sent_ && now - last_info_ < std::chrono::seconds(common::kSenderInfoIntervalS)) return;
+  std::optional<common::SenderStatus> status;
+  if (report_ != nullptr) {
+    status = report_->due(lane_, now);
+    if (!status) return;
+  } else if (info_sent_ && now - last_info_ < std::chrono::seconds(common::kSenderInfoIntervalS)) {
+    return;
+  }
   common::SenderInfo si;
   si.sender_id = cfg_.sender_id;
   si.host = cfg_.lane_hosts();
@@ -92,7 +100,15 @@ void Transmitter::send_sender_info_if_due() {
   // its own.
   for (size_t k = si.host.size(); k < hub_.lanes(); ++k) si.host.push_back(static_cast<uint8_t>(k));
   si.host.resize(hub_.lanes());
+  std::vector<uint8_t> tail;
   out_.send_control([&](const Header& h, std::span<uint8_t> buf) {
+    if (status && tail.empty()) {
+      // The status takes the room the hosts leave (its channels as many as fit).
+      const size_t used = common::kHeaderSize + common::kSenderInfoFixedSize + si.host.size();
+      tail.resize(buf.size() > used ? buf.size() - used : 0);
+      tail.resize(common::encode_sender_status(*status, tail));
+      si.tail = tail;
+    }
     return common::encode_sender_info(h, si, buf);
   });
   last_info_ = now;
@@ -314,9 +330,11 @@ void Transmitter::send_session(std::stop_token stop) {
       continue;
     }
     send_item(*item, stop);
-    // Mid-file too: a long file must not hold back the list of the files before it.
+    // Mid-file too: a long file must not hold back the list of the files before it, nor the
+    // sender's status.
     lists_.send_if_due();
     send_history_if_due();
+    send_sender_info_if_due();
   }
   abort_open("sender stopped");
   out_.flush();
@@ -530,7 +548,10 @@ void Transmitter::go_down(const LinkError& e) {
   spdlog::error("Error: {}; its files in flight fail, the other lanes go on", reason);
   // Nothing more goes out on this link: what was batched goes with it.
   out_.discard();
-  if (status_) status_->lanes_up.fetch_sub(1, std::memory_order_relaxed);
+  if (status_) {
+    status_->lanes_up.fetch_sub(1, std::memory_order_relaxed);
+    status_->lanes_up_mask.fetch_and(~(uint64_t{1} << lane_), std::memory_order_relaxed);
+  }
   // Before the file in flight is failed: a striped one is then doomed on the other lanes too.
   hub_.lane_down(lane_, reason);
   for (const auto& [meta, striped] : open_files()) {

@@ -52,6 +52,7 @@
 namespace ddft::sender {
 
 class HistoryFeed;
+class StatusReport;
 
 // Bytes of a file's data (per copy) between two repeated announces, for an announce datagram of
 // `announce_bytes` bytes on the wire: max(1 MiB, 1024 x announce_bytes), so that the repeats
@@ -91,6 +92,9 @@ class Transmitter {
   void set_status(SendStatus* status);
   // Sends the sender's history as `feed` packs it (null: none). Call before run().
   void set_history(HistoryFeed* feed) { history_ = feed; }
+  // Each kSenderInfo carries the sender's status as `report` makes it (null: none), and goes as
+  // often as the report says. Call before run().
+  void set_status_report(StatusReport* report) { report_ = report; }
 
  private:
   // The public constructors: `own_feed` and `own_hub` (each may be null) are kept; `feed` and
@@ -151,7 +155,8 @@ class Transmitter {
   void repeat_announce_if_due(uint64_t done, uint64_t data_end, const FileMeta& meta);
   void block_sent(const WorkItem& item, size_t raw);
   void send_heartbeat(bool final);
-  // The session's kSenderInfo, at its start and then every kSenderInfoIntervalS.
+  // The session's kSenderInfo: at its start, then every kSenderInfoIntervalS; with a status
+  // report, whenever the report says its status is due on this lane (with the status).
   void send_sender_info_if_due();
   // What the history feed has packed since this lane's last call; `last`: the session's last
   // call, which packs what is due without waiting to gather more.
@@ -202,6 +207,7 @@ class Transmitter {
   bool info_sent_ = false;
   SendStatus* status_ = nullptr;
   HistoryFeed* history_ = nullptr;
+  StatusReport* report_ = nullptr;
 };
 
 }  // namespace ddft::sender
