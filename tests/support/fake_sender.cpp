@@ -150,7 +150,7 @@ Datagram FakeSender::heartbeat(bool final, uint32_t interval_ms, uint16_t lane, 
 
 Datagram FakeSender::sender_info(uint64_t sender_id, const std::vector<uint8_t>& host) {
   Datagram b(common::kHeaderSize + common::kSenderInfoFixedSize + host.size());
-  b.resize(common::encode_sender_info(next(), {sender_id, host}, b));
+  b.resize(common::encode_sender_info(next(), {sender_id, host, {}}, b));
   return b;
 }
 

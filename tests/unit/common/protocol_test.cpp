@@ -675,7 +675,7 @@ TEST(ProtocolGolden, SenderInfo) {
       0x00, 0x00, 0x02,                                // +12 hosts: lanes 0 and 1 on one host
   };
   std::vector<uint8_t> buf(256, 0xEE);
-  buf.resize(encode_sender_info(golden_header(), {0x08090A0B0C0D0E0Full, {0, 0, 2}}, buf));
+  buf.resize(encode_sender_info(golden_header(), {0x08090A0B0C0D0E0Full, {0, 0, 2}, {}}, buf));
   expect_bytes(buf, want);
 
   const Packet p = decode_golden(want, PacketType::kSenderInfo);
@@ -694,7 +694,7 @@ TEST(Protocol, SenderInfoBoundsAndLaterFieldsIgnored) {
   };
   SenderInfo got;
   // Bytes after the hosts (a later version's fields) are ignored.
-  const std::span<const uint8_t> two = payload({7, {0, 1}});
+  const std::span<const uint8_t> two = payload({7, {0, 1}, {}});
   std::vector<uint8_t> longer(two.begin(), two.end());
   longer.insert(longer.end(), {1, 2, 3, 4});
   ASSERT_EQ(decode_sender_info(longer, &got), DecodeStatus::kOk);
@@ -709,9 +709,9 @@ TEST(Protocol, SenderInfoBoundsAndLaterFieldsIgnored) {
   bad[12] = 1;
   EXPECT_EQ(decode_sender_info(bad, &got), DecodeStatus::kBadPayload);
   std::vector<uint8_t> out(256);
-  EXPECT_EQ(encode_sender_info(header(), {7, {0, 2, 1}}, out), 0u);
-  EXPECT_EQ(encode_sender_info(header(), {7, {}}, out), 0u);
-  EXPECT_EQ(encode_sender_info(header(), {7, std::vector<uint8_t>(kMaxLanes + 1, 0)}, out), 0u);
+  EXPECT_EQ(encode_sender_info(header(), {7, {0, 2, 1}, {}}, out), 0u);
+  EXPECT_EQ(encode_sender_info(header(), {7, {}, {}}, out), 0u);
+  EXPECT_EQ(encode_sender_info(header(), {7, std::vector<uint8_t>(kMaxLanes + 1, 0), {}}, out), 0u);
 }
 
 TEST(ProtocolGolden, Data) {

@@ -162,7 +162,7 @@ TEST(RenderProgress, AnOpenEndedBatchShowsFilesBytesAndQueueButNoPercentOrEta) {
   auto lines = render_progress(v, 120);
   ASSERT_EQ(lines.size(), 1u);  // no file in progress: the batch line only
   EXPECT_EQ(lines[0], "total 12 files, 1 failed  1.5 GB sent   97.50 MB/s");
-  v.backlog = Backlog{3, 12 * kMB};
+  v.backlog = Backlog{3, 12 * kMB, std::nullopt};
   lines = render_progress(v, 120);
   EXPECT_EQ(lines[0],
             "total 12 files, 1 failed  1.5 GB sent   97.50 MB/s  queued 3 files, 12.0 MB");
@@ -305,7 +305,7 @@ class FakeQueue final : public FileSource {
  public:
   std::optional<SourceFile> next(std::stop_token) override { return std::nullopt; }
   std::string describe() const override { return "a fake queue"; }
-  std::optional<Backlog> backlog() const override { return Backlog{4, 8 * kMB}; }
+  std::optional<Backlog> backlog() const override { return Backlog{4, 8 * kMB, std::nullopt}; }
 };
 
 TEST_F(ProgressDisplayTest, AnOpenEndedSourceGivesItsBacklog) {
