@@ -4,7 +4,8 @@
 #   2. its control fields (dpkg-deb -I): name, version, architecture, Maintainer (a name and an
 #      address), Depends (dpkg-shlibdeps's libraries and adduser), Recommends, the maintainer
 #      scripts and the conffiles;
-#   3. its file list (dpkg-deb -c): exactly the files expected, owned by root, with their modes;
+#   3. its file list (dpkg-deb -c): exactly the files expected (the changelog and the copyright
+#      file among them), owned by root, with their modes;
 #   4. unpacked with dpkg-deb -x into a temp folder: each program's --version and --help, run from
 #      there with the library path untouched (no RPATH, every library found, debug info
 #      stripped), the scripts (owlDftsSend --dry-run, dd_file_receive_daemon finding the program
@@ -183,6 +184,8 @@ expected=(
   "-rw-r--r-- ./usr/lib/systemd/system/dd_file_send-watch.service"
   "-rw-r--r-- ./usr/share/doc/ddft/README.md"
   "-rw-r--r-- ./usr/share/doc/ddft/SECURITY.md"
+  "-rw-r--r-- ./usr/share/doc/ddft/changelog.gz"
+  "-rw-r--r-- ./usr/share/doc/ddft/copyright"
   "-rw-r--r-- ./usr/share/ddft/monitoring/ddft-alerts.yml"
   "-rw-r--r-- ./usr/share/ddft/monitoring/ddft-dashboard.json"
   "-rw-r--r-- ./usr/share/man/man1/dd_file_receive.1.gz"
