@@ -4,14 +4,15 @@
 #   2. its control fields (dpkg-deb -I): name, version, architecture, Maintainer (a name and an
 #      address), Depends (dpkg-shlibdeps's libraries and adduser), Recommends, the maintainer
 #      scripts and the conffiles;
-#   3. its file list (dpkg-deb -c): exactly the files expected (the changelog and the copyright
-#      file among them), owned by root, with their modes;
+#   3. its file list (dpkg-deb -c): exactly the files expected (a man page for each program and
+#      script, the changelog and the copyright file among them), owned by root, with their modes;
 #   4. unpacked with dpkg-deb -x into a temp folder: each program's --version and --help, run from
 #      there with the library path untouched (no RPATH, every library found, debug info
-#      stripped), the scripts (owlDftsSend --dry-run, dd_file_receive_daemon finding the program
-#      beside it, dd_reconcile --help), the man pages, and a real loopback transfer between the
-#      unpacked dd_file_send and dd_file_receive, which the unpacked dd_reconcile (its Python
-#      package found where the package puts it) then reconciles;
+#      stripped), the scripts (owlDftsSend --dry-run and --version, dd_file_receive_daemon finding
+#      the program beside it, dd_reconcile --help), every man page (man --warnings, its sections
+#      and version), and a real loopback transfer between the unpacked dd_file_send and
+#      dd_file_receive, which the unpacked dd_reconcile (its Python package found where the
+#      package puts it) then reconciles;
 #   5. every systemd unit with systemd-analyze verify, ExecStart= pointed into the unpacked tree
 #      and man pointed at its man pages (the units' Documentation=);
 #   6. the logrotate file, run for real on a copy pointed at a temp folder; the monitoring files
@@ -188,10 +189,11 @@ expected=(
   "-rw-r--r-- ./usr/share/doc/ddft/copyright"
   "-rw-r--r-- ./usr/share/ddft/monitoring/ddft-alerts.yml"
   "-rw-r--r-- ./usr/share/ddft/monitoring/ddft-dashboard.json"
-  "-rw-r--r-- ./usr/share/man/man1/dd_file_receive.1.gz"
-  "-rw-r--r-- ./usr/share/man/man1/dd_file_send.1.gz"
 )
-for p in "${programs[@]}" "${scripts[@]}"; do expected+=("-rwxr-xr-x ./usr/bin/$p"); done
+# Each program and script, and its man page.
+for p in "${programs[@]}" "${scripts[@]}"; do
+  expected+=("-rwxr-xr-x ./usr/bin/$p" "-rw-r--r-- ./usr/share/man/man1/$p.1.gz")
+done
 # The documents the README points to: each of the source tree's docs/*.md.
 for doc in "$repo"/docs/*.md; do
   expected+=("-rw-r--r-- ./usr/share/doc/ddft/docs/${doc##*/}")
@@ -224,19 +226,23 @@ done
 out=$("$root/usr/bin/owlDftsSend" --dry-run /etc/hostname 2>&1)
 expect "owlDftsSend --dry-run status" 0 "$?"
 contains "owlDftsSend --dry-run runs the dd_file_send beside it" "$root/usr/bin/dd_file_send" "$out"
+expect "owlDftsSend --version: that of the dd_file_send beside it" "owlDftsSend $version" \
+  "$(OWL_DFTS_CONF=/nonexistent "$root/usr/bin/owlDftsSend" --version 2>&1)"
 out=$(DDFT_NICE=0 DDFT_RECEIVE_CONF=/nonexistent "$root/usr/bin/dd_file_receive_daemon" --version 2>&1)
 expect "dd_file_receive_daemon runs the dd_file_receive beside it" "dd_file_receive $version" "$out"
 out=$("$root/usr/bin/dd_reconcile" --help 2>&1)
 expect "dd_reconcile --help status" 0 "$?"
 contains "dd_reconcile --help" "SEND_MANIFEST RECEIVE_LOG" "$out"
+# Each program's and script's man page: read by man without a warning, with this version. The two
+# programs' pages also say what --help has no room for.
 if command -v man > /dev/null; then
-  for page in dd_file_send dd_file_receive; do
-    out=$(MANWIDTH=100 man --warnings -l "$root/usr/share/man/man1/$page.1.gz" 2> "$work/man.err")
+  for page in "${programs[@]}" "${scripts[@]}"; do
+    out=$(MANWIDTH=80 man --warnings -l "$root/usr/share/man/man1/$page.1.gz" 2> "$work/man.err")
     [[ -s "$work/man.err" ]] && bad "man $page: $(cat "$work/man.err")" || ok
-    for section in NAME SYNOPSIS DESCRIPTION OPTIONS "EXIT STATUS" SIGNALS FILES EXAMPLES \
-      "SEE ALSO" "$page $version"; do
-      contains "man $page" "$section" "$out"
-    done
+    sections=(NAME SYNOPSIS DESCRIPTION "SEE ALSO" "$version")
+    [[ $page == dd_file_send || $page == dd_file_receive ]] &&
+      sections+=(OPTIONS "EXIT STATUS" SIGNALS FILES EXAMPLES "$page $version")
+    for section in "${sections[@]}"; do contains "man $page" "$section" "$out"; done
   done
 else
   skip "the man pages: man is not installed (scripts/setup.sh installs man-db)"
