@@ -21,7 +21,8 @@
 #      file systems is allowed) dpkg -i, a reinstall, dpkg -r and dpkg -P for real on overlays of
 #      /etc, /usr, /var and /srv, which vanish afterwards: the user, the folders and their modes,
 #      the installed dd_reconcile, what remove keeps and what purge removes (the units'
-#      enablement too).
+#      enablement too);
+#   8. lintian: no error and no warning, and a copy broken on purpose flagged with both.
 # A part that cannot run here says why. Everything it makes is removed at the end (the .deb stays
 # in BUILD_DIR, where cpack puts it).
 # Usage: package_check.sh BUILD_DIR
@@ -363,6 +364,41 @@ else
     grep -qE '^(PASS|FAIL) ' "$work/install.log" ||
       bad "installing the package: no result (status $status): $(cat "$work/install.log")"
   fi
+fi
+
+# --- 8. lintian, Debian's own package checker: no error and no warning (a tag that must stay is
+# overridden in the package, /usr/share/lintian/overrides/ddft, with its reason). Then a copy
+# broken on purpose (no copyright file: an error; a man page left out: a warning) proves that the
+# check fails on both.
+# lintian_tags DEB: lintian's E: and W: lines. Its status goes to $work/lintian.status: 0 clean,
+# 2 an error or a warning (--fail-on), 1 lintian itself failed.
+lintian_tags() {
+  lintian --no-cfg --fail-on error,warning --tag-display-limit 0 "$1" > "$work/lintian.out" \
+    2> "$work/lintian.err"
+  echo $? > "$work/lintian.status"
+  # (Run as root, as CI does, it says it would rather not be: that line is no finding.)
+  sed -i '/^running with root privileges is not recommended!$/d' "$work/lintian.err"
+  grep -E '^[EW]: ' "$work/lintian.out"
+}
+if command -v lintian > /dev/null; then
+  tags=$(lintian_tags "$deb")
+  status=$(cat "$work/lintian.status")
+  if ((status == 0)) && [[ -z "$tags" ]]; then ok; else
+    bad "lintian (status $status): $(cat "$work/lintian.out" "$work/lintian.err")"
+  fi
+  broken="$work/broken"
+  dpkg-deb -R "$deb" "$broken"
+  rm "$broken/usr/share/doc/ddft/copyright" "$broken/usr/share/man/man1/dd_iotest.1.gz"
+  sed -i -e '\| usr/share/doc/ddft/copyright$|d' -e '\| usr/share/man/man1/dd_iotest.1.gz$|d' \
+    "$broken/DEBIAN/md5sums"
+  dpkg-deb -b "$broken" "$work/broken.deb" > /dev/null
+  tags=$(lintian_tags "$work/broken.deb")
+  expect "lintian on a broken copy: status" 2 "$(cat "$work/lintian.status")"
+  contains "lintian on a broken copy: the error" "E: ddft: no-copyright-file" "$tags"
+  contains "lintian on a broken copy: the warning" \
+    "W: ddft: no-manual-page [usr/bin/dd_iotest]" "$tags"
+else
+  skip "lintian: it is not installed (scripts/setup.sh installs it)"
 fi
 
 finish
