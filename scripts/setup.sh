@@ -25,6 +25,10 @@ packages=(
   # check reads them with man, runs its logrotate file and dpkg-deb, cpack and dpkg-shlibdeps
   # (dpkg-dev, with build-essential)
   help2man man-db logrotate
+  # ... and lintian, Debian's package checker, which it runs on the package: no error and no
+  # warning may stand; its dpkg -i needs what the package depends on beyond the libraries
+  # (adduser, which minimal images leave out)
+  lintian adduser
   # the monitoring files' test (ctest scripts.monitoring): promtool checks and unit-tests the
   # alert rules (and logrotate -d the logrotate file)
   prometheus

@@ -78,14 +78,22 @@ from .outcomes import FINE
 from .receive_log import Receiver
 from .report import report_json, report_text
 
+# The second form on one "or:" line, which help2man reads as the synopsis's second line.
 USAGE = """%(prog)s [options] SEND_MANIFEST RECEIVE_LOG [RECEIVE_LOG...]
-       %(prog)s [options] --manifest FILE [--manifest FILE...]
-                    --receiver LOG[,LOG...] [--receiver LOG[,LOG...]...] [RECEIVE_LOG...]"""
+  or:  %(prog)s [options] --manifest FILE... --receiver LOG[,LOG...]... [RECEIVE_LOG...]"""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Starts the usage with "Usage:", as the other ddft programs do (help2man reads the lines
+    after it as the man page's synopsis)."""
+
+    def add_usage(self, usage, actions, groups, prefix=None):
+        super().add_usage(usage, actions, groups, "Usage: " if prefix is None else prefix)
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter, usage=USAGE,
+        prog=PROG, formatter_class=_HelpFormatter, usage=USAGE,
         description=__doc__[__doc__.index("SEND_MANIFEST is"):])
     p.add_argument("inputs", metavar="SEND_MANIFEST RECEIVE_LOG", nargs="*",
                    help="without --manifest: the manifest dd_file_send --manifest wrote (JSON "
