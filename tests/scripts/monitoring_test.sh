@@ -113,7 +113,8 @@ out=$(python3 -m json.tool "$dashboard" 2>&1 > /dev/null)
 expect "python3 -m json.tool ddft-dashboard.json" "" "$out"
 
 # --- 4. The names against what real programs serve: a receiver, and a sender scraped during its
-# EOF_DELAY (heartbeats keep its link alive meanwhile).
+# EOF_DELAY (heartbeats keep its link alive meanwhile). The sender sends its file as a channel:
+# it serves its ddft_send_channel_* families only with --channel.
 scrape() {  # PORT FILE: /metrics into FILE, retried for 5 s
   for _ in $(seq 50); do
     curl -sf "http://127.0.0.1:$1/metrics" > "$2" 2> /dev/null && return 0
@@ -130,8 +131,8 @@ port=$(free_port) rx_metrics=$(free_port) tx_metrics=$(free_port)
 rx=$!
 scrape "$rx_metrics" "$work/rx.metrics" ||
   bad "no /metrics from dd_file_receive: $(cat "$work/rx.err" "$work/rx.log" 2>&1)"
-"$send_bin" "$work/src/a.bin" --dest "127.0.0.1:$port" --eof-delay 4000 --metrics \
-  "127.0.0.1:$tx_metrics" > "$work/tx.log" 2>&1 &
+"$send_bin" --channel "mon:source=$work/src/a.bin" --dest "127.0.0.1:$port" --eof-delay 4000 \
+  --metrics "127.0.0.1:$tx_metrics" > "$work/tx.log" 2>&1 &
 tx=$!
 scrape "$tx_metrics" "$work/tx.metrics" || bad "no /metrics from dd_file_send: $(cat "$work/tx.log")"
 wait "$tx"
