@@ -124,8 +124,7 @@ TEST_F(StatusBoardTest, LogsReadFailuresLanesAndDisks) {
             1u)
       << log.text();
   EXPECT_EQ(log.count("Info: sender aa: all its 2 lane(s) up"), 1u);
-  EXPECT_EQ(log.count("Info: sender aa: the file system of its watched folder has room again"),
-            1u);
+  EXPECT_EQ(log.count("Info: sender aa: the file system of its watched folder has room again"), 1u);
 }
 
 TEST_F(StatusBoardTest, NamesASenderSilentForThreeIntervals) {
@@ -156,7 +155,8 @@ TEST_F(StatusBoardTest, WritesTheLastStatusesAsJson) {
   std::string error;
   const auto doc = testing::JsonChecker::parse_object(text, &error);
   ASSERT_TRUE(doc) << error << "\n" << text;
-  EXPECT_THAT(text, HasSubstr("\"sender\": \"00000000000000aa\", \"session\": \"0000000000001234\""));
+  EXPECT_THAT(text,
+              HasSubstr("\"sender\": \"00000000000000aa\", \"session\": \"0000000000001234\""));
   EXPECT_THAT(text, HasSubstr("\"channels\": [{\"name\": \"urgent\", \"queued_files\": 2"));
   EXPECT_THAT(text, HasSubstr("\"sender\": \"session-00000000000000bb\""));
   EXPECT_FALSE(std::filesystem::exists(json_ + ".tmp"));
