@@ -65,8 +65,9 @@ void LaneOutput::enqueue(std::span<uint8_t> slot, size_t n) {
 }
 
 void LaneOutput::send_control(
-    const std::function<size_t(const Header&, std::span<uint8_t>)>& encode, uint16_t flags) {
-  for (unsigned i = 0; i < cfg_.control_repeat; ++i) {
+    const std::function<size_t(const Header&, std::span<uint8_t>)>& encode, uint16_t flags,
+    unsigned copies) {
+  for (unsigned i = 0; i < (copies == 0 ? cfg_.control_repeat : copies); ++i) {
     auto slot = next_slot();
     Header h = next_header();
     h.flags |= flags;

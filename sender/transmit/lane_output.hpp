@@ -84,9 +84,10 @@ class LaneOutput {
   // with FEC it is added to its window first. `send` false: built, counted in its window, not
   // sent (the test hook's "lost on the link").
   void commit(std::span<uint8_t> slot, size_t n, bool send = true);
-  // Sends a control datagram control_repeat times; `flags` go into each header.
+  // Sends a control datagram control_repeat times (or `copies` times when not 0); `flags` go
+  // into each header.
   void send_control(const std::function<size_t(const common::Header&, std::span<uint8_t>)>& enc,
-                    uint16_t flags = 0);
+                    uint16_t flags = 0, unsigned copies = 0);
   // With FEC, sends the parity of the window so far and starts a new one.
   void close_window();
   // Sends the batch under the pacing rules: never more packets in one go than the intra-packet

@@ -86,13 +86,14 @@ common::Heartbeat Transmitter::heartbeat_of(bool final) const {
 
 void Transmitter::send_sender_info_if_due() {
   const auto now = clock_.now();
+  // The session's first and then one every kSenderInfoIntervalS go control_repeat times; the
+  // statuses between them once each (a receiver before kSenderInfo counts each as lost).
+  const bool full =
+      !info_sent_ || now - last_info_ >= std::chrono::seconds(common::kSenderInfoIntervalS);
   std::optional<common::SenderStatus> status;
-  if (report_ != nullptr) {
-    status = report_->due(lane_, now);
-    if (!status) return;
-  } else if (info_sent_ && now - last_info_ < std::chrono::seconds(common::kSenderInfoIntervalS)) {
-    return;
-  }
+  if (report_ != nullptr) status = report_->due(lane_, now);
+  if (!full && !status) return;
+  if (full && report_ != nullptr && !status) status = report_->current(now);
   common::SenderInfo si;
   si.sender_id = cfg_.sender_id;
   si.host = cfg_.lane_hosts();
@@ -101,17 +102,19 @@ void Transmitter::send_sender_info_if_due() {
   for (size_t k = si.host.size(); k < hub_.lanes(); ++k) si.host.push_back(static_cast<uint8_t>(k));
   si.host.resize(hub_.lanes());
   std::vector<uint8_t> tail;
-  out_.send_control([&](const Header& h, std::span<uint8_t> buf) {
-    if (status && tail.empty()) {
-      // The status takes the room the hosts leave (its channels as many as fit).
-      const size_t used = common::kHeaderSize + common::kSenderInfoFixedSize + si.host.size();
-      tail.resize(buf.size() > used ? buf.size() - used : 0);
-      tail.resize(common::encode_sender_status(*status, tail));
-      si.tail = tail;
-    }
-    return common::encode_sender_info(h, si, buf);
-  });
-  last_info_ = now;
+  out_.send_control(
+      [&](const Header& h, std::span<uint8_t> buf) {
+        if (status && tail.empty()) {
+          // The status takes the room the hosts leave (its channels as many as fit).
+          const size_t used = common::kHeaderSize + common::kSenderInfoFixedSize + si.host.size();
+          tail.resize(buf.size() > used ? buf.size() - used : 0);
+          tail.resize(common::encode_sender_status(*status, tail));
+          si.tail = tail;
+        }
+        return common::encode_sender_info(h, si, buf);
+      },
+      0, full ? 0 : 1);
+  if (full) last_info_ = now;
   info_sent_ = true;
 }
 
