@@ -64,7 +64,7 @@ class CommitterTest : public ::testing::Test {
   void make(WriteMode mode, CollisionPolicy policy = CollisionPolicy::kRename) {
     out_ = std::make_unique<OutputDir>(root_.string(), (root_ / ".failed").string(), policy);
     pool_ = std::make_unique<FsPool>(2, "tfsop");
-    journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
+    journal_ = std::make_unique<OutcomeLog>(out_->state_fd());
     common::BlockIoOptions io;
     io.engine = common::IoEngine::kUring;
     io.threads = 1;
@@ -404,7 +404,7 @@ TEST_F(CommitterTest, TheJournalGetsOneCLinePerFileBeforeAnyRename) {
     for (char* p = buf; p < buf + n;) {
       const auto* e = reinterpret_cast<const inotify_event*>(p);
       const std::string name = e->len ? e->name : "";
-      if ((e->mask & IN_MODIFY) && name == kOutcomeLogName) {
+      if ((e->mask & IN_MODIFY) && name == kJournalName) {
         if (seq.empty() || seq.back() != "J") seq.push_back("J");  // one per run of writes
       } else if ((e->mask & IN_MOVED_TO) && name.starts_with("j")) {
         seq.push_back(name);
