@@ -266,7 +266,9 @@ void finalize_state_dir(ReceiverConfig& cfg) {
     cfg.state_dir = default_state_dir(cfg.output);
   } else if (struct stat out{}; ::stat(cfg.output.c_str(), &out) == 0) {
     // The folder, or the nearest of its parents that exists (it is made at start).
-    std::filesystem::path at = std::filesystem::absolute(cfg.state_dir).lexically_normal();
+    const std::filesystem::path wanted =
+        std::filesystem::absolute(cfg.state_dir).lexically_normal();
+    std::filesystem::path at = wanted;
     struct stat st {};
     while (::stat(at.c_str(), &st) != 0 && at.has_relative_path()) at = at.parent_path();
     if (st.st_dev != out.st_dev) {
@@ -275,7 +277,7 @@ void finalize_state_dir(ReceiverConfig& cfg) {
                                      "receiver moves its failed files and its state by rename)",
                                      cfg.state_dir, cfg.output));
     }
-    if (st.st_ino == out.st_ino) {
+    if (at == wanted && st.st_ino == out.st_ino) {
       throw CLI::ValidationError(
           "--state-dir",
           fmt::format("'{}' is the output folder: the state needs a folder of its own",

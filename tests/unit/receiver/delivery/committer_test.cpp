@@ -387,10 +387,12 @@ TEST_F(CommitterTest, TheJournalGetsOneCLinePerFileBeforeAnyRename) {
   for (uint32_t id = 1; id <= 6; ++id) {
     reqs.push_back(prepare("j" + std::to_string(id) + ".bin", "file " + std::to_string(id), id));
   }
-  // The kernel reports, in order, each write to the journal and each rename into the folder.
+  // The kernel reports, in order, each write to the journal (in the state folder) and each rename
+  // into the folder.
   common::UniqueFd in(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   ASSERT_TRUE(in);
-  ASSERT_GE(::inotify_add_watch(in.get(), root_.c_str(), IN_MODIFY | IN_MOVED_TO), 0);
+  ASSERT_GE(::inotify_add_watch(in.get(), root_.c_str(), IN_MOVED_TO), 0);
+  ASSERT_GE(::inotify_add_watch(in.get(), out_->state_dir().c_str(), IN_MODIFY), 0);
   for (const auto& r : reqs) add(r);  // batch 1: file 1; batch 2: files 2 to 6
   settle();
   ASSERT_EQ(results_.size(), 6u);

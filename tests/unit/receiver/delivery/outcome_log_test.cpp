@@ -1,4 +1,4 @@
-// The receiver's journal (OUTPUT/.ddft-outcomes): its line format both ways, damaged lines, many
+// The receiver's journal (STATE/outcomes): its line format both ways, damaged lines, many
 // writers at once, the rewrite, and that the file is never held open.
 #include "receiver/delivery/outcome_log.hpp"
 
@@ -201,7 +201,7 @@ class OutcomeLogTest : public ::testing::Test {
     for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
       std::error_code ec;
       const fs::path target = fs::read_symlink(e.path(), ec);
-      if (!ec && target.string().find(kJournalName) != std::string::npos) ++n;
+      if (!ec && target.filename().string().starts_with(kJournalName)) ++n;
     }
     return n;
   }
