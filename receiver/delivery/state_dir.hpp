@@ -2,12 +2,14 @@
 // folder on the output folder's file system, by default OUTPUT/.ddft (--state-dir puts it
 // elsewhere). Every name in it is here:
 //
-//   STATE/outcomes             the journal of what became of each file (outcome_log.hpp)
-//   STATE/session-state[.laneK] the replay state of lane K (--key-file; no suffix for lane 0)
-//   STATE/record-reserve       space kept for failure records on a full disk (failed_folder.hpp)
-//   STATE/failed/              the failed folder, unless --failed-dir puts it elsewhere
+//   STATE/outcomes               the journal of what became of each file (outcome_log.hpp)
+//   STATE/session-state[.laneK]  the replay state of lane K (--key-file; no suffix for lane 0)
+//   STATE/record-reserve         space kept for failure records on a full disk (failed_folder.hpp)
+//   STATE/failed/                the failed folder, unless --failed-dir puts it elsewhere
+//   STATE/outcomes.1, ...        an earlier version's entry set aside (move_old_state())
 //
-// A replaced file is written as NAME.new first (common::replace_file_at()). Temporary files of
+// Any other file the receiver keeps goes here too, named here. A replaced file is written as
+// NAME.new first (common::replace_file_at()). Temporary files of
 // files being received stay beside their final names (own_files.hpp): their rename must stay
 // atomic. Earlier versions kept the same entries in the output folder itself; move_old_state()
 // moves them here once.
@@ -105,8 +107,9 @@ struct StatePlaces {
 // only the old record reserve, which holds nothing, is removed instead. Failure records and their
 // data move one by one into the failed folder under the same rule, and the old folder is removed
 // once empty. Leftover NAME.new files of the old journal and replay state (a replace cut short)
-// are removed. Only regular files (and the old failed folder, a real folder) are moved; nothing is
-// thrown: what could not be moved stays, named in a warning.
+// are removed. Only regular files (and the old failed folder, a real folder) are moved: anything
+// else under those names is left alone. Nothing is thrown: what a rename refused stays where it
+// is, named in a warning.
 MovedState move_old_state(const StatePlaces& where);
 
 }  // namespace ddft::receiver
