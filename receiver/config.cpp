@@ -1,12 +1,17 @@
 #include "receiver/config.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <utility>
 
 #include "common/channel_name.hpp"
 #include "common/cli_options.hpp"
 #include "common/logging.hpp"
 #include "common/metrics.hpp"
 #include "common/protocol.hpp"
+#include "receiver/delivery/state_dir.hpp"
 
 namespace ddft::receiver {
 
@@ -41,8 +46,13 @@ void add_link_options(CLI::App& app, ReceiverConfig& cfg) {
   // Required but for --sink null (finalize_receiver_config()).
   app.add_option("--output,-o", cfg.output,
                  "Folder the files are written to (required, but for --sink null)");
+  app.add_option("--state-dir", cfg.state_dir,
+                 "Folder for the receiver's own state: its journal, replay state, record reserve "
+                 "and failed folder (default OUTPUT/.ddft; made when missing, on the output "
+                 "folder's file system)");
   app.add_option("--failed-dir", cfg.failed_dir,
-                 "Folder for files that could not be completed (default OUTPUT/.failed)");
+                 "Folder for files that could not be completed (default STATE/failed, in "
+                 "--state-dir)");
   app.add_option_function<std::vector<std::string>>(
          "--channel-dir",
          [&cfg](const std::vector<std::string>& values) {
@@ -101,7 +111,7 @@ void add_write_options(CLI::App& app, ReceiverConfig& cfg) {
   add_bounded_option(app, "--file-timeout", cfg.file_timeout_s, 0.1, 86400.0,
                      "Seconds without a packet of a file before it fails");
   add_bounded_option(app, "--journal-hours", cfg.journal_hours, 0.01, 24.0 * 366,
-                     "How long the journal (OUTPUT/.ddft-outcomes) remembers each file delivered "
+                     "How long the journal (STATE/outcomes) remembers each file delivered "
                      "or named, across sender sessions and restarts, so that what a sender repeats "
                      "(file lists, its history) is not named twice");
   add_bounded_option(app, "--journal-mb", cfg.journal_mb, 1, size_t{1} << 20,
@@ -249,6 +259,34 @@ void finalize_lanes(ReceiverConfig& cfg) {
   }
 }
 
+// The state folder: the default one, or --state-dir checked against --output; the default failed
+// folder within it. An output folder that cannot be seen is left for the receiver's start to name.
+void finalize_state_dir(ReceiverConfig& cfg) {
+  if (cfg.state_dir.empty()) {
+    cfg.state_dir = default_state_dir(cfg.output);
+  } else if (struct stat out{}; ::stat(cfg.output.c_str(), &out) == 0) {
+    // The folder, or the nearest of its parents that exists (it is made at start).
+    const std::filesystem::path wanted =
+        std::filesystem::absolute(cfg.state_dir).lexically_normal();
+    std::filesystem::path at = wanted;
+    struct stat st {};
+    while (::stat(at.c_str(), &st) != 0 && at.has_relative_path()) at = at.parent_path();
+    if (st.st_dev != out.st_dev) {
+      throw CLI::ValidationError(
+          "--state-dir", fmt::format("'{}' is not on the file system of --output '{}' (the "
+                                     "receiver moves its failed files and its state by rename)",
+                                     cfg.state_dir, cfg.output));
+    }
+    if (at == wanted && st.st_ino == out.st_ino) {
+      throw CLI::ValidationError(
+          "--state-dir",
+          fmt::format("'{}' is the output folder: the state needs a folder of its own",
+                      cfg.state_dir));
+    }
+  }
+  if (cfg.failed_dir.empty()) cfg.failed_dir = default_failed_dir(cfg.state_dir);
+}
+
 }  // namespace
 
 std::string ReceiverConfig::lane_name(size_t lane) const {
@@ -272,11 +310,14 @@ void finalize_receiver_config(ReceiverConfig& cfg) {
     // --sink null writes nothing: it may run without a folder (OutputDir then keeps no state
     // and no records on disk). Anything else needs one.
     if (!cfg.null_sink) throw CLI::RequiredError("--output");
-    if (!cfg.failed_dir.empty()) {
-      throw CLI::ValidationError("--failed-dir", "needs --output (it must be on its file system)");
+    for (const auto& [name, value] :
+         {std::pair{"--failed-dir", &cfg.failed_dir}, std::pair{"--state-dir", &cfg.state_dir}}) {
+      if (!value->empty()) {
+        throw CLI::ValidationError(name, "needs --output (it must be on its file system)");
+      }
     }
-  } else if (cfg.failed_dir.empty()) {
-    cfg.failed_dir = cfg.output + "/.failed";
+  } else {
+    finalize_state_dir(cfg);
   }
   cfg.filter = common::path_filter_option(cfg.includes, cfg.excludes);
   const size_t pool_mb = cfg.write_buffers * cfg.write_block_kb / 1024;

@@ -53,7 +53,11 @@ struct ReceiverConfig {
   std::vector<std::string> devices;
   size_t lanes_option = 0;  // --lanes N (0: not given)
   std::string output;       // "" only with --sink null: no folder at all (OutputDir)
-  std::string failed_dir;   // default OUTPUT/.failed ("" without an output folder)
+  // The receiver's state folder (receiver/delivery/state_dir.hpp names what it holds): --state-dir,
+  // else OUTPUT/.ddft, as finalize_receiver_config() leaves it ("" without an output folder).
+  // Whatever else the receiver keeps goes in it too.
+  std::string state_dir;
+  std::string failed_dir;  // default STATE/failed ("" without an output folder)
   // --channel-dir NAME=PATH: a channel's files land below PATH instead of OUTPUT/NAME/.
   std::vector<std::pair<std::string, std::string>> channel_dirs;
   size_t buffer_mb = 1024;        // the receive ring

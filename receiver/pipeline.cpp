@@ -49,7 +49,8 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, c
       link_name_,
       cfg.output.empty() ? std::string("nothing (--sink null without --output: replay state in "
                                        "memory only, failure records in the log only)")
-                         : fmt::format("{} (failed files: {})", cfg.output, cfg.failed_dir),
+                         : fmt::format("{} (state: {}, failed files: {})", cfg.output,
+                                       cfg.state_dir, cfg.failed_dir),
       cfg.buffer_mb,
       lanes_.size() == 1 ? std::string("ring")
                          : fmt::format("{} lanes, a ring each", lanes_.size()),
@@ -61,9 +62,13 @@ Receiver::Receiver(const ReceiverConfig& cfg, const SourceOpener& open_source, c
 }
 
 bool Receiver::open_output() {
-  out_ =
-      std::make_unique<OutputDir>(cfg_.output, cfg_.failed_dir, cfg_.on_collision, cfg_.null_sink);
-  out_->lock_exclusive();  // before the sweep: another receiver's files in flight are its own
+  out_ = std::make_unique<OutputDir>(cfg_.output, cfg_.failed_dir, cfg_.on_collision,
+                                     cfg_.null_sink, cfg_.state_dir);
+  // Before the sweep and the move: another receiver's files in flight and state are its own.
+  out_->lock_exclusive();
+  const MovedState moved = out_->move_old_state();
+  for (const std::string& w : moved.warnings) spdlog::warn("Warn: {}", w);
+  if (moved.any()) spdlog::info("Info: {}", moved.describe(cfg_.output, out_->state_dir()));
   out_->set_path_limits(cfg_.path_limits);
   for (const auto& [name, path] : cfg_.channel_dirs) out_->map_channel(name, path);
   if (!cfg_.null_sink) {
@@ -71,11 +76,11 @@ bool Receiver::open_output() {
     JournalLimits limits;
     limits.keep_for = std::chrono::seconds(static_cast<int64_t>(cfg_.journal_hours * 3600));
     limits.max_bytes = uint64_t{cfg_.journal_mb} << 20;
-    journal_ = std::make_unique<OutcomeLog>(out_->root_fd(), limits);
+    journal_ = std::make_unique<OutcomeLog>(out_->state_fd(), limits);
     recovery_ = recover_at_start(*out_, *journal_, cfg_.keep_partial);
     if (!journal_->compact()) {
-      spdlog::warn("Warn: the receiver's journal '{}' could not be compacted: {}", kOutcomeLogName,
-                   std::strerror(errno));
+      spdlog::warn("Warn: the receiver's journal '{}/{}' could not be compacted: {}",
+                   out_->state_dir(), kJournalName, std::strerror(errno));
     }
   }
   if (cfg_.direct_io == DirectIo::kOff || cfg_.null_sink) return false;

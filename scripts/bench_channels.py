@@ -53,7 +53,8 @@ def cpu_seconds(proc):
 
 
 class Arrivals(threading.Thread):
-    """Polls a folder every 2 ms; the time each file (not a .ddft- temporary) first appeared."""
+    """Polls a folder every 2 ms; the time each file first appeared (not a .ddft- temporary, nor
+    the receiver's state folder .ddft)."""
 
     def __init__(self, folder):
         super().__init__(daemon=True)
@@ -64,7 +65,7 @@ class Arrivals(threading.Thread):
             if os.path.isdir(self.folder):
                 now = time.monotonic()
                 for name in os.listdir(self.folder):
-                    if not name.startswith(".ddft-") and name not in self.seen:
+                    if not name.startswith(".ddft") and name not in self.seen:
                         self.seen[name] = now
             time.sleep(0.002)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The receiver's start-up with a large journal (OUTPUT/.ddft-outcomes): the time from starting
+# The receiver's start-up with a large journal (OUTPUT/.ddft/outcomes): the time from starting
 # dd_file_receive to its "receiving on" line, with an empty journal and with one of N files
 # (default 1,000,000: P lines of 10 sender sessions, as a week of a busy hot folder leaves them),
 # runs interleaved, median of --runs (3). Target: at most 2 s with 1,000,000 entries. The ring is
@@ -20,8 +20,8 @@ done
 bin=${DDFT_BENCH_BIN:-$repo/build/bin}
 [[ -n "${DDFT_BENCH_NO_BUILD:-}" ]] || bash "$repo/scripts/build.sh" > /dev/null
 rm -rf "$dir"
-mkdir -p "$dir/empty" "$dir/full"
-python3 - "$dir/full/.ddft-outcomes" "$entries" <<'PY'
+mkdir -p "$dir/empty" "$dir/full/.ddft"
+python3 - "$dir/full/.ddft/outcomes" "$entries" <<'PY'
 import random, sys
 path, n = sys.argv[1], int(sys.argv[2])
 rnd = random.Random(25)
@@ -59,8 +59,8 @@ for ((r = 0; r < runs; r++)); do
 done
 e=$(printf '%s\n' "${empty[@]}" | median)
 f=$(printf '%s\n' "${full[@]}" | median)
-lines=$(grep -vc '^T ' "$dir/full/.ddft-outcomes")
+lines=$(grep -vc '^T ' "$dir/full/.ddft/outcomes")
 printf 'journal start-up (median of %d): empty %.3f s; %d entries %.3f s (%.1f MB; %d kept)\n' \
-  "$runs" "$e" "$entries" "$f" "$(echo "$(stat -c %s "$dir/full/.ddft-outcomes") / 1000000" | bc -l)" "$lines"
+  "$runs" "$e" "$entries" "$f" "$(echo "$(stat -c %s "$dir/full/.ddft/outcomes") / 1000000" | bc -l)" "$lines"
 awk -v f="$f" 'BEGIN { exit !(f <= 2.0) }' && echo "target (at most 2 s): met" ||
   echo "target (at most 2 s): NOT met"

@@ -18,14 +18,15 @@
 
 #include "common/json.hpp"
 #include "receiver/delivery/origin.hpp"
+#include "receiver/delivery/state_dir.hpp"
 
 namespace ddft::receiver {
 using common::write_all;
 
-void FailedFolder::open(const std::string& path, const std::string& root, int root_fd,
+void FailedFolder::open(const std::string& path, const std::string& root, int root_fd, int state_fd,
                         bool null_sink) {
   path_ = path;
-  root_fd_ = root_fd;
+  state_fd_ = state_fd;
   null_sink_ = null_sink;
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
@@ -181,20 +182,20 @@ std::string FailedFolder::fail(TempFile& f, const FailureRecord& rec, std::strin
 
 bool FailedFolder::release_record_reserve() {
   std::lock_guard lock(reserve_mu_);
-  return ::unlinkat(root_fd_, kRecordReserveName, 0) == 0;
+  return ::unlinkat(state_fd_, kRecordReserveName, 0) == 0;
 }
 
 void FailedFolder::keep_record_reserve() {
   if (null_sink_) return;
   std::lock_guard lock(reserve_mu_);
   struct stat st {};
-  if (::fstatat(root_fd_, kRecordReserveName, &st, AT_SYMLINK_NOFOLLOW) == 0) return;
-  common::UniqueFd fd(::openat(root_fd_, kRecordReserveName,
+  if (::fstatat(state_fd_, kRecordReserveName, &st, AT_SYMLINK_NOFOLLOW) == 0) return;
+  common::UniqueFd fd(::openat(state_fd_, kRecordReserveName,
                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return;
   // Real blocks (not a sparse file): what a full disk still has for the failed files' records.
   if (::posix_fallocate(fd.get(), 0, kRecordReserveBytes) != 0) {
-    ::unlinkat(root_fd_, kRecordReserveName, 0);
+    ::unlinkat(state_fd_, kRecordReserveName, 0);
   }
 }
 

@@ -1,8 +1,8 @@
 // The failed folder: where a file that failed goes with its JSON record (its data moved there, or
 // removed), each record written whole (beside, then renamed) under a name that says when and
 // which file; records marked resolved when a resend delivers the file; and a record reserve in
-// the output folder, given up on a full disk so that the file that failed for it is still
-// recorded.
+// the receiver's state folder (state_dir.hpp), given up on a full disk so that the file that
+// failed for it is still recorded.
 //
 // The output folder (OutputDir) owns it. open() runs at start-up and throws std::runtime_error
 // with one line; after it, fail() and the record calls run on the FsPool's threads, any number at
@@ -53,14 +53,17 @@ class FailedFolder {
   FailedFolder& operator=(const FailedFolder&) = delete;
 
   // Creates `path` as needed and opens it; it must be writable and on the file system of the
-  // output folder `root` (open as `root_fd`, which holds the record reserve and must outlive
-  // this). With `null_sink` (--sink null) the data of failed files is never kept and no reserve
-  // is made. Throws std::runtime_error with a one-line reason. Not called: no failed folder
-  // (has_records() false, fail() writes nothing).
-  void open(const std::string& path, const std::string& root, int root_fd, bool null_sink);
+  // output folder `root` (open as `root_fd`). The state folder `state_fd` (on that file system)
+  // holds the record reserve and must outlive this. With `null_sink` (--sink null) the data of
+  // failed files is never kept and no reserve is made. Throws std::runtime_error with a one-line
+  // reason. Not called: no failed folder (has_records() false, fail() writes nothing).
+  void open(const std::string& path, const std::string& root, int root_fd, int state_fd,
+            bool null_sink);
 
   // True when fail() writes records (the folder is open).
   bool has_records() const { return static_cast<bool>(fd_); }
+  // The folder's descriptor (-1 when not open); lives as long as this object.
+  int fd() const { return fd_.get(); }
   const std::string& path() const { return path_; }
   // Whether the folder of identity (`dev`, `ino`) is this one.
   bool is(dev_t dev, ino_t ino) const { return dev == dev_ && ino == ino_; }
@@ -92,7 +95,7 @@ class FailedFolder {
   void keep_record_reserve();
 
   std::string path_;
-  int root_fd_ = -1;
+  int state_fd_ = -1;
   bool null_sink_ = false;
   common::UniqueFd fd_;
   dev_t dev_ = 0;

@@ -16,8 +16,12 @@
 namespace ddft::receiver {
 
 LeftoverSweep::LeftoverSweep(int root_fd, FailedFolder& failed, bool keep_partial,
-                             LeftoverClaim claim)
-    : root_fd_(root_fd), failed_(failed), keep_partial_(keep_partial), claim_(std::move(claim)) {}
+                             LeftoverClaim claim, FolderId state)
+    : root_fd_(root_fd),
+      failed_(failed),
+      keep_partial_(keep_partial),
+      claim_(std::move(claim)),
+      state_(state) {}
 
 std::vector<Leftover> LeftoverSweep::run() { return run_below(root_fd_, ""); }
 
@@ -144,6 +148,7 @@ void LeftoverSweep::sweep(int dir_fd, const std::string& rel, int depth,
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
       if (failed_.is(st.st_dev, st.st_ino)) continue;  // the failed folder
+      if (state_.is(st.st_dev, st.st_ino)) continue;   // the state folder
       if (st.st_dev != failed_.dev()) continue;  // another file system mounted below: not ours
       dirs.push_back(name);
     } else if (S_ISREG(st.st_mode) && is_temp_name(name)) {

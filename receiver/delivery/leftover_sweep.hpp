@@ -3,8 +3,8 @@
 // from its origin with the bytes it held and the ranges missing as far as known (the holes of the
 // file: data still in the receiver's memory when it stopped counts as missing), its data removed
 // or, with `keep_partial`, kept there; scratch files (made, never named) and orphan sidecars are
-// removed. Symlinks are not followed; the failed folder and other file systems mounted below are
-// skipped.
+// removed. Symlinks are not followed; the failed folder, the receiver's state folder and other
+// file systems mounted below are skipped.
 //
 // Runs once, at start-up, on the calling thread. The folder descriptor and the failed folder are
 // the caller's and must outlive it. A file it cannot read is recorded as far as it can tell;
@@ -18,6 +18,7 @@
 
 #include "common/file_identity.hpp"
 #include "receiver/delivery/failed_folder.hpp"
+#include "receiver/delivery/state_dir.hpp"
 
 namespace ddft::receiver {
 
@@ -42,8 +43,10 @@ using LeftoverClaim = std::function<std::string(const Leftover&, const FailureRe
 
 class LeftoverSweep {
  public:
-  // Below the output folder `root_fd`, recording in `failed`. References must outlive this.
-  LeftoverSweep(int root_fd, FailedFolder& failed, bool keep_partial, LeftoverClaim claim);
+  // Below the output folder `root_fd`, recording in `failed`, never entering the state folder
+  // `state`. References must outlive this.
+  LeftoverSweep(int root_fd, FailedFolder& failed, bool keep_partial, LeftoverClaim claim,
+                FolderId state = {});
   LeftoverSweep(const LeftoverSweep&) = delete;
   LeftoverSweep& operator=(const LeftoverSweep&) = delete;
 
@@ -63,6 +66,7 @@ class LeftoverSweep {
   FailedFolder& failed_;
   bool keep_partial_;
   LeftoverClaim claim_;
+  FolderId state_;
 };
 
 }  // namespace ddft::receiver

@@ -133,15 +133,16 @@ bool parse_outcome(std::string_view line, Outcome* out) {
   return true;
 }
 
-OutcomeLog::OutcomeLog(int root_fd, JournalLimits limits, std::function<int64_t()> wall_ns)
-    : root_fd_(root_fd), limits_(limits), wall_ns_(std::move(wall_ns)) {
+OutcomeLog::OutcomeLog(int state_fd, JournalLimits limits, std::function<int64_t()> wall_ns)
+    : state_fd_(state_fd), limits_(limits), wall_ns_(std::move(wall_ns)) {
   if (!wall_ns_) wall_ns_ = common::wall_clock_ns;
   common::UniqueFd fd = open_journal(O_RDWR | O_CREAT);
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw std::runtime_error(fmt::format("the receiver's journal '{}' cannot be opened: {}",
-                                         kOutcomeLogName,
-                                         fd ? "not a regular file" : std::strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("the receiver's journal ('{}' in its state folder) cannot "
+                    "be opened: {}",
+                    kJournalName, fd ? "not a regular file" : std::strerror(errno)));
   }
   compacted_size_ = static_cast<uint64_t>(st.st_size);
 }
@@ -150,7 +151,7 @@ OutcomeLog::OutcomeLog(int root_fd, JournalLimits limits, std::function<int64_t(
 // remounting the file system read-only while the receiver runs.
 common::UniqueFd OutcomeLog::open_journal(int flags) const {
   return common::UniqueFd(
-      ::openat(root_fd_, kOutcomeLogName, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+      ::openat(state_fd_, kJournalName, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
 }
 
 std::vector<Outcome> OutcomeLog::read_all() const {
@@ -352,7 +353,7 @@ bool OutcomeLog::rewrite_locked(const std::vector<Outcome>& keep) {
 
 bool OutcomeLog::replace_locked(const std::string& text) {
   // A power cut leaves the old journal or the whole new one, never an empty one.
-  return common::replace_file_at(root_fd_, kOutcomeLogName, text);
+  return common::replace_file_at(state_fd_, kJournalName, text);
 }
 
 }  // namespace ddft::receiver

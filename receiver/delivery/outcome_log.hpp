@@ -1,7 +1,7 @@
-// The receiver's journal of what became of each file (OUTPUT/.ddft-outcomes): committing (about
-// to be renamed into place), passed, or named as failed, over every sender session of a window
-// of time (--journal-hours, bounded by --journal-mb). It lets a receiver that restarts tell the
-// files an earlier run already finished from those it never saw, so that what the sender
+// The receiver's journal of what became of each file (STATE/outcomes, state_dir.hpp): committing
+// (about to be renamed into place), passed, or named as failed, over every sender session of a
+// window of time (--journal-hours, bounded by --journal-mb). It lets a receiver that restarts tell
+// the files an earlier run already finished from those it never saw, so that what the sender
 // repeats (its file lists) names as lost only files that really are, each exactly once; and it
 // finishes at start-up a file that was renamed into place just before a crash, but not yet
 // logged.
@@ -37,10 +37,9 @@
 #include "common/fd.hpp"
 #include "common/file_identity.hpp"
 #include "receiver/delivery/file_repairs.hpp"
+#include "receiver/delivery/state_dir.hpp"
 
 namespace ddft::receiver {
-
-inline constexpr const char* kOutcomeLogName = ".ddft-outcomes";
 
 struct Outcome {
   // kFailed: its record is being written (record, reason and received say what it holds);
@@ -79,11 +78,11 @@ struct JournalLimits {
 // thread.
 class OutcomeLog {
  public:
-  // Creates OUTPUT/.ddft-outcomes through `root_fd` when missing (the file is opened for each
-  // use, not held). Throws std::runtime_error with a
-  // one-line reason when it cannot. `root_fd` must outlive the log.
+  // Creates kJournalName in the state folder `state_fd` when missing (the file is opened for each
+  // use, not held). Throws std::runtime_error with a one-line reason when it cannot. `state_fd`
+  // must outlive the log.
   // `wall_ns`: the wall clock in ns since the epoch (the time marks), system_clock by default.
-  explicit OutcomeLog(int root_fd, JournalLimits limits = {},
+  explicit OutcomeLog(int state_fd, JournalLimits limits = {},
                       std::function<int64_t()> wall_ns = {});
   // Every valid line, in order (a damaged line, e.g. the half line of a crash, is skipped).
   std::vector<Outcome> read_all() const;
@@ -105,7 +104,7 @@ class OutcomeLog {
   [[nodiscard]] bool replace_locked(const std::string& text);           // mu_ held
   [[nodiscard]] bool compact_locked();                                  // mu_ held
 
-  int root_fd_;
+  int state_fd_;
   JournalLimits limits_;
   std::function<int64_t()> wall_ns_;
   mutable std::mutex mu_;        // one reader or writer of the file at a time

@@ -66,8 +66,8 @@ std::optional<std::string> check_wire_path(std::string_view path, const PathLimi
     if (comp.empty()) return "empty path component";
     if (comp == "." || comp == "..") return "'.' or '..' in path";
     if (comp.size() > kNameMax) return "path component longer than 255 bytes";
-    if (comp.starts_with(kTempPrefix))
-      return "a name the receiver keeps for its own files (.ddft-*)";
+    if (comp.starts_with(kTempPrefix) || comp == kStateDirName)
+      return "a name the receiver keeps for its own files (.ddft, .ddft-*)";
     start = end + 1;
   }
   return std::nullopt;
@@ -80,7 +80,7 @@ std::string collision_name(std::string_view base, unsigned n) {
 }
 
 OutputDir::OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy,
-                     bool null_sink)
+                     bool null_sink, const std::string& state_dir)
     : root_(root), policy_(policy), null_sink_(null_sink) {
   if (root.empty()) {
     // --sink null without --output: nothing on disk at all (see the header).
@@ -96,7 +96,20 @@ OutputDir::OutputDir(const std::string& root, const std::string& failed_dir, Col
     throw std::runtime_error(
         fmt::format("output folder '{}' is not writable: {}", root, errno_text(errno)));
   }
-  failed_.open(failed_dir, root, root_fd_.get(), null_sink);
+  state_path_ = state_dir.empty() ? default_state_dir(root) : state_dir;
+  state_fd_ = open_state_dir(state_path_, root_fd_.get(), root, &state_id_);
+  failed_.open(failed_dir, root, root_fd_.get(), state_fd_.get(), null_sink);
+}
+
+MovedState OutputDir::move_old_state() {
+  if (!root_fd_) return {};
+  struct stat default_failed {};
+  // The old failed folder moves only into the default one (--failed-dir keeps what it names).
+  const bool failed_is_default =
+      ::fstatat(state_fd_.get(), kFailedDirName, &default_failed, AT_SYMLINK_NOFOLLOW) == 0 &&
+      failed_.is(default_failed.st_dev, default_failed.st_ino);
+  return receiver::move_old_state(StatePlaces{root_fd_.get(), root_, state_fd_.get(), state_path_,
+                                              failed_is_default ? failed_.fd() : -1});
 }
 
 namespace {
@@ -145,6 +158,12 @@ void OutputDir::map_channel(const std::string& name, const std::string& path) {
        (common::at_or_below(real, failed) || common::at_or_below(failed, real)))) {
     throw std::runtime_error(
         fmt::format("{}: it is the failed-files folder, within it, or holds it", what));
+  }
+  const std::string state = state_path_.empty() ? std::string() : real_path(state_path_);
+  if (state_id_.is(st.st_dev, st.st_ino) ||
+      (!state.empty() && (common::at_or_below(real, state) || common::at_or_below(state, real)))) {
+    throw std::runtime_error(
+        fmt::format("{}: it is the receiver's state folder, within it, or holds it", what));
   }
   for (const auto& [other, dir] : channel_dirs_) {
     const std::string o = real_path(dir.path);
@@ -212,12 +231,21 @@ bool OutputDir::open_parent(std::string_view rel_path, common::UniqueFd* dir, st
     }
     cur.reset(fd);
     struct stat st {};
-    if (::fstat(cur.get(), &st) == 0 && failed_.is(st.st_dev, st.st_ino)) {
-      *why = "path leads into the failed-files folder";
-      return false;
-    }
+    if (::fstat(cur.get(), &st) == 0 && refuse_own_folder(st, why)) return false;
     start = slash + 1;
   }
+}
+
+bool OutputDir::refuse_own_folder(const struct stat& st, std::string* why) const {
+  if (failed_.is(st.st_dev, st.st_ino)) {
+    *why = "path leads into the failed-files folder";
+    return true;
+  }
+  if (state_id_.is(st.st_dev, st.st_ino)) {
+    *why = "path leads into the receiver's state folder";
+    return true;
+  }
+  return false;
 }
 
 bool OutputDir::enable_direct_io() {
@@ -252,10 +280,7 @@ bool OutputDir::create_temp(std::string_view rel_path, const std::string& tmp, T
     *why = fmt::format("cannot use the folder: {}", errno_text(errno));
     return false;
   }
-  if (failed_.is(st.st_dev, st.st_ino)) {
-    *why = "path leads into the failed-files folder";
-    return false;
-  }
+  if (refuse_own_folder(st, why)) return false;
   // Made under a scratch name and renamed to the temporary name only once its origin is on it:
   // a crash in between leaves a scratch file (removed at start-up, it holds no data), never a
   // temporary file nobody can name. O_EXCL + O_NOFOLLOW: never reuse or follow whatever may
@@ -472,11 +497,11 @@ void OutputDir::lock_exclusive() {
 bool OutputDir::read_state(const std::string& name, std::optional<std::string>* text,
                            std::string* why) const {
   text->reset();
-  if (!root_fd_) return true;  // --sink null without a folder: state in memory only
+  if (!state_fd_) return true;  // --sink null without a folder: state in memory only
   // O_NONBLOCK: a FIFO planted under the name must not hang the start-up.
   common::UniqueFd fd(
-      ::openat(root_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  const std::string where = fmt::format("{}/{}", root_, name);
+      ::openat(state_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const std::string where = fmt::format("{}/{}", state_path_, name);
   if (!fd) {
     if (errno == ENOENT) return true;
     *why = fmt::format("session state '{}' cannot be read: {}", where, errno_text(errno));
@@ -503,7 +528,7 @@ bool OutputDir::write_state(const std::string& name, std::string_view text, std:
   // Durable before it counts: the data, the rename, and the folder entry (a replay mark lost in a
   // power cut would reopen the door to what was taken before it). Whatever sits under the
   // temporary name (a FIFO, a hard link to another file) is removed, not opened.
-  if (!common::replace_file_at(root_fd_.get(), name, text)) {
+  if (!common::replace_file_at(state_fd_.get(), name, text)) {
     *why = errno_text(errno);
     return false;
   }
@@ -544,7 +569,7 @@ void OutputDir::forget_origin(TempFile& f) {
 std::vector<Leftover> OutputDir::recover_leftovers(bool keep_partial, const LeftoverClaim& claim) {
   if (null_sink_) return {};
   failed_.remove_torn_records();
-  LeftoverSweep sweep(root_fd_.get(), failed_, keep_partial, claim);
+  LeftoverSweep sweep(root_fd_.get(), failed_, keep_partial, claim, state_id_);
   std::vector<Leftover> out = sweep.run();
   for (const auto& [name, dir] : channel_dirs_) {
     std::vector<Leftover> more = sweep.run_below(dir.fd.get(), name + "/");

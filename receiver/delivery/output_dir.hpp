@@ -2,8 +2,10 @@
 // beside them: receiver/delivery/origin.hpp), renamed into place once verified, or moved to the
 // failed folder with a JSON record (its FailedFolder). Every path from the wire is checked, and
 // folders are walked with openat(O_NOFOLLOW) from the output folder's descriptor, so nothing is
-// ever written outside it, whatever symlinks are planted inside. At start-up it sweeps what an
-// earlier run left behind (LeftoverSweep), holds the folder lock and keeps the replay state.
+// ever written outside it, whatever symlinks are planted inside, nor into the receiver's state
+// folder or the failed folder. At start-up it opens the state folder (receiver/delivery/
+// state_dir.hpp) and moves there what earlier versions kept in the output folder, sweeps what an
+// earlier run left behind (LeftoverSweep) and holds the folder lock; it keeps the replay state.
 //
 // The writer thread owns it; the FsPool's threads run its per-file calls, any number at once on
 // different files (they only read its settings). The constructor and lock_exclusive() throw
@@ -11,6 +13,7 @@
 // calls report a failure by their result, with a reason.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -30,6 +33,7 @@
 #include "receiver/delivery/leftover_sweep.hpp"
 #include "receiver/delivery/origin.hpp"
 #include "receiver/delivery/own_files.hpp"
+#include "receiver/delivery/state_dir.hpp"
 
 namespace ddft::receiver {
 
@@ -44,7 +48,8 @@ struct PathLimits {
 // Why `path` (relative, from the wire) is refused, on one line; nullopt when it is acceptable.
 // Refused: empty, absolute, longer than the limit, deeper than the limit, a NUL or control
 // character, an empty, "." or ".." component, a component over 255 bytes, or a name the receiver
-// keeps for its own files (".ddft-" and on: temporary files, the session state, the folder lock).
+// keeps for its own files (".ddft", the default state folder, and ".ddft-" and on: temporary
+// files and their sidecars).
 [[nodiscard]] std::optional<std::string> check_wire_path(std::string_view path,
                                                          const PathLimits& limits = {});
 
@@ -60,15 +65,23 @@ using FlushErrors = std::vector<int>;
 // different files: they only read the object's settings.
 class OutputDir {
  public:
-  // Opens `root` (must exist and be writable) and creates `failed_dir` (may be inside root; must
-  // be on the same file system). Throws std::runtime_error with a one-line reason.
+  // Opens `root` (must exist and be writable), opens the state folder `state_dir` (default
+  // root/.ddft; open_state_dir() makes it and says what it must be) and creates `failed_dir`
+  // (may be inside root; must be on the same file system). Throws std::runtime_error with a
+  // one-line reason.
   // With `null_sink` (--sink null, for measuring) nothing is created or renamed: temporary files
   // are /dev/null, finalize() only closes, fail() writes the record only. `root` may then be ""
   // (no --output): no folder is opened, read_state() finds nothing (the replay state lives in
   // memory only), fail() writes no record and has_records() is false (the Error line is the
   // only record).
   OutputDir(const std::string& root, const std::string& failed_dir, CollisionPolicy policy,
-            bool null_sink = false);
+            bool null_sink = false, const std::string& state_dir = "");
+
+  // Start-up, once the folder is locked and before the journal, the replay state or the failed
+  // folder are used: moves into the state folder what earlier versions kept in the output folder
+  // (receiver/delivery/state_dir.hpp, move_old_state()); the old failed folder only when the
+  // failed folder is the default one. Nothing without an output folder.
+  MovedState move_old_state();
 
   // True when fail() writes records (there is a failed folder): false only for --sink null
   // without an output folder.
@@ -143,8 +156,8 @@ class OutputDir {
   // below `path` instead of root/NAME/ (--channel-dir NAME=PATH): an existing writable folder
   // on the output folder's file system (so that a failed file moves to the failed folder and one
   // syncfs() covers both), neither inside the output folder nor holding it, nor another
-  // channel's. Before recover_leftovers(), which sweeps it too. Throws std::runtime_error with
-  // one line.
+  // channel's, nor the failed or the state folder. Before recover_leftovers(), which sweeps it too.
+  // Throws std::runtime_error with one line.
   void map_channel(const std::string& name, const std::string& path);
 
   // Refuses announced paths beyond these limits (create_temp()).
@@ -157,7 +170,8 @@ class OutputDir {
   // one-line reason when another process holds it. The lock lasts as long as this object.
   void lock_exclusive();
 
-  // The receiver's small state files in the output folder (`name`: state_file_name()).
+  // The receiver's small state files in its state folder (`name`: session_state_name(), or any
+  // other name state_dir.hpp lists).
   // read_state() sets *text to the file's content, or to nullopt when there is none; it returns
   // false, with *why set ("session state 'PATH' cannot be read: ..."), when the file is there but
   // cannot be read or is not a regular file. write_state() replaces it atomically (a temporary
@@ -186,6 +200,10 @@ class OutputDir {
   // The output folder's descriptor; lives as long as this object.
   int root_fd() const { return root_fd_.get(); }
   const std::string& failed_dir() const { return failed_.path(); }
+  // The state folder's path and descriptor ("" and -1 without an output folder); the descriptor
+  // lives as long as this object.
+  const std::string& state_dir() const { return state_path_; }
+  int state_fd() const { return state_fd_.get(); }
 
  private:
   // Opens the folder that holds `rel_path` (creating the missing ones with `create`, noting in
@@ -195,6 +213,10 @@ class OutputDir {
                                  std::string* base, std::string* why,
                                  std::vector<common::UniqueFd>* made_in = nullptr,
                                  bool create = true);
+
+  // True, with *why set, when the folder of `st` is the failed folder or the state folder: no
+  // path from the wire may lead there.
+  bool refuse_own_folder(const struct stat& st, std::string* why) const;
 
   // A channel's folder (map_channel()).
   struct ChannelDir {
@@ -212,6 +234,9 @@ class OutputDir {
   PathLimits limits_;
   common::UniqueFd root_fd_;
   common::UniqueFd lock_fd_;
+  std::string state_path_;
+  common::UniqueFd state_fd_;
+  FolderId state_id_;
   FailedFolder failed_;
   std::mutex new_parents_mu_;
   std::vector<common::UniqueFd> new_parents_;  // guarded by new_parents_mu_

@@ -17,8 +17,4 @@ std::string sidecar_name(const std::string& tmp) {
   return tmp.substr(0, tmp.size() - kTempSuffix.size()) + std::string(kSidecarSuffix);
 }
 
-std::string state_file_name(size_t lane) {
-  return lane == 0 ? std::string(kStateFileName) : fmt::format("{}.lane{}", kStateFileName, lane);
-}
-
 }  // namespace ddft::receiver

@@ -1,13 +1,12 @@
-// The receiver's own files in the output folder, and what each is called: the temporary file of a
-// file being received (".ddft-<session>-<id>.part", made first under a scratch name, its origin in
-// a sidecar ".ddft-<session>-<id>.meta" where the file system has no user xattrs), the replay
-// state, the folder lock and the record reserve. Every such name starts with ".ddft-", which no
-// path from the wire may (check_wire_path()).
+// The receiver's own files beside the files it receives, and what each is called: the temporary
+// file of a file being received (".ddft-<session>-<id>.part", made first under a scratch name,
+// its origin in a sidecar ".ddft-<session>-<id>.meta" where the file system has no user xattrs).
+// They stay in the file's own folder so that its rename into place is atomic; everything else the
+// receiver keeps is in its state folder (state_dir.hpp). Every such name starts with ".ddft-",
+// which no path from the wire may (check_wire_path()).
 //
 // Names are pure functions; any thread. A TempFile owns its descriptors.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -32,17 +31,6 @@ bool is_temp_name(std::string_view name);
 // The sidecar's name for temporary file `tmp` (".ddft-<session>-<id>.part" ->
 // ".ddft-<session>-<id>.meta"): the last kTempSuffix.size() bytes of `tmp` replaced.
 std::string sidecar_name(const std::string& tmp);
-
-// The replay state (--key-file) and the lock.
-inline constexpr const char* kStateFileName = ".ddft-session-state";
-// Lane k's replay state (--key-file): kStateFileName for lane 0 (the name a receiver of one lane
-// uses), else kStateFileName + ".laneK".
-std::string state_file_name(size_t lane);
-inline constexpr const char* kLockFileName = ".ddft-lock";
-// Space kept in the output folder (the failed folder's file system) for failure records, given up
-// when the disk is full so that the file that failed for it is still recorded.
-inline constexpr const char* kRecordReserveName = ".ddft-record-reserve";
-inline constexpr off_t kRecordReserveBytes = 256 * 1024;
 
 // A file being received: its folder, its descriptor and names.
 struct TempFile {

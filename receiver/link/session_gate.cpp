@@ -27,7 +27,7 @@ SessionGate::SessionGate(const ReceiverConfig& cfg, OutputDir& out, FsPool& fs,
       clock_(clock),
       counters_(counters),
       lanes_(std::max<size_t>(1, lanes)) {
-  for (size_t i = 0; i < lanes_.size(); ++i) lanes_[i].state_file = state_file_name(i);
+  for (size_t i = 0; i < lanes_.size(); ++i) lanes_[i].state_file = session_state_name(i);
   if (cfg.keys.empty()) return;
   opener_ = std::make_unique<common::Opener>(cfg.keys);
   open_buf_.resize(cfg.max_packet_size);
@@ -48,7 +48,7 @@ void SessionGate::restore_mark(LaneState& l) {
       throw std::runtime_error(fmt::format(
           "session state '{}/{}' is damaged ({}): remove it to accept the next session the "
           "sender starts",
-          out_.root(), l.state_file, why));
+          out_.state_dir(), l.state_file, why));
     }
     restored = std::move(*marks);
     const SessionMark& newest = restored.front();
@@ -252,7 +252,7 @@ void SessionGate::log_save_error(const std::string& file, const std::string& why
   spdlog::warn(
       "Warn: cannot save the replay state '{}/{}': {} (after a restart the "
       "receiver could take this session's datagrams again)",
-      out_.root(), file, why);
+      out_.state_dir(), file, why);
 }
 
 void SessionGate::save_if_changed() {

@@ -73,8 +73,9 @@ std::string reference_path_verdict(std::string_view path, size_t max_length, siz
   for (const std::string_view part : parts) {
     if (part.empty() || part == "." || part == "..") return "empty, '.' or '..' component";
     if (part.size() > 255) return "component too long";
-    // Names from ".ddft-" on are the receiver's own (temporary files, state, lock).
-    if (part.substr(0, 6) == ".ddft-") return "a receiver's own name";
+    // ".ddft" (the default state folder) and names from ".ddft-" on (temporary files) are the
+    // receiver's own.
+    if (part == ".ddft" || part.substr(0, 6) == ".ddft-") return "a receiver's own name";
   }
   return "";
 }

@@ -181,6 +181,7 @@ std::vector<NamedPath> paths() {
       {"longest", longest},
       {"too-long", too_long},
       {"state-file", ".ddft-session-state"},
+      {"state-folder", ".ddft/outcomes"},
       {"lock-file", "sub/.ddft-lock"},
       {"symlink-dir", "link/escaped.txt"},
       {"symlink-dir-nested", "dir/link/escaped.txt"},

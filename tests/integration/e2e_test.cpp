@@ -499,6 +499,49 @@ TEST_F(EndToEnd, SealedTransfersArriveByteForByteEncryptedOrAuthenticatedOnly) {
   EXPECT_TRUE(failed_records(out_).empty());
 }
 
+// An output folder as an earlier version left it (its state beside the files, a failure record in
+// OUTPUT/.failed): the receiver moves it all into OUTPUT/.ddft at its start, says so in one line,
+// and goes on from there: the replay state is read in its new place, and the journal grows there.
+TEST_F(EndToEnd, TheStateAnEarlierVersionLeftIsMovedIntoTheStateFolder) {
+  const fs::path key = make_key(base_ / "link.key", 78);
+  write_pattern(src_ / "a.bin", 100'000, 78);
+  start_receiver({"--key-file", key.string()});
+  ASSERT_EQ(send({(src_ / "a.bin").string(), "--key-file", key.string()}), 0) << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  // Back to where earlier versions kept it.
+  const fs::path state = state_folder(out_);
+  fs::rename(state / "outcomes", out_ / ".ddft-outcomes");
+  fs::rename(state / "session-state", out_ / ".ddft-session-state");
+  fs::rename(state / "record-reserve", out_ / ".ddft-record-reserve");
+  fs::remove_all(state);
+  write_file(out_ / ".failed/20250101-000000-00000000000000aa-1-old.bin.json", "{}\n");
+  const std::string journal = read_file(out_ / ".ddft-outcomes");
+  ASSERT_NE(journal.find("\"a.bin\""), std::string::npos) << journal;
+
+  fs::remove(rx_log_path());
+  write_pattern(src_ / "b.bin", 50'000, 79);
+  start_receiver({"--key-file", key.string()});
+  ASSERT_EQ(send({(src_ / "b.bin").string(), "--key-file", key.string()}), 0) << tx_log();
+  ASSERT_EQ(finish_receiver(), 0) << rx_log();
+  EXPECT_EQ(count_matches(rx_log(), std::regex("moved the receiver's state")), 1) << rx_log();
+  EXPECT_NE(rx_log().find("Info: moved the receiver's state (journal, session state, 1 failed "
+                          "record, record reserve) from " +
+                          out_.string() + " to " + state.string() + "\n"),
+            std::string::npos)
+      << rx_log();
+  EXPECT_NE(rx_log().find("Info: replay protection: newest session"), std::string::npos)
+      << rx_log();
+  std::vector<std::string> top;
+  for (const auto& e : fs::directory_iterator(out_)) top.push_back(e.path().filename().string());
+  std::sort(top.begin(), top.end());
+  EXPECT_EQ(top, (std::vector<std::string>{".ddft", "a.bin", "b.bin"}));
+  EXPECT_TRUE(same_content(src_ / "b.bin", out_ / "b.bin"));
+  const std::string now = read_file(state / "outcomes");
+  EXPECT_NE(now.find("\"a.bin\""), std::string::npos) << "the old journal goes on: " << now;
+  EXPECT_NE(now.find("\"b.bin\""), std::string::npos) << now;
+  EXPECT_EQ(failed_records(out_).size(), 1u);
+}
+
 TEST_F(EndToEnd, ASenderWithoutTheKeyDeliversNothing) {
   const fs::path key = make_key(base_ / "link.key", 75);
   const fs::path other = make_key(base_ / "other.key", 76);
@@ -514,14 +557,11 @@ TEST_F(EndToEnd, ASenderWithoutTheKeyDeliversNothing) {
   receiver_->signal(SIGTERM);
   ASSERT_EQ(finish_receiver(), 0) << rx_log();
   EXPECT_FALSE(fs::exists(out_ / "planted.bin"));
-  // The receiver's own files only, and its journal of outcomes empty.
-  for (const auto& e : fs::recursive_directory_iterator(out_)) {
-    EXPECT_FALSE(e.is_regular_file() && e.path().filename() != ".ddft-session-state" &&
-                 e.path().filename() != ".ddft-outcomes" &&
-                 e.path().filename() != ".ddft-record-reserve")
-        << "nothing written: " << e.path();
+  // The receiver's state folder only, and its journal of outcomes empty.
+  for (const auto& e : fs::directory_iterator(out_)) {
+    EXPECT_EQ(e.path(), state_folder(out_)) << "nothing written: " << e.path();
   }
-  EXPECT_EQ(fs::file_size(out_ / ".ddft-outcomes"), 0u);
+  EXPECT_EQ(fs::file_size(state_folder(out_) / "outcomes"), 0u);
   EXPECT_EQ(rx_log().find("receiving\n"), std::string::npos) << rx_log();
 }
 
@@ -565,6 +605,7 @@ TEST_F(EndToEnd, HostileAnnouncesGetTheirRefusalAndNothingEscapes) {
       {"/etc/evil", "absolute path"},
       {"escape/evil", "'escape' in the output folder is a symlink or not a folder"},
       {".ddft-session-state", "a name the receiver keeps for its own files"},
+      {".ddft/outcomes", "a name the receiver keeps for its own files"},
       {deep + "x", "path deeper than --max-path-depth 64"},
       {"a\x01"
        "b",

@@ -34,13 +34,17 @@ int count_matches(const std::string& text, const std::string& re) {
       std::distance(std::sregex_iterator(text.begin(), text.end(), r), std::sregex_iterator()));
 }
 
-// Regular files left in `dir` (the journal and its kin not counted).
+// Regular files left in `dir`: the hot folder's journal and its kin (.ddft-*), and a receiver's
+// state folder (.ddft) not counted.
 std::vector<std::string> files_in(const fs::path& dir) {
   std::vector<std::string> out;
   if (!fs::exists(dir)) return out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file() && !e.path().filename().string().starts_with(".ddft-")) {
-      out.push_back(fs::relative(e.path(), dir).string());
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
+       ++it) {
+    if (it->path().filename().string().starts_with(".ddft")) {
+      it.disable_recursion_pending();
+    } else if (it->is_regular_file()) {
+      out.push_back(fs::relative(it->path(), dir).string());
     }
   }
   std::sort(out.begin(), out.end());

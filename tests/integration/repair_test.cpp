@@ -85,8 +85,9 @@ class RepairEndToEnd : public ReceiverFixture {
   // The receiver's journal once it holds `text` (or as it is after 10 s).
   std::string journal_with(const std::string& text) {
     std::string j;
-    eventually([&] { return (j = read_file(out_ / ".ddft-outcomes")).find(text) != j.npos; },
-               seconds(10));
+    eventually(
+        [&] { return (j = read_file(state_folder(out_) / "outcomes")).find(text) != j.npos; },
+        seconds(10));
     return j;
   }
   // The value of `series` once it is `want` (the writer publishes every 250 ms), or the last seen

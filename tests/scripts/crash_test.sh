@@ -14,7 +14,8 @@
 #    FAILED line (more than one only when a later run's start-up names it again after a kill).
 #    dd_reconcile's report says the same of each file: outcome, session, file id, size, key, the
 #    received key of a delivery, the record of a failure. No temporary file (.ddft-*.part,
-#    .ddft-*.meta) remains anywhere, and nothing is in the output folder that was not sent.
+#    .ddft-*.meta) remains anywhere, and nothing is in the output folder that was not sent, but
+#    the receiver's state folder (.ddft: journal, replay state, record reserve, failed folder).
 # 2. Only files a kill explains fail. At each kill the test notes the files in flight: those
 #    the killed run announced and had not logged Passed or FAILED, those whose temporary file is
 #    there, and the file the kill was aimed at. A failure's reason names what may explain it:
@@ -155,6 +156,7 @@ SHARE = {"urgent": 0.7, "bulk": 0.3}
 BOTH_MIN = 5                      # kills with files of both channels in flight, at least
 src = os.path.join(work, "src")
 out = os.path.join(work, "out")
+state = os.path.join(out, ".ddft")  # the receiver's state folder (receiver/delivery/state_dir.hpp)
 rx_log = os.path.join(work, "rx.log")
 manifest = os.path.join(work, "sent.jsonl")
 pids_file = os.path.join(work, "pids")
@@ -336,7 +338,7 @@ def journal():
     line's words (size at 3, digest at 5 for P and F lines)."""
     rows = []
     try:
-        with open(os.path.join(out, ".ddft-outcomes"), encoding="utf-8", errors="replace") as f:
+        with open(os.path.join(state, "outcomes"), encoding="utf-8", errors="replace") as f:
             for line in f:
                 parts = line.rstrip("\n").split(" ", 6)
                 if len(parts) == 7:
@@ -351,17 +353,18 @@ def journal():
 
 
 TEMPORARY = re.compile(r"\.ddft-[0-9a-f]{16}-\d+\.(part|meta)")
-OWN_FILES = {".ddft-outcomes", ".ddft-lock", ".ddft-session-state", ".ddft-record-reserve"}
+OWN_FILES = {"outcomes", "session-state", "record-reserve"}
 
 
 def temporaries():
-    """The receiver's temporary files anywhere under the output folder (failed folder too), and
-    the files it keeps in the output folder's top other than its own (a rewrite's .new, say)."""
+    """The receiver's temporary files anywhere under the output folder (state and failed folders
+    too), a name of its own in the output folder's top (it keeps none there), and what its state
+    folder holds beyond its own files (a rewrite's .new, say)."""
     found = []
     for dirpath, _, filenames in os.walk(out):
         for name in filenames:
-            if TEMPORARY.fullmatch(name) or (dirpath == out and name.startswith(".ddft-")
-                                             and name not in OWN_FILES):
+            if (TEMPORARY.fullmatch(name) or (dirpath == out and name.startswith(".ddft"))
+                    or (dirpath == state and name not in OWN_FILES)):
                 found.append(os.path.join(dirpath, name))
     return found
 
@@ -874,7 +877,7 @@ if len(sent) != len(files):
     fail(f"the manifest has {len(sent)} lines for {len(files)} files")
 src_digest = {rel: digest_of(os.path.join(src, rel)) for rel in files}
 records = {}
-failed_dir = os.path.join(out, ".failed")
+failed_dir = os.path.join(state, "failed")
 data_files = set()
 referenced = set()
 for name in sorted(os.listdir(failed_dir)) if os.path.isdir(failed_dir) else []:
@@ -1014,12 +1017,12 @@ for e in sent:
 names = {e["path"] for e in sent}
 for dirpath, dirnames, filenames in os.walk(out):
     rel_dir = os.path.relpath(dirpath, out)
-    if rel_dir == ".failed":
-        dirnames[:] = []
+    if rel_dir == ".ddft":
+        dirnames[:] = []  # the state folder: temporaries() checks it
         continue
     for name in filenames:
         rel = os.path.normpath(os.path.join(rel_dir, name))
-        if rel in names or (rel_dir == "." and name.startswith(".ddft-")):
+        if rel in names:
             continue
         if not TEMPORARY.fullmatch(name):  # (those failed above)
             fail(f"{rel}: in the output folder, sent by no one")

@@ -58,7 +58,7 @@ stalled_transfer 2 16 4
 cmp -s "$work/src/b.bin" "$work/out2/b.bin" && ok || bad "stall, small ring: b.bin not delivered"
 has "$work/rx2.log" "a.bin: [0-9]* packet(s) dropped, the receive buffer was full" "stall, small ring"
 has "$work/rx2.log" "a.bin FAILED: .*because the receive buffer was full" "stall, small ring"
-ls "$work/out2/.failed/"*a.bin.json > /dev/null 2>&1 && ok || bad "stall, small ring: no record"
+ls "$work/out2/.ddft/failed/"*a.bin.json > /dev/null 2>&1 && ok || bad "stall, small ring: no record"
 
 # 2. A full disk, on a 16 MB tmpfs (root only).
 if [[ $(id -u) -eq 0 ]] && mkdir -p "$work/small" && mount -t tmpfs -o size=16m tmpfs "$work/small"; then
@@ -90,11 +90,10 @@ if [[ $(id -u) -eq 0 ]] && mkdir -p "$work/small" && mount -t tmpfs -o size=16m 
   wait_rx
   has "$work/rx4.log" "five.bin FAILED: write error: No space left on device" "disk full mid-file"
   has "$work/rx4.log" "partial data removed (disk full)" "disk full mid-file"
-  ls "$work/small/out/.failed/"*five.bin 2> /dev/null && bad "disk full: partial data kept" || ok
-  ls "$work/small/out/.failed/"*five.bin.json > /dev/null 2>&1 && ok || bad "disk full: no record"
-  # The receiver's journal (.ddft-outcomes) is its own; any other .ddft-* is a temp file left.
-  find "$work/small/out" -name '.ddft-*' ! -name .ddft-outcomes ! -name .ddft-record-reserve |
-    grep -q . &&
+  ls "$work/small/out/.ddft/failed/"*five.bin 2> /dev/null && bad "disk full: partial data kept" || ok
+  ls "$work/small/out/.ddft/failed/"*five.bin.json > /dev/null 2>&1 && ok || bad "disk full: no record"
+  # A .ddft-* name is a temp file left (the receiver's own state is in .ddft/).
+  find "$work/small/out" -name '.ddft-*' | grep -q . &&
     bad "disk full: temp file left" || ok
   rm -f "$work/small/filler"
   p=$(port)
@@ -108,7 +107,7 @@ else
 fi
 
 # 3. Temporary files left by an earlier run are moved to the failed folder at start-up.
-mkdir -p "$work/out6/sub" "$work/out6/.failed"
+mkdir -p "$work/out6/sub"
 echo partial > "$work/out6/sub/.ddft-00000000000000ab-3.part"
 echo partial > "$work/out6/.ddft-00000000000000ab-4.part"
 ln -s /etc "$work/out6/link"  # a symlink is never followed
@@ -117,13 +116,12 @@ start_rx "$work/out6" "$work/rx6.log" --buffer-mb 64 --write-buffers 8
 kill -TERM "$rx"
 wait_rx
 has "$work/rx6.log" "sub/.ddft-00000000000000ab-3.part: left incomplete by an earlier run" "leftovers"
-[[ -z $(find "$work/out6" -path "$work/out6/.failed" -prune -o -name '.ddft-*' \
-  ! -name .ddft-outcomes ! -name .ddft-record-reserve -print) ]] && ok ||
+[[ -z $(find "$work/out6" -path "$work/out6/.ddft" -prune -o -name '.ddft-*' -print) ]] && ok ||
   bad "leftovers still in place"
-grep -l '"reason": "left by an earlier run' "$work/out6/.failed/"*.json 2> /dev/null | wc -l |
+grep -l '"reason": "left by an earlier run' "$work/out6/.ddft/failed/"*.json 2> /dev/null | wc -l |
   grep -q '^2$' && ok || bad "leftovers: want 2 records"
-grep -q '"session": "00000000000000ab"' "$work/out6/.failed/"*ab-3*.json 2> /dev/null ||
-  grep -q '"file_id": 3' "$work/out6/.failed/"*.json && ok || bad "leftovers: record lacks its id"
+grep -q '"session": "00000000000000ab"' "$work/out6/.ddft/failed/"*ab-3*.json 2> /dev/null ||
+  grep -q '"file_id": 3' "$work/out6/.ddft/failed/"*.json && ok || bad "leftovers: record lacks its id"
 
 echo "$pass passed, $failures failed"
 ((failures == 0))

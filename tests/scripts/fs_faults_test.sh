@@ -9,7 +9,7 @@
 #   c2. the kernel turns the file system read-only under a file in flight (an ext4 error with
 #      errors=remount-ro), which only an unmount undoes.
 # Expected in each: the file in flight fails with a one-line `Error: NAME FAILED: reason` and a
-# record in OUTPUT/.failed when one can be written (else the line says the record was not
+# record in OUTPUT/.ddft/failed when one can be written (else the line says the record was not
 # written); nothing partial appears under a final name; the daemon keeps draining its ring (no
 # ring-full drops) and keeps logging, and fails every later file clearly while the fault lasts;
 # once the fault is gone it delivers files again, without a restart.
@@ -108,10 +108,10 @@ expect_failed() {  # SCENARIO LOG OUT NAME REASON_RE
   grep -q -E -- "$5" <<< "$lines" && ok || bad "$1: $4: reason not /$5/: $lines"
   if grep -q -E "record: (could not be written|not written)" <<< "$lines"; then
     echo "  $1: $4: no record (the line says so): $lines"
-  elif compgen -G "$3/.failed/*-$4.json" > /dev/null; then
+  elif compgen -G "$3/.ddft/failed/*-$4.json" > /dev/null; then
     ok
   else
-    bad "$1: $4: the line names a record, but there is none in $3/.failed: $lines"
+    bad "$1: $4: the line names a record, but there is none in $3/.ddft/failed: $lines"
   fi
 }
 # True when FILE holds the same bytes as SOURCE on the disk, not only in the page cache: clean
@@ -147,15 +147,13 @@ expect_sound() {  # SCENARIO LOG OUT [temp-allowed]
   local f rel partial=0
   while IFS= read -r -d '' f; do
     rel=${f#"$3"/}
-    # The receiver's own files: its lock, replay state and journal of outcomes.
-    case $rel in .ddft-lock | .ddft-session-state | .ddft-outcomes | .ddft-record-reserve) continue ;; esac
     if [[ $rel == */.ddft-*.part || $rel == .ddft-*.part ]]; then
       [[ ${4:-} == temp-allowed ]] || bad "$1: temporary file left: $rel"
     elif ! same_on_disk "$work/src/$rel" "$f"; then
       partial=1
       bad "$1: $rel under a final name differs from what was sent ($(stat -c %s "$f") bytes)"
     fi
-  done < <(find "$3" -path "$3/.failed" -prune -o -type f -print0)
+  done < <(find "$3" -path "$3/.ddft" -prune -o -type f -print0)
   ((partial == 0)) && ok
 }
 # Another writer takes every free block of the file system at DIR: whole MiB first, then 4 KiB
@@ -347,7 +345,7 @@ scenario_c1() {
   while :; do
     late=0
     for n in "${failed[@]}"; do
-      compgen -G "$out/.failed/*-$n.json" > /dev/null && late=$((late + 1))
+      compgen -G "$out/.ddft/failed/*-$n.json" > /dev/null && late=$((late + 1))
     done
     ((late == ${#failed[@]} || SECONDS >= end)) && break
     sleep 0.1
@@ -419,7 +417,7 @@ scenario_c2() {
   fi
   rm -f "$work/c2/probe"
   local temps
-  temps=$(find "$out" -path "$out/.failed" -prune -o -name '.ddft-*.part' -print | wc -l)
+  temps=$(find "$out" -path "$out/.ddft" -prune -o -name '.ddft-*.part' -print | wc -l)
   echo "  c2: after mounting again, $temps temporary file(s) left by the receiver"
   start_rx "$out" "$log.2"
   if ((temps > 0)); then

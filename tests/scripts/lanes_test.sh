@@ -70,13 +70,13 @@ wait_for() {
   status=124
 }
 # check_outcomes SRC OUT LANE: every source file is in OUT byte for byte, or has a failure
-# record in OUT/.failed naming lane LANE and its missing ranges. Prints "delivered failed".
+# record in OUT/.ddft/failed naming lane LANE and its missing ranges. Prints "delivered failed".
 check_outcomes() {
   python3 - "$1" "$2" "$3" <<'EOF'
 import filecmp, glob, json, os, sys
 src, out, lane = sys.argv[1], sys.argv[2], int(sys.argv[3])
 records = {}
-for path in glob.glob(os.path.join(out, ".failed", "*.json")):
+for path in glob.glob(os.path.join(out, ".ddft", "failed", "*.json")):
     with open(path) as f:
         r = json.load(f)
     records[r["name"]] = r
@@ -156,7 +156,7 @@ read -r delivered failed < <(check_outcomes "$work/src2" "$work/out2" 2 | tee "$
 grep PROBLEM "$work/check2" && bad "dead lane: problems" || ok
 [[ ${failed:-0} -ge 1 && ${delivered:-0} -ge 1 && $((delivered + failed)) == 30 ]] && ok ||
   bad "dead lane: delivered ${delivered:-?}, failed ${failed:-?} of 30"
-grep -q "no packet of it reached this receiver" "$work/out2/.failed/"*.json && ok ||
+grep -q "no packet of it reached this receiver" "$work/out2/.ddft/failed/"*.json && ok ||
   bad "dead lane: no record says the lane never came up"
 echo "dead lane 2 of 3: $delivered delivered, $failed named as lost"
 
@@ -179,7 +179,7 @@ grep PROBLEM "$work/check2b" && bad "three of four: problems" || ok
 [[ ${failed:-0} -ge 1 && ${delivered:-0} -ge 1 && $((delivered + failed)) == 40 ]] && ok ||
   bad "three of four: delivered ${delivered:-?}, failed ${failed:-?} of 40"
 grep -q "goes to this receiver's host, but no --listen here takes it" \
-  "$work/out2b/.failed/"*.json && ok || bad "three of four: no record names the unheard lane"
+  "$work/out2b/.ddft/failed/"*.json && ok || bad "three of four: no record names the unheard lane"
 echo "receiver on 3 of 4 lanes: $delivered delivered, $failed named (lane 3), 0 lost"
 
 # --- 3. a 2 GiB file striped over four lanes ---------------------------------------------------

@@ -427,7 +427,7 @@ blocked_stages() {
 # its end (with two channels, behind the other channel's file and the lane's --eof-delay) or for
 # its commit to begin: no stage.
 folder_stages() {  # LOG
-  find "$out" -path "$out/.failed" -prune -o -type f -printf '%P\t%s\t%T@\n' |
+  find "$out" -path "$out/.ddft" -prune -o -type f -printf '%P\t%s\t%T@\n' |
     awk -F'\t' '
       part == 1 { mtimes[$1] = mtimes[$1] " " $5; next }
       part == 2 {
@@ -543,7 +543,7 @@ check_copy() {  # N
     return
   fi
   ddev=$dev
-  find "$dir/out" -path "$dir/out/.failed" -prune -o -type f ! -name '.ddft-*' \
+  find "$dir/out" -path "$dir/out/.ddft" -prune -o -type f ! -name '.ddft-*' \
     -printf '%P\t%m\t%T@\n' > "$base.final"
   (cd "$dir/out" && cut -f1 "$base.final" | tr '\n' '\0' | xargs -0 -r md5sum) > "$base.md5"
   promised "$base.log" > "$base.promised"

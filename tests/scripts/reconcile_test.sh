@@ -41,7 +41,7 @@ A=0f3c9a7d12e45b60  # the main sender session
 B=1b2c3d4e5f607182  # the sender restarted: A is replaced
 C=c0c0c0c0c0c0c0c0  # in the manifest; its start line is in an older log not given
 D=d00dd00dd00dd00d  # another sender: in the logs, not in the manifest
-rec=/srv/ddft/inbox/.failed
+rec=/srv/ddft/inbox/.ddft/failed
 
 # One manifest line: SESSION ID PATH SIZE KEY(null|0x...) [failed REASON]
 m() {
@@ -54,7 +54,7 @@ m() {
 # The receiver's lines: file_line PATH SIZE KEY-PART, announce PATH SIZE.
 file_line() { echo "File: $1, Trans: $2 (bytes), Time: 00:00:00.010, Rate: 1.000 (MB/s), $3"; }
 announce() { echo "Info: $1, Size: $2 (bytes) . . . receiving"; }
-start() { echo "Info: receiving on 0.0.0.0:47555 into /srv/ddft/inbox (failed files: $rec); buffer 1024 MB"; }
+start() { echo "Info: receiving on 0.0.0.0:47555 into /srv/ddft/inbox (state: /srv/ddft/inbox/.ddft, failed files: $rec); buffer 1024 MB"; }
 
 {
   m $C 1 c/old.txt 10 0x0000C0DE

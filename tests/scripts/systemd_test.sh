@@ -226,7 +226,7 @@ for g in @privileged @resources; do
 done
 
 # ReadWritePaths= must name exactly the folders the example config writes to: the output folder,
-# the failed-files folder when it lies outside it, and the log folder (the folder of log-file, or
+# the state and failed-files folders when they lie outside it, and the log folder (the folder of log-file, or
 # /var/log/<LogsDirectory=> when the config leaves log-file unset). A "-" prefix only makes a
 # missing path non-fatal.
 conf_value() {  # KEY [FILE]: the value of KEY in FILE (default: the receiver's config)
@@ -235,16 +235,18 @@ conf_value() {  # KEY [FILE]: the value of KEY in FILE (default: the receiver's 
 }
 output=$(conf_value output)
 failed=$(conf_value failed-dir)
+state=$(conf_value state-dir)
 log_file=$(conf_value log-file)
 [[ -n "$output" ]] || bad "no output in $conf"
 expected=("$output")
-[[ -n "$failed" && "$failed" != "$output"/* ]] && expected+=("$failed")
+[[ -n "$state" && "$state" != "$output"/* ]] && expected+=("$state")
+[[ -n "$failed" && "$failed" != "$output"/* && "$failed" != "$state"/* ]] && expected+=("$failed")
 if [[ -n "$log_file" ]]; then
   expected+=("$(dirname "$log_file")")
 else
   expected+=("/var/log/$(value LogsDirectory)")
 fi
-expect "ReadWritePaths= (output, failed and log folders of $(basename "$conf"))" \
+expect "ReadWritePaths= (output, state, failed and log folders of $(basename "$conf"))" \
   "$(printf '%s\n' "${expected[@]}" | sort | xargs)" \
   "$(items ReadWritePaths | sed -E 's/^[-+]+//' | sort | xargs)"
 grep -qE '^(ReadWriteDirectories|InaccessiblePaths|BindPaths)=' "$service" &&

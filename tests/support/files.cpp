@@ -52,10 +52,16 @@ void write_pattern(const std::filesystem::path& p, uint64_t size, uint64_t seed)
   }
 }
 
+std::filesystem::path state_folder(const std::filesystem::path& out) { return out / ".ddft"; }
+
+std::filesystem::path failed_folder(const std::filesystem::path& out) {
+  return state_folder(out) / "failed";
+}
+
 std::vector<std::filesystem::path> failed_records(const std::filesystem::path& out) {
   std::vector<std::filesystem::path> recs;
-  if (!std::filesystem::exists(out / ".failed")) return recs;
-  for (const auto& e : std::filesystem::directory_iterator(out / ".failed")) {
+  if (!std::filesystem::exists(failed_folder(out))) return recs;
+  for (const auto& e : std::filesystem::directory_iterator(failed_folder(out))) {
     if (e.path().extension() == ".json") recs.push_back(e.path());
   }
   return recs;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,8 @@ TEST(ReceiverConfig, DefaultsAreDurableAndDerivedFromTheOutput) {
   EXPECT_EQ(cfg.listen.host, "127.0.0.1");
   EXPECT_EQ(cfg.listen.port, 6000);
   EXPECT_EQ(cfg.output, "/srv/in");
-  EXPECT_EQ(cfg.failed_dir, "/srv/in/.failed");
+  EXPECT_EQ(cfg.state_dir, "/srv/in/.ddft");
+  EXPECT_EQ(cfg.failed_dir, "/srv/in/.ddft/failed");
   EXPECT_EQ(cfg.write_mode, WriteMode::kDataSync);
   EXPECT_EQ(cfg.on_collision, CollisionPolicy::kRename);
   EXPECT_FALSE(cfg.once);
@@ -144,9 +146,11 @@ TEST(ReceiverConfig, NullSinkNeedsNoOutput) {
   EXPECT_TRUE(cfg.null_sink);
   EXPECT_EQ(cfg.output, "");
   EXPECT_EQ(cfg.failed_dir, "");
+  EXPECT_EQ(cfg.state_dir, "");
   ReceiverConfig with;
   ASSERT_EQ(parse({"--listen", "127.0.0.1:6000", "--sink", "null", "-o", "/o"}, &with), "");
-  EXPECT_EQ(with.failed_dir, "/o/.failed");
+  EXPECT_EQ(with.state_dir, "/o/.ddft");
+  EXPECT_EQ(with.failed_dir, "/o/.ddft/failed");
 }
 
 TEST(ReceiverConfig, BadInputIsOneLine) {
@@ -171,6 +175,8 @@ TEST(ReceiverConfig, BadInputIsOneLine) {
       {{"--listen", "127.0.0.1:1", "--sink", "disk"}, "--output is required"},
       {{"--listen", "127.0.0.1:1", "--sink", "null", "--failed-dir", "/f"},
        "--failed-dir: needs --output"},
+      {{"--listen", "127.0.0.1:1", "--sink", "null", "--state-dir", "/s"},
+       "--state-dir: needs --output"},
   };
   for (const auto& [args, want] : cases) {
     ReceiverConfig cfg;
@@ -178,6 +184,36 @@ TEST(ReceiverConfig, BadInputIsOneLine) {
     EXPECT_NE(err.find(want), std::string::npos) << args.back() << ": " << err;
     EXPECT_EQ(err.find('\n'), std::string::npos) << err;
   }
+}
+
+// --state-dir: the failed folder follows it unless --failed-dir is given; it must be on the output
+// folder's file system (the nearest existing parent of one not made yet tells) and not the output
+// folder itself. Real folders: a temporary one, and /proc (never the same file system).
+TEST(ReceiverConfig, TheStateFolderIsOnTheOutputsFileSystem) {
+  const std::filesystem::path out = std::filesystem::temp_directory_path();
+  ReceiverConfig cfg;
+  ASSERT_EQ(parse({"-l", "127.0.0.1:1", "-o", out.string(), "--state-dir",
+                   (out / "not-made-yet/state").string()},
+                  &cfg),
+            "");
+  EXPECT_EQ(cfg.state_dir, (out / "not-made-yet/state").string());
+  EXPECT_EQ(cfg.failed_dir, (out / "not-made-yet/state/failed").string());
+  ReceiverConfig both;
+  ASSERT_EQ(parse({"-l", "127.0.0.1:1", "-o", out.string(), "--state-dir", (out / "s").string(),
+                   "--failed-dir", "/f"},
+                  &both),
+            "");
+  EXPECT_EQ(both.failed_dir, "/f");
+  ReceiverConfig elsewhere;
+  EXPECT_EQ(
+      parse({"-l", "127.0.0.1:1", "-o", out.string(), "--state-dir", "/proc/ddft"}, &elsewhere),
+      "--state-dir: '/proc/ddft' is not on the file system of --output '" + out.string() +
+          "' (the receiver moves its failed files and its state by rename)");
+  ReceiverConfig itself;
+  EXPECT_EQ(
+      parse({"-l", "127.0.0.1:1", "-o", out.string(), "--state-dir", out.string() + "/."}, &itself),
+      "--state-dir: '" + out.string() +
+          "/.' is the output folder: the state needs a folder of its own");
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ class AssemblerTest : public ::testing::TestWithParam<ddft::testing::EngineParam
     std::filesystem::create_directories(base_ / "out");
     std::filesystem::create_directories(base_ / "outside");
     cfg_.output = (base_ / "out").string();
-    cfg_.failed_dir = (base_ / "out/.failed").string();
+    cfg_.failed_dir = testing::failed_folder(base_ / "out").string();
     cfg_.write_block_kb = 64;
     cfg_.write_buffers = 8;
     cfg_.queue_depth = 4;
@@ -95,10 +95,9 @@ class AssemblerTest : public ::testing::TestWithParam<ddft::testing::EngineParam
     return out;
   }
 
-  // The receiver's journal in the output folder, given to the assembler (before any datagram).
+  // The receiver's journal in its state folder, given to the assembler (before any datagram).
   OutcomeLog& use_journal() {
-    root_fd_.reset(::open((base_ / "out").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    journal_ = std::make_unique<OutcomeLog>(root_fd_.get());
+    journal_ = std::make_unique<OutcomeLog>(out_->state_fd());
     asm_->set_earlier(journal_.get(), {});
     return *journal_;
   }
@@ -114,7 +113,6 @@ class AssemblerTest : public ::testing::TestWithParam<ddft::testing::EngineParam
   std::filesystem::path base_ = scratch_.path();
   ReceiverConfig cfg_;
   common::FakeClock clock_;
-  common::UniqueFd root_fd_;             // use_journal()
   std::unique_ptr<OutcomeLog> journal_;  // outlives asm_ (TearDown() resets asm_ first)
   std::unique_ptr<OutputDir> out_;
   common::AlignedBuffer mem_;

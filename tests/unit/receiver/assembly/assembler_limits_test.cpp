@@ -51,8 +51,8 @@ TEST_P(AssemblerTest, HostilePathsAreRefusedAndNothingLeavesTheFolder) {
   FakeSender tx(25);
   fs::create_directory_symlink(base_ / "outside", base_ / "out/escape");
   const std::vector<std::string> hostile = {
-      "/etc/evil", "../evil",     "a/../../evil", "escape/evil", std::string("nul\0x", 5),
-      "ctl\x01x",  ".failed/evil"};
+      "/etc/evil", "../evil",    "a/../../evil",     "escape/evil", std::string("nul\0x", 5),
+      "ctl\x01x",  ".ddft/evil", ".ddft/failed/evil"};
   uint32_t id = 1;
   for (const auto& p : hostile) feed(tx.file(id++, p, "evil"));
   settle();

@@ -205,7 +205,8 @@ TEST_P(AssemblerTest, KeyedSendersWithAndWithoutAnIdAreTakenSideBySide) {
 
 TEST_P(AssemblerTest, ADamagedSessionStateStopsTheReceiverWithOneLine) {
   cfg_.keys = {test_key(3)};
-  std::ofstream(base_ / "out" / kStateFileName) << "not a state line\n";
+  fs::create_directories(testing::state_folder(base_ / "out"));
+  std::ofstream(testing::state_folder(base_ / "out") / kSessionStateName) << "not a state line\n";
   try {
     build();
     FAIL() << "a damaged state file must not be ignored";
@@ -238,7 +239,9 @@ TEST_P(AssemblerTest, FecRebuildsLostPacketsBehindTheSeal) {
 // with one line instead of hanging it.
 TEST_P(AssemblerTest, PlantedFifosCannotHangTheReplayMark) {
   cfg_.keys = {test_key(3)};
-  const fs::path tmp = base_ / "out" / (std::string(kStateFileName) + ".new");
+  fs::create_directories(testing::state_folder(base_ / "out"));
+  const fs::path tmp =
+      testing::state_folder(base_ / "out") / (std::string(kSessionStateName) + ".new");
   ASSERT_EQ(::mkfifo(tmp.c_str(), 0600), 0);
   build();
   FakeSender tx(78);
@@ -246,11 +249,12 @@ TEST_P(AssemblerTest, PlantedFifosCannotHangTheReplayMark) {
   feed(seal_all(sealer, tx.file(1, "f.txt", "x")));
   settle();
   EXPECT_EQ(read_file(base_ / "out/f.txt"), "x");
-  EXPECT_NE(read_file(base_ / "out" / kStateFileName).find("session=000000000000004e"),
+  EXPECT_NE(read_file(testing::state_folder(base_ / "out") / kSessionStateName)
+                .find("session=000000000000004e"),
             std::string::npos);
   asm_.reset();
-  fs::remove(base_ / "out" / kStateFileName);
-  ASSERT_EQ(::mkfifo((base_ / "out" / kStateFileName).c_str(), 0600), 0);
+  fs::remove(testing::state_folder(base_ / "out") / kSessionStateName);
+  ASSERT_EQ(::mkfifo((testing::state_folder(base_ / "out") / kSessionStateName).c_str(), 0600), 0);
   try {
     build();
     FAIL() << "a FIFO is not a state file";

@@ -48,8 +48,8 @@ class FileTableHistoryTest : public FileTableFixture {
  protected:
   size_t record_count() {
     size_t n = 0;
-    if (!std::filesystem::exists(base_ / ".failed")) return 0;
-    for (const auto& e : std::filesystem::directory_iterator(base_ / ".failed")) {
+    if (!std::filesystem::exists(testing::failed_folder(base_))) return 0;
+    for (const auto& e : std::filesystem::directory_iterator(testing::failed_folder(base_))) {
       n += e.path().extension() == ".json";
     }
     return n;

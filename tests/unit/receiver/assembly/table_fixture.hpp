@@ -79,7 +79,7 @@ class TableGround : public ::testing::Test {
   testing::ScratchDir scratch_{"table"};
   std::filesystem::path base_ = scratch_.path();
   ReceiverConfig cfg_ = two_lanes(base_);
-  OutputDir out_{base_.string(), (base_ / ".failed").string(), CollisionPolicy::kRename};
+  OutputDir out_{base_.string(), testing::failed_folder(base_).string(), CollisionPolicy::kRename};
   FsPool pool_{2, "ttab"};
   common::FakeClock clock_;
   AssemblerCounters counters_;

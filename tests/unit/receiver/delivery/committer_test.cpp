@@ -64,7 +64,7 @@ class CommitterTest : public ::testing::Test {
   void make(WriteMode mode, CollisionPolicy policy = CollisionPolicy::kRename) {
     out_ = std::make_unique<OutputDir>(root_.string(), (root_ / ".failed").string(), policy);
     pool_ = std::make_unique<FsPool>(2, "tfsop");
-    journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
+    journal_ = std::make_unique<OutcomeLog>(out_->state_fd());
     common::BlockIoOptions io;
     io.engine = common::IoEngine::kUring;
     io.threads = 1;
@@ -387,10 +387,12 @@ TEST_F(CommitterTest, TheJournalGetsOneCLinePerFileBeforeAnyRename) {
   for (uint32_t id = 1; id <= 6; ++id) {
     reqs.push_back(prepare("j" + std::to_string(id) + ".bin", "file " + std::to_string(id), id));
   }
-  // The kernel reports, in order, each write to the journal and each rename into the folder.
+  // The kernel reports, in order, each write to the journal (in the state folder) and each rename
+  // into the folder.
   common::UniqueFd in(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   ASSERT_TRUE(in);
-  ASSERT_GE(::inotify_add_watch(in.get(), root_.c_str(), IN_MODIFY | IN_MOVED_TO), 0);
+  ASSERT_GE(::inotify_add_watch(in.get(), root_.c_str(), IN_MOVED_TO), 0);
+  ASSERT_GE(::inotify_add_watch(in.get(), out_->state_dir().c_str(), IN_MODIFY), 0);
   for (const auto& r : reqs) add(r);  // batch 1: file 1; batch 2: files 2 to 6
   settle();
   ASSERT_EQ(results_.size(), 6u);
@@ -404,7 +406,7 @@ TEST_F(CommitterTest, TheJournalGetsOneCLinePerFileBeforeAnyRename) {
     for (char* p = buf; p < buf + n;) {
       const auto* e = reinterpret_cast<const inotify_event*>(p);
       const std::string name = e->len ? e->name : "";
-      if ((e->mask & IN_MODIFY) && name == kOutcomeLogName) {
+      if ((e->mask & IN_MODIFY) && name == kJournalName) {
         if (seq.empty() || seq.back() != "J") seq.push_back("J");  // one per run of writes
       } else if ((e->mask & IN_MOVED_TO) && name.starts_with("j")) {
         seq.push_back(name);

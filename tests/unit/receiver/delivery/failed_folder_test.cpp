@@ -26,7 +26,8 @@ class FailedFolderTest : public ::testing::Test {
   void SetUp() override {
     root_fd_.reset(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     ASSERT_TRUE(root_fd_);
-    failed_.open((root_ / ".failed").string(), root_.string(), root_fd_.get(), false);
+    failed_.open((root_ / ".failed").string(), root_.string(), root_fd_.get(), root_fd_.get(),
+                 false);
   }
   // A temporary file in the output folder holding `content`.
   TempFile temp(const std::string& name, const std::string& content) {

@@ -27,7 +27,8 @@ class LeftoverSweepTest : public ::testing::Test {
   void SetUp() override {
     root_fd_.reset(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     ASSERT_TRUE(root_fd_);
-    failed_.open((root_ / ".failed").string(), root_.string(), root_fd_.get(), false);
+    failed_.open((root_ / ".failed").string(), root_.string(), root_fd_.get(), root_fd_.get(),
+                 false);
   }
   std::vector<Leftover> sweep(const LeftoverClaim& claim = {}) {
     return LeftoverSweep(root_fd_.get(), failed_, /*keep_partial=*/false, claim).run();

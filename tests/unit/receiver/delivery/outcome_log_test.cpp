@@ -1,4 +1,4 @@
-// The receiver's journal (OUTPUT/.ddft-outcomes): its line format both ways, damaged lines, many
+// The receiver's journal (STATE/outcomes): its line format both ways, damaged lines, many
 // writers at once, the rewrite, and that the file is never held open.
 #include "receiver/delivery/outcome_log.hpp"
 
@@ -194,14 +194,14 @@ class OutcomeLogTest : public ::testing::Test {
     root_.reset(::open(dir_.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     ASSERT_TRUE(root_) << dir_.path();
   }
-  fs::path journal() const { return dir_.path() / kOutcomeLogName; }
+  fs::path journal() const { return dir_.path() / kJournalName; }
   // Descriptors of this process open on the journal (or its temporary file), from /proc.
   int open_on_journal() const {
     int n = 0;
     for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
       std::error_code ec;
       const fs::path target = fs::read_symlink(e.path(), ec);
-      if (!ec && target.string().find(kOutcomeLogName) != std::string::npos) ++n;
+      if (!ec && target.filename().string().starts_with(kJournalName)) ++n;
     }
     return n;
   }
@@ -336,14 +336,14 @@ TEST_F(OutcomeLogTest, RewriteKeepsExactlyWhatItIsGiven) {
   EXPECT_EQ(fs::file_size(journal()), 0u);
   // No temporary file is left beside it.
   for (const auto& e : fs::directory_iterator(dir_.path())) {
-    EXPECT_EQ(e.path().filename(), kOutcomeLogName) << e.path();
+    EXPECT_EQ(e.path().filename(), kJournalName) << e.path();
   }
 }
 
 TEST_F(OutcomeLogTest, RewriteReplacesWhateverSitsUnderItsTemporaryName) {
   OutcomeLog log(root_.get());
   // A FIFO planted under the temporary name must not hang or feed the rewrite.
-  const fs::path tmp = dir_.path() / (std::string(kOutcomeLogName) + ".new");
+  const fs::path tmp = dir_.path() / (std::string(kJournalName) + ".new");
   ASSERT_EQ(::mkfifo(tmp.c_str(), 0600), 0);
   const Outcome o = make(Outcome::Kind::kPassed, 4, 4, "kept");
   ASSERT_TRUE(log.rewrite({o}));
@@ -390,7 +390,7 @@ TEST_F(OutcomeLogTest, RefusesAJournalThatIsNotARegularFile) {
       ADD_FAILURE() << "accepted a " << what;
     } catch (const std::runtime_error& e) {
       const std::string msg = e.what();
-      EXPECT_NE(msg.find(kOutcomeLogName), std::string::npos) << msg;
+      EXPECT_NE(msg.find(kJournalName), std::string::npos) << msg;
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
   }

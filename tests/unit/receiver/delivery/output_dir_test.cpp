@@ -256,9 +256,9 @@ TEST_F(OutputDirTest, NullSinkWithoutAFolderTouchesNothing) {
   EXPECT_FALSE(od.has_records());
   std::optional<std::string> state;
   std::string reason;
-  EXPECT_TRUE(od.read_state(kStateFileName, &state, &reason)) << reason;
+  EXPECT_TRUE(od.read_state(kSessionStateName, &state, &reason)) << reason;
   EXPECT_EQ(state, std::nullopt);
-  EXPECT_TRUE(od.write_state(kStateFileName, "x", &reason));
+  EXPECT_TRUE(od.write_state(kSessionStateName, "x", &reason));
   TempFile f;
   ASSERT_TRUE(od.create_temp("a/b.txt", temp_name(1, 1), &f, &reason)) << reason;
   EXPECT_EQ(::write(f.fd.get(), "data", 4), 4);

@@ -61,7 +61,7 @@ class RecoveryTest : public ::testing::TestWithParam<bool> {
     journal_.reset();
     out_ = std::make_unique<OutputDir>(root_.string(), (root_ / ".failed").string(),
                                        CollisionPolicy::kRename);
-    journal_ = std::make_unique<OutcomeLog>(out_->root_fd());
+    journal_ = std::make_unique<OutcomeLog>(out_->state_fd());
   }
 
   static Origin origin(const std::string& rel, uint64_t session, uint32_t id, uint64_t size) {
