@@ -18,9 +18,9 @@
 namespace ddft::receiver {
 
 namespace {
-// The senders' status file, among the receiver's own files ("" without an output folder).
+// The senders' status file, in the state folder ("" without one).
 std::string sender_status_path(const ReceiverConfig& cfg) {
-  return cfg.output.empty() ? std::string() : cfg.output + "/.ddft-sender-status.json";
+  return cfg.state_dir.empty() ? std::string() : cfg.state_dir + "/" + kSenderStatusName;
 }
 }  // namespace
 

@@ -234,7 +234,7 @@ void StatusBoard::write_json() const {
     first = false;
   }
   out += "\n]}\n";
-  const std::string tmp = json_path_ + ".tmp";
+  const std::string tmp = json_path_ + ".new";
   common::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   bool ok = static_cast<bool>(fd);
   size_t done = 0;

@@ -6,6 +6,7 @@
 //   STATE/session-state[.laneK]  the replay state of lane K (--key-file; no suffix for lane 0)
 //   STATE/record-reserve         space kept for failure records on a full disk (failed_folder.hpp)
 //   STATE/failed/                the failed folder, unless --failed-dir puts it elsewhere
+//   STATE/sender-status.json     each sender's last status, for operators (status_board.hpp)
 //   STATE/outcomes.1, ...        an earlier version's entry set aside (move_old_state())
 //
 // Any other file the receiver keeps goes here too, named here. A replaced file is written as
@@ -40,6 +41,7 @@ inline constexpr const char* kSessionStateName = "session-state";
 inline constexpr const char* kRecordReserveName = "record-reserve";
 inline constexpr off_t kRecordReserveBytes = 256 * 1024;
 inline constexpr const char* kFailedDirName = "failed";
+inline constexpr const char* kSenderStatusName = "sender-status.json";
 
 // Lane k's replay state (--key-file): kSessionStateName for lane 0 (the name a receiver of one
 // lane uses), else kSessionStateName + ".laneK".

@@ -114,7 +114,7 @@ TEST_F(SenderStatus, AHotFolderBacklogAndItsDrainShowOnTheHighSide) {
   EXPECT_EQ(sender_value(drained, "ddft_sender_oldest_waiting_seconds"), 0);
   EXPECT_EQ(sender_value(drained, "ddft_sender_read_failures_total"), 0);
   // The last status, for operators, in a small JSON file beside the receiver's other state.
-  const std::string json = read_file(out_ / ".ddft-sender-status.json");
+  const std::string json = read_file(out_ / ".ddft" / "sender-status.json");
   std::string error;
   ASSERT_TRUE(JsonChecker::parse_object(json, &error)) << error << "\n" << json;
   EXPECT_NE(json.find("\"queued_files\": 0,"), std::string::npos) << json;

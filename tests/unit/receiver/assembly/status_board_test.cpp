@@ -159,7 +159,7 @@ TEST_F(StatusBoardTest, WritesTheLastStatusesAsJson) {
               HasSubstr("\"sender\": \"00000000000000aa\", \"session\": \"0000000000001234\""));
   EXPECT_THAT(text, HasSubstr("\"channels\": [{\"name\": \"urgent\", \"queued_files\": 2"));
   EXPECT_THAT(text, HasSubstr("\"sender\": \"session-00000000000000bb\""));
-  EXPECT_FALSE(std::filesystem::exists(json_ + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(json_ + ".new"));
 }
 
 TEST_F(StatusBoardTest, ACantWriteFileIsOneErrorLine) {
