@@ -191,13 +191,11 @@
 //  |  host: `lanes` bytes; host[k] is the lowest lane number whose | 12
 //  |  destination is on lane k's host (so host[k] <= k)            |
 //  +---------------------------------------------------------------+
-//  After the hosts, the sender's status (common/status_wire.hpp draws it); a reader that does
-//  not know it ignores it, as any bytes after the hosts. Sent on every lane, like a heartbeat
-//  (control_repeat times, FEC-covered, sealed), with the session's first heartbeat, then every
-//  kStatusIntervalS (kSenderInfoIntervalS from a sender without a status) and at once when the
-//  status changes in a way that matters. A receiver that drains some lanes of a host learns from it
-//  which of the sender's lanes went to that host without being listened on. A receiver before
-//  this type refuses it (kBadType): it counts it as rejected, and its sequence number as lost.
+//  Then the sender's status (common/status_wire.hpp; a reader that does not know it ignores it).
+//  On every lane, FEC-covered, sealed: control_repeat times with the session's first heartbeat
+//  and every kSenderInfoIntervalS, once every kStatusIntervalS and on a change that matters. A
+//  receiver draining some lanes of a host learns from it which of the sender's lanes went to that
+//  host unheard. A receiver before this type refuses it (kBadType): rejected, its seq lost.
 //
 //  kHistory (type 10): files the sender sent earlier, repeated on a schedule, and kResend
 //  (type 11): the file announced next is a copy of one sent earlier; both drawn in
@@ -453,9 +451,7 @@ struct SenderInfo {
   uint64_t sender_id = 0;
   // host[k]: the lowest lane going to lane k's host; one entry per lane of the session.
   std::vector<uint8_t> host;
-  // The bytes after the hosts (the sender's status, or nothing): the caller's to encode; on
-  // decode they point into the payload.
-  std::span<const uint8_t> tail;
+  std::span<const uint8_t> tail;  // after the hosts (the status): on decode, into the payload
 };
 
 struct Parity {

@@ -330,6 +330,29 @@ uint64_t refused_by_listing(const sender::FileList& list, const Channels& channe
   return n;
 }
 
+// The files the listing could not read: each one's line, counted as failed and unreadable.
+void log_unread(const sender::FileList& list, sender::SendStatus& status) {
+  for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
+  status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
+  status.read_failures.fetch_add(list.errors.size(), std::memory_order_relaxed);
+}
+
+// The sender's status, carried to the receivers with the kSenderInfo of `s`'s lanes: of the hot
+// folders, and of what the listing left out (counted in `status` here). It must outlive the run.
+std::unique_ptr<sender::StatusReport> attach_status_report(
+    sender::Sender& s, const sender::SenderConfig& cfg, sender::SendStatus& status,
+    const sender::HotFolder* hot, const Channels& channels, const sender::FileList& list) {
+  std::vector<const sender::HotFolder*> folders;
+  if (hot) folders.push_back(hot);
+  for (const auto& h : channels.hot) {
+    if (h) folders.push_back(h.get());
+  }
+  status.files_refused.fetch_add(refused_by_listing(list, channels), std::memory_order_relaxed);
+  auto report = std::make_unique<sender::StatusReport>(cfg, status, std::move(folders));
+  s.set_status_report(report.get());
+  return report;
+}
+
 // --channel: what each channel sends, added to `reg` (null without channels).
 std::unique_ptr<sender::ChannelTally> make_tally(const sender::SenderConfig& cfg,
                                                  common::MetricsRegistry& reg) {
@@ -435,9 +458,7 @@ int main(int argc, char** argv) {
     // --resend-after: what was sent goes again, from the hot folder's next() or after the list.
     const std::unique_ptr<sender::ResendSchedule> resends = open_resends(cfg);
     open_sources(cfg, manifest.get(), status, resends.get(), tally.get(), &hot, &list, &channels);
-    for (const auto& err : list.errors) spdlog::error("Error: {}", err.message);
-    status.files_failed.fetch_add(list.errors.size(), std::memory_order_relaxed);
-    status.read_failures.fetch_add(list.errors.size(), std::memory_order_relaxed);
+    log_unread(list, status);
     const std::vector<std::unique_ptr<common::DatagramSink>> sinks = open_sinks(cfg);
     std::vector<common::DatagramSink*> lanes;
     for (const auto& sink : sinks) lanes.push_back(sink.get());
@@ -449,15 +470,7 @@ int main(int argc, char** argv) {
     sender::Sender s(cfg, lanes, common::SteadyClock::instance());
     s.set_status(&status);
     s.set_history(state.feed.get());
-    // The sender's status, carried to the receivers with its kSenderInfo.
-    std::vector<const sender::HotFolder*> folders;
-    if (hot) folders.push_back(hot.get());
-    for (const auto& h : channels.hot) {
-      if (h) folders.push_back(h.get());
-    }
-    status.files_refused.fetch_add(refused_by_listing(list, channels), std::memory_order_relaxed);
-    sender::StatusReport report(cfg, status, std::move(folders));
-    s.set_status_report(&report);
+    const auto report = attach_status_report(s, cfg, status, hot.get(), channels, list);
     // The manifest and the history hear of a file (and sync its line) before the hot folder
     // deletes or moves it.
     add_records(s, manifest.get(), state.recorder.get(), cfg.hot_folder());

@@ -167,6 +167,14 @@ SendTotals sum_of(const std::vector<std::unique_ptr<Transmitter>>& txs) {
   return sum;
 }
 
+// Each channel's name and source, for the status report.
+std::vector<std::pair<std::string, const FileSource*>> sources_of(
+    const std::vector<SessionChannel>& channels) {
+  std::vector<std::pair<std::string, const FileSource*>> out;
+  for (const SessionChannel& c : channels) out.emplace_back(c.name, c.files);
+  return out;
+}
+
 // Each channel's reader, router and compressor, into the channel's inputs of `feeds`.
 std::vector<ChannelStage> channel_stages(const SenderConfig& cfg, common::Clock& clock,
                                          SendStatus* status,
@@ -195,6 +203,18 @@ std::vector<ChannelStage> channel_stages(const SenderConfig& cfg, common::Clock&
 
 }  // namespace
 
+void Sender::start_session(const std::vector<SessionChannel>& channels) {
+  const size_t lanes = sinks_.size();
+  if (report_ != nullptr) report_->session_started(sources_of(channels), lanes, clock_.now());
+  if (history_ != nullptr) history_->start_session(lanes);
+  if (status_) {
+    status_->lanes_up.store(lanes, std::memory_order_relaxed);
+    status_->lanes_up_mask.store(lanes >= 64 ? ~uint64_t{0} : (uint64_t{1} << lanes) - 1,
+                                 std::memory_order_relaxed);
+  }
+  log_start(channels);
+}
+
 SendTotals Sender::run(const std::vector<SessionChannel>& channels, std::stop_token stop) {
   const size_t lanes = sinks_.size();
   const size_t block = reader_block_size(cfg_);
@@ -218,18 +238,7 @@ SendTotals Sender::run(const std::vector<SessionChannel>& channels, std::stop_to
     txs.back()->set_history(history_);
     txs.back()->set_status_report(report_);
   }
-  if (report_ != nullptr) {
-    std::vector<std::pair<std::string, const FileSource*>> sources;
-    for (const SessionChannel& c : channels) sources.emplace_back(c.name, c.files);
-    report_->session_started(sources, lanes, clock_.now());
-  }
-  if (history_ != nullptr) history_->start_session(lanes);
-  if (status_) {
-    status_->lanes_up.store(lanes, std::memory_order_relaxed);
-    status_->lanes_up_mask.store(lanes >= 64 ? ~uint64_t{0} : (uint64_t{1} << lanes) - 1,
-                                 std::memory_order_relaxed);
-  }
-  log_start(channels);
+  start_session(channels);
 
   std::vector<std::exception_ptr> errors(lanes);
   // The session's own stop: the caller's, or a transmitter failing. A reader waiting in a

@@ -88,6 +88,9 @@ class Sender {
   void set_status_report(StatusReport* report) { report_ = report; }
 
  private:
+  // The session begins: the status report, the history and the status hear of it, then its first
+  // log line.
+  void start_session(const std::vector<SessionChannel>& channels);
   // The session's first log line.
   void log_start(const std::vector<SessionChannel>& channels) const;
 

@@ -20,6 +20,19 @@ auto status_reader(const SendStatus& st) {
 }
 
 // --compress: what the compressor tried and saved (all 0 with --compress off).
+// Files that could not be read, and files left out.
+void add_unsent_metrics(common::MetricsRegistry& reg, const SendStatus& st) {
+  constexpr auto kCounter = common::MetricType::kCounter;
+  const auto read = status_reader(st);
+  reg.add(kCounter, "ddft_send_read_failures_total",
+          "Files that could not be opened or read to their end (the receivers see it too)",
+          read(&SendStatus::read_failures));
+  reg.add(kCounter, "ddft_send_files_refused_total",
+          "Files left out by the command line's listing or the reader (filters, links not "
+          "followed, paths too long for the wire); a hot folder's own are in its status",
+          read(&SendStatus::files_refused));
+}
+
 void add_compress_metrics(common::MetricsRegistry& reg, const SendStatus& st) {
   constexpr auto kCounter = common::MetricType::kCounter;
   const auto read = status_reader(st);
@@ -88,13 +101,7 @@ void add_sender_metrics(common::MetricsRegistry& reg, const SendStatus& st, cons
           "Lanes of the current session whose links still send (with --lane-down continue a "
           "lane whose link failed is taken out); 0 before the first session",
           read(&SendStatus::lanes_up));
-  reg.add(kCounter, "ddft_send_read_failures_total",
-          "Files that could not be opened or read to their end (the receivers see it too)",
-          read(&SendStatus::read_failures));
-  reg.add(kCounter, "ddft_send_files_refused_total",
-          "Files left out by the command line's listing or the reader (filters, links not "
-          "followed, paths too long for the wire); a hot folder's own are in its status",
-          read(&SendStatus::files_refused));
+  add_unsent_metrics(reg, st);
   add_compress_metrics(reg, st);
   // Sampled twice a second on the server thread; the gauge spans the last 5 s.
   auto meter = std::make_shared<common::RateMeter>(std::chrono::seconds(5));
