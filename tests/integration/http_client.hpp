@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <regex>
 #include <string>
 
 namespace ddft::testing {
@@ -106,6 +107,14 @@ inline std::optional<double> metric_value(const std::string& body, const std::st
     pos = eol + 1;
   }
   return std::nullopt;
+}
+
+// The port a program logged in its "Info: metrics at http://127.0.0.1:PORT/metrics" line, 0
+// while it has not.
+inline uint16_t logged_metrics_port(const std::string& log) {
+  std::smatch m;
+  static const std::regex re(R"(Info: metrics at http://127\.0\.0\.1:([0-9]+)/metrics)");
+  return std::regex_search(log, m, re) ? static_cast<uint16_t>(std::stoi(m[1])) : 0;
 }
 
 }  // namespace ddft::testing

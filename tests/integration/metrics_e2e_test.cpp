@@ -29,14 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono;
 
-// The port a program logged in its "Info: metrics at http://127.0.0.1:PORT/metrics" line, 0
-// while it has not.
-uint16_t logged_metrics_port(const std::string& log) {
-  std::smatch m;
-  static const std::regex re(R"(Info: metrics at http://127\.0\.0\.1:([0-9]+)/metrics)");
-  return std::regex_search(log, m, re) ? static_cast<uint16_t>(std::stoi(m[1])) : 0;
-}
-
 double value_or_nan(const std::string& body, const std::string& series) {
   return metric_value(body, series).value_or(std::nan(""));
 }

@@ -23,13 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono;
 
-// The port of the "Info: metrics at http://127.0.0.1:PORT/metrics" line of `log`, 0 before it.
-uint16_t metrics_port_in(const std::string& log) {
-  std::smatch m;
-  static const std::regex re(R"(Info: metrics at http://127\.0\.0\.1:([0-9]+)/metrics)");
-  return std::regex_search(log, m, re) ? static_cast<uint16_t>(std::stoi(m[1])) : 0;
-}
-
 // The ddft_sender_* lines of a scrape.
 std::string sender_lines(const std::string& body) {
   std::string out;
@@ -53,7 +46,7 @@ class SenderStatus : public ReceiverFixture {
     receiver_ = std::make_unique<Process>(
         small_receiver_argv(port_, out_, {"--metrics", "127.0.0.1:0"}), rx_log_path());
     ASSERT_TRUE(
-        eventually([&] { return (metrics_ = metrics_port_in(rx_log())) != 0; }, seconds(20)))
+        eventually([&] { return (metrics_ = logged_metrics_port(rx_log())) != 0; }, seconds(20)))
         << rx_log();
     ASSERT_TRUE(log_shows(rx_log_path(), kReceivingLine, seconds(20))) << rx_log();
   }
