@@ -117,9 +117,9 @@ common::SenderStatus StatusReport::sample(time_point now) const {
 common::SenderStatus& StatusReport::current_locked(time_point now) {
   if (!last_ || now - sampled_at_ >= seconds(1) || now < sampled_at_) {
     common::SenderStatus s = sample(now);
-    s.seq = last_ ? last_->seq : 0;
-    // A new number when anything changed, so that a receiver takes it.
-    if (!last_ || s != *last_) ++s.seq;
+    // Each sample a number of its own, changed or not: a receiver takes each as news of the
+    // sender, and drops only the copies of one.
+    s.seq = (last_ ? last_->seq : 0) + 1;
     last_ = std::move(s);
     sampled_at_ = now;
   }

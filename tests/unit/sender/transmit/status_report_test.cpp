@@ -115,6 +115,26 @@ TEST_F(StatusReportTest, TheBacklogPassingItsThresholdGoesAtOnce) {
   EXPECT_TRUE(common::status_alarms(*s).backlog);
 }
 
+TEST_F(StatusReportTest, AnUnchangedStatusStillGetsANewNumber) {
+  // An idle sender: nothing waits, nothing changes; each status must still be news to a receiver
+  // (which drops a seq it has taken as a copy).
+  const std::vector<SourceFile> none;
+  ListSource empty(none);
+  report_.session_started({{"", &empty}}, 1, clock_.now());
+  status_.lanes_up_mask = 1;
+  const auto first = report_.due(0, clock_.now());
+  ASSERT_TRUE(first);
+  clock_.advance(seconds(common::kStatusIntervalS));
+  const auto second = report_.due(0, clock_.now());
+  ASSERT_TRUE(second);
+  EXPECT_GT(second->seq, first->seq);
+  common::SenderStatus same = *second;
+  same.seq = first->seq;
+  EXPECT_EQ(same, *first);
+  // Copies within the second share it.
+  EXPECT_EQ(report_.current(clock_.now()).seq, second->seq);
+}
+
 TEST_F(StatusReportTest, ANewSessionNumbersFromOne) {
   start(1);
   clock_.advance(seconds(30));
