@@ -190,7 +190,11 @@ void Assembler::end_finished_slots() {
     for (size_t i = 0; i < ss.lanes(); ++i) all_final = all_final && ss.final_due(i, now);
     if (all_final && slot_idle(slot)) done.push_back(&slot);
   });
-  for (SenderSlot* slot : done) end_slot(*slot, "");
+  for (SenderSlot* slot : done) {
+    // A sender that ended its session sends no more status, and is not missing.
+    if (board_ != nullptr) board_->ended(slot->session->session());
+    end_slot(*slot, "");
+  }
 }
 
 void Assembler::replay_window(const common::Header& announce, size_t lane, SenderSlot& slot) {

@@ -157,6 +157,13 @@ void StatusBoard::log_changes(const Entry* was, Entry& e, common::Clock::time_po
   }
 }
 
+void StatusBoard::ended(uint64_t session) {
+  std::lock_guard lock(mu_);
+  const size_t before = senders_.size();
+  std::erase_if(senders_, [session](const auto& kv) { return kv.second.view.session == session; });
+  if (senders_.size() != before) write_json();
+}
+
 void StatusBoard::poll(common::Clock::time_point now) {
   std::lock_guard lock(mu_);
   bool changed = false;

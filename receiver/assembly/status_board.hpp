@@ -7,7 +7,8 @@
 //   without a new one);
 // - a watched or retention file system below kLowFreeRatio free; a retention folder over its limit;
 // - a lane down;
-// - no status for kMissingIntervals of its interval (and its status coming again).
+// - no status for kMissingIntervals of its interval (and its status coming again); a sender whose
+//   session ended with its final heartbeats is forgotten instead.
 //
 // take() and poll() run on the writer thread; snapshot() from any thread (one mutex). The JSON
 // file is written whole beside itself and renamed over (readers never see half of it), after each
@@ -52,6 +53,9 @@ class StatusBoard {
   // when it is the session's first or its seq is above the last taken (copies are dropped).
   void take(const std::string& sender, uint64_t session, size_t lanes,
             const common::SenderStatus& status);
+  // Session `session` ended with its final heartbeats: its sender's status goes (a sender that
+  // finished is not missing). Nothing when the board holds another session of that sender.
+  void ended(uint64_t session);
   // Notes the senders whose status is kMissingIntervals intervals late (writer thread).
   void poll(common::Clock::time_point now);
   // Every sender's last status, in the order of their names. Any thread.

@@ -1,6 +1,6 @@
 // The ddft_sender_* families: each sender's last status as the receiver took it (StatusBoard),
-// labelled by sender. A sender stays until the receiver restarts (or 64 others crowd it out), so
-// that a sender gone silent still shows its last status and how old it is.
+// labelled by sender. A sender killed or cut off stays (until the receiver restarts, or 64 others
+// crowd it out), with its last status and how old it is; one whose session ended goes.
 #include <memory>
 
 #include "receiver/operations/metrics.hpp"

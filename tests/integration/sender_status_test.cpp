@@ -120,14 +120,14 @@ TEST_F(SenderStatus, AFileTheSenderCannotReadIsNamedOnTheHighSide) {
   const fs::path src = make_dir("src");
   write_pattern(src / "a.bin", 100000, 1);
   sender_ = std::make_unique<Process>(
-      std::vector<std::string>{DDFT_SEND_BIN, "--dest", listen(), (src / "a.bin").string(),
-                               (src / "gone.bin").string()},
+      std::vector<std::string>{DDFT_SEND_BIN, "--dest", listen(), "--eof-delay", "4000",
+                               (src / "a.bin").string(), (src / "gone.bin").string()},
       tx_log_path());
-  EXPECT_EQ(sender_->wait(seconds(60)), 1) << tx_log();
   ASSERT_TRUE(log_shows(rx_log_path(),
                         "1 file(s) it could not read since its last status (1 since it started)",
                         seconds(20)))
       << rx_log();
+  // While the sender's session lasts (its EOF_DELAY): once it ends, its status goes.
   std::string body;
   ASSERT_TRUE(eventually(
       [&] {
@@ -136,9 +136,16 @@ TEST_F(SenderStatus, AFileTheSenderCannotReadIsNamedOnTheHighSide) {
       },
       seconds(20)))
       << body;
+  EXPECT_EQ(sender_->wait(seconds(60)), 1) << tx_log();
   EXPECT_TRUE(eventually(
       [&] { return metric_value(scrape(), "ddft_receive_files_delivered_total") == 1.0; },
       seconds(20)));
+  // A sender that ended its session is not missing: its status goes, and no line says it is
+  // silent.
+  ASSERT_TRUE(eventually(
+      [&] { return scrape().find("ddft_sender_status_info{") == std::string::npos; }, seconds(30)))
+      << scrape();
+  EXPECT_EQ(rx_log().find("no status"), std::string::npos) << rx_log();
 }
 
 }  // namespace

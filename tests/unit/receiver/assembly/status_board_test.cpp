@@ -145,6 +145,23 @@ TEST_F(StatusBoardTest, NamesASenderSilentForThreeIntervals) {
   EXPECT_FALSE(board_.snapshot()[0].missing);
 }
 
+TEST_F(StatusBoardTest, ASenderThatEndedItsSessionIsForgottenNotMissing) {
+  testing::LogCapture log;
+  board_.take("aa", 1, 1, status_of(1));
+  board_.take("bb", 2, 1, status_of(1));
+  board_.ended(7);  // no such session: nothing goes
+  ASSERT_EQ(board_.snapshot().size(), 2u);
+  board_.ended(1);
+  const auto views = board_.snapshot();
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(views[0].sender, "bb");
+  EXPECT_THAT(slurp(json_), Not(HasSubstr("\"aa\"")));
+  clock_.advance(seconds(60));
+  board_.poll(clock_.now());
+  EXPECT_EQ(log.count("Warn: sender aa"), 0u);
+  EXPECT_EQ(log.count("Warn: sender bb: no status"), 1u) << log.text();
+}
+
 TEST_F(StatusBoardTest, WritesTheLastStatusesAsJson) {
   common::SenderStatus s = status_of(1);
   s.queued_files = 2;
