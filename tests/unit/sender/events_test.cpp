@@ -20,19 +20,32 @@ SourceFile file(const std::string& rel) {
   return f;
 }
 
+using FilesBytes = std::pair<uint64_t, uint64_t>;
+
 TEST(ListSource, GivesTheFilesInOrderThenNothing) {
-  const std::vector<SourceFile> files = {file("a"), file("b/c")};
+  std::vector<SourceFile> files = {file("a"), file("b/c")};
+  files[0].size = 100;
+  files[1].size = 20;
   ListSource src(files);
   EXPECT_EQ(src.describe(), "2 file(s)");
-  EXPECT_EQ(src.backlog(), std::nullopt) << "a list cannot tell (the default)";
+  // What is left: its files and listed bytes; since when, a list cannot tell.
+  const auto left = [&src] {
+    const std::optional<Backlog> b = src.backlog();
+    EXPECT_TRUE(b.has_value());
+    EXPECT_FALSE(b && b->oldest.has_value());
+    return b ? FilesBytes(b->files, b->bytes) : FilesBytes(99, 99);
+  };
+  EXPECT_EQ(left(), FilesBytes(2, 120));
   std::stop_source stop;
   auto first = src.next(stop.get_token());
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->rel_path, "a");
+  EXPECT_EQ(left(), FilesBytes(1, 20));
   auto second = src.next(stop.get_token());
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->path, "/src/b/c");
   EXPECT_EQ(src.next(stop.get_token()), std::nullopt);
+  EXPECT_EQ(left(), FilesBytes(0, 0));
 }
 
 TEST(ListSource, AStopEndsTheSession) {
