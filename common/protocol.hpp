@@ -100,7 +100,7 @@
 //  kHeartbeat (type 5): payload exactly 24 bytes
 //  +---------------------------------------------------------------+
 //  |  flags (bit 0 kHeartbeatFinal: finished; bit 1                |  0
-//  |  kHeartbeatSleeping: sent during a DFTS sleep)                |
+//  |  kHeartbeatSleeping: sent in a DFTS sleep; the others are 0)  |
 //  +---------------------------------------------------------------+
 //  |                          interval_ms                          |  4
 //  +---------------------------------------------------------------+
@@ -115,10 +115,6 @@
 //  lane / lanes: the sender drives `lanes` links as one session (--dest given several times);
 //  this heartbeat went down its lane number `lane`. Every lane has its own seq numbering, FEC
 //  windows, heartbeats and (sealed) its own salt, so its own key and replay window.
-//  kHeartbeatSleeping: the lane is in a deliberate pause (-fsdelay, INTRA_PKT_DELAY, EOF_DELAY,
-//  the sleep algorithm's pause) and sends again when it ends: a receiver does not time out the
-//  files open on the lane while such heartbeats come. Other flag bits are sent as zero and
-//  ignored (decode_heartbeat passes them on; a receiver tests the bits it knows).
 //
 //  kParity (type 6): one Reed-Solomon parity shard of an FEC window
 //  +---------------------------------------------------------------+
@@ -335,7 +331,7 @@ inline constexpr size_t kMinPacketSize = 512;
 inline constexpr size_t kMinChunkSize =
     kMinPacketSize - kHeaderSize - kDataHeaderSize - kFecOverhead - kSealOverhead;
 inline constexpr uint32_t kHeartbeatFinal = 1u;
-inline constexpr uint32_t kHeartbeatSleeping = 2u;
+inline constexpr uint32_t kHeartbeatSleeping = 2u;  // the lane's files wait while these come
 inline constexpr size_t kSenderInfoFixedSize = 12;
 // How often each lane repeats its kSenderInfo after the session's first.
 inline constexpr uint32_t kSenderInfoIntervalS = 30;
