@@ -37,6 +37,16 @@ class FileTableSleepTest : public FileTableFixture {
     feed(0, lane_[0].announce(1, "slept.bin", content.size()));
     feed_all(0, lane_[0].data(1, content, 0, 0, 2000));
   }
+  // The rest of `content`, from byte `from`, and its end come on `lane`: file 1 passes, whole,
+  // as `path`.
+  void finish_file(uint16_t lane, const std::string& content, size_t from,
+                   const std::string& path) {
+    feed_all(lane, lane_[lane].data(1, content, 0, from));
+    feed(lane, lane_[lane].end(1, content));
+    settle();
+    EXPECT_EQ(counters_.files_passed, 1u);
+    EXPECT_TRUE(read_file(base_ / path) == content);
+  }
   // The file is still receiving: none failed, its failure's writes included.
   void expect_receiving(const std::string& when) {
     settle();
@@ -52,11 +62,7 @@ TEST_F(FileTableSleepTest, ASleepLongerThanTheFileTimeoutFailsNoFileWhileItsHear
   start_file(content);
   heartbeats_for(100, 0b01);
   expect_receiving("after 100 s of sleep");
-  feed_all(0, lane_[0].data(1, content, 0, 2000));
-  feed(0, lane_[0].end(1, content));
-  settle();
-  EXPECT_EQ(counters_.files_passed, 1u);
-  EXPECT_TRUE(read_file(base_ / "slept.bin") == content);
+  finish_file(0, content, 2000, "slept.bin");
 }
 
 TEST_F(FileTableSleepTest, ASenderQuietInItsSleepFailsTheFileAFileTimeoutAfterItsLastWord) {
@@ -100,11 +106,7 @@ TEST_F(FileTableSleepTest, AStripedFileIsHeldByASleepOnAnyLaneItIsOpenOn) {
   feed(0, lane_[0].end(1, content));  // lane 0 is done with it; lane 1 sleeps before its part
   heartbeats_for(60, 0b10);
   expect_receiving("after 60 s of lane 1's sleep");
-  feed_all(1, lane_[1].data(1, content, 0, 6000));
-  feed(1, lane_[1].end(1, content));
-  settle();
-  EXPECT_EQ(counters_.files_passed, 1u);
-  EXPECT_TRUE(read_file(base_ / "striped.bin") == content);
+  finish_file(1, content, 6000, "striped.bin");
 }
 
 }  // namespace
