@@ -99,7 +99,8 @@
 //
 //  kHeartbeat (type 5): payload exactly 24 bytes
 //  +---------------------------------------------------------------+
-//  |              flags (bit 0 kHeartbeatFinal: finished)          |  0
+//  |  flags (bit 0 kHeartbeatFinal: finished; bit 1                |  0
+//  |  kHeartbeatSleeping: sent in a DFTS sleep; the others are 0)  |
 //  +---------------------------------------------------------------+
 //  |                          interval_ms                          |  4
 //  +---------------------------------------------------------------+
@@ -330,6 +331,7 @@ inline constexpr size_t kMinPacketSize = 512;
 inline constexpr size_t kMinChunkSize =
     kMinPacketSize - kHeaderSize - kDataHeaderSize - kFecOverhead - kSealOverhead;
 inline constexpr uint32_t kHeartbeatFinal = 1u;
+inline constexpr uint32_t kHeartbeatSleeping = 2u;  // the lane's files wait while these come
 inline constexpr size_t kSenderInfoFixedSize = 12;
 // How often each lane repeats its kSenderInfo after the session's first.
 inline constexpr uint32_t kSenderInfoIntervalS = 30;

@@ -109,7 +109,8 @@ void add_write_options(CLI::App& app, ReceiverConfig& cfg) {
                                           collision_policy_name),
                     "Same name exists: rename (keep the old one as name.N.ext), overwrite, reject");
   add_bounded_option(app, "--file-timeout", cfg.file_timeout_s, 0.1, 86400.0,
-                     "Seconds without a packet of a file before it fails");
+                     "Seconds without a packet of a file before it fails (counted from the "
+                     "latest heartbeat saying the sender sleeps, when later)");
   add_bounded_option(app, "--journal-hours", cfg.journal_hours, 0.01, 24.0 * 366,
                      "How long the journal (STATE/outcomes) remembers each file delivered "
                      "or named, across sender sessions and restarts, so that what a sender repeats "

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Does all set-up, builds, and runs a demo transfer on loopback: dd_file_receive listens on
-# 127.0.0.1, dd_file_send sends a generated folder of files, then the receive log is shown and
-# every file is compared with its source.
+# Does all set-up, builds the two programs it runs, and runs a demo transfer on loopback:
+# dd_file_receive listens on 127.0.0.1, dd_file_send sends a generated folder of files, then the
+# receive log is shown and every file is compared with its source. The build is scripts/build.sh's
+# (the same settings), so a later full build there reuses what this one compiled.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bash "$repo/scripts/build.sh"
+bash "$repo/scripts/build.sh" --target dd_file_send --target dd_file_receive
 bin="$repo/build/bin"
 demo=${DDFT_DEMO_DIR:-$repo/demo}
 port=${DDFT_DEMO_PORT:-47555}

@@ -55,6 +55,16 @@ bool FileLanes::final_due(const File& f, common::Clock::time_point now) const {
   return true;
 }
 
+common::Clock::time_point FileLanes::sleep_heard(const File& f) const {
+  common::Clock::time_point latest{};
+  if (gate_ == nullptr) return latest;
+  const uint64_t lanes = f.open_lanes != 0 ? f.open_lanes : uint64_t{1} << f.lane;
+  for (size_t i = 0; i < gate_->lanes(); ++i) {
+    if ((lanes >> i & 1) != 0) latest = std::max(latest, gate_->sleep_heard(i));
+  }
+  return latest;
+}
+
 // A striped file needs every lane of the sender.
 std::optional<std::string> FileLanes::striped_refusal() const {
   if (gate_ == nullptr || gate_->sender_lanes() <= gate_->lanes()) return std::nullopt;

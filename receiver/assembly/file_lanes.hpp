@@ -47,6 +47,11 @@ class FileLanes {
 
   // Whether every lane `f` is open on (its own, when none) is gone at `now`.
   bool final_due(const File& f, common::Clock::time_point now) const;
+  // The latest heartbeat saying the sender sleeps (a DFTS pause) on a lane `f` is open on (its
+  // own, when none), the clock's epoch when none came: the sender will go on with `f` when the
+  // pause ends, so `f` is silent since then, not since its last packet (expiry_reason()). Each
+  // lane paces, and so sleeps, on its own: a sleep on another lane holds none of `f`'s data.
+  common::Clock::time_point sleep_heard(const File& f) const;
   // Why a striped file cannot be assembled here (it is striped over more lanes than this
   // receiver drains), or nullopt when it can.
   [[nodiscard]] std::optional<std::string> striped_refusal() const;

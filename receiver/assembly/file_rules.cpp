@@ -126,7 +126,8 @@ FailureRecord unannounced_record(const common::FileListEntry& e, uint64_t sessio
 }
 
 std::optional<std::string> expiry_reason(const File& f, common::Clock::time_point now,
-                                         nanoseconds timeout, double timeout_s, bool final_due) {
+                                         nanoseconds timeout, double timeout_s, bool final_due,
+                                         common::Clock::time_point sleep_heard) {
   const bool last_copy = f.end.copy + 1u >= f.end.copies;
   // A striped file's end came down one lane while others still hold it open (their data may
   // still be on its way): their ends, or their next files, settle it.
@@ -139,7 +140,16 @@ std::optional<std::string> expiry_reason(const File& f, common::Clock::time_poin
     return fmt::format("the sender went on to the next file before this one was complete: {}",
                        f.end_seen ? "data lost" : "its end packet was lost");
   }
-  if (now - f.last_packet > timeout + seconds(f.pause_s)) {
+  if (sleep_heard > f.last_packet) {
+    // At the moment the lane's own silence makes it gone (SenderSession::done()), so that this
+    // reason, which says more, is the one given.
+    if (now - sleep_heard >= timeout) {
+      return fmt::format(
+          "no packet for {:.1f} s after the sender's last heartbeat saying it was sleeping: the "
+          "sender stopped or the link went down before the file's end",
+          timeout_s);
+    }
+  } else if (now - f.last_packet > timeout + seconds(f.pause_s)) {
     return fmt::format(
         "no packet for {:.1f} s: the sender stopped or the link went down before "
         "the file's end",

@@ -47,10 +47,14 @@ FailureRecord refusal_record(const File& f, uint64_t session, const std::string&
 FailureRecord unannounced_record(const common::FileListEntry& e, uint64_t session);
 // Why receiving file `f` has expired at `now` (nullopt when it has not): its end came and its
 // grace is over, a later file superseded it, nothing came for `timeout` (+ its pause), or the
-// session's final heartbeat is due (`final_due`).
+// session's final heartbeat is due (`final_due`). `sleep_heard`: the latest heartbeat saying the
+// sender sleeps on a lane of the file (FileLanes::sleep_heard()); when it came after the file's
+// last packet, the file's silence counts from it, so a sleep longer than `timeout` fails no file
+// while its heartbeats come, and a sender gone quiet in it fails the file `timeout` after its last.
 [[nodiscard]] std::optional<std::string> expiry_reason(const File& f, common::Clock::time_point now,
                                                        std::chrono::nanoseconds timeout,
-                                                       double timeout_s, bool final_due);
+                                                       double timeout_s, bool final_due,
+                                                       common::Clock::time_point sleep_heard = {});
 // Whether a kZData piece of `piece_len` bytes fits file `f`: its block starts on a chunk, ends on
 // one or at the file's end, and the piece sits where the file's piece size puts it.
 bool zdata_fits(const File& f, const common::ZDataHeader& z, size_t piece_len);

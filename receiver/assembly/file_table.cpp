@@ -381,8 +381,9 @@ void FileTable::check_timeouts() {
   std::vector<std::pair<File*, std::string>> expired;
   for (auto& [key, f] : files_) {
     if (f->state != FileState::kReceiving) continue;
-    auto why =
-        expiry_reason(*f, now, timeout, cfg_.file_timeout_s, lanes_of(*f).final_due(*f, now));
+    const FileLanes& lanes = lanes_of(*f);
+    auto why = expiry_reason(*f, now, timeout, cfg_.file_timeout_s, lanes.final_due(*f, now),
+                             lanes.sleep_heard(*f));
     if (why) expired.emplace_back(f.get(), std::move(*why));
   }
   for (auto& [f, reason] : expired) fail(*f, reason);

@@ -64,6 +64,7 @@ void SenderSession::on_heartbeat(size_t lane, const common::Heartbeat& hb) {
   if (hb.interval_ms > 0) l.heartbeat_interval = milliseconds(hb.interval_ms);
   l.sender_lane = hb.lane;
   sender_lanes_ = std::max<size_t>(sender_lanes_, hb.lanes);
+  if (hb.flags & common::kHeartbeatSleeping) l.sleep_heard = clock_.now();
   if ((hb.flags & common::kHeartbeatFinal) && !l.final) {
     l.final = true;
     // Whatever is still receiving gets a short grace for reordered packets, then fails.

@@ -32,8 +32,8 @@ class SenderSession {
   // A packet of the session arrived on `lane`: liveness noted, its sequence number counted.
   // False: a duplicate (counted).
   bool note_packet(size_t lane, const common::Packet& p);
-  // A heartbeat of the session on `lane` (its interval, whether it is the final one, and which of
-  // the sender's lanes it is).
+  // A heartbeat of the session on `lane` (its interval, whether it is the final one, whether the
+  // sender is sleeping, and which of the sender's lanes it is).
   void on_heartbeat(size_t lane, const common::Heartbeat& hb);
   // The session's kSenderInfo (any lane): the sender's id and which of its lanes share a host.
   void on_sender_info(const common::SenderInfo& si);
@@ -72,6 +72,9 @@ class SenderSession {
   // The sequence number of the first packet of the session `lane` got (UINT64_MAX before it):
   // above 0 when this receiver started after the sender, or lost the session's first packets.
   uint64_t first_seq(size_t lane) const { return lanes_[lane].first_seq; }
+  // When `lane` last had a heartbeat saying the sender sleeps (kHeartbeatSleeping: a DFTS pause),
+  // the clock's epoch before the first.
+  common::Clock::time_point sleep_heard(size_t lane) const { return lanes_[lane].sleep_heard; }
   // The sender's lane that `lane` carries, -1 before its first heartbeat.
   int sender_lane(size_t lane) const { return lanes_[lane].sender_lane; }
   // The lanes the sender drives, as its heartbeats say (1 before the first).
@@ -107,6 +110,8 @@ class SenderSession {
     bool final = false;
     common::Clock::time_point final_deadline{};
     common::Clock::time_point last_packet{};
+    // The latest kHeartbeatSleeping's arrival.
+    common::Clock::time_point sleep_heard{};
     bool silence_warned = false;  // the 3-heartbeat silence warning is out
     std::chrono::milliseconds heartbeat_interval{common::kAssumedHeartbeatMs};
     SeqCounter seq;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/fd.hpp"
+#include "common/open_below.hpp"
 #include "common/protocol_regions.hpp"
 
 namespace ddft::sender {
@@ -117,6 +118,27 @@ std::optional<std::string> Reader::path_refusal(const SourceFile& src) const {
       src.path, len, channel_.name.empty() ? "" : ", with its channel", cfg_.packet_size);
 }
 
+common::UniqueFd Reader::open_source(SourceFile& src, std::string* why) const {
+  if (src.opened) return common::UniqueFd(src.opened->release());
+  if (src.root.empty()) {
+    common::UniqueFd fd(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) *why = fmt::format("cannot read '{}': {}", src.path, std::strerror(errno));
+    return fd;
+  }
+  std::string link;
+  common::UniqueFd fd = common::open_below(src.root, src.below, O_RDONLY, &link);
+  if (fd) return fd;
+  if (errno == ELOOP && !link.empty()) {
+    *why = fmt::format(
+        "cannot read '{}': '{}' is a symbolic link now, not what was listed (--symlinks {}: "
+        "not followed)",
+        src.path, link, symlink_mode_name(cfg_.symlinks));
+  } else {
+    *why = fmt::format("cannot read '{}': {}", src.path, std::strerror(errno));
+  }
+  return fd;
+}
+
 bool Reader::skip(const SourceFile& src, const std::string& why, bool refused) {
   spdlog::error("Error: {}", why);
   ++open_failures_;
@@ -154,15 +176,14 @@ void Reader::run(std::stop_token stop) {
         if (!send_copies([&](uint8_t c) { return read_synthetic(meta, c, stop); })) break;
         continue;
       }
-      common::UniqueFd fd(src.opened ? src.opened->release()
-                                     : ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
+      std::string why;
+      common::UniqueFd fd = open_source(src, &why);
       if (!fd) {
-        if (!skip(src, fmt::format("cannot read '{}': {}", src.path, std::strerror(errno)))) break;
+        if (!skip(src, why)) break;
         continue;
       }
       // Under FILE_LOCK the size is taken after the lock: a writer that held it may have
       // changed the file meanwhile.
-      std::string why;
       if (cfg_.file_lock && !lock_shared(fd.get(), src.path, stop, &why)) {
         if (stop.stop_requested() || !skip(src, why)) break;
         continue;

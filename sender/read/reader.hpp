@@ -21,6 +21,7 @@
 #include "common/bounded_queue.hpp"
 #include "common/buffer_pool.hpp"
 #include "common/clock.hpp"
+#include "common/fd.hpp"
 #include "sender/config.hpp"
 #include "sender/events.hpp"
 #include "sender/send_status.hpp"
@@ -39,7 +40,9 @@ struct ReadChannel {
 class Reader {
  public:
   // `files`, `pool` and `out` must outlive run(). A file that cannot be opened is logged, counted
-  // (open_failures()) and handed on as a kSkip item. With `cfg.file_lock`, each file is read
+  // (open_failures()) and handed on as a kSkip item; so is one listed inside a folder under
+  // --symlinks skip or error that a symbolic link has replaced since, or a folder on its way
+  // (SourceFile::root): it is never read through the link. With `cfg.file_lock`, each file is read
   // under a shared flock(), waiting up to cfg.lock_timeout_s (on `clock`) while a writer holds an
   // exclusive one.
   Reader(FileSource& files, const SenderConfig& cfg, common::Clock& clock, BufferPool& pool,
@@ -78,6 +81,10 @@ class Reader {
   // Why `src`'s path cannot go on the wire (too long for an announce, its channel's name
   // included), or nullopt.
   std::optional<std::string> path_refusal(const SourceFile& src) const;
+  // `src` opened for reading: the source's descriptor, or `path`, or, listed below a root,
+  // there without following a symbolic link (SourceFile::root). Invalid, with *why, when it
+  // cannot be opened.
+  common::UniqueFd open_source(SourceFile& src, std::string* why) const;
   // A file that cannot be opened (or, `refused`, cannot go on the wire): logged, counted and
   // handed on as kSkip. False when stopped.
   bool skip(const SourceFile& src, const std::string& why, bool refused = false);

@@ -28,7 +28,8 @@ class TreeWalk {
 
   void run(const fs::path& root, const std::string& prefix) {
     if (!first_visit(root, prefix)) return;
-    stack_.push_back({root, prefix, true});
+    root_ = root.string();
+    stack_.push_back({root, prefix, "", true});
     while (!stack_.empty() || !links_.empty()) {
       if (stack_.empty()) {
         std::sort(links_.begin(), links_.end(),
@@ -49,8 +50,9 @@ class TreeWalk {
 
  private:
   struct Folder {
-    fs::path path;    // where it is read
-    std::string rel;  // what the receiver calls it
+    fs::path path;      // where it is read
+    std::string rel;    // what the receiver calls it
+    std::string below;  // its path below the root, when no link led to it ("" for the root)
     bool root = false;
   };
   struct FolderLink {
@@ -70,12 +72,21 @@ class TreeWalk {
   void skipped(const std::string& rel, bool folder, std::string message) {
     if (reportable(rel, folder)) out_->skipped_links.push_back({rel, std::move(message)});
   }
-  void add_file(const fs::path& path, const std::string& rel) {
+  // A file at `path`, sent as `rel`; `below`: its path below the root, for a file reached by no
+  // link (under skip and error, every file).
+  void add_file(const fs::path& path, const std::string& rel, const std::string& below = {}) {
     // The size only sizes a progress display's batch; a file that vanished since counts 0 here
     // and gives its error when the reader opens it.
     std::error_code ec;
     const uint64_t size = fs::file_size(path, ec);
-    found_.push_back({.path = path.string(), .rel_path = rel, .size = ec ? 0 : size});
+    SourceFile f{.path = path.string(), .rel_path = rel, .size = ec ? 0 : size};
+    // Under follow, links are the operator's choice, and a folder reached by one has no path
+    // below the root: opened as listed.
+    if (mode_ != SymlinkMode::kFollow && !below.empty()) {
+      f.root = root_;
+      f.below = below;
+    }
+    found_.push_back(std::move(f));
   }
   // False (with a line) when the folder at `path` was walked already, under another name.
   bool first_visit(const fs::path& path, const std::string& rel) {
@@ -105,7 +116,9 @@ class TreeWalk {
     }
     for (const fs::directory_iterator end; it != end;) {
       const fs::directory_entry& entry = *it;
-      const std::string rel = join_rel(d.rel, entry.path().filename().string());
+      const std::string name = entry.path().filename().string();
+      const std::string rel = join_rel(d.rel, name);
+      const std::string below = d.root || !d.below.empty() ? join_rel(d.below, name) : "";
       std::error_code sec;
       if (entry.is_symlink(sec)) {
         link(entry.path(), rel);
@@ -113,9 +126,9 @@ class TreeWalk {
         error(rel, false,
               fmt::format("cannot stat '{}': {}", entry.path().string(), sec.message()));
       } else if (fs::is_directory(st)) {
-        if (first_visit(entry.path(), rel)) stack_.push_back({entry.path(), rel, false});
+        if (first_visit(entry.path(), rel)) stack_.push_back({entry.path(), rel, below, false});
       } else if (fs::is_regular_file(st)) {
-        add_file(entry.path(), rel);
+        add_file(entry.path(), rel, below);
       } else {
         error(rel, false, fmt::format("skipping '{}': not a regular file", entry.path().string()));
       }
@@ -174,13 +187,14 @@ class TreeWalk {
       out_->followed_links.push_back(fmt::format("following symbolic link '{}' to folder '{}'",
                                                  l.link.string(), l.resolved.string()));
     }
-    stack_.push_back({l.resolved, l.rel, false});
+    stack_.push_back({l.resolved, l.rel, "", false});
   }
 
   const common::PathFilter& filter_;
   const Shard& shard_;
   SymlinkMode mode_;
   FileList* out_;
+  std::string root_;  // the folder named on the command line, as named
   std::vector<Folder> stack_;
   std::vector<FolderLink> links_;  // folder links to follow once the tree itself is walked
   std::map<std::pair<dev_t, ino_t>, std::string> visited_;  // folders walked -> first name

@@ -36,6 +36,14 @@ struct SourceFile {
   // found settled, and not one renamed over the name since). The reader reads this descriptor
   // (taking it over) instead of opening `path`, which still names the file in messages.
   std::shared_ptr<common::UniqueFd> opened = nullptr;
+  // Under --symlinks skip and error, a file found inside a folder: the folder named on the command
+  // line (`root`) and the file's path below it (`below`, '/'-separated). The reader opens it there
+  // following no symbolic link below `root` (common/open_below.hpp): the listing followed none, so
+  // a link that has taken the place of the file or of a folder on its way since is refused, never
+  // read through. Empty `root`: `path` is opened as it is, links followed (a file named on the
+  // command line, --symlinks follow, a copy from the retention folder).
+  std::string root = {};
+  std::string below = {};
   // A resend (--resend-request, --resend-after): the file as it was first sent; the receiver
   // is told (kResend) before its announce.
   std::optional<common::FileIdentity> resend_of = std::nullopt;

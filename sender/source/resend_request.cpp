@@ -217,6 +217,13 @@ std::vector<SourceFile> resend_sources(const std::vector<ResendRequest>& request
       s.rel_path = r.file.path;
       s.size = r.file.size;
       s.resend_of = r.file;
+      // A listed file is opened as the listing allows (SourceFile::root).
+      for (auto [it, end] = by_path.equal_range(r.file.path); it != end; ++it) {
+        if (it->second->path == c) {
+          s.root = it->second->root;
+          s.below = it->second->below;
+        }
+      }
       out.push_back(std::move(s));
       break;
     }

@@ -192,6 +192,8 @@ void LaneOutput::send_keepalive() {
   const Header h = next_header(source);
   common::Heartbeat hb = heartbeat_();
   hb.packets_sent = h.seq;
+  // Only a DFTS sleep calls the keepalive: the receiver holds this lane's files open meanwhile.
+  hb.flags |= common::kHeartbeatSleeping;
   const size_t n = common::encode_heartbeat(h, hb, slot.first(source_size_));
   if (n == 0) throw std::runtime_error("control packet does not fit the packet size");
   // FEC takes the datagram before it is sealed, as commit() does.

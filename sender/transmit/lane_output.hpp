@@ -5,10 +5,11 @@
 //
 // What it promises:
 // - The link is never quiet for longer than a heartbeat interval: during every DFTS sleep the
-//   pacer's keepalive sends a heartbeat (the one `heartbeat` describes) from this thread, and a
-//   full link buffer is retried at least that often. Such a heartbeat never overtakes a datagram
-//   numbered before it (the receiver would count the gap as loss): a batch ends where an
-//   intra-packet sleep falls, and every sleep comes after a batch's last datagram.
+//   pacer's keepalive sends a heartbeat (the one `heartbeat` describes, flagged
+//   kHeartbeatSleeping) from this thread, and a full link buffer is retried at least that often.
+//   Such a heartbeat never overtakes a datagram numbered before it (the receiver would count the
+//   gap as loss): a batch ends where an intra-packet sleep falls, and every sleep comes after a
+//   batch's last datagram.
 // - A keepalive heartbeat keeps FEC windows whole: it takes the next place in an open window,
 //   and stays out of one whose parity is going out.
 //

@@ -140,9 +140,17 @@ Datagram FakeSender::abort(uint32_t id, const std::string& reason) {
 }
 
 Datagram FakeSender::heartbeat(bool final, uint32_t interval_ms, uint16_t lane, uint16_t lanes) {
+  return heartbeat_flagged(final ? common::kHeartbeatFinal : 0u, interval_ms, lane, lanes);
+}
+
+Datagram FakeSender::sleeping_heartbeat(uint16_t lane, uint16_t lanes, uint32_t interval_ms) {
+  return heartbeat_flagged(common::kHeartbeatSleeping, interval_ms, lane, lanes);
+}
+
+Datagram FakeSender::heartbeat_flagged(uint32_t flags, uint32_t interval_ms, uint16_t lane,
+                                       uint16_t lanes) {
   // The heartbeat carries the sequence number it is sent with (read before next() moves it on).
-  const common::Heartbeat hb{
-      final ? common::kHeartbeatFinal : 0u, interval_ms, seq_, 1, lane, lanes};
+  const common::Heartbeat hb{flags, interval_ms, seq_, 1, lane, lanes};
   Datagram b(common::kHeaderSize + common::kHeartbeatSize);
   b.resize(common::encode_heartbeat(next(), hb, b));
   return b;

@@ -61,6 +61,9 @@ class FakeSender {
   // the sender's lane `lane` of `lanes`.
   Datagram heartbeat(bool final, uint32_t interval_ms = 1000, uint16_t lane = 0,
                      uint16_t lanes = 1);
+  // A heartbeat sent during a DFTS sleep (kHeartbeatSleeping), down the sender's lane `lane` of
+  // `lanes`.
+  Datagram sleeping_heartbeat(uint16_t lane = 0, uint16_t lanes = 1, uint32_t interval_ms = 1000);
   // The sender's kSenderInfo: its id, and for each of its lanes the lowest lane on the same host.
   Datagram sender_info(uint64_t sender_id, const std::vector<uint8_t>& host);
 
@@ -95,6 +98,7 @@ class FakeSender {
  private:
   Datagram announce_with(uint32_t id, const std::string& path, uint64_t size, common::VerifyType v,
                          uint8_t pause_s, uint16_t flags);
+  Datagram heartbeat_flagged(uint32_t flags, uint32_t interval_ms, uint16_t lane, uint16_t lanes);
   common::Header next();
 
   uint64_t session_;

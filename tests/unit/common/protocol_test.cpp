@@ -148,6 +148,15 @@ TEST(Protocol, EndAbortHeartbeatRoundTrip) {
   ASSERT_EQ(decode_heartbeat(p.payload, &hb2), DecodeStatus::kOk);
   EXPECT_EQ(hb2.lane, 2);
   EXPECT_EQ(hb2.lanes, 4);
+
+  // Flag bits pass as they are, the sleeping one and those no receiver knows yet: a receiver
+  // tests the bits it knows, so one that predates a bit ignores it.
+  hb.flags = kHeartbeatSleeping | 0x80000000u;
+  n = encode_heartbeat(header(), hb, buf);
+  ASSERT_EQ(decode_packet({buf.data(), n}, &p), DecodeStatus::kOk);
+  ASSERT_EQ(decode_heartbeat(p.payload, &hb2), DecodeStatus::kOk);
+  EXPECT_EQ(hb2.flags, kHeartbeatSleeping | 0x80000000u);
+  EXPECT_EQ(hb2.flags & kHeartbeatFinal, 0u);
 }
 
 TEST(Protocol, FecFieldsCopiesAndParityRoundTrip) {

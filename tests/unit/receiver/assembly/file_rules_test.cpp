@@ -65,12 +65,18 @@ TEST(FileRules, RecordsOfRefusedAndUnannouncedFiles) {
   EXPECT_EQ(r.file.verify_name(), "B2B");
 }
 
-TEST(FileRules, ExpiryReasons) {
+// A receiving file of 10 bytes in one copy, its last packet at `t0`.
+File silent_since(common::Clock::time_point t0) {
   File f;
   f.size = 10;
   f.end.copies = 1;
-  const auto t0 = common::Clock::time_point(seconds(100));
   f.last_packet = t0;
+  return f;
+}
+
+TEST(FileRules, ExpiryReasons) {
+  const auto t0 = common::Clock::time_point(seconds(100));
+  File f = silent_since(t0);
   EXPECT_EQ(expiry_reason(f, t0 + seconds(1), seconds(5), 5, false), std::nullopt);
   EXPECT_NE(
       expiry_reason(f, t0 + seconds(1), seconds(5), 5, true).value_or("").find("sender finished"),
@@ -92,6 +98,29 @@ TEST(FileRules, ExpiryReasons) {
                 .value_or("")
                 .find("end packet was lost"),
             std::string::npos);
+}
+
+// A heartbeat saying the sender sleeps, heard after the file's last packet: the file's silence
+// counts from it. One heard before the file's last packet changes nothing.
+TEST(FileRules, ASleepingHeartbeatAfterTheLastPacketStartsTheSilenceAgain) {
+  const auto t0 = common::Clock::time_point(seconds(100));
+  const File f = silent_since(t0);
+  const auto slept = t0 + seconds(40);
+  EXPECT_EQ(expiry_reason(f, t0 + seconds(44), seconds(5), 5, false, slept), std::nullopt)
+      << "4 s after the sender last said it sleeps";
+  EXPECT_EQ(expiry_reason(f, slept + seconds(5) - milliseconds(1), seconds(5), 5, false, slept),
+            std::nullopt);
+  EXPECT_EQ(expiry_reason(f, slept + seconds(5), seconds(5), 5, false, slept),
+            "no packet for 5.0 s after the sender's last heartbeat saying it was sleeping: the "
+            "sender stopped or the link went down before the file's end");
+  EXPECT_EQ(expiry_reason(f, t0 + seconds(6), seconds(5), 5, false, t0 - seconds(1)),
+            "no packet for 5.0 s: the sender stopped or the link went down before the file's end")
+      << "a sleep before the file's last packet holds nothing";
+  EXPECT_NE(expiry_reason(f, t0 + seconds(41), seconds(5), 5, true, slept)
+                .value_or("")
+                .find("sender finished"),
+            std::string::npos)
+      << "the session's final heartbeat still ends the file";
 }
 
 // A file of 2500 bytes in chunks of 1000: blocks start on a chunk and end on one or at the end.

@@ -8,9 +8,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "common/fd.hpp"
+#include "sender/source/file_list.hpp"
 #include "support/scratch_fs.hpp"
 
 namespace ddft::sender {
@@ -171,6 +173,122 @@ TEST_F(ReaderTest, FileLockReadsAFileNobodyHolds) {
   Reader r(files_, cfg_, clock_, pool, q);
   EXPECT_EQ(read_all(r, pool, q).size(), 5u);
   EXPECT_EQ(clock_.sleeps(), 0);
+}
+
+// What a reader made of a list: its items, and the bytes it read of each file by relative path.
+struct ReadOutcome {
+  std::vector<WorkItem> items;
+  std::map<std::string, std::string> bytes;
+};
+
+// A folder listed under --symlinks skip or error, then one of its files, or a folder on the way,
+// replaced by a symbolic link to a file of other contents before the reader opens it (the window
+// between listing and reading). The link is not followed: the file is a read failure, logged and
+// handed on as a skip with the reason, and the linked-to bytes are never read.
+class ReaderLinkSwapTest : public ReaderTest {
+ protected:
+  void SetUp() override {
+    write(dir_ / "src/sub/swapped.txt", "the bytes listed");
+    write(dir_ / "src/sub/kept.txt", "kept");
+    write(dir_ / "secret/swapped.txt", "SECRET: never to be sent");
+    write(dir_ / "secret/kept.txt", "SECRET too");
+  }
+  static void write(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  ReadOutcome read_list(const std::vector<SourceFile>& list, uint64_t* failures) {
+    BufferPool pool(2, 10000);
+    common::BoundedQueue<WorkItem> q(4);
+    Reader r(list, cfg_, clock_, pool, q);
+    ReadOutcome out;
+    std::thread t([&] { r.run(std::stop_token{}); });
+    while (auto item = q.pop()) {
+      if (item->kind == WorkItem::Kind::kBlock) {
+        out.bytes[item->meta->rel_path].append(
+            reinterpret_cast<const char*>(pool.data(item->buffer)), item->len);
+        pool.release(item->buffer);
+      }
+      out.items.push_back(std::move(*item));
+    }
+    t.join();
+    *failures = r.open_failures();
+    return out;
+  }
+  // The reason of the skip item for `rel`, or "" when there is none.
+  static std::string skip_reason(const ReadOutcome& o, const std::string& rel) {
+    for (const WorkItem& item : o.items) {
+      if (item.kind == WorkItem::Kind::kSkip && item.meta->rel_path == rel) return item.reason;
+    }
+    return "";
+  }
+  static bool read_secret(const ReadOutcome& o) {
+    for (const auto& [rel, bytes] : o.bytes) {
+      if (bytes.find("SECRET") != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+TEST_F(ReaderLinkSwapTest, AFileReplacedByALinkAfterListingIsNotReadThroughIt) {
+  for (const SymlinkMode mode : {SymlinkMode::kSkip, SymlinkMode::kError}) {
+    const std::string name(symlink_mode_name(mode));
+    SCOPED_TRACE(name);
+    fs::remove(dir_ / "src/sub/swapped.txt");  // the link of the mode before
+    write(dir_ / "src/sub/swapped.txt", "the bytes listed");
+    const FileList list = discover_files({(dir_ / "src").string()}, {}, {}, mode);
+    ASSERT_EQ(list.files.size(), 2u);
+    fs::remove(dir_ / "src/sub/swapped.txt");
+    fs::create_symlink(dir_ / "secret/swapped.txt", dir_ / "src/sub/swapped.txt");
+    cfg_.symlinks = mode;
+    uint64_t failures = 0;
+    ReadOutcome o = read_list(list.files, &failures);
+    EXPECT_FALSE(read_secret(o));
+    EXPECT_FALSE(o.bytes.contains("src/sub/swapped.txt"));
+    EXPECT_EQ(o.bytes["src/sub/kept.txt"], "kept");
+    EXPECT_EQ(skip_reason(o, "src/sub/swapped.txt"),
+              "cannot read '" + (dir_ / "src/sub/swapped.txt").string() + "': '" +
+                  (dir_ / "src/sub/swapped.txt").string() +
+                  "' is a symbolic link now, not what was listed (--symlinks " + name +
+                  ": not followed)");
+    EXPECT_EQ(failures, 1u);
+  }
+}
+
+TEST_F(ReaderLinkSwapTest, AFolderReplacedByALinkAfterListingIsNotReadThroughIt) {
+  cfg_.symlinks = SymlinkMode::kSkip;
+  const FileList list = discover_files({(dir_ / "src").string() + "/"}, {}, {}, cfg_.symlinks);
+  ASSERT_EQ(list.files.size(), 2u);
+  fs::rename(dir_ / "src/sub", dir_ / "sub.moved");
+  fs::create_directory_symlink(dir_ / "secret", dir_ / "src/sub");
+  uint64_t failures = 0;
+  ReadOutcome o = read_list(list.files, &failures);
+  EXPECT_FALSE(read_secret(o));
+  EXPECT_TRUE(o.bytes.empty());
+  for (const char* rel : {"sub/kept.txt", "sub/swapped.txt"}) {
+    EXPECT_EQ(skip_reason(o, rel), "cannot read '" + (dir_ / "src" / rel).string() + "': '" +
+                                       (dir_ / "src/sub").string() +
+                                       "' is a symbolic link now, not what was listed "
+                                       "(--symlinks skip: not followed)");
+  }
+  EXPECT_EQ(failures, 2u);
+}
+
+// Where links are followed, they still are: under --symlinks follow, and for a file named on the
+// command line (the operator named it, whatever --symlinks says).
+TEST_F(ReaderLinkSwapTest, LinksAreFollowedWhereTheModeOrTheOperatorFollowsThem) {
+  const FileList followed = discover_files({(dir_ / "src").string()}, {}, {}, SymlinkMode::kFollow);
+  const FileList named = discover_files({(dir_ / "src/sub/swapped.txt").string()});
+  fs::remove(dir_ / "src/sub/swapped.txt");
+  fs::create_symlink(dir_ / "secret/swapped.txt", dir_ / "src/sub/swapped.txt");
+  for (const FileList* list : {&followed, &named}) {
+    cfg_.symlinks = list == &followed ? SymlinkMode::kFollow : SymlinkMode::kSkip;
+    uint64_t failures = 0;
+    ReadOutcome o = read_list(list->files, &failures);
+    const std::string rel = list == &followed ? "src/sub/swapped.txt" : "swapped.txt";
+    EXPECT_EQ(o.bytes[rel], "SECRET: never to be sent");
+    EXPECT_EQ(failures, 0u);
+  }
 }
 
 }  // namespace

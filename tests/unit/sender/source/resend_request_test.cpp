@@ -102,7 +102,8 @@ TEST_F(ResendRequestTest, SendsWhatIsUnchangedFromRetentionOrTheSourcesAndNamesT
 
 TEST_F(ResendRequestTest, FindsAFileInAFolderOfSentFilesGivenAsASource) {
   // A hot folder's --sent-dir given as a source: its files are listed under the folder's name,
-  // and a name taken there got a number.
+  // and a name taken there got a number. The copy is opened as its listing allows (no link
+  // followed below the folder given).
   write_file(dir_.path() / "sent" / "d" / "a.txt", "first version");
   write_file(dir_.path() / "sent" / "d" / "a.1.txt", "second");
   std::vector<SourceFile> listed;
@@ -110,6 +111,8 @@ TEST_F(ResendRequestTest, FindsAFileInAFolderOfSentFilesGivenAsASource) {
     SourceFile s;
     s.path = (dir_.path() / n).string();
     s.rel_path = n;
+    s.root = (dir_.path() / "sent").string();
+    s.below = std::string(n).substr(5);
     listed.push_back(s);
   }
   std::ofstream(req()) << line(0x5e55, 9, "d/a.txt", "second") << "\n";
@@ -120,6 +123,8 @@ TEST_F(ResendRequestTest, FindsAFileInAFolderOfSentFilesGivenAsASource) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].path, (dir_.path() / "sent/d/a.1.txt").string());
   EXPECT_EQ(out[0].rel_path, "d/a.txt");
+  EXPECT_EQ(out[0].root, (dir_.path() / "sent").string());
+  EXPECT_EQ(out[0].below, "d/a.1.txt");
 }
 
 }  // namespace

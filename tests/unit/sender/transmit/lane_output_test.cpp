@@ -35,6 +35,7 @@ class WireLog final : public common::DatagramSink {
         common::Heartbeat hb;
         EXPECT_EQ(common::decode_heartbeat(p.payload, &hb), common::DecodeStatus::kOk);
         announced.push_back(hb.files_announced);
+        heartbeat_flags.push_back(hb.flags);
       }
     }
     *sent = datagrams.size();
@@ -43,7 +44,8 @@ class WireLog final : public common::DatagramSink {
   std::vector<common::PacketType> types;
   std::vector<uint64_t> seqs;
   std::vector<size_t> call_of;
-  std::vector<uint32_t> announced;  // each heartbeat's files_announced
+  std::vector<uint32_t> announced;        // each heartbeat's files_announced
+  std::vector<uint32_t> heartbeat_flags;  // and its flags
   size_t calls = 0;
   int full = 0;
   std::error_code error;
@@ -134,6 +136,11 @@ TEST_F(LaneOutputTest, ASleepKeepsTheLinkAliveWithTheHeartbeatItIsGiven) {
   EXPECT_EQ(sink_.announced.back(), 42u);
   for (size_t i = 1; i < sink_.seqs.size(); ++i) EXPECT_EQ(sink_.seqs[i], sink_.seqs[i - 1] + 1);
   EXPECT_EQ(out().last_heartbeat(), clock_.now() - seconds(1)) << "the last one, a second ago";
+  // The keepalive's say the sender sleeps; the one sent before the sleep does not.
+  EXPECT_EQ(sink_.heartbeat_flags.front(), 0u);
+  for (size_t i = 1; i < sink_.heartbeat_flags.size(); ++i) {
+    EXPECT_EQ(sink_.heartbeat_flags[i], common::kHeartbeatSleeping) << "heartbeat " << i;
+  }
 }
 
 TEST_F(LaneOutputTest, ABatchDiscardedIsNeverSent) {

@@ -47,6 +47,7 @@ struct Sent {
   uint16_t fec_pos = 0;          // the header's
   uint64_t window_seq = 0;       // parity
   uint16_t window_count = 0;     // parity
+  uint32_t heartbeat_flags = 0;  // heartbeat
 };
 
 // Records every datagram with the fake time it left. Can refuse the first N calls as "full".
@@ -82,6 +83,10 @@ class RecordingSink final : public common::DatagramSink {
         s.file_id = dh.file_id;
         s.offset = dh.offset;
         s.data_len = data.size();
+      } else if (p.header.type == common::PacketType::kHeartbeat) {
+        common::Heartbeat hb;
+        EXPECT_EQ(common::decode_heartbeat(p.payload, &hb), common::DecodeStatus::kOk);
+        s.heartbeat_flags = hb.flags;
       } else if (p.header.type == common::PacketType::kParity) {
         common::Parity pa;
         std::span<const uint8_t> shard;
@@ -767,6 +772,14 @@ TEST_F(TransmitterTest, PastKCompleteListMaxTheLastListHasOnlyTheRest) {
 // --- Heartbeats during the DFTS sleeps (the keepalive). The receiver warns after 3 heartbeat
 // intervals without a packet; a deliberate pause must never look like that.
 
+// The heartbeats that say the sender sleeps (kHeartbeatSleeping).
+size_t sleeping_heartbeats(const RecordingSink& sink) {
+  return static_cast<size_t>(std::count_if(sink.log.begin(), sink.log.end(), [](const Sent& s) {
+    return s.type == common::PacketType::kHeartbeat &&
+           (s.heartbeat_flags & common::kHeartbeatSleeping) != 0;
+  }));
+}
+
 // The longest time between two consecutive datagrams of the session.
 nanoseconds longest_quiet(const RecordingSink& sink) {
   nanoseconds most{0};
@@ -815,6 +828,7 @@ TEST_F(TransmitterTest, EofDelayKeepsSendingHeartbeats) {
   EXPECT_LE(longest_quiet(sink), milliseconds(cfg_.heartbeat_ms));
   // 4 in each delay, and the final heartbeat's 3 copies.
   EXPECT_EQ(count(sink, common::PacketType::kHeartbeat), 4u + 4u + 3u);
+  EXPECT_EQ(sleeping_heartbeats(sink), 4u + 4u) << "those of the delays say the sender sleeps";
   expect_in_sequence(sink);
 }
 
@@ -825,6 +839,7 @@ TEST_F(TransmitterTest, ForcedSleepsKeepSendingHeartbeats) {
   run({2'500'000}, sink);  // 2.6 MB on the wire: two forced sleeps
   EXPECT_EQ(clock_.slept(), milliseconds(9000));
   EXPECT_LE(longest_quiet(sink), milliseconds(cfg_.heartbeat_ms));
+  EXPECT_EQ(sleeping_heartbeats(sink), 4u + 4u) << "4 in each sleep, each saying so";
   expect_in_sequence(sink);
 }
 
@@ -836,6 +851,7 @@ TEST_F(TransmitterTest, IntraPacketSleepsKeepSendingHeartbeats) {
   EXPECT_EQ(clock_.slept(), milliseconds(5000));
   EXPECT_LE(longest_quiet(sink), milliseconds(cfg_.heartbeat_ms));
   EXPECT_EQ(count(sink, common::PacketType::kHeartbeat), 2u + 2u + 3u);
+  EXPECT_EQ(sleeping_heartbeats(sink), 2u + 2u) << "those of the sleeps say the sender sleeps";
   expect_in_sequence(sink);
 }
 
@@ -851,7 +867,10 @@ TEST_F(TransmitterTest, SleepAlgorithmPauseKeepsSendingHeartbeats) {
   std::vector<nanoseconds> beats;
   for (const Sent& s : sink.log) {
     if (s.type == common::PacketType::kData) break;
-    if (s.type == common::PacketType::kHeartbeat) beats.push_back(s.at - sink.log[0].at);
+    if (s.type == common::PacketType::kHeartbeat) {
+      beats.push_back(s.at - sink.log[0].at);
+      EXPECT_EQ(s.heartbeat_flags, common::kHeartbeatSleeping);
+    }
   }
   EXPECT_EQ(beats, (std::vector<nanoseconds>{milliseconds(700), milliseconds(1400),
                                              milliseconds(2100), milliseconds(2800)}));
