@@ -333,8 +333,7 @@ inline constexpr size_t kMinChunkSize =
 inline constexpr uint32_t kHeartbeatFinal = 1u;
 inline constexpr uint32_t kHeartbeatSleeping = 2u;  // the lane's files wait while these come
 inline constexpr size_t kSenderInfoFixedSize = 12;
-// How often each lane repeats its kSenderInfo after the session's first.
-inline constexpr uint32_t kSenderInfoIntervalS = 30;
+inline constexpr uint32_t kSenderInfoIntervalS = 30;  // its control_repeat copies' period
 // kFileList flags: the list (with the other datagrams of the same list) names every file of the
 // session so far; without it, the files finished since the previous list.
 inline constexpr uint16_t kListComplete = 1;
