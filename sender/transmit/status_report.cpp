@@ -114,8 +114,8 @@ common::SenderStatus StatusReport::sample(time_point now) const {
   return s;
 }
 
-common::SenderStatus& StatusReport::current_locked(time_point now) {
-  if (!last_ || now - sampled_at_ >= seconds(1) || now < sampled_at_) {
+common::SenderStatus& StatusReport::current_locked(time_point now, bool fresh) {
+  if (fresh || !last_ || now - sampled_at_ >= seconds(1) || now < sampled_at_) {
     common::SenderStatus s = sample(now);
     // Each sample a number of its own, changed or not: a receiver takes each as news of the
     // sender, and drops only the copies of one.
@@ -129,6 +129,11 @@ common::SenderStatus& StatusReport::current_locked(time_point now) {
 common::SenderStatus StatusReport::current(time_point now) {
   std::lock_guard lock(mu_);
   return current_locked(now);
+}
+
+common::SenderStatus StatusReport::sample_now(time_point now) {
+  std::lock_guard lock(mu_);
+  return current_locked(now, /*fresh=*/true);
 }
 
 std::optional<common::SenderStatus> StatusReport::due(size_t lane, time_point now) {

@@ -43,6 +43,8 @@ class StatusReport {
   std::optional<common::SenderStatus> due(size_t lane, time_point now);
   // The status as it stands at `now` (sampled again at most once a second).
   common::SenderStatus current(time_point now);
+  // The same, sampled now whatever the last sample's age (the session's last status).
+  common::SenderStatus sample_now(time_point now);
 
  private:
   struct LaneSent {
@@ -50,8 +52,8 @@ class StatusReport {
     time_point at{};
     uint64_t mattered = 0;
   };
-  common::SenderStatus sample(time_point now) const;     // mu_ held
-  common::SenderStatus& current_locked(time_point now);  // mu_ held
+  common::SenderStatus sample(time_point now) const;                         // mu_ held
+  common::SenderStatus& current_locked(time_point now, bool fresh = false);  // mu_ held
 
   const SenderConfig& cfg_;
   const SendStatus& status_;

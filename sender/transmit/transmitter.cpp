@@ -84,16 +84,21 @@ common::Heartbeat Transmitter::heartbeat_of(bool final) const {
   return hb;
 }
 
-void Transmitter::send_sender_info_if_due() {
+void Transmitter::send_sender_info_if_due(bool last) {
   const auto now = clock_.now();
   // The session's first and then one every kSenderInfoIntervalS go control_repeat times; the
   // statuses between them once each (a receiver before kSenderInfo counts each as lost).
-  const bool full =
-      !info_sent_ || now - last_info_ >= std::chrono::seconds(common::kSenderInfoIntervalS);
+  bool full = !info_sent_ || now - last_info_ >= std::chrono::seconds(common::kSenderInfoIntervalS);
   std::optional<common::SenderStatus> status;
   if (report_ != nullptr) status = report_->due(lane_, now);
   if (!full && !status) return;
   if (full && report_ != nullptr && !status) status = report_->current(now);
+  // The session's last word: the status as it ends (a short session's only other one was its
+  // first), control_repeat times.
+  if (last && report_ != nullptr) {
+    status = report_->sample_now(now);
+    full = true;
+  }
   common::SenderInfo si;
   si.sender_id = cfg_.sender_id;
   si.host = cfg_.lane_hosts();
@@ -119,7 +124,7 @@ void Transmitter::send_sender_info_if_due() {
 }
 
 void Transmitter::send_heartbeat(bool final) {
-  send_sender_info_if_due();
+  send_sender_info_if_due(final);
   common::Heartbeat hb = heartbeat_of(final);
   out_.send_control([&](const Header& h, std::span<uint8_t> buf) {
     hb.packets_sent = h.seq;

@@ -156,8 +156,9 @@ class Transmitter {
   void block_sent(const WorkItem& item, size_t raw);
   void send_heartbeat(bool final);
   // The session's kSenderInfo: at its start, then every kSenderInfoIntervalS; with a status
-  // report, whenever the report says its status is due on this lane (with the status).
-  void send_sender_info_if_due();
+  // report, whenever the report says its status is due on this lane (with the status), and,
+  // `last`, before the final heartbeat with the status as the session ends.
+  void send_sender_info_if_due(bool last = false);
   // What the history feed has packed since this lane's last call; `last`: the session's last
   // call, which packs what is due without waiting to gather more.
   void send_history_if_due(bool last = false);

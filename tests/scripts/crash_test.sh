@@ -353,7 +353,7 @@ def journal():
 
 
 TEMPORARY = re.compile(r"\.ddft-[0-9a-f]{16}-\d+\.(part|meta)")
-OWN_FILES = {"outcomes", "session-state", "record-reserve"}
+OWN_FILES = {"outcomes", "session-state", "record-reserve", "sender-status.json"}
 
 
 def temporaries():

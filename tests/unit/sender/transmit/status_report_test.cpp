@@ -133,6 +133,8 @@ TEST_F(StatusReportTest, AnUnchangedStatusStillGetsANewNumber) {
   EXPECT_EQ(same, *first);
   // Copies within the second share it.
   EXPECT_EQ(report_.current(clock_.now()).seq, second->seq);
+  // The session's last is sampled afresh.
+  EXPECT_EQ(report_.sample_now(clock_.now()).seq, second->seq + 1);
 }
 
 TEST_F(StatusReportTest, ANewSessionNumbersFromOne) {
