@@ -18,6 +18,7 @@
 
 #include "common/history_wire.hpp"
 #include "common/protocol.hpp"
+#include "common/status_wire.hpp"
 #include "fuzz_support.hpp"
 
 namespace ddft::fuzz {
@@ -165,10 +166,15 @@ void round_trip(PacketType type, const Header& sent, Bytes payload) {
         require(si.host[k] <= k && si.host[si.host[k]] == si.host[k],
                 "a sender info with a bad host was accepted");
       }
-      // Bytes after the hosts are not kept: the encoding is the payload up to them.
+      // The bytes after the hosts (the status) are kept as they came.
       const size_t n = encode_sender_info(h, si, buf);
-      require(n == kHeaderSize + kSenderInfoFixedSize + si.host.size(),
-              "a decoded sender info does not encode");
+      require(n == kHeaderSize + payload.size(), "a decoded sender info does not encode");
+      SenderStatus status;
+      if (!si.tail.empty() && decode_sender_status(si.tail, &status) == DecodeStatus::kOk) {
+        std::vector<uint8_t> again(si.tail.size());
+        const size_t m = encode_sender_status(status, again);
+        require(m > 0 && m <= si.tail.size(), "a decoded sender status does not encode");
+      }
       const Packet p = decode_encoded(std::span(buf).first(n), h, type);
       SenderInfo si2;
       require(decode_sender_info(p.payload, &si2) == DecodeStatus::kOk &&
