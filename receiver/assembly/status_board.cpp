@@ -243,15 +243,10 @@ void StatusBoard::write_json() const {
   out += "\n]}\n";
   const std::string tmp = json_path_ + ".new";
   common::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  bool ok = static_cast<bool>(fd);
-  size_t done = 0;
-  while (ok && done < out.size()) {
-    const ssize_t n = ::write(fd.get(), out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
-  }
-  ok = ok && std::rename(tmp.c_str(), json_path_.c_str()) == 0;
+  // Not synced: operators' view of the last statuses, rewritten every few seconds from the
+  // writer thread, which must not wait for the disk.
+  const bool ok =
+      fd && common::write_all(fd.get(), out) && std::rename(tmp.c_str(), json_path_.c_str()) == 0;
   if (!ok && !json_error_logged_) {
     json_error_logged_ = true;
     spdlog::error("Error: cannot write the senders' status to {}: {}",
